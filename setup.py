@@ -1,0 +1,79 @@
+"""Build the compiled layer of g10core.
+
+Every ``src/g10core/*.pyx`` becomes one extension module ``g10core.<name>``.
+All Cython directives live in ``DIRECTIVES`` below.  ``G10_CYTHON_DEBUG=1``
+switches on bounds/overflow checks (CI runs the unit tests once on that build).
+"""
+import os
+from pathlib import Path
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+HERE = Path(__file__).parent
+DEBUG = os.environ.get("G10_CYTHON_DEBUG", "0") == "1"
+
+# One table of directives for every module.
+DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": False,
+    "wraparound": False,
+    "initializedcheck": False,
+    "cdivision": True,
+    "nonecheck": False,
+    "overflowcheck": False,
+    "embedsignature": True,
+    "binding": False,
+}
+if DEBUG:
+    DIRECTIVES.update(
+        boundscheck=True,
+        wraparound=True,
+        initializedcheck=True,
+        nonecheck=True,
+        overflowcheck=True,
+        cdivision=False,
+    )
+
+COMPILE_ARGS = ["-std=c++17", "-O0", "-g"] if DEBUG else ["-std=c++17", "-O3"]
+DEFINES = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+if DEBUG:
+    DEFINES.append(("G10_DEBUG", "1"))
+
+
+def extensions():
+    exts = []
+    for pyx in sorted((HERE / "src" / "g10core").glob("*.pyx")):
+        exts.append(
+            Extension(
+                f"g10core.{pyx.stem}",
+                [str(pyx.relative_to(HERE))],
+                include_dirs=[numpy.get_include(), "include", "src/g10core"],
+                language="c++",
+                extra_compile_args=COMPILE_ARGS,
+                define_macros=DEFINES,
+            )
+        )
+    return exts
+
+
+def _mode_changed():
+    """Regenerate the C++ when switching between debug and release builds."""
+    stamp = HERE / "build" / "g10_cython_mode"
+    mode = "debug" if DEBUG else "release"
+    old = stamp.read_text() if stamp.exists() else None
+    stamp.parent.mkdir(exist_ok=True)
+    stamp.write_text(mode)
+    return old != mode
+
+
+setup(
+    ext_modules=cythonize(
+        extensions(),
+        compiler_directives=DIRECTIVES,
+        include_path=["src"],
+        annotate=os.environ.get("G10_CYTHON_ANNOTATE", "0") == "1",
+        force=_mode_changed(),
+    ),
+)
