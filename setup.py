@@ -31,7 +31,7 @@ if DEBUG:
         boundscheck=True,
         wraparound=True,
         initializedcheck=True,
-        nonecheck=True,
+        # nonecheck stays off: it needs the GIL, and the hot loops run without it
         overflowcheck=True,
         cdivision=False,
     )

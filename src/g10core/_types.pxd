@@ -27,3 +27,121 @@ cdef packed struct hint_rec:
     int32_t kernel             # kernel index at which the hint is applied
     int32_t tensor             # tensor index
     int8_t action              # HintAction
+
+
+# ---- PCIe link (_pcie.pyx; spec and validation in pcie.py) -------------------
+
+# Resolved link parameters: every time is in cycles of the shared clock.  The
+# time a transfer holds the wire is ceil(nbytes * num / den), kept as an exact
+# fraction so that an idle-link transfer's time is right to the cycle.
+cdef struct pcie_params:
+    int64_t cpb_num[4]         # cycles per byte, numerator, index direction * 2 + flow
+    int64_t cpb_den[4]         # cycles per byte, denominator (same index)
+    int64_t setup_cycles       # fixed cost of every transfer (descriptor, doorbell, completion)
+    int32_t pipelined_setup    # 1: setup overlaps the previous transfer's data; 0: it holds the queue
+
+# Counters of one link direction.
+cdef struct pcie_dir_stats:
+    int64_t transfers          # transfers submitted
+    int64_t bytes[2]           # payload bytes by flow (0 host<->device, 1 peer<->device)
+    int64_t busy_cycles        # cycles the direction was occupied (setup included unless pipelined)
+    int64_t queue_delay_cycles # sum over transfers of (start - submit time)
+    int64_t max_queue_delay_cycles  # worst single wait
+    int64_t out_of_order       # submits whose time was earlier than the previous submit's
+    cycle_t last_submit        # submit time of the latest transfer
+    cycle_t last_completion    # completion of the latest transfer
+
+
+# ---- SSD and its FTL (_ssd.pyx; spec and validation in ssd.py) ---------------
+
+# Resolved SSD parameters (geometry in counts, times in cycles).
+cdef struct ssd_params:
+    int64_t n_channels         # flash channels
+    int64_t planes_per_channel # chips * dies * planes behind one channel
+    int64_t n_planes           # GC domains; lpn % n_planes picks the plane (channel first)
+    int64_t blocks_per_plane   # erase blocks in one plane
+    int64_t pages_per_block    # flash pages per erase block
+    int64_t page_bytes         # flash page = mapping unit
+    int64_t logical_pages_per_plane  # U / n_planes: user-visible pages mapped to each plane
+    int64_t gc_free_blocks_min # GC restores at least this many free blocks per plane (>= 2)
+    int32_t victim_policy      # VictimPolicy
+    int32_t victim_choices     # d of d-choices
+    int32_t shared_frontier    # 1: GC copies go to the host frontier (no separate GC frontier)
+    int64_t t_read             # tR: array read into the page register
+    int64_t t_prog             # tPROG: page program
+    int64_t t_erase            # tBERS: block erase
+    int64_t t_xfer             # one page over the flash channel
+    int64_t read_overhead      # controller/NVMe time per read command (latency only)
+    int64_t write_overhead     # controller/NVMe time per write command (latency only)
+    int64_t queue_depth        # NVMe commands in flight at most
+    int64_t command_pages      # a request is split into commands of at most this many pages
+    int64_t write_buffer_pages # DRAM write buffer, pages (a write is acknowledged once buffered)
+    uint64_t seed              # victim-sampling random stream
+
+# GC victim rules (ssd.py's VICTIM_POLICIES maps names onto these).
+cdef enum VictimPolicy:
+    VICTIM_GREEDY = 0          # fewest valid pages (O(1) with per-count buckets)
+    VICTIM_FIFO = 1            # oldest closed block
+    VICTIM_RANDOM = 2          # uniform among closed blocks
+    VICTIM_DCHOICES = 3        # fewest valid among d random closed blocks
+
+# Counters of an SSD (reset by reset_stats; FTL state is kept).
+cdef struct ssd_stats:
+    int64_t read_commands      # NVMe read commands
+    int64_t write_commands     # NVMe write commands
+    int64_t host_read_pages    # pages the host read
+    int64_t host_write_pages   # pages the host wrote
+    int64_t unmapped_read_pages  # host reads of never-written / trimmed pages (no flash access)
+    int64_t trimmed_pages      # pages invalidated by trim
+    int64_t flash_read_pages   # array reads: host reads + GC copy reads
+    int64_t flash_program_pages  # page programs: host writes + GC copies
+    int64_t gc_copies          # valid pages relocated by GC
+    int64_t gc_victims         # blocks GC collected (the GC count)
+    int64_t erases             # block erases
+    int64_t gc_busy_cycles     # plane time spent on GC copies and erases
+    int64_t read_bytes         # host read payload
+    int64_t write_bytes        # host write payload
+    int64_t gc_stalls          # GC found no victim (impossible for a validated geometry)
+    int64_t alloc_failures     # no erased block left (impossible for a validated geometry)
+    cycle_t first_submit       # earliest command submit time since reset (-1 if none)
+    cycle_t last_completion    # latest command completion since reset
+
+# Per-plane FTL state (one GC domain).  Blocks are numbered globally:
+# plane p owns blocks [p * blocks_per_plane, (p + 1) * blocks_per_plane).
+cdef struct ssd_plane:
+    int32_t host_block         # open block taking host writes (-1: none yet)
+    int32_t host_next          # next unwritten page in it
+    int32_t gc_block           # open block taking GC copies (-1: none yet)
+    int32_t gc_next            # next unwritten page in it
+    int32_t free_head          # FIFO of erased blocks, linked through the block `next` array
+    int32_t free_tail          # last erased block (-1: list empty)
+    int32_t free_count         # erased blocks in the FIFO
+    int32_t closed_count       # full blocks that GC may pick
+    int32_t min_valid          # greedy: no closed block holds fewer valid pages than this
+    int32_t channel            # flash channel the plane sits behind
+    int32_t buf_head           # oldest buffered page waiting for this plane's program (-1: none)
+    int32_t buf_tail           # newest one
+    cycle_t busy_until         # the plane's array (read, program, erase) is free from here
+
+# ---- page-level replay (_replay.pyx) ------------------------------------------
+# Page state is kept in runs: a run covers consecutive pages of ONE tensor that
+# share a location and an in-transfer flag.  Runs never cross tensor boundaries.
+cdef struct loc_run:
+    int64_t end                # one past the last page of the run
+    int8_t loc                 # Tier
+    int8_t intr                # 1: queued for a transfer (the artifact's in_transfer)
+
+# A run of the GPU's arrival-ordered page list ("LRU" in the artifact; FIFO in effect).
+cdef struct lru_node:
+    int64_t start              # first page
+    int64_t count              # pages, consecutive, one tensor
+    int32_t tensor             # owner
+    int32_t prev               # previous node (older), -1 at the head
+    int32_t next               # next node (newer), -1 at the tail
+
+# A run of pages waiting in one of the transfer queues.
+cdef struct queue_run:
+    int64_t start              # first page
+    int64_t count              # pages, consecutive, one tensor
+    int32_t tensor             # owner
+    int8_t src                 # Tier the pages were in when queued

@@ -52,6 +52,17 @@ def _open_text(path: Path):
     return gzip.open(path, "rt") if path.suffix == ".gz" else open(path, "rt")
 
 
+def _lines(path: Path):
+    """(line number, line) of a text or .gz file; a damaged file is an ArtifactError."""
+    lineno = 0
+    try:
+        with _open_text(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                yield lineno, line
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{path}:{lineno + 1}: unreadable ({type(exc).__name__}: {exc})") from None
+
+
 def _find(folder: Path, name: str) -> Path:
     for cand in (folder / name, folder / (name + ".gz")):
         if cand.exists():
@@ -62,22 +73,21 @@ def _find(folder: Path, name: str) -> Path:
 def read_tensors(path: Path):
     """Parse tensors.config -> (size_bytes int64, is_global bool, range_start int64)."""
     sizes, glob, start = [], [], []
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            m = _TENSOR_RE.match(line)
-            if not m:
-                raise ArtifactError(f"{path}:{lineno}: not a tensor line: {line.strip()[:80]!r}")
-            tid = int(m[1])
-            if tid != len(sizes):
-                raise ArtifactError(f"{path}:{lineno}: tensor{tid} out of order (expected tensor{len(sizes)})")
-            lo, hi = int(m[4]), int(m[5])
-            if hi - lo != int(m[3]):
-                raise ArtifactError(f"{path}:{lineno}: range {lo}--{hi} does not span size {m[3]}")
-            sizes.append(int(m[3]))
-            glob.append(m[2] == "1")
-            start.append(lo)
+    for lineno, line in _lines(path):
+        if not line.strip():
+            continue
+        m = _TENSOR_RE.match(line)
+        if not m:
+            raise ArtifactError(f"{path}:{lineno}: not a tensor line: {line.strip()[:80]!r}")
+        tid = int(m[1])
+        if tid != len(sizes):
+            raise ArtifactError(f"{path}:{lineno}: tensor{tid} out of order (expected tensor{len(sizes)})")
+        lo, hi = int(m[4]), int(m[5])
+        if hi - lo != int(m[3]):
+            raise ArtifactError(f"{path}:{lineno}: range {lo}--{hi} does not span size {m[3]}")
+        sizes.append(int(m[3]))
+        glob.append(m[2] == "1")
+        start.append(lo)
     return np.array(sizes, np.int64), np.array(glob, bool), np.array(start, np.int64)
 
 
@@ -85,51 +95,55 @@ def read_kernels(path: Path, n_tensors: int):
     """Parse kernels.config -> (names, cycles, list of (inputs, outputs) id lists)."""
     names, cycles, accesses = [], [], []
     section = None
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.rstrip("\n")
-            if line.startswith("Kernel ID:"):
-                m = _KERNEL_RE.match(line)
-                if not m or int(m[1]) != len(names):
-                    raise ArtifactError(f"{path}:{lineno}: bad or out-of-order kernel header {line[:80]!r}")
-                names.append(m[2])
-                cycles.append(None)
-                accesses.append(([], []))
-                section = None
-            elif line.startswith("Execution Time:"):
-                cycles[-1] = int(line.split(":")[1])
-            elif line.startswith("Input Tensors:"):
-                section = 0
-            elif line.startswith("Output Tensors:"):
-                section = 1
-            elif line.startswith("tensor"):
-                m = _TENSOR_RE.match(line)
-                if not m or section is None or not names:
-                    raise ArtifactError(f"{path}:{lineno}: unexpected tensor line {line[:80]!r}")
-                tid = int(m[1])
-                if tid >= n_tensors:
-                    raise ArtifactError(f"{path}:{lineno}: tensor{tid} is not in tensors.config ({n_tensors} tensors)")
-                accesses[-1][section].append(tid)
-            elif line.startswith("____"):
-                section = None
+    for lineno, line in _lines(path):
+        line = line.rstrip("\n")
+        if line.startswith("Kernel ID:"):
+            m = _KERNEL_RE.match(line)
+            if not m or int(m[1]) != len(names):
+                raise ArtifactError(f"{path}:{lineno}: bad or out-of-order kernel header {line[:80]!r}")
+            names.append(m[2])
+            cycles.append(None)
+            accesses.append(([], []))
+            section = None
+        elif line.startswith("Execution Time:"):
+            value = line.split(":", 1)[1].strip()
+            if not names or not value.isdigit():
+                raise ArtifactError(f"{path}:{lineno}: unexpected execution time line {line[:80]!r}")
+            cycles[-1] = int(value)
+        elif line.startswith("Input Tensors:"):
+            section = 0
+        elif line.startswith("Output Tensors:"):
+            section = 1
+        elif line.startswith("tensor"):
+            m = _TENSOR_RE.match(line)
+            if not m or section is None or not names:
+                raise ArtifactError(f"{path}:{lineno}: unexpected tensor line {line[:80]!r}")
+            tid = int(m[1])
+            if tid >= n_tensors:
+                raise ArtifactError(f"{path}:{lineno}: tensor{tid} is not in tensors.config ({n_tensors} tensors)")
+            accesses[-1][section].append(tid)
+        elif line.startswith("____"):
+            section = None
     return names, cycles, accesses
 
 
 def read_profile(path: Path, unit: str) -> np.ndarray:
     """Parse one per-kernel profile file; values in its unit (ms or B)."""
     values = []
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            m = _PROFILE_RE.match(line.strip())
-            if not m:
-                raise ArtifactError(f"{path}:{lineno}: not '<id> <value> <unit>': {line.strip()[:80]!r}")
-            if int(m[1]) != len(values):
-                raise ArtifactError(f"{path}:{lineno}: kernel id {int(m[1])} out of order (expected {len(values)})")
-            if m[3] != unit:
-                raise ArtifactError(f"{path}:{lineno}: unit {m[3]!r}, expected {unit!r}")
+    for lineno, line in _lines(path):
+        if not line.strip():
+            continue
+        m = _PROFILE_RE.match(line.strip())
+        if not m:
+            raise ArtifactError(f"{path}:{lineno}: not '<id> <value> <unit>': {line.strip()[:80]!r}")
+        if int(m[1]) != len(values):
+            raise ArtifactError(f"{path}:{lineno}: kernel id {int(m[1])} out of order (expected {len(values)})")
+        if m[3] != unit:
+            raise ArtifactError(f"{path}:{lineno}: unit {m[3]!r}, expected {unit!r}")
+        try:
             values.append(float(m[2]))
+        except ValueError:
+            raise ArtifactError(f"{path}:{lineno}: {m[2]!r} is not a number") from None
     return np.array(values, np.float64)
 
 
@@ -192,6 +206,20 @@ def load_workload(artifact_dir, model: str, batch: int) -> Trace:
                 a_tensor.append(t)
                 a_mode.append(ACCESS_WRITE)
         offsets[k + 1] = len(a_tensor)
+
+    # the workspace profile says the bytes, kernels.config lists the page-rounded tensor as an output
+    ws = prof["Workspace"]
+    if np.any((ws != np.floor(ws)) | (ws < 0)):
+        k = int(np.flatnonzero((ws != np.floor(ws)) | (ws < 0))[0])
+        raise ArtifactError(
+            f"{pdir}/cudnn{batch}Workspace.txt: kernel {k} workspace {ws[k]} B is not a whole byte count")
+    for k in np.flatnonzero(ws > 0):
+        want = -(-int(ws[k]) // PAGE_SIZE_BYTES) * PAGE_SIZE_BYTES
+        outs = a_tensor[offsets[k]:offsets[k + 1]]
+        if not any(sizes[t] == want and a_mode[offsets[k] + i] & ACCESS_WRITE for i, t in enumerate(outs)):
+            raise ArtifactError(
+                f"{pdir}/cudnn{batch}Workspace.txt: kernel {k} has a {int(ws[k])} B workspace, "
+                f"but {kpath} lists no output of {want} B for it")
 
     for suffix in ("", "PF", "InputPF"):
         ns = prof[suffix] * 1e6

@@ -2,7 +2,10 @@
 
 A :class:`Trace` is the in-memory form every other module consumes: numpy arrays,
 one row per tensor and per kernel, and the kernel->tensor accesses as CSR.  The
-HDF5 file format (schema ``g10core-trace``) is documented in ``traces/README.md``.
+HDF5 file format (schema ``g10core-trace``) is documented in ``traces/README.md``;
+:func:`write_trace` and :func:`read_trace` are its writer and reader, and
+:func:`validate_trace` checks every invariant the compiled layer relies on.  Every
+problem is a :class:`TraceError` naming the file, dataset, row and field.
 
 Virtual layout (the one the published G10 simulator uses): every tensor is rounded
 up to whole pages; global tensors are laid out first, in tensor order, then every
@@ -10,8 +13,14 @@ other tensor, in tensor order; no address is reused within an iteration.
 """
 from __future__ import annotations
 
+import errno
+import json
+import os
+import re
+import secrets
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
@@ -53,6 +62,9 @@ class Trace:
     source: str = ""
     profiling_gpu: str = ""
     attrs: dict = field(default_factory=dict)
+    # optional migration hints stored with the trace (``g10core.policies.HINT_DTYPE``)
+    hints: np.ndarray | None = None
+    hints_policy: str = ""                 # name of the policy that produced ``hints``
 
     # ---- sizes -------------------------------------------------------------
     @property
@@ -131,3 +143,546 @@ class Trace:
             "footprint_bytes": self.footprint_bytes,
             "source": self.source,
         }
+
+
+# ============================================================================
+# HDF5 file format "g10core-trace" (documented in traces/README.md)
+# ============================================================================
+
+SCHEMA = "g10core-trace"
+SCHEMA_VERSION = 1                      # what write_trace writes
+SUPPORTED_SCHEMA_VERSIONS = (1,)        # what read_trace reads
+# Version history of the file format; every change of layout or meaning bumps the
+# version and adds a line here and in traces/README.md.
+SCHEMA_HISTORY = {
+    1: "first version: /tensors, /tensor_names, /kernels (three profiled times in ns, "
+       "workspace bytes), /kernel_names, /accesses/{offsets,tensor,mode} (CSR), optional /hints",
+}
+
+# Packed record types of the two tables (the in-memory Trace keeps them as columns).
+TENSOR_DTYPE = np.dtype([("size_bytes", "<i8"), ("is_global", "u1")])
+KERNEL_DTYPE = np.dtype([
+    ("time_ideal_ns", "<f8"),
+    ("time_fault_all_ns", "<f8"),
+    ("time_fault_outputs_ns", "<f8"),
+    ("workspace_bytes", "<i8"),
+])
+# Units of every quantity in the file, stored as the JSON root attribute ``units``;
+# the reader refuses a file that states other units for any of them.
+UNITS = {
+    "tensors.size_bytes": "bytes",
+    "kernels.time_ideal_ns": "ns",
+    "kernels.time_fault_all_ns": "ns",
+    "kernels.time_fault_outputs_ns": "ns",
+    "kernels.workspace_bytes": "bytes",
+}
+# Root attributes the writer sets itself; any of these in ``Trace.attrs`` is ignored.
+_RESERVED_ATTRS = ("schema", "schema_version", "model", "batch_size", "source",
+                   "profiling_gpu", "units", "creator")
+CHUNK_BYTES = 1 << 20                   # target chunk size (never larger than the data)
+_GZIP_LEVEL = 4
+_IN_MEMORY = "<in-memory trace>"
+
+
+class TraceError(ValueError):
+    """A trace file or in-memory trace breaks the format.
+
+    Attributes: ``path`` (None for an in-memory trace), ``dataset`` (HDF5 name, "/"
+    for the root attributes), ``row`` (None when the problem is not one row),
+    ``field`` (a compound field or attribute name, or None) and ``reason``.
+    ``str()`` is one line naming all of them.
+    """
+
+    def __init__(self, path, dataset: str, reason: str, row: int | None = None,
+                 field: str | None = None):
+        self.path = None if path is None else os.fspath(path)
+        self.dataset = dataset
+        self.row = None if row is None else int(row)
+        self.field = field
+        self.reason = " ".join(str(reason).split())  # one line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        parts = [self.dataset]
+        if self.row is not None:
+            parts.append(f"row {self.row}")
+        if self.field:
+            parts.append(("attribute " if self.dataset == "/" else "field ") + self.field)
+        return f"{self.path or _IN_MEMORY}: {', '.join(parts)}: {self.reason}"
+
+    def __reduce__(self):  # picklable across sweep workers
+        return (TraceError, (self.path, self.dataset, self.reason, self.row, self.field))
+
+
+# ---- validation ---------------------------------------------------------------
+
+# Trace column -> (dataset, field, dtype, length key): where it lives in the file.
+_COLUMNS = {
+    "tensor_size_bytes": ("/tensors", "size_bytes", np.dtype(np.int64), "T"),
+    "tensor_is_global": ("/tensors", "is_global", np.dtype(bool), "T"),
+    "tensor_name": ("/tensor_names", None, "U", "T"),
+    "kernel_name": ("/kernel_names", None, "U", "K"),
+    "kernel_time_ideal_ns": ("/kernels", "time_ideal_ns", np.dtype(np.float64), "K"),
+    "kernel_time_fault_all_ns": ("/kernels", "time_fault_all_ns", np.dtype(np.float64), "K"),
+    "kernel_time_fault_outputs_ns": ("/kernels", "time_fault_outputs_ns", np.dtype(np.float64), "K"),
+    "kernel_workspace_bytes": ("/kernels", "workspace_bytes", np.dtype(np.int64), "K"),
+    "access_offsets": ("/accesses/offsets", None, np.dtype(np.int64), "K+1"),
+    "access_tensor": ("/accesses/tensor", None, np.dtype(np.int32), "A"),
+    "access_mode": ("/accesses/mode", None, np.dtype(np.uint8), "A"),
+}
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def validate_trace(trace: Trace, path=None) -> None:
+    """Check every invariant of ``trace``; raise :class:`TraceError` at the first broken one.
+
+    ``path`` only labels the error.  Checked: identity attributes; every column's
+    type, dtype, shape and length; tensor sizes > 0; times finite and >= 0;
+    workspace >= 0; CSR offsets start at 0, never decrease and end at the access
+    count; tensor ids in range and not repeated within a kernel; modes READ, WRITE
+    or both; hints (if any) in range.  Not checked: ``t00 >= t10 >= t11`` (the
+    published A100 profiles break it for up to a tenth of the kernels; the simulators
+    clamp on load).  Cost O(T + K + A).
+    """
+    from . import _traceidx
+
+    def fail(dataset, reason, row=None, fld=None):
+        raise TraceError(path, dataset, reason, row, fld)
+
+    if not isinstance(trace, Trace):
+        fail("/", f"expected a g10core.trace.Trace, got {type(trace).__name__}")
+    if not isinstance(trace.model, str) or not trace.model.strip():
+        fail("/", f"must be a non-empty string, got {trace.model!r}", fld="model")
+    if not _is_int(trace.batch_size) or trace.batch_size < 1:
+        fail("/", f"must be an integer >= 1, got {trace.batch_size!r}", fld="batch_size")
+    for name in ("source", "profiling_gpu", "hints_policy"):
+        if not isinstance(getattr(trace, name), str):
+            fail("/", f"must be a string, got {type(getattr(trace, name)).__name__}", fld=name)
+    if not isinstance(trace.attrs, dict):
+        fail("/", f"attrs must be a dict, got {type(trace.attrs).__name__}")
+    for key, value in trace.attrs.items():
+        if not isinstance(key, str) or not key or "/" in key:
+            fail("/", f"attribute name {key!r} must be a non-empty string without '/'")
+        if not isinstance(value, (str, bool, int, float, np.generic)) or isinstance(value, np.void):
+            fail("/", f"attribute value must be a str, int, float or bool, got {type(value).__name__}",
+                 fld=key)
+
+    # shapes and dtypes first: the scans below (and the compiled layer) rely on them
+    for col, (dataset, fld, dtype, _) in _COLUMNS.items():
+        arr = getattr(trace, col)
+        if not isinstance(arr, np.ndarray):
+            fail(dataset, f"must be a numpy array, got {type(arr).__name__} (Trace.{col})", fld=fld)
+        if arr.ndim != 1:
+            fail(dataset, f"must be 1-D, got shape {arr.shape} (Trace.{col})", fld=fld)
+        if dtype == "U":
+            if arr.dtype.kind != "U":
+                fail(dataset, f"dtype {arr.dtype}, expected a str array (Trace.{col})", fld=fld)
+        elif arr.dtype != dtype:
+            fail(dataset, f"dtype {arr.dtype}, expected {dtype} (Trace.{col})", fld=fld)
+    T = trace.tensor_size_bytes.shape[0]
+    K = trace.kernel_time_ideal_ns.shape[0]  # the tables define the counts; names must match them
+    A = trace.access_tensor.shape[0]
+    lengths = {"T": T, "K": K, "K+1": K + 1, "A": A}
+    if T < 1:
+        fail("/tensors", "a trace needs at least one tensor")
+    if K < 1:
+        fail("/kernels", "a trace needs at least one kernel")
+    for col, (dataset, fld, _, key) in _COLUMNS.items():
+        n = getattr(trace, col).shape[0]
+        if n != lengths[key]:
+            what = {"T": "tensors", "K": "kernels", "K+1": "kernels + 1", "A": "accesses"}[key]
+            fail(dataset, f"has {n} rows, expected {lengths[key]} ({what}; Trace.{col})", fld=fld)
+
+    # tensors
+    sizes = trace.tensor_size_bytes
+    bad = np.flatnonzero(sizes <= 0)
+    if bad.size:
+        fail("/tensors", f"got {int(sizes[bad[0]])}; must be > 0", row=bad[0], fld="size_bytes")
+    if float(sizes.sum(dtype=np.float64)) >= 2.0 ** 62:
+        fail("/tensors", "total footprint overflows 64-bit byte counts", fld="size_bytes")
+
+    # kernels
+    for col in ("kernel_time_ideal_ns", "kernel_time_fault_all_ns", "kernel_time_fault_outputs_ns"):
+        t = getattr(trace, col)
+        bad = np.flatnonzero(~(np.isfinite(t) & (t >= 0)))
+        if bad.size:
+            fail("/kernels", f"got {float(t[bad[0]])!r}; must be finite and >= 0", row=bad[0], fld=_COLUMNS[col][1])
+    ws = trace.kernel_workspace_bytes
+    bad = np.flatnonzero(ws < 0)
+    if bad.size:
+        fail("/kernels", f"got {int(ws[bad[0]])}; must be >= 0", row=bad[0], fld="workspace_bytes")
+
+    # accesses (compiled O(A) scans over contiguous views)
+    offsets = np.ascontiguousarray(trace.access_offsets)
+    ids = np.ascontiguousarray(trace.access_tensor)
+    modes = np.ascontiguousarray(trace.access_mode)
+    row = _traceidx.first_bad_offset(offsets, A)
+    if row >= 0:
+        v = int(offsets[row])
+        if row == 0:
+            why = f"got {v}; the first offset must be 0"
+        elif v < offsets[row - 1]:
+            why = f"got {v} after {int(offsets[row - 1])}; offsets must not decrease"
+        elif v > A:
+            why = f"got {v}; exceeds the number of accesses {A}"
+        else:
+            why = f"got {v}; the last offset must equal the number of accesses {A}"
+        fail("/accesses/offsets", why, row=row)
+    row = _traceidx.first_out_of_range(ids, T)
+    if row >= 0:
+        k = int(np.searchsorted(offsets, row, side="right")) - 1
+        fail("/accesses/tensor", f"tensor id {int(ids[row])} of kernel {k} is out of range [0, {T})", row=row)
+    row = _traceidx.first_bad_mode(modes)
+    if row >= 0:
+        fail("/accesses/mode", f"got {int(modes[row])}; must be 1 (read), 2 (write) or 3 (read and write)", row=row)
+    row = _traceidx.first_repeated_access(offsets, ids, T)
+    if row >= 0:
+        k = int(np.searchsorted(offsets, row, side="right")) - 1
+        fail("/accesses/tensor", f"tensor {int(ids[row])} appears twice in kernel {k} (merge the modes instead)",
+             row=row)
+
+    if trace.hints is not None:
+        _validate_hints(trace.hints, K, T, path)
+
+
+def _validate_hints(hints, K: int, T: int, path) -> None:
+    from .policies import HINT_DTYPE
+
+    if not isinstance(hints, np.ndarray) or hints.ndim != 1 or hints.dtype != HINT_DTYPE:
+        got = f"{type(hints).__name__} {getattr(hints, 'dtype', '')} {getattr(hints, 'shape', '')}"
+        raise TraceError(path, "/hints", f"must be a 1-D array of HINT_DTYPE, got {got.strip()}")
+    for fld, n in (("kernel", K), ("tensor", T)):
+        col = np.ascontiguousarray(hints[fld])
+        bad = np.flatnonzero((col < 0) | (col >= n))
+        if bad.size:
+            raise TraceError(path, "/hints", f"got {int(col[bad[0]])}; out of range [0, {n})", bad[0], fld)
+    act = hints["action"]
+    bad = np.flatnonzero((act < 0) | (act > 3))
+    if bad.size:
+        raise TraceError(path, "/hints", f"got {int(act[bad[0]])}; must be 0 (to GPU), 1 (to SSD), "
+                         "2 (to host) or 3 (free)", bad[0], "action")
+
+
+# ---- writer -------------------------------------------------------------------
+
+def _create(group, name: str, data: np.ndarray):
+    """One dataset: gzip+shuffle, fletcher32, chunks of about 1 MiB (never beyond the data)."""
+    n = data.shape[0]
+    if n == 0:  # HDF5 cannot chunk an empty extent
+        return group.create_dataset(name, data=data, track_times=False)
+    rows = max(1, min(n, CHUNK_BYTES // max(1, data.dtype.itemsize)))
+    return group.create_dataset(
+        name, data=data, chunks=(rows,), compression="gzip", compression_opts=_GZIP_LEVEL,
+        shuffle=True, fletcher32=True, track_times=False)
+
+
+def _names(arr: np.ndarray):
+    """str array -> fixed-length UTF-8 bytes (compresses well, no variable-length heap)."""
+    import h5py
+
+    encoded = [s.encode("utf-8") for s in arr.tolist()]
+    width = max([1] + [len(b) for b in encoded])
+    return np.array(encoded, dtype=h5py.string_dtype("utf-8", width))
+
+
+def write_trace(trace: Trace, path) -> Path:
+    """Validate ``trace`` and write it to ``path`` in format ``SCHEMA_VERSION``, atomically.
+
+    The file is written under a temporary name in the same folder and renamed over
+    ``path`` when complete, so a reader never sees a half-written trace.
+    """
+    import h5py
+
+    from . import __version__
+
+    path = Path(path)
+    validate_trace(trace, path)
+    if not path.parent.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such directory", str(path.parent))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["schema"] = SCHEMA
+            f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
+            f.attrs["model"] = trace.model
+            f.attrs["batch_size"] = np.int64(trace.batch_size)
+            f.attrs["source"] = trace.source
+            f.attrs["profiling_gpu"] = trace.profiling_gpu
+            f.attrs["units"] = json.dumps(UNITS, sort_keys=True)
+            f.attrs["creator"] = f"g10core {__version__}"
+            for key, value in sorted(trace.attrs.items()):
+                if key not in _RESERVED_ATTRS:
+                    f.attrs[key] = value.item() if isinstance(value, np.generic) else value
+
+            tensors = np.empty(trace.n_tensors, TENSOR_DTYPE)
+            tensors["size_bytes"] = trace.tensor_size_bytes
+            tensors["is_global"] = trace.tensor_is_global
+            _create(f, "tensors", tensors)
+            _create(f, "tensor_names", _names(trace.tensor_name))
+
+            kernels = np.empty(trace.n_kernels, KERNEL_DTYPE)
+            kernels["time_ideal_ns"] = trace.kernel_time_ideal_ns
+            kernels["time_fault_all_ns"] = trace.kernel_time_fault_all_ns
+            kernels["time_fault_outputs_ns"] = trace.kernel_time_fault_outputs_ns
+            kernels["workspace_bytes"] = trace.kernel_workspace_bytes
+            _create(f, "kernels", kernels)
+            _create(f, "kernel_names", _names(trace.kernel_name))
+
+            acc = f.create_group("accesses", track_order=False)
+            _create(acc, "offsets", trace.access_offsets)
+            _create(acc, "tensor", trace.access_tensor)
+            _create(acc, "mode", trace.access_mode)
+
+            if trace.hints is not None:
+                ds = _create(f, "hints", trace.hints)
+                ds.attrs["policy"] = trace.hints_policy
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+# ---- reader -------------------------------------------------------------------
+
+def _h5_reason(exc: BaseException) -> str:
+    """h5py's 'Unable to ... (detail)' -> 'detail', with the common cases in plain words."""
+    msg = " ".join(str(exc).split())
+    if "(" in msg and msg.endswith(")"):
+        msg = msg[msg.index("(") + 1:-1]
+    if "file signature not found" in msg:
+        return "not an HDF5 file"
+    m = re.search(r"truncated file: eof = (\d+).*stored_eof = (\d+)", msg)
+    if m:
+        return f"truncated file ({m[1]} of {m[2]} bytes)"
+    return msg
+
+
+def _attr(f, path, name: str, kind: type):
+    if name not in f.attrs:
+        raise TraceError(path, "/", "missing root attribute", field=name)
+    try:
+        value = f.attrs[name]
+    except (OSError, TypeError, ValueError) as exc:
+        raise TraceError(path, "/", f"unreadable attribute ({_h5_reason(exc)})", field=name) from None
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if kind is int and _is_int(value):
+        return int(value)
+    if kind is str and isinstance(value, str):
+        return value
+    raise TraceError(path, "/", f"must be {'an integer' if kind is int else 'a string'}, got {value!r}",
+                     field=name)
+
+
+def _dataset(f, path, name: str):
+    import h5py
+
+    try:
+        ds = f.get(name)
+    except (OSError, KeyError, ValueError, RuntimeError) as exc:
+        raise TraceError(path, "/" + name, f"unreadable ({_h5_reason(exc)})") from None
+    if ds is None:
+        raise TraceError(path, "/" + name, "missing dataset")
+    if not isinstance(ds, h5py.Dataset):
+        raise TraceError(path, "/" + name, f"is a {type(ds).__name__}, expected a dataset")
+    if len(ds.shape or ()) != 1:
+        raise TraceError(path, "/" + name, f"must be 1-D, got shape {ds.shape}")
+    return ds
+
+
+def _load(ds, path):
+    try:
+        return ds[()]
+    except (OSError, ValueError, RuntimeError, TypeError) as exc:
+        raise TraceError(path, ds.name, f"unreadable data ({_h5_reason(exc)})") from None
+
+
+def _column(arr: np.ndarray, dataset: str, fld, want, path) -> np.ndarray:
+    """Field ``fld`` of ``arr`` as dtype ``want``, refusing lossy conversions."""
+    if fld is not None:
+        if arr.dtype.names is None or fld not in arr.dtype.names:
+            have = ", ".join(arr.dtype.names or ()) or str(arr.dtype)
+            raise TraceError(path, dataset, f"missing field (the dataset has: {have})", field=fld)
+        arr = arr[fld]
+    want = np.dtype(want)
+    if arr.dtype.names is not None or not np.can_cast(arr.dtype, want, "safe"):
+        raise TraceError(path, dataset, f"dtype {arr.dtype} cannot be read as {want}", field=fld)
+    return np.ascontiguousarray(arr, dtype=want)
+
+
+def _string_column(ds, path) -> np.ndarray:
+    import h5py
+
+    if h5py.check_string_dtype(ds.dtype) is None:
+        raise TraceError(path, ds.name, f"dtype {ds.dtype}, expected strings")
+    try:
+        values = ds.asstr()[()]
+    except (OSError, ValueError, RuntimeError, UnicodeDecodeError) as exc:
+        raise TraceError(path, ds.name, f"unreadable strings ({_h5_reason(exc)})") from None
+    return np.asarray(values.tolist() if values.size else [], dtype=str)
+
+
+def read_trace(path) -> Trace:
+    """Read and validate a trace file; any problem is a :class:`TraceError` naming it.
+
+    A missing file is a ``FileNotFoundError``.  The file is closed before this
+    returns (h5py handles do not pickle: open traces by path in each worker).
+    """
+    import h5py
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, "no such trace file", str(path))
+    if path.is_dir():
+        raise TraceError(path, "/", "is a directory, not a trace file")
+    try:
+        # no HDF5 file lock: many sweep workers read one trace, and locks fail on some network file systems
+        f = h5py.File(path, "r", locking=False)
+    except OSError as exc:
+        raise TraceError(path, "/", f"cannot open as HDF5: {_h5_reason(exc)}") from None
+    with f:
+        if "schema" not in f.attrs:
+            raise TraceError(path, "/", "missing root attribute: not a g10core trace", field="schema")
+        schema = _attr(f, path, "schema", str)
+        if schema != SCHEMA:
+            raise TraceError(path, "/", f"got {schema!r}; not a {SCHEMA!r} file", field="schema")
+        version = _attr(f, path, "schema_version", int)
+        if version not in SUPPORTED_SCHEMA_VERSIONS:
+            newest = max(SUPPORTED_SCHEMA_VERSIONS)
+            hint = "; upgrade g10core" if version > newest else ""
+            raise TraceError(path, "/", f"version {version} is not supported (this g10core reads "
+                             f"{', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}){hint}", field="schema_version")
+        model = _attr(f, path, "model", str)
+        batch_size = _attr(f, path, "batch_size", int)
+        source = _attr(f, path, "source", str)
+        profiling_gpu = _attr(f, path, "profiling_gpu", str)
+        units_text = _attr(f, path, "units", str)
+        try:
+            units = json.loads(units_text)
+            if not isinstance(units, dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            raise TraceError(path, "/", f"not a JSON object ({exc})", field="units") from None
+        for key, unit in UNITS.items():
+            if key not in units:
+                raise TraceError(path, "/", f"no unit for {key} (expected {unit!r})", field="units")
+            if units[key] != unit:
+                raise TraceError(path, "/", f"{key} is in {units[key]!r}, this reader expects {unit!r}",
+                                 field="units")
+        attrs = {}
+        for key in f.attrs:
+            if key in _RESERVED_ATTRS and key not in ("creator", "schema_version"):
+                continue  # these are Trace fields (schema_version/creator: kept for information)
+            try:
+                value = f.attrs[key]
+            except (OSError, TypeError, ValueError) as exc:
+                raise TraceError(path, "/", f"unreadable attribute ({_h5_reason(exc)})", field=key) from None
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            elif isinstance(value, np.generic):
+                value = value.item()
+            attrs[key] = value
+
+        tensors = _load(_dataset(f, path, "tensors"), path)
+        size_bytes = _column(tensors, "/tensors", "size_bytes", np.int64, path)
+        is_global_raw = _column(tensors, "/tensors", "is_global", np.uint8, path)
+        bad = np.flatnonzero(is_global_raw > 1)
+        if bad.size:
+            raise TraceError(path, "/tensors", f"got {int(is_global_raw[bad[0]])}; must be 0 or 1", bad[0], "is_global")
+        tensor_name = _string_column(_dataset(f, path, "tensor_names"), path)
+
+        kernels = _load(_dataset(f, path, "kernels"), path)
+        cols = {fld: _column(kernels, "/kernels", fld, np.float64, path)
+                for fld in ("time_ideal_ns", "time_fault_all_ns", "time_fault_outputs_ns")}
+        workspace = _column(kernels, "/kernels", "workspace_bytes", np.int64, path)
+        kernel_name = _string_column(_dataset(f, path, "kernel_names"), path)
+
+        offsets = _column(_load(_dataset(f, path, "accesses/offsets"), path), "/accesses/offsets", None,
+                          np.int64, path)
+        a_tensor = _column(_load(_dataset(f, path, "accesses/tensor"), path), "/accesses/tensor", None,
+                           np.int32, path)
+        a_mode = _column(_load(_dataset(f, path, "accesses/mode"), path), "/accesses/mode", None,
+                         np.uint8, path)
+
+        hints, hints_policy = None, ""
+        if "hints" in f:
+            from .policies import HINT_DTYPE
+
+            ds = _dataset(f, path, "hints")
+            raw = _load(ds, path)
+            hints = np.empty(raw.shape[0], HINT_DTYPE)
+            for fld in HINT_DTYPE.names:
+                hints[fld] = _column(raw, "/hints", fld, HINT_DTYPE[fld], path)
+            policy = ds.attrs.get("policy", "")
+            hints_policy = policy.decode() if isinstance(policy, bytes) else str(policy)
+
+    trace = Trace(
+        model=model,
+        batch_size=batch_size,
+        tensor_size_bytes=size_bytes,
+        tensor_is_global=is_global_raw.astype(bool),
+        tensor_name=tensor_name,
+        kernel_name=kernel_name,
+        kernel_time_ideal_ns=cols["time_ideal_ns"],
+        kernel_time_fault_all_ns=cols["time_fault_all_ns"],
+        kernel_time_fault_outputs_ns=cols["time_fault_outputs_ns"],
+        kernel_workspace_bytes=workspace,
+        access_offsets=offsets,
+        access_tensor=a_tensor,
+        access_mode=a_mode,
+        source=source,
+        profiling_gpu=profiling_gpu,
+        attrs=attrs,
+        hints=hints,
+        hints_policy=hints_policy,
+    )
+    validate_trace(trace, path)
+    return trace
+
+
+# ---- summary ------------------------------------------------------------------
+
+GiB = 1 << 30
+
+
+def kernel_working_set_bytes(trace: Trace) -> np.ndarray:
+    """Page-rounded bytes each kernel touches (inputs + outputs), int64, O(A)."""
+    pages = trace.tensor_pages[trace.access_tensor]
+    cum = np.concatenate(([0], np.cumsum(pages, dtype=np.int64)))
+    return (cum[trace.access_offsets[1:]] - cum[trace.access_offsets[:-1]]) * PAGE_SIZE_BYTES
+
+
+def summarize(trace: Trace, gpu_memory_GiB: float = 40.0) -> dict:
+    """The numbers ``g10sim trace info`` prints (plain JSON-able values, units in the keys)."""
+    if not (gpu_memory_GiB > 0 and np.isfinite(gpu_memory_GiB)):
+        raise ValueError(f"gpu_memory_GiB = {gpu_memory_GiB}: must be > 0")
+    ws = kernel_working_set_bytes(trace)
+    k_max = int(np.argmax(ws))
+    return {
+        "model": trace.model,
+        "batch_size": int(trace.batch_size),
+        "schema_version": trace.attrs.get("schema_version"),  # None: not read from a file
+        "n_kernels": trace.n_kernels,
+        "n_tensors": trace.n_tensors,
+        "n_global_tensors": int(trace.tensor_is_global.sum()),
+        "n_accesses": trace.n_accesses,
+        "footprint_bytes": trace.footprint_bytes,
+        "footprint_GiB": trace.footprint_bytes / GiB,
+        "global_bytes": trace.global_bytes,
+        "global_GiB": trace.global_bytes / GiB,
+        "gpu_memory_GiB": float(gpu_memory_GiB),
+        "memory_ratio_percent": 100.0 * trace.footprint_bytes / (gpu_memory_GiB * GiB),
+        "max_kernel_working_set_bytes": int(ws[k_max]),
+        "max_kernel_working_set_kernel": k_max,
+        "ideal_time_s": trace.ideal_time_ns * 1e-9,
+        "source": trace.source,
+        "profiling_gpu": trace.profiling_gpu,
+        "n_hints": 0 if trace.hints is None else int(trace.hints.shape[0]),
+        "hints_policy": trace.hints_policy,
+    }

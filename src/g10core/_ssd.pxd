@@ -1,0 +1,95 @@
+# Compiled SSD: NVMe front end, page-mapped FTL with GC and wear, flash timing.
+# The replay cimports SSDCore and calls read()/write()/trim() from its nogil loop;
+# lpn ranges must lie inside [0, logical_pages) (ssd.SSD checks this for Python callers).
+cimport cython
+from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t
+from g10core._types cimport cycle_t, ssd_params, ssd_stats, ssd_plane
+from g10core._pcie cimport LinkCore
+
+cdef extern from "g10core/ssd_math.h" nogil:
+    int G10_HIST_BUCKETS
+    int g10_hist_bucket(int64_t v)
+    int64_t g10_hist_lower(int b)
+    void g10_rng_seed(uint64_t* s, uint64_t seed)
+    uint64_t g10_rng_below(uint64_t* s, uint64_t n)
+    void g10_prefetch_w(const void* p)
+
+# Block states.
+cdef enum:
+    BLOCK_FREE = 0             # erased, in its plane's free FIFO
+    BLOCK_OPEN = 1             # a host or GC frontier being filled
+    BLOCK_CLOSED = 2           # full; a GC candidate
+
+
+@cython.final
+cdef class SSDCore:
+    cdef ssd_params p
+    cdef readonly int64_t logical_pages    # U: user-visible pages (lpn range)
+    cdef readonly int64_t physical_pages   # every flash page of the device
+    cdef readonly int64_t n_blocks         # every erase block of the device
+    cdef int64_t n_lists                   # victim lists per plane (P + 1 greedy buckets, 1 FIFO)
+    cdef int64_t plane_mask                # n_planes - 1 when a power of two, else -1
+    cdef int64_t page_shift                # log2(pages_per_block) when a power of two, else -1
+
+    # mapping (calloc: pages never touched cost no memory)
+    cdef uint32_t* l2p                     # lpn -> ppn + 1 (0: unmapped)
+    cdef uint32_t* p2l                     # ppn -> lpn + 1 (0: free or invalid)
+    # per block
+    cdef int32_t* blk_valid                # valid pages
+    cdef int32_t* blk_erases               # erase count (wear)
+    cdef int8_t* blk_state                 # BLOCK_FREE / OPEN / CLOSED
+    cdef int32_t* blk_next                 # next in its free FIFO or victim list
+    cdef int32_t* blk_prev                 # previous in its victim list
+    cdef int32_t* blk_pos                  # index in its plane's dense closed array (random victims)
+    cdef int32_t* dense                    # per plane: closed blocks, packed (random victims)
+    cdef int32_t* list_head                # [plane * n_lists + list]
+    cdef int32_t* list_tail
+    cdef ssd_plane* planes
+    # timing
+    cdef cycle_t* channel_free             # per channel: bus free from here
+    # write buffer: one pool shared by all planes; a buffered page leaves it when its program
+    # ends.  Each plane's pages form a FIFO (a plane programs in order), and a min-heap of
+    # planes keyed by their oldest page finds the next page to leave in O(log planes).
+    cdef cycle_t* buf_done                 # per buffer entry: when its program ends
+    cdef int32_t* buf_next                 # per buffer entry: next in its plane's FIFO / free list
+    cdef int32_t buf_free                  # first unused entry
+    cdef int64_t buf_count                 # entries in use
+    cdef int32_t* buf_heap                 # planes with buffered pages, min-heap on their oldest page
+    cdef cycle_t* buf_heap_key             # the key of each heap entry (that oldest page's program end)
+    cdef int64_t buf_heap_size
+    cdef cycle_t* slots                    # min-heap of in-flight command completions
+    cdef int64_t n_slots
+    cdef uint64_t rng[4]
+    cdef readonly LinkCore link            # the SSD's own PCIe front end
+    # statistics
+    cdef ssd_stats st
+    cdef int64_t* hist_read                # latency histograms (cycles, log-linear buckets)
+    cdef int64_t* hist_write
+
+    cdef cycle_t read(self, int64_t lpn, int64_t npages, cycle_t now) noexcept nogil
+    cdef cycle_t write(self, int64_t lpn, int64_t npages, cycle_t now) noexcept nogil
+    cdef void trim(self, int64_t lpn, int64_t npages) noexcept nogil
+    cdef cycle_t next_issue_time(self, cycle_t now) noexcept nogil
+    cdef cycle_t idle_at(self) noexcept nogil
+
+    cdef int64_t _plane_of(self, int64_t lpn) noexcept nogil
+    cdef int64_t _block_of(self, int64_t ppn) noexcept nogil
+    cdef cycle_t _pop_slot(self) noexcept nogil
+    cdef void _note_command(self, cycle_t now, cycle_t done) noexcept nogil
+    cdef cycle_t _buffer_admit(self, cycle_t t) noexcept nogil
+    cdef void _buffer_retire_top(self) noexcept nogil
+    cdef void _buffer_add(self, int64_t plane, cycle_t done) noexcept nogil
+    cdef void _buffer_sift_down(self, int64_t i) noexcept nogil
+    cdef cycle_t _acquire_slot(self, cycle_t now) noexcept nogil
+    cdef void _release_slot(self, cycle_t done) noexcept nogil
+    cdef cycle_t _read_page(self, int64_t lpn, cycle_t t) noexcept nogil
+    cdef cycle_t _write_page(self, int64_t lpn, cycle_t arrive) noexcept nogil
+    cdef void _invalidate(self, int64_t plane, int64_t ppn) noexcept nogil
+    cdef int64_t _host_alloc(self, int64_t plane, cycle_t t) noexcept nogil
+    cdef int64_t _gc_alloc(self, int64_t plane) noexcept nogil
+    cdef int32_t _take_free(self, int64_t plane) noexcept nogil
+    cdef void _close_block(self, int64_t plane, int32_t b) noexcept nogil
+    cdef void _list_push(self, int64_t lst, int32_t b, bint at_tail) noexcept nogil
+    cdef void _list_remove(self, int64_t lst, int32_t b) noexcept nogil
+    cdef int32_t _pick_victim(self, int64_t plane) noexcept nogil
+    cdef int64_t _collect(self, int64_t plane) noexcept nogil

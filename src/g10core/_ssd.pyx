@@ -1,0 +1,698 @@
+# cython: language_level=3
+"""Compiled SSD (the Python API is ``g10core.ssd``).
+
+Layers, top to bottom:
+
+* NVMe front end: at most ``queue_depth`` commands in flight (a min-heap of
+  their completion cycles); a request is split into commands of at most
+  ``command_pages`` pages; data crosses the SSD's own PCIe link (a LinkCore).
+  Writes are acknowledged once their pages sit in the DRAM write buffer, so
+  bursts see the buffer and sustained writes the flash.
+* FTL: page-level mapping (lpn -> ppn and back, flat arrays).  lpn % n_planes
+  picks the plane (channel first, then chip, die, plane); each plane is one GC
+  domain with a host frontier, a GC frontier and a FIFO of erased blocks.
+  After a host frontier is replaced, GC collects victims until the plane has
+  ``gc_free_blocks_min`` erased blocks again.  Victims: greedy (per-valid-count
+  buckets, O(1)), FIFO, random, d-choices.
+* Flash timing: each plane's array is busy for tR / tPROG / tBERS, planes work
+  in parallel (multi-plane operation idealised).  Each channel carries one
+  page transfer per page read or programmed; its time is charged in request
+  order from the request time (a token bucket per channel), so the channel's
+  bandwidth is never exceeded and a backlogged plane does not hold the bus
+  against idle planes on the same channel.  GC copies use copy-back inside the
+  plane (tR + tPROG, no channel time).
+* Write buffer: one pool of ``write_buffer_pages`` shared by all planes; a
+  page enters when there is room (else when the earliest buffered program
+  ends) and leaves when its own program ends.  A read of a page whose program
+  is still pending waits for it (no read hits in the buffer).
+
+Everything here trusts its inputs (ssd.py validates the spec and lpn ranges).
+"""
+cimport cython
+from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, malloc, free
+from libc.string cimport memset
+
+from g10core._types cimport cycle_t, ssd_params, ssd_stats, ssd_plane
+from g10core._types cimport VICTIM_GREEDY, VICTIM_FIFO, VICTIM_RANDOM, VICTIM_DCHOICES
+from g10core._pcie cimport LinkCore, DIR_TO_DEVICE, DIR_FROM_DEVICE, FLOW_HOST
+
+import numpy as np
+
+
+cdef inline cycle_t _max(cycle_t a, cycle_t b) noexcept nogil:
+    return a if a > b else b
+
+
+cdef class SSDCore:
+    """One SSD's state; build it through ``g10core.ssd.SSD``."""
+
+    def __cinit__(self, dict params, LinkCore link):
+        cdef int64_t i, b, pl, N, P
+        self.p = params
+        self.link = link
+        P = self.p.pages_per_block
+        N = self.p.blocks_per_plane
+        self.n_blocks = self.p.n_planes * N
+        self.physical_pages = self.n_blocks * P
+        self.logical_pages = self.p.logical_pages_per_plane * self.p.n_planes
+        self.n_lists = (P + 1) if self.p.victim_policy == VICTIM_GREEDY else 1
+        self.plane_mask = (self.p.n_planes - 1) if (self.p.n_planes & (self.p.n_planes - 1)) == 0 else -1
+        self.page_shift = -1
+        if P & (P - 1) == 0:
+            self.page_shift = 0
+            while (1 << self.page_shift) < P:
+                self.page_shift += 1
+
+        self.l2p = <uint32_t*> calloc(self.logical_pages, sizeof(uint32_t))
+        self.p2l = <uint32_t*> calloc(self.physical_pages, sizeof(uint32_t))
+        self.blk_valid = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
+        self.blk_erases = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
+        self.blk_state = <int8_t*> calloc(self.n_blocks, sizeof(int8_t))
+        self.blk_next = <int32_t*> malloc(self.n_blocks * sizeof(int32_t))
+        self.blk_prev = <int32_t*> malloc(self.n_blocks * sizeof(int32_t))
+        self.blk_pos = <int32_t*> malloc(self.n_blocks * sizeof(int32_t))
+        self.dense = <int32_t*> malloc(self.n_blocks * sizeof(int32_t))
+        self.list_head = <int32_t*> malloc(self.p.n_planes * self.n_lists * sizeof(int32_t))
+        self.list_tail = <int32_t*> malloc(self.p.n_planes * self.n_lists * sizeof(int32_t))
+        self.planes = <ssd_plane*> calloc(self.p.n_planes, sizeof(ssd_plane))
+        self.channel_free = <cycle_t*> calloc(self.p.n_channels, sizeof(cycle_t))
+        self.buf_done = <cycle_t*> calloc(self.p.write_buffer_pages, sizeof(cycle_t))
+        self.buf_next = <int32_t*> malloc(self.p.write_buffer_pages * sizeof(int32_t))
+        self.buf_heap = <int32_t*> malloc(self.p.n_planes * sizeof(int32_t))
+        self.buf_heap_key = <cycle_t*> malloc(self.p.n_planes * sizeof(cycle_t))
+        self.slots = <cycle_t*> calloc(self.p.queue_depth, sizeof(cycle_t))
+        self.hist_read = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
+        self.hist_write = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
+        if (self.l2p == NULL or self.p2l == NULL or self.blk_valid == NULL or self.blk_erases == NULL
+                or self.blk_state == NULL or self.blk_next == NULL or self.blk_prev == NULL
+                or self.blk_pos == NULL or self.dense == NULL or self.list_head == NULL
+                or self.list_tail == NULL or self.planes == NULL or self.channel_free == NULL
+                or self.buf_done == NULL or self.buf_next == NULL or self.buf_heap == NULL
+                or self.buf_heap_key == NULL or self.slots == NULL or self.hist_read == NULL
+                or self.hist_write == NULL):
+            raise MemoryError(f"SSD: cannot allocate the FTL tables for {self.physical_pages} flash pages")
+
+        for i in range(self.p.n_planes * self.n_lists):
+            self.list_head[i] = -1
+            self.list_tail[i] = -1
+        for i in range(self.p.write_buffer_pages):
+            self.buf_next[i] = <int32_t> (i + 1) if i + 1 < self.p.write_buffer_pages else -1
+        self.buf_free = 0
+        for pl in range(self.p.n_planes):
+            self.planes[pl].buf_head = -1
+            self.planes[pl].buf_tail = -1
+            self.planes[pl].host_block = -1
+            self.planes[pl].gc_block = -1
+            self.planes[pl].min_valid = <int32_t> P
+            self.planes[pl].channel = <int32_t> (pl % self.p.n_channels)
+            # every block erased, queued in address order
+            self.planes[pl].free_head = <int32_t> (pl * N)
+            self.planes[pl].free_tail = <int32_t> (pl * N + N - 1)
+            self.planes[pl].free_count = <int32_t> N
+            for i in range(N):
+                b = pl * N + i
+                self.blk_next[b] = <int32_t> (b + 1) if i + 1 < N else -1
+                self.blk_prev[b] = -1
+                self.blk_pos[b] = -1
+        g10_rng_seed(self.rng, self.p.seed)
+        self.reset_stats()
+
+    def __dealloc__(self):
+        free(self.l2p); free(self.p2l); free(self.blk_valid); free(self.blk_erases)
+        free(self.blk_state); free(self.blk_next); free(self.blk_prev); free(self.blk_pos)
+        free(self.dense); free(self.list_head); free(self.list_tail); free(self.planes)
+        free(self.channel_free); free(self.buf_done); free(self.buf_next); free(self.buf_heap)
+        free(self.buf_heap_key); free(self.slots); free(self.hist_read); free(self.hist_write)
+
+    def __reduce__(self):
+        raise TypeError("SSDCore does not pickle (its FTL tables can be gigabytes); "
+                        "send the SSDSpec and rebuild the SSD in the worker")
+
+    def reset_stats(self):
+        """Zero counters and histograms (the FTL and queue state are kept)."""
+        memset(&self.st, 0, sizeof(ssd_stats))
+        self.st.first_submit = -1
+        memset(self.hist_read, 0, G10_HIST_BUCKETS * sizeof(int64_t))
+        memset(self.hist_write, 0, G10_HIST_BUCKETS * sizeof(int64_t))
+        self.link.reset_stats()
+
+    # ---- address arithmetic (shifts when the sizes are powers of two) -----------
+
+    cdef int64_t _plane_of(self, int64_t lpn) noexcept nogil:
+        return (lpn & self.plane_mask) if self.plane_mask >= 0 else lpn % self.p.n_planes
+
+    cdef int64_t _block_of(self, int64_t ppn) noexcept nogil:
+        return (ppn >> self.page_shift) if self.page_shift >= 0 else ppn // self.p.pages_per_block
+
+    # ---- write buffer ------------------------------------------------------------
+
+    cdef void _buffer_sift_down(self, int64_t i) noexcept nogil:
+        cdef int64_t n = self.buf_heap_size, c
+        cdef int32_t item = self.buf_heap[i]
+        cdef cycle_t key = self.buf_heap_key[i]
+        cdef cycle_t* keys = self.buf_heap_key
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and keys[c + 1] < keys[c]:
+                c += 1
+            if keys[c] >= key:
+                break
+            self.buf_heap[i] = self.buf_heap[c]
+            keys[i] = keys[c]
+            i = c
+        self.buf_heap[i] = item
+        keys[i] = key
+
+    cdef void _buffer_retire_top(self) noexcept nogil:
+        """The earliest-programmed buffered page leaves the buffer."""
+        cdef int32_t plane = self.buf_heap[0]
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef int32_t e = pl.buf_head
+        pl.buf_head = self.buf_next[e]
+        self.buf_next[e] = self.buf_free
+        self.buf_free = e
+        self.buf_count -= 1
+        if pl.buf_head >= 0:
+            self.buf_heap_key[0] = self.buf_done[pl.buf_head]
+        else:
+            pl.buf_tail = -1
+            self.buf_heap_size -= 1
+            self.buf_heap[0] = self.buf_heap[self.buf_heap_size]
+            self.buf_heap_key[0] = self.buf_heap_key[self.buf_heap_size]
+        if self.buf_heap_size > 1:
+            self._buffer_sift_down(0)
+
+    cdef cycle_t _buffer_admit(self, cycle_t t) noexcept nogil:
+        """When a page whose data arrived at ``t`` finds room in the buffer."""
+        while self.buf_heap_size > 0 and self.buf_heap_key[0] <= t:
+            self._buffer_retire_top()
+        if self.buf_count < self.p.write_buffer_pages:
+            return t
+        t = self.buf_heap_key[0]                       # full: wait for the next program to end
+        self._buffer_retire_top()
+        return t
+
+    cdef void _buffer_add(self, int64_t plane, cycle_t done) noexcept nogil:
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef int32_t e = self.buf_free
+        cdef int64_t i, parent
+        self.buf_free = self.buf_next[e]
+        self.buf_done[e] = done
+        self.buf_next[e] = -1
+        self.buf_count += 1
+        if pl.buf_tail >= 0:                           # programs of a plane end in order
+            self.buf_next[pl.buf_tail] = e
+            pl.buf_tail = e
+            return
+        pl.buf_head = e
+        pl.buf_tail = e
+        i = self.buf_heap_size                         # the plane joins the heap
+        self.buf_heap_size += 1
+        while i > 0:
+            parent = (i - 1) // 2
+            if self.buf_heap_key[parent] <= done:
+                break
+            self.buf_heap[i] = self.buf_heap[parent]
+            self.buf_heap_key[i] = self.buf_heap_key[parent]
+            i = parent
+        self.buf_heap[i] = <int32_t> plane
+        self.buf_heap_key[i] = done
+
+    # ---- NVMe front end --------------------------------------------------------
+
+    cdef cycle_t _acquire_slot(self, cycle_t now) noexcept nogil:
+        """Start cycle of a command submitted at ``now`` (waits for a free queue slot)."""
+        while self.n_slots > 0 and self.slots[0] <= now:
+            self._pop_slot()
+        if self.n_slots < self.p.queue_depth:
+            return now
+        return self._pop_slot()
+
+    cdef inline cycle_t _pop_slot(self) noexcept nogil:
+        cdef cycle_t top = self.slots[0]
+        cdef int64_t n = self.n_slots - 1
+        cdef cycle_t last = self.slots[n]
+        cdef int64_t i = 0, c
+        self.n_slots = n
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and self.slots[c + 1] < self.slots[c]:
+                c += 1
+            if self.slots[c] >= last:
+                break
+            self.slots[i] = self.slots[c]
+            i = c
+        if n > 0:
+            self.slots[i] = last
+        return top
+
+    cdef void _release_slot(self, cycle_t done) noexcept nogil:
+        cdef int64_t i = self.n_slots, parent
+        self.n_slots += 1
+        while i > 0:
+            parent = (i - 1) // 2
+            if self.slots[parent] <= done:
+                break
+            self.slots[i] = self.slots[parent]
+            i = parent
+        self.slots[i] = done
+
+    cdef cycle_t next_issue_time(self, cycle_t now) noexcept nogil:
+        """Earliest cycle >= now at which a new command would find a free queue slot."""
+        while self.n_slots > 0 and self.slots[0] <= now:
+            self._pop_slot()
+        if self.n_slots < self.p.queue_depth:
+            return now
+        return self.slots[0]
+
+    cdef cycle_t idle_at(self) noexcept nogil:
+        """First cycle at which every plane, channel, link direction and command is done."""
+        cdef cycle_t t = _max(self.link.free_at(DIR_TO_DEVICE), self.link.free_at(DIR_FROM_DEVICE))
+        cdef int64_t i
+        for i in range(self.p.n_planes):
+            t = _max(t, self.planes[i].busy_until)
+        for i in range(self.p.n_channels):
+            t = _max(t, self.channel_free[i])
+        for i in range(self.n_slots):
+            t = _max(t, self.slots[i])
+        return t
+
+    cdef inline void _note_command(self, cycle_t now, cycle_t done) noexcept nogil:
+        if self.st.first_submit < 0 or now < self.st.first_submit:
+            self.st.first_submit = now
+        if done > self.st.last_completion:
+            self.st.last_completion = done
+
+    cdef cycle_t read(self, int64_t lpn, int64_t npages, cycle_t now) noexcept nogil:
+        """Read ``npages`` logical pages from ``lpn``; return the cycle the last byte reaches the host."""
+        cdef int64_t i = 0, j, k
+        cdef cycle_t start, t, ready, r, done, last = now
+        while i < npages:
+            k = npages - i
+            if k > self.p.command_pages:
+                k = self.p.command_pages
+            start = self._acquire_slot(now)
+            t = start + self.p.read_overhead
+            ready = t
+            for j in range(k):
+                r = self._read_page(lpn + i + j, t)
+                if r > ready:
+                    ready = r
+            done = self.link.submit(DIR_FROM_DEVICE, FLOW_HOST, k * self.p.page_bytes, ready)
+            self._release_slot(done)
+            self.hist_read[g10_hist_bucket(done - now)] += 1
+            self.st.read_commands += 1
+            self._note_command(now, done)
+            if done > last:
+                last = done
+            i += k
+        self.st.host_read_pages += npages
+        self.st.read_bytes += npages * self.p.page_bytes
+        return last
+
+    cdef cycle_t write(self, int64_t lpn, int64_t npages, cycle_t now) noexcept nogil:
+        """Write ``npages`` logical pages from ``lpn``; return the cycle the last command is acknowledged."""
+        cdef int64_t i = 0, j, k
+        cdef cycle_t start, arrive, admit, ack, last = now
+        while i < npages:
+            k = npages - i
+            if k > self.p.command_pages:
+                k = self.p.command_pages
+            start = self._acquire_slot(now)
+            arrive = self.link.submit(DIR_TO_DEVICE, FLOW_HOST, k * self.p.page_bytes, start)
+            ack = arrive
+            for j in range(k):
+                admit = self._write_page(lpn + i + j, arrive)
+                if admit > ack:
+                    ack = admit
+            ack += self.p.write_overhead
+            self._release_slot(ack)
+            self.hist_write[g10_hist_bucket(ack - now)] += 1
+            self.st.write_commands += 1
+            self._note_command(now, ack)
+            if ack > last:
+                last = ack
+            i += k
+        self.st.host_write_pages += npages
+        self.st.write_bytes += npages * self.p.page_bytes
+        return last
+
+    cdef void trim(self, int64_t lpn, int64_t npages) noexcept nogil:
+        """Deallocate pages (their data is dead: GC will not copy them). Takes no time."""
+        cdef int64_t i
+        cdef uint32_t e
+        for i in range(lpn, lpn + npages):
+            e = self.l2p[i]
+            if e != 0:
+                self._invalidate(self._plane_of(i), <int64_t> e - 1)
+                self.l2p[i] = 0
+                self.st.trimmed_pages += 1
+
+    # ---- flash pages -------------------------------------------------------------
+
+    cdef cycle_t _read_page(self, int64_t lpn, cycle_t t) noexcept nogil:
+        """Read one page for a command that reached the flash at ``t``; return when its data
+        is in the controller."""
+        cdef uint32_t e = self.l2p[lpn]
+        cdef ssd_plane* pl
+        cdef cycle_t t0, bus
+        if e == 0:                                     # never written: the controller returns zeros
+            self.st.unmapped_read_pages += 1
+            return t
+        pl = &self.planes[self._plane_of(lpn)]
+        t0 = _max(t, pl.busy_until)
+        pl.busy_until = t0 + self.p.t_read
+        # channel time is charged in request order from the request time (module doc)
+        bus = _max(self.channel_free[pl.channel], t) + self.p.t_xfer
+        self.channel_free[pl.channel] = bus
+        self.st.flash_read_pages += 1
+        return _max(pl.busy_until + self.p.t_xfer, bus)
+
+    cdef cycle_t _write_page(self, int64_t lpn, cycle_t arrive) noexcept nogil:
+        """Buffer, map and program one page whose data reached the SSD at ``arrive``;
+        return when it is in the write buffer (the acknowledgement point)."""
+        cdef int64_t plane = self._plane_of(lpn)
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef cycle_t admit = self._buffer_admit(arrive)
+        cdef uint32_t old = self.l2p[lpn]
+        cdef int64_t ppn
+        cdef cycle_t bus, start
+        if old != 0:
+            self._invalidate(plane, <int64_t> old - 1)
+            self.l2p[lpn] = 0
+        ppn = self._host_alloc(plane, admit)
+        if ppn < 0:                                    # unreachable for a validated geometry
+            self.st.alloc_failures += 1
+            return admit
+        self.p2l[ppn] = <uint32_t> (lpn + 1)
+        self.l2p[lpn] = <uint32_t> (ppn + 1)
+        self.blk_valid[self._block_of(ppn)] += 1
+        self.st.flash_program_pages += 1
+        # channel time is charged in request order from the request time (module doc)
+        bus = _max(self.channel_free[pl.channel], admit) + self.p.t_xfer
+        self.channel_free[pl.channel] = bus
+        start = _max(bus, pl.busy_until)
+        pl.busy_until = start + self.p.t_prog
+        self._buffer_add(plane, pl.busy_until)         # leaves the buffer when programmed
+        return admit
+
+    cdef void _invalidate(self, int64_t plane, int64_t ppn) noexcept nogil:
+        """The page at ``ppn`` (in ``plane``: an lpn never leaves its plane) holds stale data."""
+        cdef int32_t b = <int32_t> self._block_of(ppn)
+        cdef int32_t v = self.blk_valid[b]
+        cdef int64_t lst
+        cdef ssd_plane* pl
+        self.p2l[ppn] = 0
+        self.blk_valid[b] = v - 1
+        if self.p.victim_policy == VICTIM_GREEDY and self.blk_state[b] == BLOCK_CLOSED:
+            lst = plane * self.n_lists
+            self._list_remove(lst + v, b)
+            self._list_push(lst + v - 1, b, False)
+            pl = &self.planes[plane]
+            if v - 1 < pl.min_valid:
+                pl.min_valid = v - 1
+
+    # ---- allocation and GC -------------------------------------------------------
+
+    cdef int64_t _host_alloc(self, int64_t plane, cycle_t t) noexcept nogil:
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef int64_t cost, ppn
+        cdef cycle_t start
+        while pl.host_block < 0 or pl.host_next == self.p.pages_per_block:
+            if pl.host_block >= 0:
+                self._close_block(plane, pl.host_block)
+            pl.host_block = self._take_free(plane)
+            pl.host_next = 0
+            if pl.host_block < 0:
+                return -1
+            # restore the free reserve; GC holds the plane's array while it works.  With a
+            # shared frontier GC copies may fill the new host block: then go round again.
+            while pl.free_count < self.p.gc_free_blocks_min:
+                cost = self._collect(plane)
+                if cost < 0:
+                    self.st.gc_stalls += 1
+                    break
+                start = _max(pl.busy_until, t)
+                pl.busy_until = start + cost
+                self.st.gc_busy_cycles += cost
+        ppn = <int64_t> pl.host_block * self.p.pages_per_block + pl.host_next
+        pl.host_next += 1
+        return ppn
+
+    cdef int64_t _gc_alloc(self, int64_t plane) noexcept nogil:
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef int64_t ppn
+        if self.p.shared_frontier:                     # relocated pages join the host's write stream
+            if pl.host_block < 0 or pl.host_next == self.p.pages_per_block:
+                if pl.host_block >= 0:
+                    self._close_block(plane, pl.host_block)
+                pl.host_block = self._take_free(plane)
+                pl.host_next = 0
+                if pl.host_block < 0:
+                    return -1
+            ppn = <int64_t> pl.host_block * self.p.pages_per_block + pl.host_next
+            pl.host_next += 1
+            return ppn
+        if pl.gc_block < 0 or pl.gc_next == self.p.pages_per_block:
+            if pl.gc_block >= 0:
+                self._close_block(plane, pl.gc_block)
+            pl.gc_block = self._take_free(plane)
+            pl.gc_next = 0
+            if pl.gc_block < 0:
+                return -1
+        ppn = <int64_t> pl.gc_block * self.p.pages_per_block + pl.gc_next
+        pl.gc_next += 1
+        return ppn
+
+    cdef int32_t _take_free(self, int64_t plane) noexcept nogil:
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef int32_t b = pl.free_head
+        if b < 0:
+            return -1
+        pl.free_head = self.blk_next[b]
+        if pl.free_head < 0:
+            pl.free_tail = -1
+        pl.free_count -= 1
+        self.blk_state[b] = BLOCK_OPEN
+        self.blk_next[b] = -1
+        return b
+
+    cdef void _close_block(self, int64_t plane, int32_t b) noexcept nogil:
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef int32_t v = self.blk_valid[b]
+        cdef int32_t pos
+        self.blk_state[b] = BLOCK_CLOSED
+        pl.closed_count += 1
+        if self.p.victim_policy == VICTIM_GREEDY:
+            self._list_push(plane * self.n_lists + v, b, False)
+            if v < pl.min_valid:
+                pl.min_valid = v
+        elif self.p.victim_policy == VICTIM_FIFO:
+            self._list_push(plane, b, True)
+        else:
+            pos = pl.closed_count - 1
+            self.dense[plane * self.p.blocks_per_plane + pos] = b
+            self.blk_pos[b] = pos
+
+    cdef void _list_push(self, int64_t lst, int32_t b, bint at_tail) noexcept nogil:
+        cdef int32_t h
+        if at_tail:
+            h = self.list_tail[lst]
+            self.blk_prev[b] = h
+            self.blk_next[b] = -1
+            if h >= 0:
+                self.blk_next[h] = b
+            else:
+                self.list_head[lst] = b
+            self.list_tail[lst] = b
+        else:
+            h = self.list_head[lst]
+            self.blk_prev[b] = -1
+            self.blk_next[b] = h
+            if h >= 0:
+                self.blk_prev[h] = b
+            else:
+                self.list_tail[lst] = b
+            self.list_head[lst] = b
+
+    cdef void _list_remove(self, int64_t lst, int32_t b) noexcept nogil:
+        cdef int32_t pv = self.blk_prev[b], nx = self.blk_next[b]
+        if pv >= 0:
+            self.blk_next[pv] = nx
+        else:
+            self.list_head[lst] = nx
+        if nx >= 0:
+            self.blk_prev[nx] = pv
+        else:
+            self.list_tail[lst] = pv
+        self.blk_prev[b] = -1
+        self.blk_next[b] = -1
+
+    cdef int32_t _pick_victim(self, int64_t plane) noexcept nogil:
+        """Choose a closed block of ``plane`` and take it out of the victim structures."""
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef int64_t lst, base, k
+        cdef int32_t m, b, cand, pos, last
+        if pl.closed_count == 0:
+            return -1
+        if self.p.victim_policy == VICTIM_GREEDY:
+            lst = plane * self.n_lists
+            m = pl.min_valid
+            while m <= self.p.pages_per_block and self.list_head[lst + m] < 0:
+                m += 1
+            pl.min_valid = m
+            b = self.list_head[lst + m]
+            self._list_remove(lst + m, b)
+        elif self.p.victim_policy == VICTIM_FIFO:
+            b = self.list_head[plane]
+            self._list_remove(plane, b)
+        else:
+            base = plane * self.p.blocks_per_plane
+            b = self.dense[base + <int64_t> g10_rng_below(self.rng, pl.closed_count)]
+            if self.p.victim_policy == VICTIM_DCHOICES:
+                for k in range(1, self.p.victim_choices):
+                    cand = self.dense[base + <int64_t> g10_rng_below(self.rng, pl.closed_count)]
+                    if self.blk_valid[cand] < self.blk_valid[b]:
+                        b = cand
+            pos = self.blk_pos[b]
+            last = self.dense[base + pl.closed_count - 1]
+            self.dense[base + pos] = last
+            self.blk_pos[last] = pos
+            self.blk_pos[b] = -1
+        pl.closed_count -= 1
+        return b
+
+    cdef int64_t _collect(self, int64_t plane) noexcept nogil:
+        """Collect one victim of ``plane``: copy its valid pages, erase it.
+        Return the plane time it took (cycles), or -1 when there is no victim."""
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef int32_t b = self._pick_victim(plane)
+        cdef int64_t P = self.p.pages_per_block
+        cdef int64_t base, i = 0, copies = 0, dst, v
+        cdef uint32_t l
+        if b < 0:
+            return -1
+        v = self.blk_valid[b]
+        base = <int64_t> b * P
+        while copies < v and i < P:
+            if i + 8 < P:                              # the l2p update below misses the cache
+                l = self.p2l[base + i + 8]
+                if l != 0:
+                    g10_prefetch_w(&self.l2p[<int64_t> l - 1])
+            l = self.p2l[base + i]
+            if l != 0:
+                dst = self._gc_alloc(plane)
+                if dst < 0:                            # unreachable for a validated geometry
+                    self.st.alloc_failures += 1
+                    break
+                self.p2l[dst] = l
+                self.l2p[l - 1] = <uint32_t> (dst + 1)
+                self.blk_valid[self._block_of(dst)] += 1
+                self.p2l[base + i] = 0
+                copies += 1
+            i += 1
+        self.blk_valid[b] -= <int32_t> copies
+        # erase and queue at the tail of the free FIFO (rotates wear across blocks)
+        self.blk_erases[b] += 1
+        self.blk_state[b] = BLOCK_FREE
+        self.blk_next[b] = -1
+        if pl.free_tail >= 0:
+            self.blk_next[pl.free_tail] = b
+        else:
+            pl.free_head = b
+        pl.free_tail = b
+        pl.free_count += 1
+        self.st.gc_victims += 1
+        self.st.erases += 1
+        self.st.gc_copies += copies
+        self.st.flash_read_pages += copies
+        self.st.flash_program_pages += copies
+        return copies * (self.p.t_read + self.p.t_prog) + self.p.t_erase
+
+    # ---- thin wrappers for the Python layer and tests (inputs validated there) ----
+
+    def py_read(self, int64_t lpn, int64_t npages, cycle_t now):
+        return self.read(lpn, npages, now)
+
+    def py_write(self, int64_t lpn, int64_t npages, cycle_t now):
+        return self.write(lpn, npages, now)
+
+    def py_trim(self, int64_t lpn, int64_t npages):
+        self.trim(lpn, npages)
+
+    def py_next_issue_time(self, cycle_t now):
+        return self.next_issue_time(now)
+
+    def py_idle_at(self):
+        return self.idle_at()
+
+    def run_pages(self, const int64_t[::1] lpns, bint is_write, cycle_t now, bint closed_loop):
+        """One single-page command per entry of ``lpns``.  Closed loop: each is
+        issued as soon as a queue slot is free (from ``now`` on); otherwise all
+        are submitted at ``now``.  Returns the last completion cycle."""
+        cdef Py_ssize_t i, n = lpns.shape[0]
+        cdef cycle_t t = now, done, last = now
+        cdef uint32_t ahead
+        with nogil:
+            for i in range(n):
+                # host writes miss on l2p[lpn], then on p2l[old ppn]: fetch both early
+                if i + 16 < n:
+                    g10_prefetch_w(&self.l2p[lpns[i + 16]])
+                if i + 8 < n:
+                    ahead = self.l2p[lpns[i + 8]]
+                    if ahead != 0:
+                        g10_prefetch_w(&self.p2l[<int64_t> ahead - 1])
+                if closed_loop:
+                    t = self.next_issue_time(t)
+                if is_write:
+                    done = self.write(lpns[i], 1, t)
+                else:
+                    done = self.read(lpns[i], 1, t)
+                if done > last:
+                    last = done
+        return last
+
+    def stats(self):
+        """Raw counters (pages, cycles) as a dict; ssd.SSD.stats derives the rest."""
+        return dict(self.st)
+
+    def histograms(self):
+        """(read, write) latency histograms: counts per log-linear bucket of cycles."""
+        cdef int64_t[::1] r = <int64_t[:G10_HIST_BUCKETS]> self.hist_read
+        cdef int64_t[::1] w = <int64_t[:G10_HIST_BUCKETS]> self.hist_write
+        return np.array(r, copy=True), np.array(w, copy=True)
+
+    @staticmethod
+    def bucket_bounds():
+        """Lower bound (cycles) of every histogram bucket, and of the one past the last."""
+        out = np.empty(G10_HIST_BUCKETS + 1, dtype=np.int64)
+        cdef int b
+        for b in range(G10_HIST_BUCKETS):
+            out[b] = g10_hist_lower(b)
+        out[G10_HIST_BUCKETS] = np.iinfo(np.int64).max
+        return out
+
+    def erase_counts(self):
+        cdef int32_t[::1] v = <int32_t[:self.n_blocks]> self.blk_erases
+        return np.array(v, copy=True)
+
+    def snapshot(self):
+        """Copies of the FTL tables (for invariant checks in tests; small geometries only)."""
+        cdef int64_t nl = self.p.n_planes * self.n_lists
+        out = {
+            "l2p": np.array(<uint32_t[:self.logical_pages]> self.l2p, copy=True),
+            "p2l": np.array(<uint32_t[:self.physical_pages]> self.p2l, copy=True),
+            "valid": np.array(<int32_t[:self.n_blocks]> self.blk_valid, copy=True),
+            "erases": np.array(<int32_t[:self.n_blocks]> self.blk_erases, copy=True),
+            "state": np.array(<int8_t[:self.n_blocks]> self.blk_state, copy=True),
+            "next": np.array(<int32_t[:self.n_blocks]> self.blk_next, copy=True),
+            "list_head": np.array(<int32_t[:nl]> self.list_head, copy=True),
+            "planes": [dict(self.planes[i]) for i in range(self.p.n_planes)],
+            "channel_free": [self.channel_free[i] for i in range(self.p.n_channels)],
+        }
+        return out

@@ -1,0 +1,182 @@
+"""Tensor-level baselines: FlashNeuron, G10-GDS and G10-Host.
+
+All three move whole tensors between GPU memory and storage without UVM and are
+simulated by :mod:`g10core.tensorsim`.
+
+* ``flashneuron`` (Bae et al., FAST 2021, as the G10 paper evaluates it): the
+  forward activations that are still alive after the loss are offloaded to the
+  SSD, in order of first appearance, until the rest fits in the GPU memory left
+  after the weights and the largest per-kernel working set.  The backward pass
+  brings them back as free space allows.  When even offloading every candidate
+  leaves too much, the run fails ("FlashNeuron cannot fit"), as published.
+* ``g10-gds``: G10's smart-migration schedule with GPU<->SSD transfers only.
+* ``g10-host``: the same schedule with host memory as a second tier.
+
+The G10 schedules come from :func:`g10core.policies.g10.schedule`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import analysis, tensorsim
+from ..trace import Trace
+from . import ACTION_NAMES, HINT_DTYPE, HINT_TO_SSD, Policy, register
+
+GiB = 1 << 30
+LOSS_KERNEL_NAME = "makeLoss"
+
+
+def loss_kernel(trace: Trace) -> int:
+    """Index of the loss kernel (the forward/backward boundary), or -1.
+
+    The first kernel named ``makeLoss`` (the artifact's name); failing that, the
+    first whose name contains "loss" (any case).
+    """
+    names = trace.kernel_name
+    exact = np.flatnonzero(names == LOSS_KERNEL_NAME)
+    if exact.size:
+        return int(exact[0])
+    for k, name in enumerate(names.tolist()):
+        if "loss" in str(name).lower():
+            return k
+    return -1
+
+
+def flashneuron_schedule(trace: Trace, config) -> dict:
+    """FlashNeuron's offload plan.
+
+    Returns ``{"failed", "failure_reason", "hints" (HINT_DTYPE, TO_SSD only),
+    "loss_kernel", "gpu_line_bytes", "candidate_bytes", "remaining_bytes",
+    "offloaded_bytes"}``.  ``failed`` is True when the plan cannot fit.
+    """
+    page = config.gpu.page_size_bytes
+    loss = loss_kernel(trace)
+    out = {"failed": False, "failure_reason": None, "hints": np.zeros(0, HINT_DTYPE),
+           "loss_kernel": loss, "gpu_line_bytes": 0, "candidate_bytes": 0,
+           "remaining_bytes": 0, "offloaded_bytes": 0}
+    if loss < 0:
+        out.update(failed=True, failure_reason=(
+            f"FlashNeuron needs the forward/backward boundary: no kernel named {LOSS_KERNEL_NAME!r} "
+            f"(or containing 'loss') in trace {trace.model}-b{trace.batch_size}"))
+        return out
+
+    gpu_bytes = int(config.gpu.memory_GiB * GiB)
+    if (config.scheduler.artifact_quirks and trace.model == "vit" and trace.batch_size == 1024):
+        # quirk: the artifact lowers FlashNeuron's GPU line for ViT-1024 by hand
+        # ("so FlashNeuron does not crash").
+        gpu_bytes = int(gpu_bytes * 0.993)
+    max_ws = tensorsim.max_working_set_pages(trace, page) * page
+    pages = (trace.tensor_size_bytes + page - 1) // page
+    global_bytes = int(pages[trace.tensor_is_global].sum()) * page
+    gpu_line = gpu_bytes - global_bytes - max_ws
+    out["gpu_line_bytes"] = gpu_line
+    if gpu_line <= 0:
+        out.update(failed=True, failure_reason=(
+            f"FlashNeuron cannot fit: weights ({global_bytes} B) plus the largest kernel working set "
+            f"({max_ws} B) leave no GPU memory ({gpu_bytes} B) for activations"))
+        return out
+
+    # candidates: activations touched before the loss and still needed after it
+    vit = analysis.analyze(trace, config.gpu.frequency_GHz)
+    death = vit.death
+    # the artifact collects candidates kernel by kernel in its hash-set order
+    required = tensorsim.visit_lists(trace, tensorsim.default_visit_order(config))
+    is_global = trace.tensor_is_global
+    seen: dict[int, None] = {}
+    for k in range(loss):
+        for t in required[k]:
+            if not is_global[t] and death[t] != -1 and death[t] > loss:
+                seen.setdefault(t, None)
+    candidates = list(seen)
+    size = pages * page
+    total = int(sum(int(size[t]) for t in candidates))
+    out["candidate_bytes"] = total
+
+    rows = []
+    for t in candidates:
+        if total < gpu_line:
+            break
+        # offload at the start of its last inactive interval that begins by the loss
+        starts = vit.interval_start[vit.tensor_intervals(t)]
+        starts = starts[starts <= loss]
+        if starts.size == 0:
+            continue   # no inactive interval before the loss: nothing to hide the transfer in
+        start = int(starts[-1])
+        rows.append((start, t))
+        total -= int(size[t])
+    out["remaining_bytes"] = total
+    if total > gpu_line:
+        out.update(failed=True, failure_reason=(
+            f"FlashNeuron cannot fit: after offloading every forward activation it can, "
+            f"{total} B remain resident but only {gpu_line} B are left after weights and the "
+            f"largest kernel working set"))
+        return out
+    hints = np.zeros(len(rows), HINT_DTYPE)
+    if rows:
+        hints["kernel"] = [r[0] for r in rows]
+        hints["tensor"] = [r[1] for r in rows]
+        hints["action"] = HINT_TO_SSD
+        hints = hints[np.argsort(hints["kernel"], kind="stable")]
+    out["hints"] = hints
+    out["offloaded_bytes"] = int(size[hints["tensor"]].sum()) if hints.size else 0
+    return out
+
+
+def _with_policy(result: dict, name: str, schedule: dict) -> dict:
+    result = dict(result)
+    result["policy"] = name
+    result["schedule"] = schedule
+    return result
+
+
+@register
+class FlashNeuron(Policy):
+    name = "flashneuron"
+    level = "tensor"
+    description = ("FlashNeuron: forward activations offloaded to SSD (FIFO, tensor granularity, "
+                   "first-fit contiguous allocator); fails when the model cannot fit")
+
+    def simulate(self, trace: Trace) -> dict:
+        plan = flashneuron_schedule(trace, self.config)
+        info = {k: v for k, v in plan.items() if k not in ("hints", "failed", "failure_reason")}
+        info["n_offloads"] = int(plan["hints"].size)
+        if plan["failed"]:
+            return _with_policy(tensorsim.failed_result(plan["failure_reason"], mode="flashneuron",
+                                                        trace=trace, config=self.config), self.name, info)
+        res = tensorsim.simulate(trace, self.config, plan["hints"], mode="flashneuron",
+                                 backward_start_kernel=plan["loss_kernel"])
+        return _with_policy(res, self.name, info)
+
+
+class _G10TensorLevel(Policy):
+    level = "tensor"
+    variant: str = ""
+
+    def simulate(self, trace: Trace) -> dict:
+        from .g10 import schedule   # at call time: the registry imports this module first
+
+        reason = tensorsim.working_set_check(trace, self.config)
+        if reason is not None:
+            return _with_policy(tensorsim.failed_result(reason, mode="gds", trace=trace, config=self.config),
+                                self.name, {})
+        hints = np.asarray(schedule(trace, self.config, variant=self.variant))
+        res = tensorsim.simulate(trace, self.config, hints, mode="gds")
+        counts = {ACTION_NAMES[a]: int((hints["action"] == a).sum()) for a in np.unique(hints["action"]).tolist()}
+        return _with_policy(res, self.name, {"n_hints": int(hints.size), "hints_by_action": counts})
+
+
+@register
+class G10GDS(_G10TensorLevel):
+    name = "g10-gds"
+    variant = "gds"
+    description = "G10's schedule over GPUDirect storage: GPU<->SSD tensor transfers only, no host memory"
+
+
+@register
+class G10Host(_G10TensorLevel):
+    name = "g10-host"
+    variant = "host"
+    description = "G10's schedule with host memory: GPU<->SSD and GPU<->host tensor transfers"
+
+
+__all__ = ["FlashNeuron", "G10GDS", "G10Host", "flashneuron_schedule", "loss_kernel"]

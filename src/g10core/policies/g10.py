@@ -1,0 +1,320 @@
+"""G10's smart tensor migration scheduler (the artifact's ``prefetch_lru`` front end).
+
+From the tensor vitality analysis (:mod:`g10core.analysis`) and the profiled kernel
+times, it plans, per kernel of one iteration, which tensors to pre-allocate, free,
+pre-evict (to SSD or host memory) and prefetch, so that the estimated resident
+bytes stay under the GPU memory.  The page-level replay applies the resulting hint
+table at the start of every kernel, every iteration, and falls back on LRU for what
+the plan does not cover.  Semantics: ``reference/g10_artifact_model.md`` section 3.
+
+The plan, in the published scheduler's order (every step reproduced exactly, ties
+and integer truncations included; see ``_g10_kernels`` for how):
+
+1. ``mem[k]`` = estimated resident bytes during kernel k, starting at the whole
+   footprint; four bandwidth budgets per kernel, ``BW * t11(k)`` each, for
+   SSD->GPU, GPU->SSD, host->GPU, GPU->host (SSD traffic also fills the PCIe ones).
+2. Pre-allocation / pre-free of non-global tensors, in tensor order, until ``mem``
+   fits under the target: allocate just before birth (lead ``size *
+   malloc_us_per_byte``), free at death.
+3. Greedy offload: repeatedly take the inactive interval with the largest
+   "reducible area" (bytes x time over the kernels where ``mem`` exceeds GPU
+   memory, between the half-evicted and half-prefetched points of its budget
+   walks); offload it to SSD when it is long enough (and to host memory when the
+   SSD write budget is saturated), or to host when it is only long enough for that;
+   reserve the budgets; lower ``mem``.  Global tensors idle across the iteration
+   boundary get a purely time-based evict/prefetch pair.
+4. Each local offload's prefetch is moved as early as ``mem`` allows.
+5. GDS baselines only: pre-evict more intervals over the peak kernel.
+6. Hints sorted by kernel with the artifact's (unstable) ``std::sort``, emulated,
+   so the per-kernel order -- which decides the order pages are queued -- is the
+   published one.
+
+Hint table order and kernel indices: rows are in the order the simulator applies
+them.  ``kernel`` is the issuing kernel's index and may equal ``K`` (a tensor freed
+after the last kernel): the published simulator walks the sorted list with a
+cursor and matches ``kernel % K``, so such hints run at kernel 0 of the *next*
+iteration, before kernel 0's own hints, and are skipped in iteration 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analysis import CannotFit, Vitality, analyze, check_fits  # noqa: F401 (CannotFit re-exported)
+from ..trace import Trace
+from . import HINT_DTYPE, Policy, register
+
+__all__ = ["CannotFit", "Schedule", "SchedulerParams", "VARIANTS", "plan", "schedule", "scheduler_params", "G10"]
+
+VARIANTS = {
+    "g10": "the artifact's prefetch_lru front end: pre-alloc/pre-free, greedy offload, local prefetch",
+    "gds": "G10GDSSSD: no host memory, no pre-alloc/pre-free hints, final peak-shaving pass",
+    "host": "G10GDSFULL: like gds but with host memory",
+}
+
+_BYTES_PER_GiB = 1024 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SchedulerParams:
+    """Everything the scheduler reads from the configuration, resolved (units in names)."""
+
+    variant: str
+    gpu_memory_bytes: int          # GPU memory; an interval's area counts kernels above it
+    target_bytes: int              # the plan stops once the estimate is under this
+    target_factor: float           # artifact quirk multiplying the target (1.0 without quirks)
+    host_memory_bytes: int         # host memory available for offloads (0 for gds)
+    ssd_bytes_per_us: float        # scheduler's SSD bandwidth (GB/s read as 2^30 B/s, quirk)
+    host_bytes_per_us: float       # scheduler's host link bandwidth (same unit quirk)
+    ssd_latency_us: float
+    system_latency_us: float
+    delta: float                   # safety margin on move-time estimates
+    malloc_us_per_byte: float      # pre-allocation lead per byte
+    frequency_GHz: float
+    emit_alloc_hints: bool         # pre-alloc / pre-free hints (not for the GDS baselines)
+    shave_peak: bool               # GDS final pass
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """A schedule and how it was reached."""
+
+    hints: np.ndarray                  # HINT_DTYPE, in application order
+    params: SchedulerParams
+    memory_estimate_bytes: np.ndarray  # int64 per kernel: the plan's final resident estimate
+    host_estimate_bytes: np.ndarray    # int64 per kernel: the plan's host-memory estimate
+    stats: dict
+
+    def counts(self) -> dict:
+        """Hints per action name."""
+        from . import ACTION_NAMES
+        return {name: int(np.count_nonzero(self.hints["action"] == a)) for a, name in ACTION_NAMES.items()}
+
+
+def _target_factor(trace: Trace, config, variant: str) -> float:
+    """The artifact's hand-tuned multipliers of the target line (only with artifact_quirks)."""
+    if not config.scheduler.artifact_quirks:
+        return 1.0
+    ssd = config.ssd.bandwidth_GBps
+    if variant in ("gds", "host"):
+        # Quirk (analysis.cc, scheduling_prefetch): both GDS baselines plan against
+        # 1.060606x the target, ViT's G10-Host against 1.269366x; this *replaces* the
+        # factors below.  Moves every published G10-GDS / G10-Host time (Fig. 11).
+        if variant == "host" and trace.model == "vit":
+            return 1.269366
+        return 1.060606
+    if trace.model == "bert_base" and trace.batch_size == 512 and ssd < 6.3:
+        # Quirk (ast.cc, transformer_parse): BERT batch 512 below 6.3 GB/s SSD plans
+        # against 1.394x the target (more than the GPU has).  Moves the BERT-512
+        # points of Figs. 15 and 16.
+        return 1.394
+    if trace.model == "vit" and trace.batch_size == 1280 and 6.3 < ssd < 6.5:
+        # Quirk (same place): ViT-1280 at 6.4 GB/s SSD plans against 1.1x the target.
+        # Moves the ViT point at 6.4 GB/s of Fig. 18.
+        return 1.1
+    return 1.0
+
+
+def scheduler_params(trace: Trace, config, variant: str = "g10") -> SchedulerParams:
+    """Resolve the scheduler's inputs from a :class:`~g10core.config.SimConfig`."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown G10 scheduler variant {variant!r}; known: {', '.join(VARIANTS)}")
+    gpu, sched = config.gpu, config.scheduler
+    # C++ semantics of the artifact: (long)(GB * 2^30), then (long)(line * 0.99),
+    # then (long)(factor * target)
+    line = int(gpu.memory_GiB * 1024 * 1024 * 1024)
+    target = int(line * sched.target_fraction)
+    factor = _target_factor(trace, config, variant)
+    target = int(factor * target)
+    host_GiB = 0.0 if variant == "gds" else config.host.memory_GiB
+    return SchedulerParams(
+        variant=variant,
+        gpu_memory_bytes=line,
+        target_bytes=target,
+        target_factor=factor,
+        host_memory_bytes=int(host_GiB * 1024 * 1024 * 1024),
+        # quirk: the scheduler reads GB/s as 2^30 B/s (the event simulator as 1e9 B/s)
+        ssd_bytes_per_us=config.ssd.bandwidth_GBps * 1024 * 1024 * 1024 / 1000000,
+        host_bytes_per_us=config.host.bandwidth_GBps * 1024 * 1024 * 1024 / 1000000,
+        ssd_latency_us=float(config.ssd.latency_us),
+        system_latency_us=float(config.fault.system_latency_us),
+        delta=float(sched.delta),
+        malloc_us_per_byte=float(gpu.malloc_us_per_byte),
+        frequency_GHz=float(gpu.frequency_GHz),
+        emit_alloc_hints=variant == "g10",
+        shave_peak=variant in ("gds", "host"),
+    )
+
+
+def _check_trace(trace: Trace) -> None:
+    """What the compiled kernels rely on; each failure names the field."""
+    K, T = trace.n_kernels, trace.n_tensors
+    if K < 1 or T < 1:
+        raise ValueError(f"trace {trace.model!r}: needs at least one kernel and one tensor (K={K}, T={T})")
+    sizes = np.asarray(trace.tensor_size_bytes)
+    if sizes.shape != (T,) or np.any(sizes <= 0):
+        raise ValueError(f"trace {trace.model!r}: tensor_size_bytes must be {T} values > 0")
+    times = np.asarray(trace.kernel_time_ideal_ns, np.float64)
+    if times.shape != (K,) or not np.all(np.isfinite(times)) or np.any(times < 0):
+        bad = int(np.flatnonzero(~np.isfinite(times) | (times < 0))[0]) if times.shape == (K,) else -1
+        raise ValueError(f"trace {trace.model!r}: kernel_time_ideal_ns must be {K} finite values >= 0 (row {bad})")
+    off = np.asarray(trace.access_offsets)
+    A = trace.n_accesses
+    if off.shape != (K + 1,) or off[0] != 0 or off[-1] != A or np.any(np.diff(off) < 0):
+        raise ValueError(f"trace {trace.model!r}: access_offsets must be {K + 1} monotone values from 0 to {A}")
+    at = np.asarray(trace.access_tensor)
+    if A and (at.min() < 0 or at.max() >= T):
+        bad = int(np.flatnonzero((at < 0) | (at >= T))[0])
+        raise ValueError(f"trace {trace.model!r}: access_tensor row {bad} = {at[bad]} is not a tensor id (< {T})")
+
+
+def _kernels():
+    from . import _g10_kernels as kern
+    return kern
+
+
+def plan(trace: Trace, config, variant: str = "g10", vitality: Vitality | None = None,
+         exact_keys: bool = False) -> Schedule:
+    """The G10 schedule of ``trace`` under ``config``, with its estimates and statistics.
+
+    ``exact_keys=True`` computes every greedy key's exact sum instead of only the
+    near ties (a slower reference mode; the result is the same).  Raises
+    :class:`~g10core.analysis.CannotFit` when a kernel's own working set exceeds GPU
+    memory (no schedule can run it; the artifact aborts there)."""
+    params = scheduler_params(trace, config, variant)
+    _check_trace(trace)
+    check_fits(trace, params.gpu_memory_bytes)
+    v = vitality if vitality is not None else analyze(trace, params.frequency_GHz)
+    kern = _kernels()
+
+    K, T, I = trace.n_kernels, trace.n_tensors, v.n_intervals
+    size = (trace.tensor_pages * 4096).astype(np.int64)
+    table, ext = v.kernel_time_table_us, v.kernel_time_table_ext_us
+
+    # Quirk copied (moves the estimate, hence every decision): the artifact counts
+    # tensor 0 -- the input batch in its traces -- twice in the starting estimate,
+    # and never pre-allocates or frees it.
+    total = int(size.sum()) + int(size[0])
+    mem = np.full(K, total, np.int64)
+    cpu = np.zeros(K, np.int64)
+    # A non-global tensor no kernel touches is never resident (the artifact leaves
+    # its birth undefined); drop it from the estimate.
+    unused = (~v.is_global) & (v.birth < 0)
+    mem -= int(size[unused].sum())
+
+    dur = table[1:] - table[:-1]
+    cap = np.empty((4, K), np.float64)
+    cap[kern.S2G] = params.ssd_bytes_per_us * dur
+    cap[kern.G2S] = params.ssd_bytes_per_us * dur
+    cap[kern.H2G] = params.host_bytes_per_us * dur
+    cap[kern.G2H] = params.host_bytes_per_us * dur
+    est = np.zeros((4, K), np.float64)
+    full = np.zeros((4, K), np.bool_)
+
+    n_max = 2 * T + 4 * I + 8
+    hk = np.empty(n_max, np.int64)
+    ht = np.empty(n_max, np.int64)
+    ha = np.empty(n_max, np.int64)
+    nh = np.zeros(1, np.int64)
+
+    # (2) pre-allocation and pre-free
+    cand = np.flatnonzero((~v.is_global) & (v.birth >= 0))
+    cand = cand[cand >= 1]
+    handled = kern.prealloc_pass(mem, table, cand.astype(np.int64), v.birth[cand].astype(np.int64),
+                                 v.death[cand].astype(np.int64), size[cand], params.target_bytes,
+                                 params.malloc_us_per_byte, params.emit_alloc_hints, hk, ht, ha, nh)
+    peak_value = int(mem.max())
+    hill_index = int(np.argmax(mem)) if peak_value > 0 else 0
+
+    # (3) greedy offload
+    iv_tensor = v.interval_tensor.astype(np.int64)
+    iv_size = size[iv_tensor]
+    perm = np.arange(I, dtype=np.int64)
+    offloaded = np.zeros(I, np.bool_)
+    really = np.zeros(I, np.bool_)
+    loc_iv = np.empty(I, np.int64)
+    loc_pre = np.empty(I, np.int64)
+    loc_evf = np.empty(I, np.int64)
+    n_loc = np.zeros(1, np.int64)
+    gstats = np.zeros(9, np.int64)
+    if I:
+        kern.greedy_pass(mem, cpu, table, ext, cap, est, full,
+                         iv_tensor, v.interval_start.astype(np.int64), v.interval_end.astype(np.int64),
+                         v.interval_looped, v.interval_time_us, iv_size,
+                         params.gpu_memory_bytes, params.target_bytes, params.host_memory_bytes,
+                         params.ssd_latency_us, params.system_latency_us,
+                         params.ssd_bytes_per_us, params.host_bytes_per_us, params.delta,
+                         perm, offloaded, really, loc_iv, loc_pre, loc_evf, n_loc,
+                         hk, ht, ha, nh, gstats, bool(exact_keys))
+    else:
+        gstats[7] = 0 if int(mem.max()) <= params.target_bytes else 2
+    mem_after_greedy = mem.copy()
+
+    # (4) local prefetch placement
+    n = int(n_loc[0])
+    kern.place_prefetches(mem, params.target_bytes, loc_iv[:n], loc_pre[:n], loc_evf[:n],
+                          iv_tensor, iv_size, hk, ht, ha, nh)
+
+    # (5) GDS peak shaving
+    shaved = 0
+    if params.shave_peak and I:
+        hill_mem = int(mem[hill_index])
+        shaved = kern.shave_peak(mem, perm, iv_tensor, v.interval_start.astype(np.int64),
+                                 v.interval_end.astype(np.int64), v.interval_looped, v.interval_time_us,
+                                 iv_size, really, hill_index, hill_mem, params.target_bytes * 0.9,
+                                 hk, ht, ha, nh)
+
+    # (6) the artifact's final sort by issuing kernel
+    m = int(nh[0])
+    order = kern.sort_hints(hk[:m])
+    hints = np.empty(m, HINT_DTYPE)
+    hints["kernel"] = hk[:m][order]
+    hints["tensor"] = ht[:m][order]
+    hints["action"] = ha[:m][order]
+
+    reasons = {0: "fits", 1: "best interval already taken", 2: "every interval examined"}
+    stats = {
+        "prealloc_tensors": int(handled),
+        "greedy_steps": int(gstats[0]),
+        "area_sums_exact": int(gstats[1]),
+        "area_approximations": int(gstats[8]),
+        "sorts": int(gstats[2]),
+        "offloads_ssd": int(gstats[3]),
+        "offloads_host": int(gstats[4]),
+        "offloads_looped": int(gstats[5]),
+        "dropped_for_bandwidth": int(gstats[6]),
+        "greedy_end": reasons[int(gstats[7])],
+        "local_prefetches": n,
+        "peak_shaved": int(shaved),
+        "peak_kernel": hill_index,
+        "estimate_peak_after_prealloc_bytes": peak_value,
+        "estimate_peak_after_greedy_bytes": int(mem_after_greedy.max()),
+        "estimate_peak_bytes": int(mem.max()),
+        "fits_target": bool(int(mem_after_greedy.max()) <= params.target_bytes),
+        "numba": bool(kern.HAVE_NUMBA),
+    }
+    return Schedule(hints=hints, params=params, memory_estimate_bytes=mem, host_estimate_bytes=cpu,
+                    stats=stats)
+
+
+def schedule(trace: Trace, config, variant: str = "g10") -> np.ndarray:
+    """The hint table (``HINT_DTYPE``) of the G10 scheduler, in application order.
+
+    ``variant``: ``"g10"`` (the artifact's prefetch_lru), ``"gds"`` (G10GDSSSD) or
+    ``"host"`` (G10GDSFULL); see :data:`VARIANTS`.  Raises
+    :class:`~g10core.analysis.CannotFit` when some kernel alone exceeds GPU memory."""
+    return plan(trace, config, variant).hints
+
+
+@register
+class G10(Policy):
+    """G10: smart-migration hints, LRU for the rest (the artifact's ``prefetch_lru``)."""
+
+    name = "g10"
+    level = "page"
+    eviction = "lru"
+    description = "G10 smart tensor migration: pre-alloc/free, pre-evict to SSD/host, prefetch; LRU fallback"
+
+    def hints(self, trace: Trace) -> np.ndarray:
+        return schedule(trace, self.config, "g10")

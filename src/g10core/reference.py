@@ -1,0 +1,721 @@
+"""Page-by-page reference of the ``g10-artifact`` page-level replay (pure Python).
+
+This is the executable specification of what the published G10 simulator computes
+for Base UVM, DeepUM+, G10 and Ideal (``shared/reference/g10_artifact_model.md`` §4).
+It keeps one state byte per page and walks pages one at a time, so it costs
+microseconds per page and is only usable on small traces.  The compiled replay
+(``_replay.pyx``) computes the same thing on extents; tests run both on the same
+inputs and require identical results.
+
+Timing constants follow the artifact's integer conversions exactly (see
+:class:`ArtifactConstants`); the quirks that move published numbers are marked.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from .policies import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
+from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace
+
+NP, SSD, HOST, GPU = 0, 1, 2, 3          # page location
+UNKNOWN = -1                             # "no forced source/destination" in a tick
+
+EVICT_LRU, EVICT_DEEPUM = 0, 1
+
+
+@dataclass(frozen=True)
+class ArtifactConstants:
+    """The artifact's derived integers, computed with its own conversions."""
+
+    freq_hz: int              # GPU_frequency_Hz (unsigned long)
+    gpu_pages: int            # GPU frames
+    host_pages: int           # host memory line, pages
+    tick_cycles: int          # batcher period
+    gpu_batch: int            # pages in (and out) per tick
+    host_batch: int           # host pages per tick and direction
+    ssd_batch: int            # SSD pages per tick and direction
+    alloc_batch: int          # allocations (and fetches) per tick
+    bw_pcie_Bpms: float       # perf model PCIe bandwidth, B/ms
+    bw_ssd_Bpms: float        # perf model SSD bandwidth, B/ms
+    l_sys_us: int             # perf model far-fault latency (int, as the artifact passes it)
+    l_ssd_us: int             # perf model SSD latency
+
+    @classmethod
+    def from_config(cls, cfg) -> "ArtifactConstants":
+        g, h, s, link = cfg.gpu, cfg.host, cfg.ssd, cfg.link
+        page = g.page_size_bytes
+        freq_hz = int(g.frequency_GHz * 1e9)
+        gpu_bpc = link.bandwidth_GBps * 1e9 / freq_hz
+        ssd_bpc = s.bandwidth_GBps * 1e9 / freq_hz
+        tick = int((link.batch_pages * page) / gpu_bpc)
+        malloc_cpp = round(g.malloc_us_per_byte * page / 1e6 * freq_hz)
+        return cls(
+            freq_hz=freq_hz,
+            gpu_pages=round(g.memory_GiB / page * 1024.0 ** 3),
+            host_pages=int(h.memory_GiB * 1024.0 ** 3 / page),
+            tick_cycles=max(tick, 1),
+            gpu_batch=link.batch_pages,
+            host_batch=int(link.batch_pages / link.bandwidth_GBps * h.bandwidth_GBps),
+            ssd_batch=int(link.batch_pages / link.bandwidth_GBps * s.bandwidth_GBps),
+            alloc_batch=(tick // malloc_cpp) if malloc_cpp > 0 else (1 << 62),
+            bw_pcie_Bpms=gpu_bpc * freq_hz / 1000,
+            bw_ssd_Bpms=ssd_bpc * freq_hz / 1000,
+            l_sys_us=int(cfg.fault.system_latency_us),
+            l_ssd_us=int(s.latency_us),
+        )
+
+
+def kernel_cycles(trace: Trace, freq_GHz: float = 1.2):
+    """(t11, t10, t00) in cycles with the artifact's conversion and clamping."""
+    hz = freq_GHz * 1e9
+
+    def conv(ns):
+        return np.array([int((v / 1e6) * hz / 1000.0) for v in ns], np.int64)
+
+    t11 = conv(trace.kernel_time_ideal_ns)
+    t10 = np.maximum(conv(trace.kernel_time_fault_outputs_ns), t11)
+    t00 = np.maximum(conv(trace.kernel_time_fault_all_ns), t10)
+    return t11, t10, t00
+
+
+def fault_model_cycles(c: ArtifactConstants, t00, t10, t11, in_faults, in_ssd, in_total,
+                       out_faults, out_ssd, out_total) -> int:
+    """Extra cycles a faulting kernel takes (the artifact's `performance_model`).
+
+    Quirk (moves every published number): the artifact converts the profiled cycles to
+    ms with an *integer* division by the clock in Hz, so every time below one second
+    becomes 0 ms and the model reduces to bandwidth terms.
+    """
+    f = c.freq_hz
+    T00 = float((t00 // f) * 1000)
+    T10 = float((t10 // f) * 1000)
+    T11 = float((t11 // f) * 1000)
+    r_in = in_faults / in_total if in_total else 0.0
+    r_out = out_faults / out_total if out_total else 0.0
+    rs_in = in_ssd / in_faults if in_faults else 0.0
+    rs_out = out_ssd / out_faults if out_faults else 0.0
+    s_in = in_total * PAGE_SIZE_BYTES
+    s_out = out_total * PAGE_SIZE_BYTES
+    bw_pcie, bw_ssd = c.bw_pcie_Bpms, c.bw_ssd_Bpms
+    l_sys, l_ssd = c.l_sys_us, c.l_ssd_us
+
+    if T00 <= T11:
+        T00 = T11
+    if T10 < T11:
+        T10 = T11
+    if T10 > T00:
+        T10 = T00
+    bw_cpu_in = 1063004400.0 if T00 == T10 else s_in / (T00 - T10)
+    bw_cpu_out = 1063004400.0 if T10 == T11 else s_out / (T10 - T11)
+    bw_ssd_in = min(bw_cpu_in * l_sys / (l_sys + l_ssd), bw_ssd)
+    bw_ssd_out = min(bw_cpu_out * l_sys / (l_sys + l_ssd), bw_ssd)
+    if rs_in == 0:
+        bw_ssd_in = 0.0
+    if rs_out == 0:
+        bw_ssd_out = 0.0
+    cap = bw_pcie - max(bw_ssd_in, bw_ssd_out)
+    bw_cpu_in = min(bw_cpu_in, cap)
+    bw_cpu_out = min(bw_cpu_out, cap)
+    ssd_in_t = 0.0 if rs_in == 0 else r_in * rs_in * s_in / bw_ssd_in
+    ssd_out_t = 0.0 if rs_out == 0 else r_out * rs_out * s_out / bw_ssd_out
+    cpu_t = r_in * (1 - rs_in) * s_in / bw_cpu_in + r_out * (1 - rs_out) * s_out / bw_cpu_out
+    delta_ms = max(ssd_in_t + ssd_out_t, cpu_t)
+    return int(delta_ms / 1e3 * f)
+
+
+def liveness(trace: Trace):
+    """(birth, death) per tensor with the artifact's conventions (death -1: never read)."""
+    T = trace.n_tensors
+    birth = np.full(T, -1, np.int64)
+    death = np.full(T, -1, np.int64)
+    for k in range(trace.n_kernels):
+        ts, ms = trace.kernel_accesses(k)
+        for t, m in zip(ts.tolist(), ms.tolist()):
+            if birth[t] < 0:
+                birth[t] = k
+            if m & ACCESS_READ:
+                death[t] = k + 1
+    return birth, death
+
+
+def is_alive(trace, birth, death, t, k) -> bool:
+    if trace.tensor_is_global[t]:
+        return True
+    if death[t] == -1:
+        return k == birth[t]
+    return birth[t] <= k < death[t]
+
+
+class _LRU:
+    """The artifact's GPU page list: appended on arrival, never touched on a hit."""
+
+    END = -1
+
+    def __init__(self):
+        self.nxt, self.prv = {}, {}
+        self.head = self.tail = self.END
+
+    def __contains__(self, p):
+        return p in self.nxt
+
+    def append(self, p):
+        self.nxt[p] = self.END
+        self.prv[p] = self.tail
+        if self.tail == self.END:
+            self.head = p
+        else:
+            self.nxt[self.tail] = p
+        self.tail = p
+
+    def remove(self, p):
+        n, q = self.nxt.pop(p), self.prv.pop(p)
+        if q == self.END:
+            self.head = n
+        else:
+            self.nxt[q] = n
+        if n == self.END:
+            self.tail = q
+        else:
+            self.prv[n] = q
+
+
+class ReferenceReplay:
+    """One replay (two iterations by default); ``run()`` returns a stats dict."""
+
+    def __init__(self, trace: Trace, cfg, *, hints=None, apply_hints=False,
+                 eviction=EVICT_LRU, iterations=None, max_kernels=None):
+        self.tr = trace
+        self.c = ArtifactConstants.from_config(cfg)
+        self.iterations = cfg.run.iterations if iterations is None else iterations
+        self.eviction = eviction
+        self.apply_hints = apply_hints
+        self.window = cfg.scheduler.prefetch_degree
+        self.t11, self.t10, self.t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+        self.birth, self.death = liveness(trace)
+        K = trace.n_kernels
+        self.K = K
+        self.first = trace.tensor_first_page.astype(np.int64)
+        self.npages = trace.tensor_pages.astype(np.int64)
+        P = int(self.npages.sum())
+        self.page_tensor = np.empty(P, np.int64)
+        for t in range(trace.n_tensors):
+            self.page_tensor[self.first[t]:self.first[t] + self.npages[t]] = t
+        self.loc = bytearray(P)
+        self.intr = bytearray(P)
+        for t in np.flatnonzero(trace.tensor_is_global):
+            self.loc[self.first[t]:self.first[t] + self.npages[t]] = bytes([SSD]) * int(self.npages[t])
+        # per kernel: inputs, outputs-not-inputs, required set (fault-queue order)
+        self.k_in, self.k_out = [], []
+        for k in range(K):
+            ts, ms = trace.kernel_accesses(k)
+            self.k_in.append([int(t) for t, m in zip(ts, ms) if m & ACCESS_READ])
+            self.k_out.append([int(t) for t, m in zip(ts, ms) if not m & ACCESS_READ])
+        h = np.zeros(0) if hints is None else hints
+        self.hints = [(int(r["kernel"]), int(r["tensor"]), int(r["action"])) for r in h]
+        self.hint_idx = 0
+        # state
+        self.gpu_free = self.c.gpu_pages
+        self.host_used = 0
+        self.lru = _LRU()
+        self.cursor = _LRU.END
+        self.q = {name: deque() for name in
+                  ("pf_ssd", "pf_cpu", "pf_alloc", "pre_ssd", "pre_cpu", "prealloc", "evict_ssd", "evict_cpu")}
+        self.intr_set = set()
+        self.cur = 0
+        self.iteration = 0
+        self.required = set()
+        self.running_window = set()
+        self.resched = None            # [first_time, pf_time, started, pf_infos]
+        self.transferring = False
+        self.boundaries = []           # (iteration, time, begin?)
+        self.kernels = []              # per executed kernel: (iter, k, start, end, in_tr, cpu, ssd, unalloc)
+        self.pcie = []                 # per busy tick: (iter, time, alloc, in_ssd, in_cpu, out_ssd, out_cpu)
+        self.host_overflow = False
+        self.max_kernels = max_kernels
+        self.log = None                # debug: list of (kind, time, page, 1, tier)
+        self.now = 0
+
+    # ---- page helpers ------------------------------------------------------
+    def pages(self, t):
+        f = int(self.first[t])
+        return range(f, f + int(self.npages[t]))
+
+    def tensor_of(self, p):
+        return int(self.page_tensor[p])
+
+    def host_full(self):
+        return self.host_used == self.c.host_pages
+
+    # ---- the GPU page list (LRU in name, FIFO by arrival in effect) -------
+    def _erase_gpu(self, p):
+        at_cursor = self.cursor == p
+        self.lru.remove(p)
+        if at_cursor:                         # the artifact resets its cursor to the list head
+            self.cursor = self.lru.head
+        self.gpu_free += 1
+
+    def _alloc_gpu(self, p):
+        self.lru.append(p)
+        self.gpu_free -= 1
+
+    def _lru_initial_base(self):
+        it = self.lru.head
+        while it != _LRU.END and self.intr[it]:
+            it = self.lru.nxt[it]
+        self.cursor = it
+
+    def _deepum_initial_base(self):
+        it = self.lru.head
+        while it != _LRU.END and self.tensor_of(it) in self.running_window:
+            it = self.lru.nxt[it]
+        self.cursor = it
+
+    def select_victim(self, is_pf):
+        """(page, destination) or None when DeepUM finds no victim outside its window."""
+        END = _LRU.END
+        if self.eviction == EVICT_LRU:
+            it = self.cursor
+            while it != END and self.intr[it]:
+                it = self.lru.nxt[it]
+            if it == END:
+                self._lru_initial_base()
+                it = self.cursor
+                while it != END and self.intr[it]:
+                    it = self.lru.nxt[it]
+            assert it != END, "no eviction candidate"
+            self.cursor = self.lru.nxt[it]
+            return it, HOST
+        if not is_pf:
+            it = self.cursor
+            while it != END and self.tensor_of(it) in self.running_window:
+                it = self.lru.nxt[it]
+            if it == END:
+                self.cursor = END
+                return None
+            self.cursor = self.lru.nxt[it]
+        else:
+            it = self.lru.head
+            while it != END and self.intr[it]:
+                it = self.lru.nxt[it]
+            assert it != END, "no eviction candidate"
+            if it == self.cursor:
+                self.cursor = self.lru.nxt[it]
+        t = self.tensor_of(it)
+        dest = HOST if is_alive(self.tr, self.birth, self.death, t, self.cur) else NP
+        return it, dest
+
+    # ---- one tick's bookkeeping ---------------------------------------------
+    def _new_tick(self):
+        self.alloc_n = self.in_n = self.out_n = 0
+        self.in_ssd = self.in_cpu = self.out_ssd = self.out_cpu = 0
+        self.forced_fetch = UNKNOWN
+        self.forced_evict = UNKNOWN
+
+    def _record_fetch(self, src):
+        c = self.c
+        if src == SSD:
+            self.in_ssd += 1
+            if self.in_ssd == c.ssd_batch:
+                self.forced_fetch = HOST
+        else:
+            self.in_cpu += 1
+            if self.in_cpu == c.host_batch:
+                self.forced_fetch = SSD
+        self.alloc_n += 1
+        self.in_n += 1
+
+    def _record_evict(self, dest):
+        c = self.c
+        if dest == SSD:
+            self.out_ssd += 1
+            self.out_n += 1
+            if self.out_ssd == c.ssd_batch:
+                self.forced_evict = HOST
+        elif dest == HOST:
+            self.out_cpu += 1
+            self.out_n += 1
+            if self.out_cpu == c.host_batch or self.host_full():
+                self.forced_evict = SSD
+
+    def _room(self):
+        c = self.c
+        if self.gpu_free > 0:
+            return True
+        if self.host_full():
+            return self.out_n < c.gpu_batch and self.out_ssd < c.ssd_batch
+        return self.out_n < c.gpu_batch
+
+    def process_evict(self, p, dest):
+        t = self.tensor_of(p)
+        if self.log is not None:
+            self.log.append((1, self.now, p, 1, dest))
+        if dest == HOST:
+            if self.host_used >= self.c.host_pages:
+                self.host_overflow = True     # the artifact would abort here
+            self.host_used += 1
+            self.loc[p] = HOST
+        elif dest == SSD:
+            self.loc[p] = SSD
+        else:
+            self.loc[p] = NP
+        self._record_evict(dest)
+        if t in self.required:
+            self.q["pf_cpu" if dest == HOST else "pf_ssd" if dest == SSD else "pf_alloc"].append(p)
+            self.intr[p] = 1
+            self.intr_set.add(p)
+        else:
+            self.intr[p] = 0
+        self._erase_gpu(p)
+
+    def process_alloc(self, p, is_pf) -> bool:
+        """Bring page p into a GPU frame (evicting if full); False if DeepUM stalls."""
+        if self.gpu_free == 0:
+            is_pf = is_pf or self.tensor_of(p) in self.required
+            v = self.select_victim(is_pf)
+            if v is None:
+                return False
+            victim, dest = v
+            if dest != NP and self.forced_evict != UNKNOWN:
+                dest = self.forced_evict
+            self.process_evict(victim, dest)
+        if self.loc[p] == HOST:
+            self.host_used -= 1
+            if self.forced_evict == SSD:
+                self.forced_evict = UNKNOWN
+        if self.log is not None:
+            self.log.append((2, self.now, p, 1, self.loc[p]))
+        self._alloc_gpu(p)
+        self.loc[p] = GPU
+        self.intr[p] = 0
+        self.intr_set.discard(p)
+        return True
+
+    def process_fetch(self, p, src, is_pf) -> bool:
+        if not self.process_alloc(p, is_pf):
+            return False
+        self._record_fetch(src)
+        return True
+
+    def batcher(self, now):
+        c, q = self.c, self.q
+        self._new_tick()
+        busy = any(q.values())
+        if busy:
+            if self.host_full():
+                self.forced_evict = SSD
+            # pre-evictions: SSD queue, then host queue
+            while self.out_ssd < c.ssd_batch and self.out_n < c.gpu_batch and q["evict_ssd"]:
+                p = q["evict_ssd"][0]
+                self.process_evict(p, SSD if self.forced_evict == UNKNOWN else self.forced_evict)
+                q["evict_ssd"].popleft()
+            while (((self.host_full() and self.out_ssd < c.ssd_batch)
+                    or (not self.host_full() and self.out_cpu < c.host_batch))
+                   and self.out_n < c.gpu_batch and q["evict_cpu"]):
+                p = q["evict_cpu"][0]
+                self.process_evict(p, HOST if self.forced_evict == UNKNOWN else self.forced_evict)
+                q["evict_cpu"].popleft()
+            # page-fault fetches: SSD, then host
+            for name, src in (("pf_ssd", SSD), ("pf_cpu", HOST)):
+                self._pf_fetch(q[name], src)
+            # page-fault allocations
+            self._alloc_queue(q["pf_alloc"], True)
+            # prefetches: SSD then host
+            self._prefetch()
+            # pre-allocations
+            self._alloc_queue(q["prealloc"], False)
+            if (self.eviction == EVICT_DEEPUM and self.resched is not None and not self.resched[2]
+                    and self.intr_set and self.in_n + self.out_n == 0):
+                self._pf_fetch(q["pre_ssd"], SSD)
+                self._pf_fetch(q["pre_cpu"], HOST)
+                self._alloc_queue(q["prealloc"], True)
+            if not self.transferring:
+                self.boundaries.append((self.iteration, now, True))
+                self.transferring = True
+        elif self.transferring:
+            self.boundaries.append((self.iteration, now, False))
+            self.transferring = False
+        if self.in_n or self.out_n:
+            self.pcie.append((self.iteration, now, self.alloc_n, self.in_ssd, self.in_cpu,
+                              self.out_ssd, self.out_cpu))
+        created = []
+        if (self.resched is not None and not q["pf_alloc"] and not q["pf_cpu"]
+                and not q["pf_ssd"] and not self.intr_set):
+            created.append(("K", now, self.cur))
+            self.resched[2] = True
+            self.intr_set.clear()
+        created.append(("B", now + c.tick_cycles, None))
+        return created
+
+    def _pf_fetch(self, queue, src):
+        c = self.c
+        while self.in_n < c.gpu_batch and self.alloc_n < c.alloc_batch and self._room() and queue:
+            p = queue.popleft()
+            ok = self.process_fetch(p, src, True)
+            assert ok
+            if self.forced_fetch != UNKNOWN and self.forced_fetch != src:
+                break
+
+    def _alloc_queue(self, queue, is_pf):
+        c = self.c
+        while self._room() and self.alloc_n < c.alloc_batch and queue:
+            if not self.process_alloc(queue[0], is_pf):
+                break
+            self.alloc_n += 1
+            queue.popleft()
+
+    def _prefetch(self):
+        c, q = self.c, self.q
+        while (self.in_ssd < c.ssd_batch and self.in_n < c.gpu_batch and self._room()
+               and q["pre_ssd"]):
+            p = q["pre_ssd"][0]
+            if self.loc[p] == SSD:
+                if not self.process_fetch(p, SSD, False):
+                    return
+            elif self.loc[p] == HOST:
+                q["pre_cpu"].append(p)
+            q["pre_ssd"].popleft()
+        while (self.in_cpu < c.host_batch and self.in_n < c.gpu_batch and self._room()
+               and q["pre_cpu"]):
+            p = q["pre_cpu"][0]
+            if self.loc[p] == HOST:
+                if not self.process_fetch(p, HOST, False):
+                    return
+            elif self.loc[p] == SSD:
+                q["pre_ssd"].append(p)
+            q["pre_cpu"].popleft()
+
+    # ---- kernel begin ---------------------------------------------------------
+    def apply_hint(self, t, action):
+        q = self.q
+        for p in self.pages(t):
+            if self.intr[p]:
+                continue
+            l = self.loc[p]
+            if action == HINT_TO_GPU:
+                if l == NP:
+                    q["prealloc"].append(p)
+                elif l == SSD:
+                    q["pre_ssd"].append(p)
+                elif l == HOST:
+                    q["pre_cpu"].append(p)
+                else:
+                    continue
+                self.intr[p] = 1
+            elif action in (HINT_TO_SSD, HINT_TO_HOST):
+                if l == GPU:
+                    q["evict_ssd" if action == HINT_TO_SSD else "evict_cpu"].append(p)
+                    self.intr[p] = 1
+            elif action == HINT_FREE:
+                if l == GPU:
+                    self._erase_gpu(p)
+                elif l == HOST:
+                    self.host_used -= 1
+                self.loc[p] = NP
+
+    def kernel_begin(self, now, k):
+        if k != self.cur:
+            self.cur = (self.cur + 1) % self.K
+            if self.cur == 0:
+                self.iteration += 1
+        if self.iteration >= self.iterations:
+            return None
+        k = self.cur
+        self.required = set(self.k_in[k]) | set(self.k_out[k])
+        if self.eviction == EVICT_DEEPUM:
+            self.running_window = set()
+            for off in range(self.window):
+                kk = (k + off) % self.K
+                self.running_window |= set(self.k_in[kk]) | set(self.k_out[kk])
+            self._deepum_initial_base()
+        else:
+            self._lru_initial_base()
+        if self.apply_hints and self.hints:
+            for _ in range(len(self.hints)):
+                if self.hints[self.hint_idx][0] % self.K != k:
+                    break
+                _, t, a = self.hints[self.hint_idx]
+                self.apply_hint(t, a)
+                self.hint_idx = (self.hint_idx + 1) % len(self.hints)
+        overtime = self.resched is not None and self.resched[0] + self.resched[1] <= now
+        arrived = not (self.q["pf_cpu"] or self.q["pf_ssd"] or self.q["pf_alloc"])
+        if arrived:
+            for t in self.required:
+                for p in self.pages(t):
+                    if self.intr[p] or self.loc[p] != GPU:
+                        arrived = False
+                        break
+                if not arrived:
+                    break
+        if not arrived:
+            info = [0] * 9   # in_total, in_np, in_ssd, in_cpu, out_total, out_np, out_ssd, out_cpu, in_transfer
+            for is_in, tensors in ((True, self.k_in[k]), (False, self.k_out[k])):
+                base = 0 if is_in else 4
+                for t in tensors:
+                    info[base] += int(self.npages[t])
+                    for p in self.pages(t):
+                        if self.intr[p]:
+                            info[8] += 1
+                            continue
+                        l = self.loc[p]
+                        if l == NP:
+                            info[base + 1] += 1
+                            self.q["pf_alloc"].append(p)
+                        elif l == SSD:
+                            info[base + 2] += 1
+                            self.q["pf_ssd"].append(p)
+                        elif l == HOST:
+                            info[base + 3] += 1
+                            self.q["pf_cpu"].append(p)
+                        else:
+                            continue
+                        self.intr[p] = 1
+            for t in self.required:
+                for p in self.pages(t):
+                    if self.intr[p]:
+                        self.intr_set.add(p)
+            in_f = info[1] + info[2] + info[3]
+            out_f = info[5] + info[6] + info[7]
+            pf_time = self.t11[k] + fault_model_cycles(
+                self.c, int(self.t00[k]), int(self.t10[k]), int(self.t11[k]),
+                in_f, info[2], info[0], out_f, info[6], info[4])
+            if self.resched is None:
+                self.resched = [now, int(pf_time), False, []]
+            assert not self.resched[2]
+            self.resched[3].append(info)
+            return []
+        if self.resched is not None:
+            end = max(self.resched[0] + self.resched[1], now)
+            start = self.resched[0]
+            infos = self.resched[3]
+            self.resched = None
+        else:
+            start, end, infos = now, now + int(self.t11[k]), []
+        self.kernels.append((self.iteration, k, start, end,
+                             sum(i[8] for i in infos),
+                             sum(i[3] + i[7] for i in infos),
+                             sum(i[2] + i[6] for i in infos),
+                             sum(i[1] + i[5] for i in infos),
+                             self.host_used, self.c.gpu_pages - self.gpu_free))
+        self.intr_set.clear()
+        return [("K", end, (k + 1) % self.K)]
+
+    # ---- main loop --------------------------------------------------------------
+    def run(self):
+        heap, seq = [], 0
+
+        def push(ev):
+            nonlocal seq
+            heapq.heappush(heap, (ev[1], seq, ev[0], ev[2]))
+            seq += 1
+
+        push(("K", 0, 0))
+        push(("B", 0, None))
+        while heap:
+            now, _, kind, arg = heapq.heappop(heap)
+            self.now = now
+            if kind == "K":
+                created = self.kernel_begin(now, arg)
+                if created is None or (self.max_kernels and len(self.kernels) >= self.max_kernels):
+                    break
+            else:
+                created = self.batcher(now)
+            for ev in created:
+                push(ev)
+        return summarize(self.K, self.t11, self.t00, self.kernels, self.pcie, self.boundaries,
+                         self.iterations, self.host_overflow)
+
+
+def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=False):
+    """Per-iteration totals and the time breakdown, the way the artifact's Stat computes them."""
+    its = []
+    last_end = 0
+    for it in range(iterations):
+        its.append(dict(exe_cycles=0, ideal_cycles=0, pf_cycles=0, in_transfer=0, host_faults=0,
+                        ssd_faults=0, unalloc_faults=0, alloc=0, in_ssd=0, in_host=0,
+                        out_ssd=0, out_host=0, stall=0, overlap=0, compute=0))
+    spans = []
+    for (it, k, s, e, intr, cpu, ssd, un, *_rest) in kernels:
+        d = its[it]
+        d["exe_cycles"] += e - last_end
+        spans.append((last_end, e, it, k))
+        last_end = e
+        d["ideal_cycles"] += int(t11[k])
+        d["pf_cycles"] += int(t00[k])
+        d["in_transfer"] += intr
+        d["host_faults"] += cpu
+        d["ssd_faults"] += ssd
+        d["unalloc_faults"] += un
+    for (it, _t, alloc, in_ssd, in_cpu, out_ssd, out_cpu) in pcie:
+        if it >= iterations:
+            continue
+        d = its[it]
+        d["alloc"] += alloc
+        d["in_ssd"] += in_ssd
+        d["in_host"] += in_cpu
+        d["out_ssd"] += out_ssd
+        d["out_host"] += out_cpu
+    # transfer busy intervals from the boundary markers
+    busy = []
+    begin = None
+    for (_it, t, is_begin) in boundaries:
+        if begin is None:
+            begin = t
+        else:
+            busy.append((begin, t))
+            begin = None
+    if begin is not None:
+        busy.append((begin, last_end))
+    per_kernel = breakdown(spans, busy, t11)
+    for (it, k, comp, ov, st) in per_kernel:
+        its[it]["compute"] += comp
+        its[it]["overlap"] += ov
+        its[it]["stall"] += st
+    return dict(iterations=its, kernels=kernels, host_overflow=host_overflow,
+                per_kernel_breakdown=per_kernel)
+
+
+def breakdown(spans, busy, t11):
+    """The artifact's sweep of kernel spans against transfer-busy intervals."""
+    out = []
+    ti = ki = 0
+    acc = 0
+
+    def close(span):
+        nonlocal acc
+        s, e, it, k = span
+        total = e - s
+        ideal = int(t11[k])
+        comp = total - acc
+        ov = acc + ideal - total
+        st = total - ideal
+        if ov < 0:
+            st -= ov
+            ov = 0
+        out.append((it, k, comp, ov, st))
+        acc = 0
+
+    while ti < len(busy) and ki < len(spans):
+        bs, be = busy[ti]
+        s, e = spans[ki][0], spans[ki][1]
+        if s < be and bs < e:
+            acc += min(e, be) - max(s, bs)
+            if e < be:
+                close(spans[ki])
+                ki += 1
+            else:
+                ti += 1
+        else:
+            if s < bs:
+                close(spans[ki])
+                ki += 1
+            else:
+                ti += 1
+    while ki < len(spans):
+        close(spans[ki])
+        ki += 1
+    return out

@@ -1,0 +1,472 @@
+"""SSD model with a real flash translation layer: spec, presets, validation, Python handle.
+
+Geometry: ``n_channels`` × ``chips_per_channel`` × ``dies_per_chip`` ×
+``planes_per_die`` planes, each with ``blocks_per_plane`` erase blocks of
+``pages_per_block`` flash pages of ``page_size_bytes``.  The flash page is the
+mapping unit: ``SSD.read``/``SSD.write`` take logical page numbers (lpn) in
+flash pages; a caller with smaller pages converts its ranges.
+
+Each plane is one GC domain.  It keeps ``gc_free_blocks_min`` (θ, at least 2)
+erased blocks in reserve: after the host frontier is replaced, GC collects
+victims until θ blocks are free again, so one erased block is always there for
+the next host frontier and one for the GC frontier.  GC copies go to their own
+frontier (``gc_frontier="separate"``, the default) or join the host's write
+stream (``"shared"``: no hot/cold separation at all).  Victims: ``greedy``
+(fewest valid pages), ``fifo`` (oldest), ``random``, ``d-choices:N`` (fewest
+valid among N random blocks; MQSim's RGA).
+
+Over-provisioning, the one definition used everywhere::
+
+    OP = (T - U) / U        alpha = T / U = 1 + OP
+
+    T = data-holding pages of a plane = (blocks_per_plane - θ - 1) * pages_per_block
+    U = user-visible (logical) pages of a plane = floor(T / (1 + OP))
+
+T leaves out the θ reserved free blocks and one more block's worth of pages:
+the two open frontiers (host and GC) are half-written on average, and their
+unwritten halves hold no data either.  With this accounting the steady-state
+write amplification of uniform random overwrites matches the closed forms at
+alpha = 1 + OP (FIFO: alpha / (alpha + W0(-alpha e^-alpha)); random victim:
+alpha / (alpha - 1)) to within 1 % (tests/test_ssd_ftl.py).  The raw
+over-provisioning (all physical pages over U) is reported as ``op_raw``.
+
+Presets: ``zssd`` (Samsung Z-SSD SZ985-like, what G10 models as 3.2 GB/s and
+12/16 us: Z-NAND timing, 4 KiB pages, Gen3 x4, 800 GB) and ``mlc`` (MQSim's
+default MLC device, 8 KiB pages, tR 75 us / tPROG 750 us / tBERS 3.8 ms).
+
+Timing (times in cycles of ``clock_GHz``, the simulation clock):
+read   = queue slot, read_overhead, tR, channel transfer, SSD link to host;
+write  = queue slot, SSD link from host, room in the write buffer,
+         write_overhead (acknowledged here); the page is then transferred and
+         programmed (tPROG) in the background and leaves the buffer when its
+         program ends (one buffer pool shared by all planes);
+GC     = per victim, copy-back of each valid page (tR + tPROG on the plane) and
+         one erase (tBERS), holding the plane while it runs (foreground GC).
+Planes work in parallel; a channel's time is charged in request order from
+the request time, so a plane's backlog does not block its channel for the
+other planes (``_ssd.pyx`` has the details).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from fractions import Fraction
+
+import numpy as np
+
+from .config import ConfigError
+from .pcie import PcieLink, PcieSpec
+
+__all__ = ["SSDSpec", "SSD", "SSD_PRESETS", "ssd_preset", "parse_victim", "percentile_us", "VICTIM_POLICIES"]
+
+# Names of the GC victim rules, as the compiled layer numbers them.
+VICTIM_POLICIES = {"greedy": 0, "fifo": 1, "random": 2, "d-choices": 3}
+
+
+def parse_victim(text: str, what: str = "ssd.victim_policy") -> tuple[int, int]:
+    """``greedy`` | ``fifo`` | ``random`` | ``d-choices:N`` -> (policy code, d)."""
+    if not isinstance(text, str):
+        raise ConfigError(f"{what} = {text!r}: must be greedy, fifo, random or d-choices:N")
+    name, _, arg = text.strip().partition(":")
+    name = name.strip().lower()
+    if name in ("greedy", "fifo", "random") and not arg:
+        return VICTIM_POLICIES[name], 1
+    if name in ("d-choices", "dchoices"):
+        try:
+            d = int(arg)
+        except ValueError:
+            d = 0
+        if d < 1 or d > 1024:
+            raise ConfigError(f"{what} = {text!r}: d-choices needs a sample size 1..1024, e.g. d-choices:8")
+        return VICTIM_POLICIES["d-choices"], d
+    raise ConfigError(f"{what} = {text!r}: must be greedy, fifo, random or d-choices:N")
+
+
+def _ssd_link() -> PcieSpec:
+    # NVMe command costs live in the SSD's read/write overheads, not in a link setup time.
+    return PcieSpec(generation=3, lanes=4, setup_latency_us=0.0)
+
+
+@dataclass(frozen=True)
+class SSDSpec:
+    """One SSD.  Defaults are the ``zssd`` preset (Samsung Z-SSD SZ985-like)."""
+    # geometry
+    n_channels: int = 8                    # flash channels
+    chips_per_channel: int = 4             # packages (ways) per channel
+    dies_per_chip: int = 2
+    planes_per_die: int = 2
+    blocks_per_plane: int = 6383           # erase blocks per plane (zssd: 800 GB user at OP 7 %)
+    pages_per_block: int = 256             # flash pages per erase block
+    page_size_bytes: int = 4096            # flash page = mapping unit
+    # FTL
+    overprovisioning: float = 0.07         # OP = (T - U) / U, T without the reserved blocks (module doc)
+    gc_free_blocks_min: int = 2            # θ: erased blocks each plane keeps (>= 2: host + GC frontier)
+    victim_policy: str = "greedy"          # greedy | fifo | random | d-choices:N
+    gc_frontier: str = "separate"          # separate: GC copies fill their own frontier; shared: the host's
+    # flash timing
+    t_read_us: float = 3.0                 # tR (Z-NAND ~3 us)
+    t_program_us: float = 100.0            # tPROG (Z-NAND ~100 us)
+    t_erase_us: float = 1000.0             # tBERS
+    channel_MTps: float = 800.0            # flash bus transfer rate, mega-transfers/s
+    channel_width_bits: int = 8            # flash bus width
+    # controller and host interface
+    read_overhead_us: float = 2.616        # per read command; idle 4 KiB read = 12.0 us (SZ985)
+    write_overhead_us: float = 14.754      # per write command; idle 4 KiB write = 16.0 us (SZ985)
+    queue_depth: int = 64                  # NVMe commands in flight at most
+    max_command_bytes: int = 131072        # a request is split into commands of at most this (MDTS)
+    write_buffer_bytes: int = 64 << 20     # DRAM write buffer
+    link: PcieSpec = field(default_factory=_ssd_link)   # the SSD's own PCIe link (Gen3 x4)
+    clock_GHz: float = 1.2                 # simulation clock (GPU cycles)
+    seed: int = 0                          # random victim sampling
+
+    # ---- geometry arithmetic ----
+
+    @property
+    def planes_per_channel(self) -> int:
+        return self.chips_per_channel * self.dies_per_chip * self.planes_per_die
+
+    @property
+    def n_planes(self) -> int:
+        return self.n_channels * self.planes_per_channel
+
+    @property
+    def data_pages_per_plane(self) -> int:
+        """T of one plane: pages that can hold data (module doc)."""
+        return (self.blocks_per_plane - self.gc_free_blocks_min - 1) * self.pages_per_block
+
+    @property
+    def logical_pages_per_plane(self) -> int:
+        """U of one plane: floor(T / (1 + OP)), computed exactly."""
+        return int(Fraction(self.data_pages_per_plane) / (1 + Fraction(str(self.overprovisioning))))
+
+    @property
+    def logical_pages(self) -> int:
+        return self.logical_pages_per_plane * self.n_planes
+
+    @property
+    def physical_pages(self) -> int:
+        return self.n_planes * self.blocks_per_plane * self.pages_per_block
+
+    @property
+    def user_capacity_bytes(self) -> int:
+        return self.logical_pages * self.page_size_bytes
+
+    @property
+    def raw_capacity_bytes(self) -> int:
+        return self.physical_pages * self.page_size_bytes
+
+    @property
+    def alpha(self) -> float:
+        """T / U as realised (1 + OP up to the rounding of U to whole pages)."""
+        return self.data_pages_per_plane / self.logical_pages_per_plane
+
+    @property
+    def op_raw(self) -> float:
+        """(all physical pages - U) / U: over-provisioning counted the industry's raw way."""
+        return (self.physical_pages - self.logical_pages) / self.logical_pages
+
+    def with_user_capacity(self, user_bytes: int) -> "SSDSpec":
+        """The same device with blocks_per_plane scaled so that U holds ``user_bytes``."""
+        if not user_bytes > 0:
+            raise ConfigError(f"ssd capacity = {user_bytes!r} bytes: must be > 0")
+        pages_per_plane = math.ceil(user_bytes / self.page_size_bytes / self.n_planes)
+        need_T = pages_per_plane * (1 + Fraction(str(self.overprovisioning)))
+        blocks = math.ceil(need_T / self.pages_per_block) + self.gc_free_blocks_min + 1
+        spec = replace(self, blocks_per_plane=max(blocks, self.gc_free_blocks_min + 2))
+        while spec.logical_pages * self.page_size_bytes < user_bytes:   # rounding of U
+            spec = replace(spec, blocks_per_plane=spec.blocks_per_plane + 1)
+        return spec.check()
+
+    # ---- cycles ----
+
+    def cycles(self, us: float) -> int:
+        return int(round(Fraction(str(us)) * Fraction(str(self.clock_GHz)) * 1000))
+
+    @property
+    def channel_transfer_cycles(self) -> int:
+        """One flash page over the channel: page bytes / (MT/s * width)."""
+        bytes_per_us = Fraction(str(self.channel_MTps)) * self.channel_width_bits / 8
+        return math.ceil(self.page_size_bytes / bytes_per_us * Fraction(str(self.clock_GHz)) * 1000)
+
+    # ---- validation ----
+
+    def check(self, prefix: str = "ssd") -> "SSDSpec":
+        """Validate every field; errors name ``<prefix>.<field>``."""
+        p = prefix
+        for f in ("n_channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
+                  "blocks_per_plane", "pages_per_block", "page_size_bytes", "queue_depth",
+                  "max_command_bytes", "write_buffer_bytes", "channel_width_bits"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise ConfigError(f"{p}.{f} = {v!r}: must be an integer")
+            if v < 1:
+                hint = " (a block must hold at least one page)" if f == "pages_per_block" else ""
+                raise ConfigError(f"{p}.{f} = {v!r}: must be >= 1{hint}")
+        if self.page_size_bytes % 512:
+            raise ConfigError(f"{p}.page_size_bytes = {self.page_size_bytes}: must be a multiple of 512")
+        if self.pages_per_block > 1 << 20:
+            raise ConfigError(f"{p}.pages_per_block = {self.pages_per_block}: at most {1 << 20}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise ConfigError(f"{p}.seed = {self.seed!r}: must be an integer >= 0")
+        for f in ("t_read_us", "t_program_us", "t_erase_us", "read_overhead_us", "write_overhead_us"):
+            v = getattr(self, f)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise ConfigError(f"{p}.{f} = {v!r}: must be a finite number >= 0")
+        for f in ("channel_MTps", "clock_GHz"):
+            v = getattr(self, f)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ConfigError(f"{p}.{f} = {v!r}: must be > 0")
+        op = self.overprovisioning
+        if not (isinstance(op, (int, float)) and math.isfinite(op)) or op <= 0:
+            raise ConfigError(f"{p}.overprovisioning = {op!r}: must be > 0 "
+                              "(OP = (T - U) / U; GC needs spare pages)")
+        if op > 100:
+            raise ConfigError(f"{p}.overprovisioning = {op!r}: must be <= 100")
+        parse_victim(self.victim_policy, f"{p}.victim_policy")
+        if self.gc_frontier not in ("separate", "shared"):
+            raise ConfigError(f"{p}.gc_frontier = {self.gc_frontier!r}: must be separate or shared")
+        θ = self.gc_free_blocks_min
+        if not isinstance(θ, int) or isinstance(θ, bool) or θ < 2:
+            raise ConfigError(
+                f"{p}.gc_free_blocks_min = {θ!r}: must be >= 2, or GC cannot make progress "
+                "(one erased block for the next host frontier, one for the GC frontier)")
+        if self.blocks_per_plane < θ + 2:
+            raise ConfigError(
+                f"{p}.blocks_per_plane = {self.blocks_per_plane}: GC cannot make progress with "
+                f"gc_free_blocks_min = {θ}; need at least {θ + 2} blocks per plane "
+                f"(θ reserved + host and GC frontiers)")
+        if self.logical_pages_per_plane < 1:
+            raise ConfigError(
+                f"{p}.blocks_per_plane = {self.blocks_per_plane}: no user-visible page is left "
+                f"after gc_free_blocks_min = {θ} reserved blocks and over-provisioning {op}")
+        if self.physical_pages >= 2**32 - 1:
+            raise ConfigError(f"{p}: {self.physical_pages} flash pages; at most 2^32 - 2 are supported "
+                              "(use larger pages or fewer blocks)")
+        if self.physical_pages // self.pages_per_block >= 2**31 - 1:
+            raise ConfigError(f"{p}: {self.physical_pages // self.pages_per_block} erase blocks; at most "
+                              "2^31 - 2 are supported (use more pages per block)")
+        if self.write_buffer_bytes // self.page_size_bytes >= 2**30:
+            raise ConfigError(f"{p}.write_buffer_bytes = {self.write_buffer_bytes}: at most 2^30 pages")
+        if self.max_command_bytes < self.page_size_bytes:
+            raise ConfigError(f"{p}.max_command_bytes = {self.max_command_bytes}: smaller than one page "
+                              f"({self.page_size_bytes} B)")
+        if self.write_buffer_bytes < self.page_size_bytes:
+            raise ConfigError(f"{p}.write_buffer_bytes = {self.write_buffer_bytes}: smaller than one page "
+                              f"({self.page_size_bytes} B)")
+        if not isinstance(self.link, PcieSpec):
+            raise ConfigError(f"{p}.link: must be a PcieSpec, got {type(self.link).__name__}")
+        self.link.check(f"{p}.link")
+        if self.link.clock_GHz != self.clock_GHz:
+            raise ConfigError(f"{p}.link.clock_GHz = {self.link.clock_GHz} differs from "
+                              f"{p}.clock_GHz = {self.clock_GHz}: one clock for the whole simulation")
+        return self
+
+    def compiled_params(self) -> dict:
+        """The resolved parameter struct the compiled layer takes (``ssd_params``)."""
+        self.check()
+        code, d = parse_victim(self.victim_policy)
+        return {
+            "n_channels": self.n_channels,
+            "planes_per_channel": self.planes_per_channel,
+            "n_planes": self.n_planes,
+            "blocks_per_plane": self.blocks_per_plane,
+            "pages_per_block": self.pages_per_block,
+            "page_bytes": self.page_size_bytes,
+            "logical_pages_per_plane": self.logical_pages_per_plane,
+            "gc_free_blocks_min": self.gc_free_blocks_min,
+            "victim_policy": code,
+            "victim_choices": d,
+            "shared_frontier": 1 if self.gc_frontier == "shared" else 0,
+            "t_read": self.cycles(self.t_read_us),
+            "t_prog": self.cycles(self.t_program_us),
+            "t_erase": self.cycles(self.t_erase_us),
+            "t_xfer": self.channel_transfer_cycles,
+            "read_overhead": self.cycles(self.read_overhead_us),
+            "write_overhead": self.cycles(self.write_overhead_us),
+            "queue_depth": self.queue_depth,
+            "command_pages": self.max_command_bytes // self.page_size_bytes,
+            "write_buffer_pages": self.write_buffer_bytes // self.page_size_bytes,
+            "seed": self.seed,
+        }
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def describe(self) -> dict:
+        """Derived figures worth printing next to a result."""
+        return {
+            "planes": self.n_planes,
+            "logical_pages": self.logical_pages,
+            "physical_pages": self.physical_pages,
+            "user_capacity_GB": self.user_capacity_bytes / 1e9,
+            "raw_capacity_GB": self.raw_capacity_bytes / 1e9,
+            "op": self.overprovisioning,
+            "op_raw": self.op_raw,
+            "alpha": self.alpha,
+            "op_definition": ("OP = (T - U)/U, T = (blocks_per_plane - gc_free_blocks_min - 1) * "
+                              "pages_per_block per plane (reserved free blocks and the unwritten "
+                              "halves of the two open frontiers excluded), alpha = T/U"),
+        }
+
+
+def _zssd() -> SSDSpec:
+    return SSDSpec()
+
+
+def _mlc() -> SSDSpec:
+    # MQSim's default device (ssdconfig.xml): 8 ch x 4 chips x 2 dies x 2 planes, 2048 blocks of
+    # 256 x 8 KiB pages, 333 MT/s x 8 bit channels; MLC timing of detailed_model.md §4.
+    return SSDSpec(
+        blocks_per_plane=2048, pages_per_block=256, page_size_bytes=8192,
+        t_read_us=75.0, t_program_us=750.0, t_erase_us=3800.0,
+        channel_MTps=333.0, channel_width_bits=8,
+        read_overhead_us=5.0, write_overhead_us=5.0,
+        queue_depth=64, write_buffer_bytes=256 << 20,
+    )
+
+
+SSD_PRESETS = {"zssd": _zssd, "mlc": _mlc}
+
+
+def ssd_preset(name: str, **overrides) -> SSDSpec:
+    """``zssd`` (Z-SSD-like: 3.2 GB/s, 12/16 us) or ``mlc`` (MQSim-like MLC baseline)."""
+    try:
+        spec = SSD_PRESETS[name]()
+    except KeyError:
+        raise ConfigError(f"unknown SSD preset {name!r}; known: {', '.join(SSD_PRESETS)}") from None
+    if overrides:
+        known = set(asdict(spec))
+        for k in overrides:
+            if k not in known:
+                raise ConfigError(f"unknown ssd parameter {k!r}; known: {', '.join(sorted(known))}")
+        if "clock_GHz" in overrides and "link" not in overrides:
+            overrides = dict(overrides, link=replace(spec.link, clock_GHz=overrides["clock_GHz"]))
+        spec = replace(spec, **overrides)
+    return spec.check()
+
+
+def percentile_us(hist: np.ndarray, bounds: np.ndarray, q: float, per_us: float) -> float:
+    """q-quantile (0..1) of a latency histogram, in us (bucket midpoint; resolution 1/64)."""
+    total = int(hist.sum())
+    if total == 0:
+        return float("nan")
+    rank = max(1, math.ceil(q * total))
+    b = int(np.searchsorted(np.cumsum(hist), rank))
+    lo, hi = bounds[b], bounds[b + 1]
+    mid = lo if hi - lo <= 1 else (lo + (hi - 1)) / 2       # midpoint of the bucket
+    return float(mid) / per_us
+
+
+class SSD:
+    """An SSD built from an ``SSDSpec``; ``.core`` is the compiled ``SSDCore`` the replay
+    cimports.  Methods here validate their arguments and return completion cycles."""
+
+    def __init__(self, spec: SSDSpec | str = "zssd"):
+        from ._ssd import SSDCore
+        if isinstance(spec, str):
+            spec = ssd_preset(spec)
+        self.spec = spec.check()
+        self.link = PcieLink(spec.link)
+        self.core = SSDCore(spec.compiled_params(), self.link.core)
+        self.bucket_bounds = SSDCore.bucket_bounds()   # histogram bucket edges, cycles
+
+    @property
+    def logical_pages(self) -> int:
+        return self.core.logical_pages
+
+    def _range(self, lpn, npages, now):
+        for name, v in (("lpn", lpn), ("npages", npages), ("now", now)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ConfigError(f"{name} = {v!r}: must be an integer >= 0")
+        if lpn + npages > self.core.logical_pages:
+            raise ConfigError(f"lpn range [{lpn}, {lpn + npages}) exceeds the SSD's "
+                              f"{self.core.logical_pages} logical pages")
+        return int(lpn), int(npages), int(now)
+
+    def _check_health(self):
+        st = self.core.stats()
+        if st["alloc_failures"] or st["gc_stalls"]:
+            raise RuntimeError(f"SSD FTL ran out of erased blocks ({st['alloc_failures']} failed "
+                               f"allocations, {st['gc_stalls']} GC stalls): a bug, please report it")
+
+    def read(self, lpn: int, npages: int = 1, now: int = 0) -> int:
+        """Read pages [lpn, lpn + npages) submitted at cycle ``now``; return the completion cycle."""
+        return self.core.py_read(*self._range(lpn, npages, now))
+
+    def write(self, lpn: int, npages: int = 1, now: int = 0) -> int:
+        """Write pages [lpn, lpn + npages) submitted at ``now``; return the acknowledgement cycle."""
+        done = self.core.py_write(*self._range(lpn, npages, now))
+        self._check_health()
+        return done
+
+    def trim(self, lpn: int, npages: int = 1) -> None:
+        """Deallocate pages (TRIM): their data is dead and GC will not copy it."""
+        lpn, npages, _ = self._range(lpn, npages, 0)
+        self.core.py_trim(lpn, npages)
+
+    def run_pages(self, lpns, write: bool = True, now: int = 0, closed_loop: bool = True) -> int:
+        """One single-page command per lpn (compiled loop); closed loop keeps the queue full.
+        Returns the last completion cycle."""
+        arr = np.ascontiguousarray(lpns, dtype=np.int64)
+        if arr.ndim != 1:
+            raise ConfigError("lpns: must be a 1-d array of logical page numbers")
+        if arr.size and (arr.min() < 0 or arr.max() >= self.core.logical_pages):
+            bad = int(np.flatnonzero((arr < 0) | (arr >= self.core.logical_pages))[0])
+            raise ConfigError(f"lpns[{bad}] = {int(arr[bad])}: outside [0, {self.core.logical_pages})")
+        if isinstance(now, bool) or now < 0:
+            raise ConfigError(f"now = {now!r}: must be an integer >= 0")
+        done = self.core.run_pages(arr, bool(write), int(now), bool(closed_loop))
+        if write:
+            self._check_health()
+        return done
+
+    def reset_stats(self):
+        """Start a measurement window: zero counters and histograms, keep the FTL state."""
+        self.core.reset_stats()
+
+    def idle_at(self) -> int:
+        """First cycle at which the device has finished everything submitted so far."""
+        return self.core.py_idle_at()
+
+    def erase_count_summary(self) -> dict:
+        e = self.core.erase_counts()
+        return {"min": int(e.min()), "max": int(e.max()), "mean": float(e.mean()),
+                "std": float(e.std()), "spread": int(e.max() - e.min())}
+
+    def stats(self) -> dict:
+        """Counters since the last reset_stats, with derived figures (WAF, GC time, percentiles)."""
+        s = self.core.stats()
+        per_us = self.spec.clock_GHz * 1000.0
+        hr, hw = self.core.histograms()
+        window = s["last_completion"] - s["first_submit"] if s["first_submit"] >= 0 else 0
+        out = {
+            "host_read_pages": s["host_read_pages"],
+            "host_write_pages": s["host_write_pages"],
+            "flash_read_pages": s["flash_read_pages"],
+            "flash_program_pages": s["flash_program_pages"],
+            "gc_copies": s["gc_copies"],
+            "gc_count": s["gc_victims"],
+            "erases": s["erases"],
+            "unmapped_read_pages": s["unmapped_read_pages"],
+            "trimmed_pages": s["trimmed_pages"],
+            "read_commands": s["read_commands"],
+            "write_commands": s["write_commands"],
+            "read_bytes": s["read_bytes"],
+            "write_bytes": s["write_bytes"],
+            "waf": (s["flash_program_pages"] / s["host_write_pages"]) if s["host_write_pages"] else float("nan"),
+            "gc_busy_cycles": s["gc_busy_cycles"],
+            "gc_time_us": s["gc_busy_cycles"] / per_us,
+            "window_cycles": window,
+            "read_latency_us": {f"p{q}": percentile_us(hr, self.bucket_bounds, q / 100, per_us) for q in (50, 99)},
+            "write_latency_us": {f"p{q}": percentile_us(hw, self.bucket_bounds, q / 100, per_us) for q in (50, 99)},
+            "latency_us": {f"p{q}": percentile_us(hr + hw, self.bucket_bounds, q / 100, per_us) for q in (50, 99)},
+            "erase_counts": self.erase_count_summary(),
+            "link": self.link.stats(window or None),
+        }
+        return out
+
+    def __repr__(self):
+        s = self.spec
+        return (f"SSD({s.n_channels}ch x {s.planes_per_channel} planes/ch, {s.blocks_per_plane} blocks x "
+                f"{s.pages_per_block} x {s.page_size_bytes} B, user {s.user_capacity_bytes / 1e9:.1f} GB, "
+                f"OP {s.overprovisioning}, {s.victim_policy})")

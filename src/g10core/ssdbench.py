@@ -1,0 +1,293 @@
+"""``g10sim ssd``: a steady-state microbenchmark of the SSD model.
+
+What it runs (every step in the compiled layer; single-page commands, closed
+loop: a new command is issued whenever one of the ``queue_depth`` slots frees):
+
+1. cold fill: the whole logical space written once, sequentially;
+2. warm-up: ``overwrites - 1`` passes of the workload, U page writes each;
+3. measured write pass: one more pass of U writes -> WAF, GC count and time,
+   write bandwidth and latency;
+4. measured reads: U/4 single-page reads drawn from the same workload
+   -> read bandwidth and latency.
+
+Workloads: ``sequential`` (lpn 0, 1, ..., U-1 per pass), ``uniform`` (each
+write picks a page uniformly at random), ``hotcold:H/C`` (H % of the writes go
+to the first C % of the pages, uniformly; the rest to the other pages).
+
+The device is the preset with ``pages_per_block`` and OP applied and its
+blocks per plane scaled so that the user capacity is ``capacity_GiB``
+(default 8 GiB for a quick run; WAF depends on blocks per plane, and the
+output states the geometry used).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from .config import ConfigError
+from .ssd import SSD, parse_victim, percentile_us, ssd_preset
+
+DEFAULTS = {
+    "preset": "zssd",
+    "op": 0.07,
+    "pages_per_block": 256,
+    "victim": "greedy",
+    "workload": "uniform",
+    "overwrites": 6,
+    "capacity_GiB": 8.0,
+    "queue_depth": None,        # the preset's
+    "seed": 0,
+}
+_CHUNK = 1 << 20                # lpns generated per numpy call
+
+
+def parse_workload(text: str) -> tuple[str, float, float]:
+    """``sequential`` | ``uniform`` | ``hotcold:H/C`` -> (kind, hot write share, hot page share)."""
+    t = str(text).strip().lower()
+    if t in ("sequential", "uniform"):
+        return t, 0.0, 0.0
+    if t.startswith("hotcold"):
+        _, _, arg = t.partition(":")
+        arg = arg or "80/20"
+        try:
+            h, c = (float(x) for x in arg.split("/"))
+        except ValueError:
+            h = c = -1.0
+        if not (0 < h < 100 and 0 < c < 100):
+            raise ConfigError(f"--workload {text!r}: expected hotcold:H/C with 0 < H, C < 100, e.g. hotcold:80/20")
+        return "hotcold", h / 100, c / 100
+    raise ConfigError(f"--workload {text!r}: must be sequential, uniform or hotcold:H/C (e.g. hotcold:80/20)")
+
+
+def _lambertw0(x: float) -> float:
+    """Principal branch of Lambert W for -1/e <= x < 0 (Halley iteration)."""
+    if x <= -1 / math.e:
+        return -1.0
+    w = -1 + math.sqrt(2 * (1 + math.e * x))          # series near the branch point
+    if x > -0.25:
+        w = x
+    for _ in range(100):
+        ew = math.exp(w)
+        f = w * ew - x
+        step = f / (ew * (w + 1) - (w + 2) * f / (2 * w + 2))
+        w -= step
+        if abs(step) < 1e-15 * max(1.0, abs(w)):
+            break
+    return w
+
+
+def closed_form_waf(alpha: float) -> dict:
+    """Steady-state WAF of uniform random single-page overwrites (detailed_model.md §5)."""
+    return {
+        "fifo": alpha / (alpha + _lambertw0(-alpha * math.exp(-alpha))),
+        "random": alpha / (alpha - 1),
+    }
+
+
+class _Workload:
+    def __init__(self, kind, hot_writes, hot_pages, n_pages, seed):
+        self.kind, self.n = kind, n_pages
+        self.rng = np.random.default_rng(seed)
+        self.hot_writes = hot_writes
+        self.n_hot = max(1, min(n_pages - 1, int(round(hot_pages * n_pages))))
+        self.next_seq = 0
+
+    def draw(self, count: int) -> np.ndarray:
+        if self.kind == "sequential":
+            out = (self.next_seq + np.arange(count, dtype=np.int64)) % self.n
+            self.next_seq = int((self.next_seq + count) % self.n)
+            return out
+        if self.kind == "uniform":
+            return self.rng.integers(0, self.n, count, dtype=np.int64)
+        hot = self.rng.random(count) < self.hot_writes
+        out = self.rng.integers(self.n_hot, self.n, count, dtype=np.int64)
+        out[hot] = self.rng.integers(0, self.n_hot, int(hot.sum()), dtype=np.int64)
+        return out
+
+
+def _pass(ssd: SSD, wl: _Workload, count: int, write: bool, now: int) -> int:
+    done = now
+    left = count
+    while left > 0:
+        k = min(left, _CHUNK)
+        done = max(done, ssd.core.run_pages(wl.draw(k), write, now, True))
+        now = ssd.core.py_next_issue_time(now)
+        left -= k
+    return done
+
+
+def build_device(preset: str = DEFAULTS["preset"], op: float = DEFAULTS["op"],
+                 pages_per_block: int = DEFAULTS["pages_per_block"], victim: str = DEFAULTS["victim"],
+                 capacity_GiB: float | None = DEFAULTS["capacity_GiB"], queue_depth: int | None = None,
+                 seed: int = 0):
+    """The spec the microbenchmark runs: a preset with these overrides, scaled to ``capacity_GiB``."""
+    parse_victim(victim, "--victim")
+    spec = ssd_preset(preset)
+    over = {"overprovisioning": op, "pages_per_block": pages_per_block, "victim_policy": victim, "seed": seed}
+    if queue_depth is not None:
+        over["queue_depth"] = queue_depth
+    try:
+        spec = replace(spec, **over).check()
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("ssd.overprovisioning", "--op (ssd.overprovisioning)")
+                          .replace("ssd.pages_per_block", "--pages-per-block (ssd.pages_per_block)")) from None
+    if capacity_GiB is not None:
+        if not (capacity_GiB > 0 and math.isfinite(capacity_GiB)):
+            raise ConfigError(f"--capacity-GiB {capacity_GiB!r}: must be > 0")
+        spec = spec.with_user_capacity(int(capacity_GiB * (1 << 30)))
+    return spec
+
+
+def run_microbenchmark(preset: str = DEFAULTS["preset"], op: float = DEFAULTS["op"],
+                       pages_per_block: int = DEFAULTS["pages_per_block"], victim: str = DEFAULTS["victim"],
+                       workload: str = DEFAULTS["workload"], overwrites: int = DEFAULTS["overwrites"],
+                       capacity_GiB: float | None = DEFAULTS["capacity_GiB"], queue_depth: int | None = None,
+                       seed: int = 0, progress=None) -> dict:
+    """Cold fill, warm-up, one measured write pass and U/4 measured reads; returns a dict
+    with ``waf``, ``gc_count``, ``read_GBps``, ``write_GBps``, ``latency_us`` {p50, p99}
+    and the details (see the module docstring)."""
+    if isinstance(overwrites, bool) or not isinstance(overwrites, int) or overwrites < 1:
+        raise ConfigError(f"--overwrites {overwrites!r}: must be an integer >= 1 (the last pass is measured)")
+    kind, hot_w, hot_p = parse_workload(workload)
+    spec = build_device(preset, op, pages_per_block, victim, capacity_GiB, queue_depth, seed)
+    wall0 = time.perf_counter()
+    ssd = SSD(spec)
+    U = ssd.logical_pages
+    wl = _Workload(kind, hot_w, hot_p, U, seed)
+    say = progress or (lambda msg: None)
+
+    say(f"cold fill: {U} pages sequentially")
+    now = ssd.core.py_write(0, U, 0)
+    for i in range(overwrites - 1):
+        say(f"warm-up pass {i + 1}/{overwrites - 1}: {U} {kind} writes")
+        now = _pass(ssd, wl, U, True, now)
+    ssd.reset_stats()
+    say(f"measured pass: {U} {kind} writes")
+    now = _pass(ssd, wl, U, True, now)
+    ws = ssd.stats()
+    write_hist = ssd.core.histograms()[1]
+    n_reads = max(1, U // 4)
+    now = ssd.core.py_idle_at()          # let the write backlog drain: reads see an idle device
+    ssd.reset_stats()
+    say(f"measured reads: {n_reads} {kind} reads")
+    now = _pass(ssd, wl, n_reads, False, now)
+    rs = ssd.stats()
+    both = write_hist + ssd.core.histograms()[0]
+    wall = time.perf_counter() - wall0
+
+    hz = spec.clock_GHz * 1e9
+    total_host_writes = U * overwrites
+    out = {
+        "waf": ws["waf"],
+        "gc_count": ws["gc_count"],
+        "read_GBps": rs["read_bytes"] / (rs["window_cycles"] / hz) / 1e9 if rs["window_cycles"] else 0.0,
+        "write_GBps": ws["write_bytes"] / (ws["window_cycles"] / hz) / 1e9 if ws["window_cycles"] else 0.0,
+        "latency_us": {q: percentile_us(both, ssd.bucket_bounds, int(q[1:]) / 100, spec.clock_GHz * 1e3)
+                       for q in ("p50", "p99")},
+        "write_latency_us": ws["write_latency_us"],
+        "read_latency_us": rs["read_latency_us"],
+        "gc_time_us": ws["gc_time_us"],
+        "gc_copies": ws["gc_copies"],
+        "host_write_pages": ws["host_write_pages"],
+        "flash_program_pages": ws["flash_program_pages"],
+        "erase_counts": ssd.erase_count_summary(),
+        "warmup": (f"cold sequential fill of {U} pages, then {overwrites - 1} {workload} pass(es) of {U} "
+                   f"writes; measured: pass {overwrites} ({U} writes), then {n_reads} reads"),
+        "settings": {"preset": preset, "op": op, "pages_per_block": pages_per_block, "victim": victim,
+                     "workload": workload, "overwrites": overwrites, "capacity_GiB": capacity_GiB,
+                     "queue_depth": spec.queue_depth, "seed": seed},
+        "device": dict(spec.describe(), blocks_per_plane=spec.blocks_per_plane,
+                       page_size_bytes=spec.page_size_bytes, n_channels=spec.n_channels,
+                       planes_per_channel=spec.planes_per_channel, gc_free_blocks_min=spec.gc_free_blocks_min),
+        "wall_s": wall,
+        "simulated_page_writes_per_s": {"host": total_host_writes / wall},
+    }
+    if kind == "uniform":
+        out["closed_form_waf"] = closed_form_waf(spec.alpha)
+    return out
+
+
+# ---- command line -------------------------------------------------------------
+
+def _print(res: dict) -> None:
+    d, s = res["device"], res["settings"]
+    print(f"SSD microbenchmark: preset {s['preset']}, {s['workload']} writes, victim {s['victim']}, "
+          f"queue depth {s['queue_depth']}")
+    print(f"  device      {d['n_channels']} channels x {d['planes_per_channel']} planes, "
+          f"{d['blocks_per_plane']} blocks/plane x {s['pages_per_block']} pages x {d['page_size_bytes']} B; "
+          f"user {d['user_capacity_GB']:.2f} GB, raw {d['raw_capacity_GB']:.2f} GB")
+    print(f"  OP          {d['op']:.4g} (alpha = T/U = {d['alpha']:.4f}; raw OP {d['op_raw']:.4f})")
+    print(f"              {d['op_definition']}")
+    full = ssd_preset(s["preset"]).blocks_per_plane
+    if d["blocks_per_plane"] < 1000:
+        print(f"  note        {d['blocks_per_plane']} blocks per plane (the full-size {s['preset']} has {full}): "
+              f"greedy WAF grows with blocks per plane; raise --capacity-GiB to approach the full device")
+    print(f"  warm-up     {res['warmup']}")
+    print(f"  WAF         {res['waf']:.3f}")
+    if "closed_form_waf" in res:
+        cf = res["closed_form_waf"]
+        print(f"              closed forms at this alpha: FIFO {cf['fifo']:.3f}, random victim {cf['random']:.3f}")
+    print(f"  GC          {res['gc_count']} victims, {res['gc_copies']} pages copied, "
+          f"{res['gc_time_us'] / 1e6:.3f} s of plane time (summed over {d['planes']} planes)")
+    print(f"  write       {res['write_GBps']:.3f} GB/s, latency p50 {res['write_latency_us']['p50']:.1f} us, "
+          f"p99 {res['write_latency_us']['p99']:.1f} us")
+    print(f"  read        {res['read_GBps']:.3f} GB/s, latency p50 {res['read_latency_us']['p50']:.1f} us, "
+          f"p99 {res['read_latency_us']['p99']:.1f} us")
+    e = res["erase_counts"]
+    print(f"  wear        erase counts min {e['min']} / mean {e['mean']:.2f} / max {e['max']} (std {e['std']:.2f})")
+    print(f"  wall        {res['wall_s']:.2f} s ({res['simulated_page_writes_per_s']['host'] / 1e6:.1f} M host page "
+          f"writes/s)")
+
+
+def _cmd_ssd(args) -> int:
+    from .cli import emit_json, human
+    import sys
+
+    say = None
+    if human(args) and not args.quiet:
+        say = lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    res = run_microbenchmark(preset=args.preset, op=args.op, pages_per_block=args.pages_per_block,
+                             victim=args.victim, workload=args.workload, overwrites=args.overwrites,
+                             capacity_GiB=args.capacity_GiB, queue_depth=args.queue_depth,
+                             seed=args.seed, progress=say)
+    if human(args):
+        _print(res)
+    emit_json(res, args.json_path)
+    return 0
+
+
+def add_ssd_parser(subparsers) -> None:
+    """Register ``g10sim ssd``."""
+    from .cli import add_json_option
+    from .ssd import SSD_PRESETS
+
+    p = subparsers.add_parser(
+        "ssd", help="steady-state SSD microbenchmark: WAF, GC, bandwidth, latency",
+        description="Fill the SSD model, overwrite it to steady state and measure write amplification, "
+                    "GC, bandwidth and latency percentiles. OP = (T - U)/U with T the data-holding "
+                    "pages (reserved free blocks excluded), so alpha = T/U = 1 + OP.")
+    p.add_argument("--preset", choices=sorted(SSD_PRESETS), default=DEFAULTS["preset"],
+                   help="device: zssd (Z-SSD-like, 3.2 GB/s, 12/16 us) or mlc (MQSim-like MLC) "
+                        "(default: %(default)s)")
+    p.add_argument("--op", type=float, default=DEFAULTS["op"], metavar="OP",
+                   help="over-provisioning (T - U)/U (default: %(default)s)")
+    p.add_argument("--pages-per-block", type=int, default=DEFAULTS["pages_per_block"], metavar="N",
+                   help="flash pages per erase block (default: %(default)s)")
+    p.add_argument("--victim", default=DEFAULTS["victim"], metavar="RULE",
+                   help="GC victim rule: greedy, fifo, random or d-choices:N (default: %(default)s)")
+    p.add_argument("--workload", default=DEFAULTS["workload"], metavar="W",
+                   help="sequential, uniform or hotcold:H/C, e.g. hotcold:80/20 (default: %(default)s)")
+    p.add_argument("--overwrites", type=int, default=DEFAULTS["overwrites"], metavar="K",
+                   help="passes over the logical space after the cold fill; the last one is measured "
+                        "(default: %(default)s)")
+    p.add_argument("--capacity-GiB", type=float, default=DEFAULTS["capacity_GiB"], metavar="GiB",
+                   help="user capacity the preset is scaled to (default: %(default)s)")
+    p.add_argument("--queue-depth", type=int, default=None, metavar="QD",
+                   help="NVMe queue depth (default: the preset's)")
+    p.add_argument("--seed", type=int, default=DEFAULTS["seed"], help="random seed (default: %(default)s)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    add_json_option(p)
+    p.set_defaults(func=_cmd_ssd)

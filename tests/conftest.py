@@ -1,0 +1,102 @@
+"""Fixtures shared by the whole suite.
+
+* ``repo_root``, ``traces_dir``: paths in the checkout.
+* ``load_shipped("bert_base-b256")``: a shipped trace, read once per session.
+  The arrays are shared between tests: do not modify them (copy first).
+* ``small_trace``: a 64-kernel synthetic training trace (256 MiB footprint).
+* ``SHIPPED_WORKLOADS``, ``SHIPPED_NAMES``, ``assert_same_trace``: plain names,
+  ``from conftest import ...``.
+* ``artifact_dir``: the published G10 inputs (``$G10_ARTIFACT_DIR``, default
+  ``<repo>/../shared/g10_artifact``).  Tests that need them are skipped when they
+  are absent, unless ``G10_REQUIRE_ARTIFACT=1`` (``.ci/run`` sets it), which makes
+  their absence a failure.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Every model x batch of the artifact's workloads/ (its README), shipped in traces/.
+SHIPPED_WORKLOADS = (
+    [("bert_base", b) for b in (128, 256, 384, 512, 640, 768, 1024)]
+    + [("vit", b) for b in (256, 512, 768, 1024, 1280, 1536)]
+    + [("inceptionv3", b) for b in (512, 768, 1024, 1152, 1280, 1536, 1792)]
+    + [("resnet152", b) for b in (256, 512, 768, 1024, 1280, 1536)]
+    + [("senet154", b) for b in (256, 512, 768, 1024)]
+)
+SHIPPED_NAMES = [f"{m}-b{b}" for m, b in SHIPPED_WORKLOADS]
+
+
+TRACE_ARRAY_FIELDS = [
+    "tensor_size_bytes", "tensor_is_global", "tensor_name", "kernel_name", "kernel_time_ideal_ns",
+    "kernel_time_fault_all_ns", "kernel_time_fault_outputs_ns", "kernel_workspace_bytes",
+    "access_offsets", "access_tensor", "access_mode",
+]
+
+
+def assert_same_trace(a, b):
+    """Two traces hold the same data (dtypes included); plain function: ``from conftest import``."""
+    for name in TRACE_ARRAY_FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype, name
+        assert np.array_equal(x, y), name
+    for name in ("model", "batch_size", "source", "profiling_gpu", "hints_policy"):
+        assert getattr(a, name) == getattr(b, name), name
+    if a.hints is None:
+        assert b.hints is None
+    else:
+        assert b.hints is not None and a.hints.dtype == b.hints.dtype
+        assert a.hints.tobytes() == b.hints.tobytes()
+
+
+def artifact_path() -> Path:
+    env = os.environ.get("G10_ARTIFACT_DIR")
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "g10_artifact"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def traces_dir(repo_root) -> Path:
+    return repo_root / "traces"
+
+
+@pytest.fixture(scope="session")
+def artifact_dir() -> Path:
+    path = artifact_path()
+    if not (path / "workloads").is_dir() or not (path / "profiles").is_dir():
+        message = (f"the published G10 inputs are not at {path} "
+                   "(set G10_ARTIFACT_DIR to the folder with workloads/ and profiles/)")
+        if os.environ.get("G10_REQUIRE_ARTIFACT") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def load_shipped(traces_dir):
+    from g10core.trace import read_trace
+
+    cache = {}
+
+    def load(name: str):
+        if name not in cache:
+            cache[name] = read_trace(traces_dir / f"{name}.h5")
+        return cache[name]
+
+    return load
+
+
+@pytest.fixture(scope="session")
+def small_trace():
+    from g10core.synth import synthesize
+
+    return synthesize(64, 256 << 20, pattern="training", seed=0)

@@ -1,0 +1,245 @@
+"""SSD properties: over random geometries and workloads GC never deadlocks, the FTL tables stay
+consistent, pages are conserved; bad parameters raise errors that name the parameter."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from g10core.config import ConfigError
+from g10core.ssd import SSD, SSDSpec, ssd_preset
+
+
+def check_ftl_invariants(ssd: SSD):
+    """Every structural invariant of the FTL, from a copy of its tables."""
+    spec, snap = ssd.spec, ssd.core.snapshot()
+    P, N, n_planes = spec.pages_per_block, spec.blocks_per_plane, spec.n_planes
+    l2p, p2l, valid, state, nxt = snap["l2p"], snap["p2l"], snap["valid"], snap["state"], snap["next"]
+    # mapping: l2p and p2l are inverse, and a page never leaves its lpn's plane
+    mapped = np.flatnonzero(l2p)
+    ppn = l2p[mapped].astype(np.int64) - 1
+    assert np.array_equal(p2l[ppn].astype(np.int64) - 1, mapped)
+    assert np.count_nonzero(p2l) == mapped.size
+    assert np.array_equal(ppn // (P * N), mapped % n_planes)
+    # per-block valid counts
+    assert np.array_equal(valid, np.count_nonzero(p2l.reshape(-1, P), axis=1))
+    for plane, pl in enumerate(snap["planes"]):
+        blocks = np.arange(plane * N, (plane + 1) * N)
+        st_ = state[blocks]
+        # free FIFO holds exactly the erased blocks, which hold no data
+        free_list, b = [], pl["free_head"]
+        while b >= 0:
+            free_list.append(b)
+            assert len(free_list) <= N
+            b = nxt[b]
+        assert sorted(free_list) == sorted(blocks[st_ == 0].tolist())
+        assert len(free_list) == pl["free_count"] >= spec.gc_free_blocks_min
+        assert pl["free_tail"] == (free_list[-1] if free_list else -1)
+        assert not valid[blocks[st_ == 0]].any()
+        # open blocks are exactly the frontiers; closed ones are the GC candidates
+        frontiers = {x for x in (pl["host_block"], pl["gc_block"]) if x >= 0}
+        assert set(blocks[st_ == 1].tolist()) == frontiers
+        assert pl["closed_count"] == int(np.count_nonzero(st_ == 2))
+        if pl["host_block"] >= 0:       # nothing written past the frontier's write point
+            hb = pl["host_block"]
+            assert not p2l[hb * P + pl["host_next"]:(hb + 1) * P].any()
+        closed = blocks[st_ == 2]
+        if spec.victim_policy == "greedy" and closed.size:
+            assert pl["min_valid"] <= valid[closed].min()
+    st_ = ssd.core.stats()
+    assert st_["alloc_failures"] == 0 and st_["gc_stalls"] == 0
+    assert int(snap["erases"].sum()) == st_["erases"]
+
+
+geometries = st.fixed_dictionaries({
+    "n_channels": st.integers(1, 3),
+    "chips_per_channel": st.integers(1, 2),
+    "dies_per_chip": st.integers(1, 2),
+    "planes_per_die": st.integers(1, 2),
+    "pages_per_block": st.sampled_from([1, 2, 3, 4, 7, 8, 16, 64]),
+    "extra_blocks": st.integers(0, 30),
+    "gc_free_blocks_min": st.integers(2, 4),
+    "overprovisioning": st.sampled_from([0.01, 0.05, 0.07, 0.125, 0.28, 0.5, 1.0]),
+    "victim_policy": st.sampled_from(["greedy", "fifo", "random", "d-choices:2", "d-choices:5"]),
+    "gc_frontier": st.sampled_from(["separate", "shared"]),
+    "queue_depth": st.integers(1, 8),
+    "write_buffer_bytes": st.sampled_from([4096, 65536, 1 << 20]),
+    "seed": st.integers(0, 1000),
+})
+
+
+def make_spec(g):
+    g = dict(g)
+    extra = g.pop("extra_blocks")
+    blocks = g["gc_free_blocks_min"] + 2 + extra
+    spec = SSDSpec(blocks_per_plane=blocks, max_command_bytes=4096 * 4, **g)
+    if spec.logical_pages_per_plane < 1:      # too small for this OP: add blocks until a page fits
+        spec = spec.with_user_capacity(4096 * spec.n_planes)
+    return spec.check()
+
+
+ops = st.lists(st.tuples(st.sampled_from(["write", "write", "write", "read", "trim"]),
+                         st.floats(0, 1, exclude_max=True), st.integers(1, 40), st.integers(0, 3000)),
+               max_size=60)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=geometries, ops=ops, hammer=st.integers(0, 6), seed=st.integers(0, 2**32 - 1))
+def test_gc_never_deadlocks_and_tables_stay_consistent(g, ops, hammer, seed):
+    spec = make_spec(g)
+    ssd = SSD(spec)
+    U = ssd.logical_pages
+    rng = np.random.default_rng(seed)
+    now = 0
+    for kind, where, n, gap in ops:
+        lpn = int(where * U)
+        n = min(n, U - lpn)
+        now += gap
+        if kind == "write":
+            done = ssd.write(lpn, n, now)
+        elif kind == "read":
+            done = ssd.read(lpn, n, now)
+        else:
+            ssd.trim(lpn, n)
+            continue
+        assert done >= now
+    # hammer: random and skewed overwrites of up to 6 device capacities, to steady-state GC
+    if hammer:
+        lpns = rng.integers(0, U, hammer * spec.physical_pages)
+        lpns[::3] = rng.integers(0, max(1, U // 5), lpns[::3].size)
+        end = ssd.run_pages(lpns, write=True, now=now)
+        assert end >= now
+    check_ftl_invariants(ssd)
+    s = ssd.stats()
+    assert s["flash_program_pages"] == s["host_write_pages"] + s["gc_copies"]
+    assert s["erases"] == s["gc_count"]
+    assert s["flash_read_pages"] <= s["host_read_pages"] + s["gc_copies"]
+    end = ssd.idle_at()
+    link = ssd.link.stats(max(end, 1))
+    assert link["to_device"]["busy_cycles"] <= end and link["from_device"]["busy_cycles"] <= end
+
+
+@settings(max_examples=40, deadline=None)
+@given(g=geometries, seed=st.integers(0, 1000))
+def test_full_device_rewritten_repeatedly_keeps_every_page(g, seed):
+    # every lpn stays mapped to exactly one page through any amount of GC
+    spec = make_spec(g)
+    ssd = SSD(spec)
+    U = ssd.logical_pages
+    ssd.run_pages(np.arange(U), write=True)
+    rng = np.random.default_rng(seed)
+    ssd.run_pages(rng.integers(0, U, 4 * spec.physical_pages), write=True)
+    snap = ssd.core.snapshot()
+    assert np.count_nonzero(snap["l2p"]) == U
+    check_ftl_invariants(ssd)
+
+
+def test_idle_4k_latencies_of_the_zssd_preset():
+    # Samsung Z-SSD SZ985 (and G10's SSD model): 12 us read, 16 us write for 4 KiB
+    ssd = SSD(ssd_preset("zssd").with_user_capacity(1 << 30))
+    per_us = 1200.0
+    assert ssd.write(0, 1, 0) / per_us == pytest.approx(16.0, abs=0.01)
+    t = 10**7
+    assert (ssd.read(0, 1, t) - t) / per_us == pytest.approx(12.0, abs=0.01)
+
+
+@pytest.mark.parametrize("preset", ["zssd", "mlc"])
+def test_idle_read_is_overhead_plus_tR_plus_transfers(preset):
+    spec = ssd_preset(preset).with_user_capacity(1 << 30)
+    ssd = SSD(spec)
+    ssd.write(0, 1, 0)
+    t = 10**8
+    link = spec.link.idle_transfer_cycles(spec.page_size_bytes, "from_device", "host")
+    expected = (spec.cycles(spec.read_overhead_us) + spec.cycles(spec.t_read_us)
+                + spec.channel_transfer_cycles + link)
+    assert ssd.read(0, 1, t) - t == expected
+
+
+def _rate_GBps(ssd, write, n_pages, start_page=0):
+    spec = ssd.spec
+    cmd = spec.max_command_bytes // spec.page_size_bytes
+    t0 = ssd.idle_at()
+    now = t0
+    for lpn in range(start_page, start_page + n_pages, cmd):
+        now = ssd.core.py_next_issue_time(now)
+        (ssd.core.py_write if write else ssd.core.py_read)(lpn, cmd, now)
+    return n_pages * spec.page_size_bytes / ((ssd.idle_at() - t0) / (spec.clock_GHz * 1e9)) / 1e9
+
+
+def test_zssd_sequential_bandwidth_is_g10s_3_2_GBps():
+    # G10 models the SSD as 3.2 GB/s read = write; here it emerges from the Gen3 x4 link
+    ssd = SSD(ssd_preset("zssd").with_user_capacity(2 << 30))
+    n = (1 << 30) // 4096
+    w = _rate_GBps(ssd, True, n)
+    r = _rate_GBps(ssd, False, n)
+    assert w == pytest.approx(ssd.spec.link.effective_GBps("to_device", "host"), rel=0.01)
+    assert r == pytest.approx(ssd.spec.link.effective_GBps("from_device", "host"), rel=0.01)
+    assert w == pytest.approx(3.2, rel=0.03) and r == pytest.approx(3.2, rel=0.03)
+
+
+def test_mlc_sustained_write_is_program_bound():
+    # Once the write buffer is full, every plane programs back to back:
+    # bandwidth = planes * page / tPROG (channels and link have room to spare).
+    spec = ssd_preset("mlc").with_user_capacity(8 << 30)
+    ssd = SSD(spec)
+    buffer_pages = spec.write_buffer_bytes // spec.page_size_bytes
+    _rate_GBps(ssd, True, 2 * buffer_pages)                      # fill the buffer
+    sustained = _rate_GBps(ssd, True, 2 * buffer_pages, start_page=2 * buffer_pages)
+    expected = spec.n_planes * spec.page_size_bytes / (spec.t_program_us * 1e-6) / 1e9
+    assert sustained == pytest.approx(expected, rel=0.03)
+
+
+@pytest.mark.parametrize("kw,field", [
+    ({"overprovisioning": 0.0}, "ssd.overprovisioning"),
+    ({"overprovisioning": -0.07}, "ssd.overprovisioning"),
+    ({"n_channels": 0}, "ssd.n_channels"),
+    ({"planes_per_die": 0}, "ssd.planes_per_die"),
+    ({"gc_free_blocks_min": 1}, "ssd.gc_free_blocks_min"),
+    ({"gc_free_blocks_min": 0}, "ssd.gc_free_blocks_min"),
+    ({"blocks_per_plane": 3, "gc_free_blocks_min": 2}, "ssd.blocks_per_plane"),
+    ({"pages_per_block": 0}, "ssd.pages_per_block"),
+    ({"page_size_bytes": 1000}, "ssd.page_size_bytes"),
+    ({"victim_policy": "oldest"}, "ssd.victim_policy"),
+    ({"victim_policy": "d-choices:0"}, "ssd.victim_policy"),
+    ({"gc_frontier": "mixed"}, "ssd.gc_frontier"),
+    ({"t_read_us": -1.0}, "ssd.t_read_us"),
+    ({"queue_depth": 0}, "ssd.queue_depth"),
+    ({"max_command_bytes": 512}, "ssd.max_command_bytes"),
+    ({"channel_MTps": 0.0}, "ssd.channel_MTps"),
+])
+def test_bad_parameters_name_the_parameter(kw, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        SSD(SSDSpec(**kw))
+
+
+def test_page_larger_than_block_is_refused():
+    with pytest.raises(ConfigError, match=r"pages_per_block.*at least one page"):
+        SSDSpec(pages_per_block=0).check()
+
+
+def test_bad_link_and_unknown_preset_parameters():
+    from g10core.pcie import PcieSpec
+    with pytest.raises(ConfigError, match=r"ssd\.link\.lanes"):
+        SSDSpec(link=PcieSpec(lanes=5)).check()
+    with pytest.raises(ConfigError, match="unknown ssd parameter"):
+        ssd_preset("zssd", channels=8)
+    with pytest.raises(ConfigError, match="unknown SSD preset"):
+        ssd_preset("optane")
+
+
+def test_out_of_range_requests_are_refused():
+    ssd = SSD(ssd_preset("zssd").with_user_capacity(1 << 28))
+    U = ssd.logical_pages
+    with pytest.raises(ConfigError, match="exceeds"):
+        ssd.write(U - 1, 2, 0)
+    with pytest.raises(ConfigError, match="lpn"):
+        ssd.read(-1, 1, 0)
+    with pytest.raises(ConfigError, match=r"lpns\[1\]"):
+        ssd.run_pages([0, U], write=True)
+
+
+def test_capacity_scaling_and_op_accounting():
+    spec = ssd_preset("zssd").with_user_capacity(10**10)
+    assert spec.user_capacity_bytes >= 10**10
+    t = (spec.blocks_per_plane - spec.gc_free_blocks_min - 1) * spec.pages_per_block
+    assert spec.logical_pages_per_plane == int(t / 1.07)
+    assert spec.alpha == pytest.approx(1.07, abs=1e-4)
+    assert spec.op_raw > spec.overprovisioning      # the reserve is physical space too
