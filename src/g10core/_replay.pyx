@@ -60,6 +60,16 @@ DEF EVICT_DEEPUM = 1
 # kernel-stat columns
 DEF KS_COLS = 10
 
+
+# recorded tick operations
+DEF OPS_MAX = 48
+DEF OP_VICT = 1
+DEF OP_IN = 2
+DEF OP_PREEV = 3
+
+cdef int64_t BIG = (<int64_t>1) << 62      # "no limit"
+cdef int64_t HUGE_N = (<int64_t>1) << 40   # bounds above this are "not yet bounded"
+
 ctypedef cmap[int64_t, loc_run] locmap_t
 ctypedef cmap[int64_t, int32_t] index_t
 
@@ -127,9 +137,22 @@ cdef class Replay:
     cdef int forced_fetch, forced_evict
     cdef int64_t host_peak              # highest host_used seen inside the current tick
     cdef bint irregular                 # current tick did something a bulk repeat cannot copy
+    cdef bint stalled                   # DeepUM found no victim outside its window this tick
     cdef int64_t consumed[NQ]           # pages taken from each queue in the current tick
     cdef int64_t tick_victims           # victims taken in the current tick
     cdef int victim_src                 # 0 none, 1 cursor, 2 head, 3 both
+    # the current tick's operations, in order, for bulk repeats (see _try_bulk)
+    cdef int n_ops
+    cdef int8_t op_kind[OPS_MAX]        # OP_VICT, OP_IN, OP_PREEV
+    cdef int8_t op_q[OPS_MAX]           # queue (OP_IN, OP_PREEV)
+    cdef int8_t op_dest[OPS_MAX]        # destination (OP_VICT, OP_PREEV)
+    cdef int64_t op_k[OPS_MAX]          # pages
+    cdef int8_t rec_vdest               # natural destination of the tick's first victims
+    cdef bint rec_vpf                   # were the tick's victims chosen as page-fault victims
+    cdef bint rec_vreq                  # did they belong to the running kernel (re-queued as faults)
+    cdef int8_t rec_in_req              # did the pages brought in belong to it (-1 none yet, -2 mixed)
+    cdef int64_t tick_host0, tick_free0 # host pages and free frames when the tick began
+    cdef int64_t qlen0[NQ]              # queue lengths when the tick began
     # events
     cdef int64_t tb, sb, tk, sk, seq
     cdef bint k_pending
@@ -143,6 +166,7 @@ cdef class Replay:
     cdef bint host_overflow
     cdef int64_t n_ticks_detailed, n_ticks_bulk, n_ticks_idle, max_ticks
     cdef bint debug_log
+    cdef int64_t reject[24]                 # diagnostics: why ticks were not repeated in bulk
     cdef vector[int64_t] log                # debug: (kind, time, page, count, dest) rows
 
     def __init__(self, dict c, dict arrays):
@@ -167,7 +191,7 @@ cdef class Replay:
         self.window = c["window"]
         self.apply_hints = c["apply_hints"]
         self.bulk_enabled = c.get("bulk", True)
-        self.max_ticks = c.get("max_ticks", 1 << 62)
+        self.max_ticks = c.get("max_ticks", BIG)
         self.debug_log = c.get("debug_log", False)
 
         keep = {}
@@ -234,6 +258,8 @@ cdef class Replay:
         self.transferring = False
         self.host_overflow = False
         self.n_ticks_detailed = self.n_ticks_bulk = self.n_ticks_idle = 0
+        for i in range(24):
+            self.reject[i] = 0
 
     # ======================================================================
     # small helpers
@@ -574,6 +600,12 @@ cdef class Replay:
         nxt = self.lru_next_page(last)
         if nxt < 0 and k >= 2 and appended >= 0:
             nxt = appended
+        if self.tick_victims == 0:
+            self.rec_vdest = v.dest
+            self.rec_vpf = is_pf
+            self.rec_vreq = requeue
+        elif v.dest != self.rec_vdest or is_pf != self.rec_vpf or requeue != self.rec_vreq:
+            self.rec_vdest = -2          # mixed: a bulk repeat cannot copy this tick
         if self.eviction == EVICT_LRU or not is_pf:
             self.cursor = nxt
             self.victim_src |= 1
@@ -581,11 +613,11 @@ cdef class Replay:
             if self.cursor >= v.page and self.cursor <= last:
                 self.cursor = nxt
             self.victim_src |= 2
+        self.record_op(OP_VICT, -1, dest, k)
         self.lassign(v.tensor, v.page, v.page + k, dest, 1 if requeue else 0)
         if requeue:
             q = Q_PF_HOST if dest == HOST else (Q_PF_SSD if dest == SSD else Q_PF_ALLOC)
             self.qpush(q, v.page, k, v.tensor, dest)
-            self.irregular = True
         if self.debug_log:
             self.log.push_back(1); self.log.push_back(self.tb); self.log.push_back(v.page)
             self.log.push_back(k); self.log.push_back(dest)
@@ -595,11 +627,27 @@ cdef class Replay:
         v.page += k
         v.seglen -= k
 
+    cdef inline void record_op(self, int8_t kind, int8_t q, int8_t dest, int64_t k) noexcept nogil:
+        """Add k pages to the tick's total for one stream (kind, queue, destination)."""
+        cdef int i
+        for i in range(self.n_ops):
+            if self.op_kind[i] == kind and self.op_q[i] == q and self.op_dest[i] == dest:
+                self.op_k[i] += k
+                return
+        i = self.n_ops
+        if i == OPS_MAX:
+            self.irregular = True
+            self.reject[17] += 1
+            return
+        self.op_kind[i] = kind
+        self.op_q[i] = q
+        self.op_dest[i] = dest
+        self.op_k[i] = k
+        self.n_ops += 1
+
     # ======================================================================
     # per-tick scalar bookkeeping (the artifact's recordFetch / recordEvict)
     # ======================================================================
-        return 0
-
 
     cdef inline void rec_evict(self, int8_t dest) noexcept nogil:
         if dest == SSD:
@@ -708,8 +756,9 @@ cdef class Replay:
             k += 1
             if kind == 0 and self.forced_fetch != UNKNOWN and self.forced_fetch != src:
                 break
-            if kind == 1 and not need_victim and src != HOST:
-                # allocations into free frames: the rest of the chunk is uniform; jump
+            if kind == 1 and src != HOST and (not need_victim or d0 == NP):
+                # allocations into free frames, or over victims that are dropped (dead
+                # pages leave without a transfer): nothing the loop tests changes; jump
                 room_k = kmax - k
                 if room_k > self.alloc_batch - self.alloc_n:
                     room_k = self.alloc_batch - self.alloc_n
@@ -730,6 +779,11 @@ cdef class Replay:
         self.lru_append(f.start, k, f.tensor)
         self.qpop(q, k)
         self.consumed[q] += k
+        self.record_op(OP_IN, q, src, k)
+        if self.rec_in_req == -1:
+            self.rec_in_req = self.required(f.tensor)
+        elif self.rec_in_req != self.required(f.tensor):
+            self.rec_in_req = -2
         return k
 
     # ======================================================================
@@ -792,10 +846,12 @@ cdef class Replay:
                 qq = Q_PF_HOST if d == HOST else (Q_PF_SSD if d == SSD else Q_PF_ALLOC)
                 self.qpush(qq, f.start, k, f.tensor, d)
                 self.irregular = True
+                self.reject[18] += 1
             self.lru_remove(f.start, k)
             self.gpu_free += k
             self.qpop(q, k)
             self.consumed[q] += k
+            self.record_op(OP_PREEV, q, d, k)
         return 0
 
     cdef int pf_fetch(self, int q, int8_t src) except -1 nogil:
@@ -815,7 +871,7 @@ cdef class Replay:
         while self.room() and self.alloc_n < self.alloc_batch and self.qlen[q]:
             r = self.bring_in(q, self.alloc_batch, 1, is_pf)
             if r < 0:
-                self.irregular = True
+                self.stalled = True
                 break
             if r == 0:
                 break
@@ -830,24 +886,26 @@ cdef class Replay:
             if f.src == SSD:
                 r = self.bring_in(Q_PRE_SSD, self.gpu_batch, 2, False)
                 if r < 0:
-                    self.irregular = True
+                    self.stalled = True
                     return 0
             else:  # the page is on the host now: hand it to the host prefetch queue
                 self.qpop(Q_PRE_SSD, f.count)
                 self.qpush(Q_PRE_HOST, f.start, f.count, f.tensor, f.src)
                 self.irregular = True
+                self.reject[19] += 1
         while (self.in_cpu < self.host_batch and self.in_n < self.gpu_batch and self.room()
                and self.qlen[Q_PRE_HOST]):
             f = self.qs[Q_PRE_HOST].front()
             if f.src == HOST:
                 r = self.bring_in(Q_PRE_HOST, self.gpu_batch, 2, False)
                 if r < 0:
-                    self.irregular = True
+                    self.stalled = True
                     return 0
             else:
                 self.qpop(Q_PRE_HOST, f.count)
                 self.qpush(Q_PRE_SSD, f.start, f.count, f.tensor, f.src)
                 self.irregular = True
+                self.reject[20] += 1
         return 0
 
     cdef int64_t required_intr(self) noexcept nogil:
@@ -870,10 +928,16 @@ cdef class Replay:
         self.forced_evict = UNKNOWN
         self.host_peak = self.host_used
         self.irregular = False
+        self.stalled = False
         self.tick_victims = 0
         self.victim_src = 0
+        self.n_ops = 0
+        self.rec_in_req = -1
+        self.tick_host0 = self.host_used
+        self.tick_free0 = self.gpu_free
         for i in range(NQ):
             self.consumed[i] = 0
+            self.qlen0[i] = self.qlen[i]
         if not self.all_queues_empty():
             if self.host_full():
                 self.forced_evict = SSD
@@ -887,6 +951,7 @@ cdef class Replay:
             if (self.eviction == EVICT_DEEPUM and self.has_resched and not self.started
                     and self.in_n + self.out_n == 0 and self.required_intr() > 0):
                 self.irregular = True
+                self.reject[21] += 1
                 self.pf_fetch(Q_PRE_SSD, SSD)
                 self.pf_fetch(Q_PRE_HOST, HOST)
                 self.alloc_queue(Q_PREALLOC, True)
@@ -908,12 +973,26 @@ cdef class Replay:
         # restart of a waiting kernel once everything it needs has arrived
         if self.has_resched and self.pf_queues_empty() and self.required_intr() == 0:
             self.irregular = True
+            self.reject[22] += 1
             self.k_pending = True
             self.tk = now
             self.sk = self.seq
             self.seq += 1
             self.k_kernel = self.cur
             self.started = True
+        if self.debug_log:
+            self.log.push_back(5); self.log.push_back(now); self.log.push_back(self.cursor)
+            self.log.push_back(self.stalled); self.log.push_back(self.victim_src)
+            for i in range(NQ):
+                self.log.push_back(6); self.log.push_back(now); self.log.push_back(i)
+                self.log.push_back(self.qlen0[i]); self.log.push_back(self.qlen[i])
+                if self.qlen[i]:
+                    self.log.push_back(7); self.log.push_back(now); self.log.push_back(i)
+                    self.log.push_back(self.qs[i].front().tensor); self.log.push_back(self.required(self.qs[i].front().tensor))
+            for i in range(self.n_ops):
+                self.log.push_back(4); self.log.push_back(now)
+                self.log.push_back(self.op_kind[i] * 100 + self.op_q[i])
+                self.log.push_back(self.op_k[i]); self.log.push_back(self.op_dest[i])
         self.tb = now + self.tick
         self.sb = self.seq
         self.seq += 1
@@ -1155,6 +1234,290 @@ cdef class Replay:
         return 0
 
     # ======================================================================
+    # bulk repeats of identical ticks
+    # ======================================================================
+    cdef int64_t _queue_span(self, int q, int64_t need, int8_t src, bint check_req, bint req) noexcept nogil:
+        """Pages at the front of queue q (up to need) that share the front's treatment."""
+        cdef int64_t got = 0
+        cdef size_t j = 0
+        cdef queue_run* r
+        while j < self.qs[q].size() and got < need:
+            r = &self.qs[q][j]
+            if r.src != src:
+                break
+            if check_req and self.required(r.tensor) != req:
+                break
+            got += r.count
+            j += 1
+        return got if got < need else need
+
+    cdef int64_t _victim_span(self, int64_t start, int64_t need) noexcept nogil:
+        """Victims available from page `start` on (arrival order) with the recorded treatment."""
+        cdef int64_t got = 0, c = start
+        cdef int32_t i, t
+        if c < 0:
+            return 0
+        i = self.lru_find(c)
+        while i >= 0 and got < need:
+            t = self.nodes[i].tensor
+            if self.required(t) != self.rec_vreq:
+                break
+            if self.eviction == EVICT_DEEPUM:
+                if not self.rec_vpf and self.in_window(t):
+                    break
+                if (HOST if self.alive(t, self.cur) else NP) != self.rec_vdest:
+                    break
+            got += self.nodes[i].start + self.nodes[i].count - c
+            i = self.nodes[i].next
+            if i >= 0:
+                c = self.nodes[i].start
+        return got if got < need else need
+
+    cdef int64_t _bulk_before_ready(self, int q, int64_t n) noexcept nogil:
+        """Ticks (<= n) after which the waiting kernel still has a page in transfer."""
+        cdef int64_t R = self.required_intr(), c = self.consumed[q], seen = 0, req = 0, take
+        cdef size_t j = 0
+        cdef queue_run* r
+        if R == 0 or c == 0:
+            return 0
+        # walk the queue in steps of whole ticks (c pages each)
+        while j < self.qs[q].size() and seen < n * c:
+            r = &self.qs[q][j]
+            take = r.count
+            if seen + take > n * c:
+                take = n * c - seen
+            if self.required(r.tensor):
+                if req + take >= R:
+                    # the tick that brings in the R-th required page is the last candidate
+                    return (seen + (R - req) - 1) // c
+                req += take
+            seen += take
+            j += 1
+        return n
+
+    cdef int _try_bulk(self) except -1 nogil:
+        """Repeat the tick just done as many times as provably identical, in one pass.
+
+        A tick is a deterministic function of its start state: the scalar state (host
+        pages, free frames, quotas, which queues are empty) and the treatment of the
+        pages at the queues' fronts and at the victim position.  The tick just done
+        recorded what it did (``op_*``).  If the same start state recurs (or moves
+        away from every threshold) and the next pages are treated alike, the next n
+        ticks do exactly the same, so their effect is applied here at once.  Only
+        single-stream ticks are merged: at most one queue brings pages in, victims go
+        to one destination, pre-evictions come from one queue; otherwise the arrival
+        order inside each tick would interleave and the tick is left to the detailed path.
+        """
+        cdef int64_t n = BIG, m, d_free, d_host, c, span, need, V = self.tick_victims
+        cdef int i, q, n_in = 0, n_pre = 0, n_vict = 0, q_in = -1, q_pre = -1, cycle
+        cdef int8_t d_vict = -1, d_pre = -1, src_in = -1
+        cdef bint pf_nonempty = False, in_pf
+        if self.victim_src == 3 or self.gpu_intr or (self.tick_victims and self.rec_vdest == -2):
+            self.reject[14] += 1
+            return 0
+        if self.stalled and (self.victim_src & 1 or self.cursor >= 0):
+            # the stall recurs identically only if it happened with the cursor already at the end
+            self.reject[15] += 1
+            return 0
+        if self.n_ops == 0 and not self.stalled:
+            self.reject[1] += 1
+            return 0
+        for i in range(self.n_ops):
+            if self.op_kind[i] == OP_IN:
+                if q_in != -1 and q_in != self.op_q[i]:
+                    self.reject[2] += 1
+                    return 0
+                q_in = self.op_q[i]
+                src_in = self.op_dest[i]
+            elif self.op_kind[i] == OP_VICT:
+                if d_vict != -1 and d_vict != self.op_dest[i]:
+                    self.reject[3] += 1
+                    return 0
+                d_vict = self.op_dest[i]
+            else:
+                if q_pre != -1 and (q_pre != self.op_q[i] or d_pre != self.op_dest[i]):
+                    self.reject[4] += 1
+                    return 0
+                q_pre = self.op_q[i]
+                d_pre = self.op_dest[i]
+        if V and self.rec_vreq:
+            # re-queued victims must join a queue whose treatment they cannot change:
+            # the queue being drained, or one that stays non-empty and untouched
+            q = Q_PF_HOST if d_vict == HOST else (Q_PF_SSD if d_vict == SSD else Q_PF_ALLOC)
+            if not (q == q_in or (self.qlen0[q] > 0 and self.consumed[q] == 0)):
+                self.reject[16] += 1
+                return 0
+        # time: only ticks strictly before the next kernel event
+        if self.k_pending:
+            if self.tb >= self.tk:
+                self.reject[5] += 1
+                return 0
+            m = (self.tk - self.tb + self.tick - 1) // self.tick
+            if m < n:
+                n = m
+        # a page-fault queue that gets back, as re-queued victims, exactly what it gives
+        # per tick keeps its length: its pages are then a stream (queued, then re-queued)
+        cycle = -1
+        if V and self.rec_vreq and q_in >= 0 and V == self.consumed[q_in]:
+            q = Q_PF_HOST if d_vict == HOST else (Q_PF_SSD if d_vict == SSD else Q_PF_ALLOC)
+            if q == q_in:
+                cycle = q
+        # queues: every consumed queue must stay non-empty with pages treated alike
+        for q in range(NQ):
+            c = self.consumed[q]
+            if c == 0 or q == cycle:
+                continue
+            if self.qlen[q] <= c:
+                self.reject[6] += 1
+                return 0
+            m = (self.qlen[q] - 1) // c
+            if m < n:
+                n = m
+        if q_in >= 0 and q_in != cycle:
+            in_pf = q_in == Q_PF_SSD or q_in == Q_PF_HOST or q_in == Q_PF_ALLOC
+            need = n * self.consumed[q_in] + 1 if n < HUGE_N else self.qlen[q_in]
+            if self.eviction == EVICT_DEEPUM and self.rec_in_req == -2:
+                self.reject[17] += 1     # pages of the running kernel and others: victims differ
+                return 0
+            span = self._queue_span(q_in, need, self.qs[q_in].front().src,
+                                    self.eviction == EVICT_DEEPUM, self.rec_in_req == 1)
+            m = (span - 1) // self.consumed[q_in]
+            if m < n:
+                n = m
+        if q_pre >= 0:
+            need = n * self.consumed[q_pre] + 1 if n < HUGE_N else self.qlen[q_pre]
+            m = 0
+            while True:   # pre-evicted pages of a required tensor would be re-queued
+                span = 0
+                for i in range(<int>self.qs[q_pre].size()):
+                    if self.required(self.qs[q_pre][i].tensor) or span >= need:
+                        break
+                    span += self.qs[q_pre][i].count
+                break
+            if span < need:
+                need = span
+            m = (need - 1) // self.consumed[q_pre] if need > 0 else 0
+            if m < n:
+                n = m
+        # a waiting kernel must not become ready inside the bulk
+        if self.has_resched:
+            for q in range(3):
+                if self.qlen[q] and (self.consumed[q] == 0 or self.qlen[q] > n * self.consumed[q]):
+                    pf_nonempty = True
+            if not pf_nonempty and q_in >= 0:
+                # it waits for pages still queued for prefetch: stop before the last of them lands
+                m = self._bulk_before_ready(q_in, n)
+                if m < n:
+                    n = m
+                pf_nonempty = n >= 1
+            if not pf_nonempty:
+                self.reject[7] += 1
+                return 0
+        # free frames and host pages
+        d_free = self.gpu_free - self.tick_free0
+        d_host = self.host_used - self.tick_host0
+        if d_free < 0:
+            if V > 0 or self.gpu_free < 1:
+                self.reject[8] += 1
+                return 0
+            m = (self.gpu_free - 1) // (-d_free)
+            if m < n:
+                n = m
+        elif d_free > 0:
+            if q_in >= 0:
+                self.reject[9] += 1
+                return 0
+            for q in range(NQ):
+                if self.consumed[q] == 0 and self.qlen[q]:
+                    self.reject[10] += 1
+                    return 0
+        if d_host != 0:
+            if self.tick_host0 >= self.host_line or self.host_peak >= self.host_line:
+                self.reject[11] += 1
+                return 0
+            if d_host > 0:
+                m = (self.host_line - 1 - self.host_peak) // d_host
+                if m < n:
+                    n = m
+        # victims
+        if V > 0:
+            need = n * V + 1 if n < HUGE_N else BIG
+            if self.rec_vpf and self.eviction == EVICT_DEEPUM:
+                span = self._victim_span(self.skip_intr(self.head_page()), need)
+            else:
+                span = self._victim_span(self.cursor, need)
+            m = (span - 1) // V if span > 0 else 0
+            if m < n:
+                n = m
+        if n < 1 or n >= HUGE_N:
+            self.reject[12] += 1
+            return 0
+        if self.debug_log:
+            self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(n)
+            self.log.push_back(q_in * 1000 + (self.consumed[q_in] if q_in >= 0 else 0))
+            self.log.push_back(V * 10 + self.stalled)
+        self._apply_bulk(n, q_in, src_in, d_vict, q_pre, d_pre)
+        self.reject[13] += 1
+        return 0
+
+    cdef int _apply_bulk(self, int64_t n, int q_in, int8_t src_in, int8_t d_vict,
+                         int q_pre, int8_t d_pre) except -1 nogil:
+        cdef int64_t left, k, i
+        cdef victim_t v
+        cdef queue_run f
+        cdef int64_t* st
+        # victims
+        left = n * self.tick_victims
+        while left > 0:
+            v = self.find_victim(self.rec_vpf)
+            k = v.seglen if v.seglen < left else left
+            if d_vict == HOST:
+                self.host_used += k
+            self.take_victims(&v, k, d_vict, self.rec_vpf, -1)
+            left -= k
+        # pages brought in
+        if q_in >= 0:
+            left = n * self.consumed[q_in]
+            while left > 0:
+                f = self.qs[q_in].front()
+                k = f.count if f.count < left else left
+                if f.src == HOST:
+                    self.host_used -= k
+                self.gpu_free -= k
+                if self.debug_log:
+                    self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
+                    self.log.push_back(k); self.log.push_back(f.src)
+                self.lassign(f.tensor, f.start, f.start + k, GPU, 0)
+                self.lru_append(f.start, k, f.tensor)
+                self.qpop(q_in, k)
+                left -= k
+        # pre-evictions
+        if q_pre >= 0:
+            left = n * self.consumed[q_pre]
+            while left > 0:
+                f = self.qs[q_pre].front()
+                k = f.count if f.count < left else left
+                if d_pre == HOST:
+                    self.host_used += k
+                self.lassign(f.tensor, f.start, f.start + k, d_pre, 0)
+                self.lru_remove(f.start, k)
+                self.gpu_free += k
+                self.qpop(q_pre, k)
+                left -= k
+        if self.in_n or self.out_n:
+            st = self.pcie + 5 * self.iteration
+            st[0] += n * self.alloc_n
+            st[1] += n * self.in_ssd
+            st[2] += n * self.in_cpu
+            st[3] += n * self.out_ssd
+            st[4] += n * self.out_cpu
+        self.tb += n * self.tick
+        self.seq += n
+        self.sb = self.seq - 1
+        self.n_ticks_bulk += n
+        return 0
+
+    # ======================================================================
     # main loop
     # ======================================================================
     cdef int _skip_idle(self) except -1 nogil:
@@ -1188,6 +1551,11 @@ cdef class Replay:
                 self.do_tick()
                 if not self.transferring:
                     self._skip_idle()
+                elif self.bulk_enabled:
+                    if self.irregular:
+                        self.reject[0] += 1
+                    else:
+                        self._try_bulk()
                 if self.n_ticks_detailed > self.max_ticks:
                     with gil:
                         raise RuntimeError(self._state())
@@ -1210,6 +1578,7 @@ cdef class Replay:
             "pcie": self._pcie_arr[: self.n_iter].copy(),
             "host_overflow": bool(self.host_overflow),
             "log": np.array(self.log, dtype=np.int64).reshape(-1, 5),
+            "bulk_rejects": [self.reject[i] for i in range(24)],
             "ticks": {"detailed": self.n_ticks_detailed, "bulk": self.n_ticks_bulk,
                       "idle": self.n_ticks_idle},
             "final": {"gpu_free": self.gpu_free, "host_used": self.host_used,

@@ -8,7 +8,8 @@ Layers, top to bottom:
   ``command_pages`` pages; data crosses the SSD's own PCIe link (a LinkCore).
   Writes are acknowledged once their pages sit in the DRAM write buffer, so
   bursts see the buffer and sustained writes the flash.
-* FTL: page-level mapping (lpn -> ppn and back, flat arrays).  lpn % n_planes
+* FTL: page-level mapping (lpn -> ppn and back, flat arrays; which flash
+  pages hold valid data is a bitmap, so an overwrite touches l2p and one bit).  lpn % n_planes
   picks the plane (channel first, then chip, die, plane); each plane is one GC
   domain with a host frontier, a GC frontier and a FIFO of erased blocks.
   After a host frontier is replaced, GC collects victims until the plane has
@@ -29,7 +30,7 @@ Layers, top to bottom:
 Everything here trusts its inputs (ssd.py validates the spec and lpn ranges).
 """
 cimport cython
-from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memset
 
@@ -42,6 +43,15 @@ import numpy as np
 
 cdef inline cycle_t _max(cycle_t a, cycle_t b) noexcept nogil:
     return a if a > b else b
+
+
+# GC copies rewrite l2p entries at random; their cache lines are requested this many
+# copies ahead (far enough to hide a DRAM miss, near enough to stay in L1).
+cdef enum:
+    GC_PREFETCH_DISTANCE = 16
+
+# The key of a plane with nothing buffered: later than any simulated cycle.
+cdef cycle_t CYCLE_NEVER = INT64_MAX
 
 
 cdef class SSDCore:
@@ -64,8 +74,12 @@ cdef class SSDCore:
             while (1 << self.page_shift) < P:
                 self.page_shift += 1
 
+        self.words_per_block = (P + 63) // 64
+        self.bit_pad = self.words_per_block * 64 - P
         self.l2p = <uint32_t*> calloc(self.logical_pages, sizeof(uint32_t))
         self.p2l = <uint32_t*> calloc(self.physical_pages, sizeof(uint32_t))
+        self.valid_bits = <uint64_t*> calloc(self.n_blocks * self.words_per_block, sizeof(uint64_t))
+        self.gc_lpns = <uint32_t*> malloc(P * sizeof(uint32_t))
         self.blk_valid = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
         self.blk_erases = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
         self.blk_state = <int8_t*> calloc(self.n_blocks, sizeof(int8_t))
@@ -77,19 +91,23 @@ cdef class SSDCore:
         self.list_tail = <int32_t*> malloc(self.p.n_planes * self.n_lists * sizeof(int32_t))
         self.planes = <ssd_plane*> calloc(self.p.n_planes, sizeof(ssd_plane))
         self.channel_free = <cycle_t*> calloc(self.p.n_channels, sizeof(cycle_t))
-        self.buf_done = <cycle_t*> calloc(self.p.write_buffer_pages, sizeof(cycle_t))
-        self.buf_next = <int32_t*> malloc(self.p.write_buffer_pages * sizeof(int32_t))
-        self.buf_heap = <int32_t*> malloc(self.p.n_planes * sizeof(int32_t))
-        self.buf_heap_key = <cycle_t*> malloc(self.p.n_planes * sizeof(cycle_t))
+        self.buf = <buf_entry*> calloc(self.p.write_buffer_pages, sizeof(buf_entry))
+        self.tree_leaves = 1
+        while self.tree_leaves < self.p.n_planes:
+            self.tree_leaves *= 2
+        self.tree = <int32_t*> malloc(2 * self.tree_leaves * sizeof(int32_t))
+        self.plane_key = <cycle_t*> malloc(self.tree_leaves * sizeof(cycle_t))
         self.slots = <cycle_t*> calloc(self.p.queue_depth, sizeof(cycle_t))
+        self.slot_scratch = <cycle_t*> calloc(self.p.queue_depth, sizeof(cycle_t))
         self.hist_read = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
         self.hist_write = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
-        if (self.l2p == NULL or self.p2l == NULL or self.blk_valid == NULL or self.blk_erases == NULL
+        if (self.l2p == NULL or self.p2l == NULL or self.valid_bits == NULL or self.gc_lpns == NULL
+                or self.blk_valid == NULL or self.blk_erases == NULL
                 or self.blk_state == NULL or self.blk_next == NULL or self.blk_prev == NULL
                 or self.blk_pos == NULL or self.dense == NULL or self.list_head == NULL
                 or self.list_tail == NULL or self.planes == NULL or self.channel_free == NULL
-                or self.buf_done == NULL or self.buf_next == NULL or self.buf_heap == NULL
-                or self.buf_heap_key == NULL or self.slots == NULL or self.hist_read == NULL
+                or self.buf == NULL or self.tree == NULL or self.plane_key == NULL
+                or self.slots == NULL or self.slot_scratch == NULL or self.hist_read == NULL
                 or self.hist_write == NULL):
             raise MemoryError(f"SSD: cannot allocate the FTL tables for {self.physical_pages} flash pages")
 
@@ -97,8 +115,16 @@ cdef class SSDCore:
             self.list_head[i] = -1
             self.list_tail[i] = -1
         for i in range(self.p.write_buffer_pages):
-            self.buf_next[i] = <int32_t> (i + 1) if i + 1 < self.p.write_buffer_pages else -1
+            self.buf[i].next = <int32_t> (i + 1) if i + 1 < self.p.write_buffer_pages else -1
         self.buf_free = 0
+        # every plane's buffer is empty: key CYCLE_NEVER, and so is every padding leaf
+        for i in range(self.tree_leaves):
+            self.plane_key[i] = CYCLE_NEVER
+            self.tree[self.tree_leaves + i] = <int32_t> i
+        for i in range(self.tree_leaves - 1, 0, -1):
+            self.tree[i] = self.tree[2 * i]
+        self.slots_sorted = True
+        self.slot_head = 0
         for pl in range(self.p.n_planes):
             self.planes[pl].buf_head = -1
             self.planes[pl].buf_tail = -1
@@ -119,11 +145,12 @@ cdef class SSDCore:
         self.reset_stats()
 
     def __dealloc__(self):
-        free(self.l2p); free(self.p2l); free(self.blk_valid); free(self.blk_erases)
+        free(self.l2p); free(self.p2l); free(self.valid_bits); free(self.gc_lpns)
+        free(self.blk_valid); free(self.blk_erases)
         free(self.blk_state); free(self.blk_next); free(self.blk_prev); free(self.blk_pos)
         free(self.dense); free(self.list_head); free(self.list_tail); free(self.planes)
-        free(self.channel_free); free(self.buf_done); free(self.buf_next); free(self.buf_heap)
-        free(self.buf_heap_key); free(self.slots); free(self.hist_read); free(self.hist_write)
+        free(self.channel_free); free(self.buf); free(self.tree); free(self.plane_key)
+        free(self.slots); free(self.slot_scratch); free(self.hist_read); free(self.hist_write)
 
     def __reduce__(self):
         raise TypeError("SSDCore does not pickle (its FTL tables can be gigabytes); "
@@ -147,95 +174,97 @@ cdef class SSDCore:
 
     # ---- write buffer ------------------------------------------------------------
 
-    cdef void _buffer_sift_down(self, int64_t i) noexcept nogil:
-        cdef int64_t n = self.buf_heap_size, c
-        cdef int32_t item = self.buf_heap[i]
-        cdef cycle_t key = self.buf_heap_key[i]
-        cdef cycle_t* keys = self.buf_heap_key
-        while True:
-            c = 2 * i + 1
-            if c >= n:
-                break
-            if c + 1 < n and keys[c + 1] < keys[c]:
-                c += 1
-            if keys[c] >= key:
-                break
-            self.buf_heap[i] = self.buf_heap[c]
-            keys[i] = keys[c]
-            i = c
-        self.buf_heap[i] = item
-        keys[i] = key
+    cdef inline void _buffer_tree_update(self, int64_t plane) noexcept nogil:
+        """Replay ``plane``'s path of the winner tree after its key changed."""
+        cdef int64_t i = self.tree_leaves + plane
+        cdef int32_t w = <int32_t> plane, other
+        cdef cycle_t kw = self.plane_key[plane], ko
+        while i > 1:                                   # log2(leaves) steps, no data-dependent branch
+            other = self.tree[i ^ 1]
+            ko = self.plane_key[other]
+            if ko < kw:
+                w = other
+                kw = ko
+            i >>= 1
+            self.tree[i] = w
 
     cdef void _buffer_retire_top(self) noexcept nogil:
         """The earliest-programmed buffered page leaves the buffer."""
-        cdef int32_t plane = self.buf_heap[0]
+        cdef int32_t plane = self.tree[1]
         cdef ssd_plane* pl = &self.planes[plane]
         cdef int32_t e = pl.buf_head
-        pl.buf_head = self.buf_next[e]
-        self.buf_next[e] = self.buf_free
+        cdef int32_t h = self.buf[e].next
+        pl.buf_head = h
+        self.buf[e].next = self.buf_free
         self.buf_free = e
         self.buf_count -= 1
-        if pl.buf_head >= 0:
-            self.buf_heap_key[0] = self.buf_done[pl.buf_head]
+        if h >= 0:
+            self.plane_key[plane] = self.buf[h].done
+            if self.buf[h].next >= 0:                  # the plane's next key, long out of cache
+                g10_prefetch_w(&self.buf[self.buf[h].next])
         else:
             pl.buf_tail = -1
-            self.buf_heap_size -= 1
-            self.buf_heap[0] = self.buf_heap[self.buf_heap_size]
-            self.buf_heap_key[0] = self.buf_heap_key[self.buf_heap_size]
-        if self.buf_heap_size > 1:
-            self._buffer_sift_down(0)
+            self.plane_key[plane] = CYCLE_NEVER
+        self._buffer_tree_update(plane)
 
     cdef cycle_t _buffer_admit(self, cycle_t t) noexcept nogil:
         """When a page whose data arrived at ``t`` finds room in the buffer."""
-        while self.buf_heap_size > 0 and self.buf_heap_key[0] <= t:
+        while self.plane_key[self.tree[1]] <= t:       # an empty buffer's key is CYCLE_NEVER
             self._buffer_retire_top()
         if self.buf_count < self.p.write_buffer_pages:
             return t
-        t = self.buf_heap_key[0]                       # full: wait for the next program to end
+        t = self.plane_key[self.tree[1]]               # full: wait for the next program to end
         self._buffer_retire_top()
         return t
 
     cdef void _buffer_add(self, int64_t plane, cycle_t done) noexcept nogil:
         cdef ssd_plane* pl = &self.planes[plane]
         cdef int32_t e = self.buf_free
-        cdef int64_t i, parent
-        self.buf_free = self.buf_next[e]
-        self.buf_done[e] = done
-        self.buf_next[e] = -1
+        self.buf_free = self.buf[e].next
+        self.buf[e].done = done
+        self.buf[e].next = -1
         self.buf_count += 1
         if pl.buf_tail >= 0:                           # programs of a plane end in order
-            self.buf_next[pl.buf_tail] = e
+            self.buf[pl.buf_tail].next = e
             pl.buf_tail = e
             return
         pl.buf_head = e
         pl.buf_tail = e
-        i = self.buf_heap_size                         # the plane joins the heap
-        self.buf_heap_size += 1
-        while i > 0:
-            parent = (i - 1) // 2
-            if self.buf_heap_key[parent] <= done:
-                break
-            self.buf_heap[i] = self.buf_heap[parent]
-            self.buf_heap_key[i] = self.buf_heap_key[parent]
-            i = parent
-        self.buf_heap[i] = <int32_t> plane
-        self.buf_heap_key[i] = done
+        self.plane_key[plane] = done
+        self._buffer_tree_update(plane)
 
     # ---- NVMe front end --------------------------------------------------------
 
+    # In-flight commands: their completion cycles.  While completions are released in
+    # time order (a closed loop of writes: each is acknowledged after the previous one)
+    # they sit in a sorted ring, O(1) per command; the first one out of order turns the
+    # ring into a binary min-heap (a sorted array is one) until the queue drains.
+
+    cdef inline cycle_t _slot_min(self) noexcept nogil:
+        return self.slots[self.slot_head] if self.slots_sorted else self.slots[0]
+
     cdef cycle_t _acquire_slot(self, cycle_t now) noexcept nogil:
         """Start cycle of a command submitted at ``now`` (waits for a free queue slot)."""
-        while self.n_slots > 0 and self.slots[0] <= now:
+        while self.n_slots > 0 and self._slot_min() <= now:
             self._pop_slot()
         if self.n_slots < self.p.queue_depth:
             return now
         return self._pop_slot()
 
     cdef inline cycle_t _pop_slot(self) noexcept nogil:
-        cdef cycle_t top = self.slots[0]
-        cdef int64_t n = self.n_slots - 1
-        cdef cycle_t last = self.slots[n]
-        cdef int64_t i = 0, c
+        cdef cycle_t top
+        cdef int64_t n, i = 0, c
+        cdef cycle_t last
+        if self.slots_sorted:
+            top = self.slots[self.slot_head]
+            self.slot_head += 1
+            if self.slot_head == self.p.queue_depth:
+                self.slot_head = 0
+            self.n_slots -= 1
+            return top
+        top = self.slots[0]
+        n = self.n_slots - 1
+        last = self.slots[n]
         self.n_slots = n
         while True:
             c = 2 * i + 1
@@ -249,10 +278,30 @@ cdef class SSDCore:
             i = c
         if n > 0:
             self.slots[i] = last
+        else:
+            self.slots_sorted = True                   # drained: back to the ring
+            self.slot_head = 0
         return top
 
     cdef void _release_slot(self, cycle_t done) noexcept nogil:
-        cdef int64_t i = self.n_slots, parent
+        cdef int64_t i, parent, qd = self.p.queue_depth
+        if self.slots_sorted:
+            i = self.slot_head + self.n_slots          # one past the newest
+            if i >= qd:
+                i -= qd
+            if self.n_slots == 0 or done >= self.slots[i - 1 if i > 0 else qd - 1]:
+                self.slots[i] = done
+                self.n_slots += 1
+                return
+            # out of order: rotate the ring to slots[0 .. n) (sorted, hence a heap)
+            for i in range(self.n_slots):
+                parent = self.slot_head + i
+                self.slot_scratch[i] = self.slots[parent - qd if parent >= qd else parent]
+            for i in range(self.n_slots):
+                self.slots[i] = self.slot_scratch[i]
+            self.slot_head = 0
+            self.slots_sorted = False
+        i = self.n_slots
         self.n_slots += 1
         while i > 0:
             parent = (i - 1) // 2
@@ -264,11 +313,11 @@ cdef class SSDCore:
 
     cdef cycle_t next_issue_time(self, cycle_t now) noexcept nogil:
         """Earliest cycle >= now at which a new command would find a free queue slot."""
-        while self.n_slots > 0 and self.slots[0] <= now:
+        while self.n_slots > 0 and self._slot_min() <= now:
             self._pop_slot()
         if self.n_slots < self.p.queue_depth:
             return now
-        return self.slots[0]
+        return self._slot_min()
 
     cdef cycle_t idle_at(self) noexcept nogil:
         """First cycle at which every plane, channel, link direction and command is done."""
@@ -278,8 +327,8 @@ cdef class SSDCore:
             t = _max(t, self.planes[i].busy_until)
         for i in range(self.p.n_channels):
             t = _max(t, self.channel_free[i])
-        for i in range(self.n_slots):
-            t = _max(t, self.slots[i])
+        for i in range(self.n_slots):                  # ring or heap: the max of the set either way
+            t = _max(t, self.slots[(self.slot_head + i) % self.p.queue_depth])
         return t
 
     cdef inline void _note_command(self, cycle_t now, cycle_t done) noexcept nogil:
@@ -380,7 +429,7 @@ cdef class SSDCore:
         cdef ssd_plane* pl = &self.planes[plane]
         cdef cycle_t admit = self._buffer_admit(arrive)
         cdef uint32_t old = self.l2p[lpn]
-        cdef int64_t ppn
+        cdef int64_t ppn, b, bit
         cdef cycle_t bus, start
         if old != 0:
             self._invalidate(plane, <int64_t> old - 1)
@@ -389,9 +438,12 @@ cdef class SSDCore:
         if ppn < 0:                                    # unreachable for a validated geometry
             self.st.alloc_failures += 1
             return admit
-        self.p2l[ppn] = <uint32_t> (lpn + 1)
+        b = self._block_of(ppn)
+        bit = ppn + b * self.bit_pad
+        self.p2l[ppn] = <uint32_t> lpn
+        self.valid_bits[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
         self.l2p[lpn] = <uint32_t> (ppn + 1)
-        self.blk_valid[self._block_of(ppn)] += 1
+        self.blk_valid[b] += 1
         self.st.flash_program_pages += 1
         # channel time is charged in request order from the request time (module doc)
         bus = _max(self.channel_free[pl.channel], admit) + self.p.t_xfer
@@ -405,9 +457,9 @@ cdef class SSDCore:
         """The page at ``ppn`` (in ``plane``: an lpn never leaves its plane) holds stale data."""
         cdef int32_t b = <int32_t> self._block_of(ppn)
         cdef int32_t v = self.blk_valid[b]
-        cdef int64_t lst
+        cdef int64_t lst, bit = ppn + b * self.bit_pad
         cdef ssd_plane* pl
-        self.p2l[ppn] = 0
+        self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
         self.blk_valid[b] = v - 1
         if self.p.victim_policy == VICTIM_GREEDY and self.blk_state[b] == BLOCK_CLOSED:
             lst = plane * self.n_lists
@@ -444,30 +496,23 @@ cdef class SSDCore:
         pl.host_next += 1
         return ppn
 
-    cdef int64_t _gc_alloc(self, int64_t plane) noexcept nogil:
+    cdef int64_t _gc_room(self, int64_t plane) noexcept nogil:
+        """Make sure the frontier GC copies go to has an unwritten page; return its block
+        (its next page is ``gc_next``, or ``host_next`` with a shared frontier), -1 if none."""
         cdef ssd_plane* pl = &self.planes[plane]
-        cdef int64_t ppn
         if self.p.shared_frontier:                     # relocated pages join the host's write stream
             if pl.host_block < 0 or pl.host_next == self.p.pages_per_block:
                 if pl.host_block >= 0:
                     self._close_block(plane, pl.host_block)
                 pl.host_block = self._take_free(plane)
                 pl.host_next = 0
-                if pl.host_block < 0:
-                    return -1
-            ppn = <int64_t> pl.host_block * self.p.pages_per_block + pl.host_next
-            pl.host_next += 1
-            return ppn
+            return pl.host_block
         if pl.gc_block < 0 or pl.gc_next == self.p.pages_per_block:
             if pl.gc_block >= 0:
                 self._close_block(plane, pl.gc_block)
             pl.gc_block = self._take_free(plane)
             pl.gc_next = 0
-            if pl.gc_block < 0:
-                return -1
-        ppn = <int64_t> pl.gc_block * self.p.pages_per_block + pl.gc_next
-        pl.gc_next += 1
-        return ppn
+        return pl.gc_block
 
     cdef int32_t _take_free(self, int64_t plane) noexcept nogil:
         cdef ssd_plane* pl = &self.planes[plane]
@@ -573,29 +618,54 @@ cdef class SSDCore:
         cdef ssd_plane* pl = &self.planes[plane]
         cdef int32_t b = self._pick_victim(plane)
         cdef int64_t P = self.p.pages_per_block
-        cdef int64_t base, i = 0, copies = 0, dst, v
+        cdef int64_t W = self.words_per_block
+        cdef int64_t base, w, n = 0, copies = 0, j, run, dst, fb, bit
+        cdef int32_t* frontier_next
+        cdef uint64_t x
+        cdef uint64_t* words
+        cdef uint32_t* lpns = self.gc_lpns
+        cdef uint32_t* l2p = self.l2p
+        cdef uint32_t* p2l = self.p2l
         cdef uint32_t l
         if b < 0:
             return -1
-        v = self.blk_valid[b]
+        # the victim's valid pages, in block order (the order they are copied in)
         base = <int64_t> b * P
-        while copies < v and i < P:
-            if i + 8 < P:                              # the l2p update below misses the cache
-                l = self.p2l[base + i + 8]
-                if l != 0:
-                    g10_prefetch_w(&self.l2p[<int64_t> l - 1])
-            l = self.p2l[base + i]
-            if l != 0:
-                dst = self._gc_alloc(plane)
-                if dst < 0:                            # unreachable for a validated geometry
-                    self.st.alloc_failures += 1
-                    break
-                self.p2l[dst] = l
-                self.l2p[l - 1] = <uint32_t> (dst + 1)
-                self.blk_valid[self._block_of(dst)] += 1
-                self.p2l[base + i] = 0
-                copies += 1
-            i += 1
+        for j in range(0, P, 16):                      # the victim's p2l was written long ago
+            g10_prefetch_w(&p2l[base + j])
+        words = &self.valid_bits[<int64_t> b * W]
+        for w in range(W):
+            x = words[w]
+            words[w] = 0
+            while x != 0:
+                lpns[n] = p2l[base + w * 64 + g10_ctz64(x)]
+                x &= x - 1
+                n += 1
+        for j in range(n if n < GC_PREFETCH_DISTANCE else GC_PREFETCH_DISTANCE):
+            g10_prefetch_w(&l2p[lpns[j]])
+        frontier_next = &pl.host_next if self.p.shared_frontier else &pl.gc_next
+        # copy in runs that fit the open GC frontier
+        while copies < n:
+            fb = self._gc_room(plane)
+            if fb < 0:                                 # unreachable for a validated geometry
+                self.st.alloc_failures += 1
+                break
+            run = P - frontier_next[0]
+            if run > n - copies:
+                run = n - copies
+            dst = fb * P + frontier_next[0]
+            for j in range(copies, copies + run):
+                if j + GC_PREFETCH_DISTANCE < n:
+                    g10_prefetch_w(&l2p[lpns[j + GC_PREFETCH_DISTANCE]])
+                l = lpns[j]
+                p2l[dst] = l
+                l2p[l] = <uint32_t> (dst + 1)
+                dst += 1
+            bit = fb * P + frontier_next[0] + fb * self.bit_pad
+            g10_bits_set_range(self.valid_bits, bit, bit + run)
+            self.blk_valid[fb] += <int32_t> run
+            frontier_next[0] += <int32_t> run
+            copies += run
         self.blk_valid[b] -= <int32_t> copies
         # erase and queue at the tail of the free FIFO (rotates wear across blocks)
         self.blk_erases[b] += 1
@@ -638,15 +708,20 @@ cdef class SSDCore:
         cdef Py_ssize_t i, n = lpns.shape[0]
         cdef cycle_t t = now, done, last = now
         cdef uint32_t ahead
+        cdef int64_t b, bit
         with nogil:
             for i in range(n):
-                # host writes miss on l2p[lpn], then on p2l[old ppn]: fetch both early
+                # an overwrite misses on l2p[lpn], then on the old page's valid bit and block
+                # count: fetch the first early, the others once the first has arrived
                 if i + 16 < n:
                     g10_prefetch_w(&self.l2p[lpns[i + 16]])
                 if i + 8 < n:
                     ahead = self.l2p[lpns[i + 8]]
                     if ahead != 0:
-                        g10_prefetch_w(&self.p2l[<int64_t> ahead - 1])
+                        b = self._block_of(<int64_t> ahead - 1)
+                        bit = <int64_t> ahead - 1 + b * self.bit_pad
+                        g10_prefetch_w(&self.valid_bits[bit >> 6])
+                        g10_prefetch_w(&self.blk_valid[b])
                 if closed_loop:
                     t = self.next_issue_time(t)
                 if is_write:
@@ -684,9 +759,13 @@ cdef class SSDCore:
     def snapshot(self):
         """Copies of the FTL tables (for invariant checks in tests; small geometries only)."""
         cdef int64_t nl = self.p.n_planes * self.n_lists
+        P = self.p.pages_per_block
+        bits = np.array(<uint64_t[:self.n_blocks * self.words_per_block]> self.valid_bits, copy=True)
+        valid = np.unpackbits(bits.view(np.uint8), bitorder="little").reshape(self.n_blocks, -1)[:, :P]
+        lpn = np.array(<uint32_t[:self.physical_pages]> self.p2l, copy=True)
         out = {
             "l2p": np.array(<uint32_t[:self.logical_pages]> self.l2p, copy=True),
-            "p2l": np.array(<uint32_t[:self.physical_pages]> self.p2l, copy=True),
+            "p2l": np.where(valid.reshape(-1) != 0, lpn + 1, 0).astype(np.uint32),   # lpn + 1, 0: invalid
             "valid": np.array(<int32_t[:self.n_blocks]> self.blk_valid, copy=True),
             "erases": np.array(<int32_t[:self.n_blocks]> self.blk_erases, copy=True),
             "state": np.array(<int8_t[:self.n_blocks]> self.blk_state, copy=True),

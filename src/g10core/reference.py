@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .policies import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
+from .results import breakdown, summarize  # noqa: F401 (moved to results.py; re-exported)
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace
 
 NP, SSD, HOST, GPU = 0, 1, 2, 3          # page location
@@ -628,94 +629,3 @@ class ReferenceReplay:
                 push(ev)
         return summarize(self.K, self.t11, self.t00, self.kernels, self.pcie, self.boundaries,
                          self.iterations, self.host_overflow)
-
-
-def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=False):
-    """Per-iteration totals and the time breakdown, the way the artifact's Stat computes them."""
-    its = []
-    last_end = 0
-    for it in range(iterations):
-        its.append(dict(exe_cycles=0, ideal_cycles=0, pf_cycles=0, in_transfer=0, host_faults=0,
-                        ssd_faults=0, unalloc_faults=0, alloc=0, in_ssd=0, in_host=0,
-                        out_ssd=0, out_host=0, stall=0, overlap=0, compute=0))
-    spans = []
-    for (it, k, s, e, intr, cpu, ssd, un, *_rest) in kernels:
-        d = its[it]
-        d["exe_cycles"] += e - last_end
-        spans.append((last_end, e, it, k))
-        last_end = e
-        d["ideal_cycles"] += int(t11[k])
-        d["pf_cycles"] += int(t00[k])
-        d["in_transfer"] += intr
-        d["host_faults"] += cpu
-        d["ssd_faults"] += ssd
-        d["unalloc_faults"] += un
-    for (it, _t, alloc, in_ssd, in_cpu, out_ssd, out_cpu) in pcie:
-        if it >= iterations:
-            continue
-        d = its[it]
-        d["alloc"] += alloc
-        d["in_ssd"] += in_ssd
-        d["in_host"] += in_cpu
-        d["out_ssd"] += out_ssd
-        d["out_host"] += out_cpu
-    # transfer busy intervals from the boundary markers
-    busy = []
-    begin = None
-    for (_it, t, is_begin) in boundaries:
-        if begin is None:
-            begin = t
-        else:
-            busy.append((begin, t))
-            begin = None
-    if begin is not None:
-        busy.append((begin, last_end))
-    per_kernel = breakdown(spans, busy, t11)
-    for (it, k, comp, ov, st) in per_kernel:
-        its[it]["compute"] += comp
-        its[it]["overlap"] += ov
-        its[it]["stall"] += st
-    return dict(iterations=its, kernels=kernels, host_overflow=host_overflow,
-                per_kernel_breakdown=per_kernel)
-
-
-def breakdown(spans, busy, t11):
-    """The artifact's sweep of kernel spans against transfer-busy intervals."""
-    out = []
-    ti = ki = 0
-    acc = 0
-
-    def close(span):
-        nonlocal acc
-        s, e, it, k = span
-        total = e - s
-        ideal = int(t11[k])
-        comp = total - acc
-        ov = acc + ideal - total
-        st = total - ideal
-        if ov < 0:
-            st -= ov
-            ov = 0
-        out.append((it, k, comp, ov, st))
-        acc = 0
-
-    while ti < len(busy) and ki < len(spans):
-        bs, be = busy[ti]
-        s, e = spans[ki][0], spans[ki][1]
-        if s < be and bs < e:
-            acc += min(e, be) - max(s, bs)
-            if e < be:
-                close(spans[ki])
-                ki += 1
-            else:
-                ti += 1
-        else:
-            if s < bs:
-                close(spans[ki])
-                ki += 1
-            else:
-                ti += 1
-    while ki < len(spans):
-        close(spans[ki])
-        ki += 1
-    return out

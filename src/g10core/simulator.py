@@ -1,15 +1,36 @@
 """Simulator: builds the components from a config and a trace, runs, returns a Result.
 
-This is the Python layer of the page-level replay: it validates every input, derives
-the artifact's integer constants, lays the trace out as flat arrays and hands them to
-the compiled ``_replay.Replay``.  Tensor-level policies run their own simulation.
+This is the Python layer of the simulation: it validates every input (trace, hint
+table, configuration, the working set of every kernel against GPU memory), runs the
+policy (page level: derives the artifact's integer constants, lays the trace out
+as flat arrays and hands them to the compiled ``_replay.Replay``; tensor level: the
+policy's own simulation; ``ideal``: the sum of ideal kernel times), checks the
+invariants of the outcome and returns a :class:`~g10core.results.Result`.
+
+    >>> from g10core.simulator import Simulator
+    >>> r = Simulator("g10-artifact").run("traces/bert_base-b256.h5", "g10")  # doctest: +SKIP
+    >>> r.iteration_time_s                                                  # doctest: +SKIP
+    7.311024...
 """
 from __future__ import annotations
 
+import datetime
+import os
+import platform
+import resource
+import time
+
 import numpy as np
 
+from . import __version__, policies, results
+from ._replay import Replay
+from .analysis import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
+from .config import ConfigError, SimConfig, preset, resolve
+from .hints import HintFile, action_counts, check_belongs, trace_digest, validate_hints
+from .policies import HINT_FREE, Policy, empty_hints
 from .reference import ArtifactConstants, kernel_cycles, liveness
-from .trace import ACCESS_READ, Trace
+from .results import Result
+from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 
 EVICTION_CODES = {"lru": 0, "deepum": 1}
 
@@ -52,3 +73,355 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=
         h_action=np.asarray(hints["action"], np.int8),
     )
     return consts, arrays, (t11, t00)
+
+
+# ============================================================================
+# Simulator: validation, policy dispatch, invariants, Result
+# ============================================================================
+
+class SimulationError(RuntimeError):
+    """An internal invariant of a run broke: a bug in g10core, never bad input."""
+
+
+def _as_config(config) -> SimConfig:
+    if config is None:
+        return preset("g10-artifact")
+    if isinstance(config, str):
+        return preset(config)
+    if isinstance(config, SimConfig):
+        return config.check()
+    raise ConfigError(f"config: expected a SimConfig or a preset name, got {type(config).__name__}")
+
+
+def resolve_config(preset_name: str = "g10-artifact", config_file=None, sets=None) -> SimConfig:
+    """Preset, then a TOML file, then ``section.key=value`` overrides (``config.resolve``)."""
+    return resolve(preset_name, config_file, list(sets or ()))
+
+
+def check_supported(cfg: SimConfig) -> None:
+    """Refuse component models the simulator cannot run yet (rather than ignore them)."""
+    if cfg.link.model != "slots":
+        raise ConfigError(f"link.model = {cfg.link.model!r} (preset {cfg.preset!r}): the PCIe link model is "
+                          "not wired into the replay yet; use link.model = 'slots' (preset g10-artifact)")
+    if cfg.ssd.model != "bandwidth":
+        raise ConfigError(f"ssd.model = {cfg.ssd.model!r} (preset {cfg.preset!r}): the FTL SSD model is "
+                          "not wired into the replay yet; use ssd.model = 'bandwidth' (preset g10-artifact)")
+
+
+def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
+    """The derived per-tick quotas must let pages move; each error names the parameters."""
+    link = f"link.bandwidth_GBps = {cfg.link.bandwidth_GBps:g} and link.batch_pages = {cfg.link.batch_pages}"
+    if c.ssd_batch < 1:
+        raise ConfigError(f"ssd.bandwidth_GBps = {cfg.ssd.bandwidth_GBps:g} with {link} gives "
+                          f"int({cfg.link.batch_pages} * {cfg.ssd.bandwidth_GBps:g} / {cfg.link.bandwidth_GBps:g}) "
+                          "= 0 SSD pages per transfer slot; raise ssd.bandwidth_GBps or link.batch_pages")
+    if c.host_batch < 1:
+        raise ConfigError(f"host.bandwidth_GBps = {cfg.host.bandwidth_GBps:g} with {link} gives 0 host pages "
+                          "per transfer slot; raise host.bandwidth_GBps or link.batch_pages")
+    if c.gpu_pages < 1:
+        raise ConfigError(f"gpu.memory_GiB = {cfg.gpu.memory_GiB:g} is less than one "
+                          f"{cfg.gpu.page_size_bytes}-byte page")
+    if cfg.gpu.page_size_bytes != PAGE_SIZE_BYTES:
+        raise ConfigError(f"gpu.page_size_bytes = {cfg.gpu.page_size_bytes}: traces are laid out in "
+                          f"{PAGE_SIZE_BYTES}-byte pages; other page sizes are not supported yet")
+
+
+def _resolve_policy(policy, cfg) -> Policy:
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, type) and issubclass(policy, Policy):
+        return policy(cfg)
+    if isinstance(policy, str):
+        try:
+            return policies.get(policy)(cfg)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+    raise ValueError(f"policy: expected a policy name, got {type(policy).__name__}")
+
+
+def _resolve_trace(trace) -> tuple[Trace, str | None]:
+    if isinstance(trace, (str, os.PathLike)):
+        return read_trace(trace), os.fspath(trace)
+    if isinstance(trace, Trace):
+        validate_trace(trace)           # in-memory traces get the same checks as files
+        return trace, None
+    raise ValueError(f"trace: expected a Trace or a path, got {type(trace).__name__}")
+
+
+def trace_identity(trace: Trace, path: str | None) -> dict:
+    ident = {"path": path}
+    ident.update(trace.identity())
+    ident["digest"] = trace_digest(trace)
+    return ident
+
+
+def _peak_rss_MB() -> float:
+    """Peak resident set of this process so far, in MB (10^6 bytes)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+
+
+def tick_budget(consts: dict, trace: Trace, t00, hint_pages: int) -> int:
+    """Detailed batcher ticks after which the replay is declared stuck (a livelock guard).
+
+    A finishing run needs at most one busy tick per page moved plus the ticks that
+    pass while kernels run; both are bounded, per iteration, by the pages every kernel
+    touches plus the pages hinted, and by the all-faulting time Σ t00.  The budget is
+    8x that, so it only stops a run that would never end.
+    """
+    ws_pages = int(kernel_working_set_bytes(trace).sum()) // PAGE_SIZE_BYTES
+    per_iter = ws_pages + hint_pages + int(np.sum(t00)) // max(consts["tick_cycles"], 1) + trace.n_kernels
+    return 8 * consts["iterations"] * per_iter + 1_000_000
+
+
+def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: int | None,
+                                exact_host: bool) -> list[str]:
+    """What a finished page-level replay must satisfy; returns one message per broken rule.
+
+    * every kernel of every iteration ran, in order, back to back, and no faster than
+      its ideal time (a kernel starts only once all its faults are served);
+    * GPU-resident pages never exceed the GPU's frames; host-resident pages never
+      exceed the host line (unless ``host_overflow`` was flagged, which fails the run);
+    * every tick that moved pages gave a GPU frame to each page it fetched;
+    * conservation over the run, from the PCIe counters and the final residency.
+      Host: pages evicted to host = pages fetched from host + pages still on host +
+      pages freed there by hints (0 when no free hint is applied: ``exact_host``,
+      otherwise >= 0).  GPU, when ``fresh_pages`` (pages allocated from nothing) is
+      known: fresh + fetched = evicted + still resident.  It is known for a policy that
+      never drops or frees a page (LRU, no hints): every page of every non-global
+      tensor a kernel touches, once.  (The artifact's ``alloc`` counter cannot close
+      the balance in general: it counts only ticks that also moved pages over PCIe.)
+    """
+    out = []
+    K, n_iter = int(consts["kernels"]), int(consts["iterations"])
+    gpu_pages, host_line = int(consts["gpu_pages"]), int(consts["host_pages"])
+    overflow = bool(raw["host_overflow"])
+    rows = np.asarray(raw["kernels"], np.int64).reshape(-1, 10)
+    n = rows.shape[0]
+    if n != K * n_iter:
+        out.append(f"{n} kernel executions recorded, expected {K} kernels x {n_iter} iterations "
+                   "(some kernel never got its pages)")
+    else:
+        it_ok = rows[:, 0] == np.repeat(np.arange(n_iter), K)
+        k_ok = rows[:, 1] == np.tile(np.arange(K), n_iter)
+        bad = np.flatnonzero(~(it_ok & k_ok))
+        if bad.size:
+            r = int(bad[0])
+            out.append(f"execution {r} is iteration {rows[r, 0]} kernel {rows[r, 1]}, expected "
+                       f"iteration {r // K} kernel {r % K}")
+    if n:
+        start, end, k = rows[:, 2], rows[:, 3], rows[:, 1]
+        bad = np.flatnonzero(end - start < np.asarray(t11, np.int64)[np.clip(k, 0, K - 1)])
+        if bad.size:
+            r = int(bad[0])
+            out.append(f"execution {r} (kernel {k[r]}) took {end[r] - start[r]} cycles, less than its ideal time")
+        gap = np.flatnonzero(start[1:] != end[:-1])
+        if start[0] != 0 or gap.size:
+            r = 0 if start[0] != 0 else int(gap[0]) + 1
+            out.append(f"execution {r} starts at cycle {start[r]}, not where the previous kernel ended")
+        gpu, host = rows[:, 9], rows[:, 8]
+        bad = np.flatnonzero((gpu < 0) | (gpu > gpu_pages))
+        if bad.size:
+            r = int(bad[0])
+            out.append(f"{gpu[r]} GPU-resident pages at execution {r}, capacity {gpu_pages}")
+        bad = np.flatnonzero((host < 0) | ((host > host_line) & (not overflow)))
+        if bad.size:
+            r = int(bad[0])
+            out.append(f"{host[r]} host-resident pages at execution {r}, host line {host_line}")
+    final = raw["final"]
+    gpu_end = gpu_pages - int(final["gpu_free"])
+    host_end = int(final["host_used"])
+    if not 0 <= gpu_end <= gpu_pages:
+        out.append(f"{gpu_end} GPU-resident pages at the end, capacity {gpu_pages}")
+    if host_end < 0 or (host_end > host_line and not overflow):
+        out.append(f"{host_end} host-resident pages at the end, host line {host_line}")
+    pc = np.asarray(raw["pcie"], np.int64).reshape(-1, 5)
+    alloc, in_ssd, in_host, out_ssd, out_host = (int(x) for x in pc.sum(axis=0))
+    over = np.flatnonzero(pc[:, 1] + pc[:, 2] > pc[:, 0])
+    if over.size:
+        i = int(over[0])
+        out.append(f"iteration {i}: {pc[i, 1] + pc[i, 2]} pages fetched but only {pc[i, 0]} given a GPU frame")
+    if fresh_pages is not None:
+        balance = fresh_pages + in_ssd + in_host - out_ssd - out_host - gpu_end
+        if balance != 0:
+            out.append(f"GPU pages not conserved: {fresh_pages} allocated + {in_ssd + in_host} fetched - "
+                       f"{out_ssd + out_host} evicted - {gpu_end} resident = {balance} (must be 0)")
+    freed = out_host - in_host - host_end
+    if freed < 0 or (exact_host and freed != 0):
+        out.append(f"host pages not conserved: {out_host} evicted to host - {in_host} fetched from host - "
+                   f"{host_end} resident = {freed} (must be {'0' if exact_host else '>= 0'})")
+    return out
+
+
+class Simulator:
+    """Runs traces under policies with one resolved configuration.
+
+    ``Simulator(config)`` takes a :class:`~g10core.config.SimConfig`, a preset name
+    or None (``g10-artifact``); ``run(trace, policy, hints=None)`` returns a
+    :class:`~g10core.results.Result`.  Every input is validated here, before the
+    compiled layer sees it: bad input raises ``ConfigError``, ``TraceError``,
+    ``HintError``, ``CannotFit`` or ``ValueError`` (one line each); a broken internal
+    invariant raises :class:`SimulationError`.
+    """
+
+    def __init__(self, config=None):
+        cfg = _as_config(config)
+        check_supported(cfg)
+        self.config = cfg
+        self.constants = ArtifactConstants.from_config(cfg)
+        check_constants(cfg, self.constants)
+
+    @property
+    def gpu_memory_bytes(self) -> int:
+        return self.constants.gpu_pages * self.config.gpu.page_size_bytes
+
+    def run(self, trace, policy, hints=None) -> Result:
+        """Simulate ``trace`` (a Trace or a trace file path) under ``policy`` (a name).
+
+        ``hints``: None (the policy makes its own), a HINT_DTYPE table, or a
+        :class:`~g10core.hints.HintFile`; given hints replace the policy's, which then
+        only decides the eviction rule (page level) or the simulation mode (tensor level).
+        """
+        t_start = time.perf_counter()
+        cfg = self.config
+        trace, path = _resolve_trace(trace)
+        pol = _resolve_policy(policy, cfg)
+        ident = trace_identity(trace, path)
+        hint_info = {"source": "policy", "policy": pol.name}
+        if isinstance(hints, HintFile):
+            hints = check_belongs(hints, trace)
+            hint_info = {"source": "file", "policy": hints.policy, "path": hints.path, "made_for": hints.trace}
+            hints = hints.hints
+        elif hints is not None:
+            hint_info = {"source": "array", "policy": ""}
+        if hints is not None:
+            hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, hint_info.get("path"))
+            if pol.level == "page" and (pol.ideal or not pol.apply_hints):
+                raise ValueError(f"policy {pol.name!r} applies no hints; replay a hint table with "
+                                 "--policy g10 (LRU fallback) or deepum (window-aware eviction)")
+        check_fits(trace, self.gpu_memory_bytes)
+        common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
+                      trace=ident)
+        hz = self.constants.freq_hz
+        meta = {}
+        if pol.level == "tensor":
+            result = self._run_tensor(trace, pol, hints, hint_info, common, meta)
+        elif pol.ideal:
+            t11, _t10, _t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+            hint_info = {"source": "none", "policy": pol.name, "n_hints": 0}
+            result = results.ideal(t11, freq_hz=hz, iterations=cfg.run.iterations, hints=hint_info,
+                                   metadata=meta, **common)
+        else:
+            result = self._run_page(trace, pol, hints, hint_info, common, meta)
+        meta.update(wall_s=time.perf_counter() - t_start, peak_rss_MB=_peak_rss_MB(),
+                    g10core_version=__version__, python=platform.python_version(),
+                    created_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        return result
+
+    # ---- page level -------------------------------------------------------------
+    def _run_page(self, trace, pol, hints, hint_info, common, meta) -> Result:
+        cfg = self.config
+        t0 = time.perf_counter()
+        if hints is None:
+            hints = pol.hints(trace) if pol.apply_hints else empty_hints()
+            hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, f"<hints of policy {pol.name}>")
+        meta["hints_wall_s"] = time.perf_counter() - t0
+        hint_info.update(n_hints=int(hints.shape[0]), by_action=action_counts(hints),
+                         applied=bool(pol.apply_hints))
+        t1 = time.perf_counter()
+        consts, arrays, (t11, t00) = replay_inputs(trace, cfg, hints, eviction=pol.eviction,
+                                                   apply_hints=pol.apply_hints)
+        hinted = trace.tensor_pages[hints["tensor"]].sum() if hints.size and pol.apply_hints else 0
+        consts["max_ticks"] = tick_budget(consts, trace, t00, int(hinted))
+        try:
+            raw = Replay(consts, arrays).run()
+        except RuntimeError as exc:
+            raise SimulationError(f"{trace.model}-b{trace.batch_size} under {pol.name}: the replay stopped: "
+                                  f"{' '.join(str(exc).split())}") from exc
+        meta["simulate_wall_s"] = time.perf_counter() - t1
+        applied = hints if pol.apply_hints else hints[:0]
+        frees = bool(np.any(applied["action"] == HINT_FREE))
+        fresh = None
+        if pol.eviction == "lru" and applied.size == 0:
+            touched = np.zeros(trace.n_tensors, bool)
+            touched[trace.access_tensor] = True
+            fresh = int(trace.tensor_pages[touched & ~trace.tensor_is_global].sum())
+        problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees)
+        if problems:
+            raise SimulationError(f"{trace.model}-b{trace.batch_size} under {pol.name}: " + "; ".join(problems))
+        final = raw["final"]
+        counters = {"ticks": dict(raw["ticks"]), "final_gpu_used_pages": consts["gpu_pages"] - final["gpu_free"],
+                    "final_host_used_pages": final["host_used"], "gpu_pages": consts["gpu_pages"],
+                    "host_line_pages": consts["host_pages"], "eviction": pol.eviction}
+        if raw["host_overflow"]:
+            return results.failed(
+                f"host memory overflow: the evicted pages exceed host.memory_GiB = {cfg.host.memory_GiB:g} "
+                f"({consts['host_pages']} pages); the published simulator aborts here",
+                level="page", ideal_time_s=int(np.sum(t11)) / self.constants.freq_hz, hints=hint_info,
+                counters=counters, metadata=meta, **common)
+        return results.from_replay(raw, t11=t11, t00=t00, freq_hz=self.constants.freq_hz,
+                                   iterations=consts["iterations"], hints=hint_info, counters=counters,
+                                   metadata=meta, **common)
+
+    # ---- tensor level -----------------------------------------------------------
+    def _run_tensor(self, trace, pol, hints, hint_info, common, meta) -> Result:
+        cfg = self.config
+        t0 = time.perf_counter()
+        if hints is None:
+            d = pol.simulate(trace)
+            sched = d.get("schedule", {}) or {}
+            hint_info["n_hints"] = int(sched.get("n_hints", sched.get("n_offloads", 0)))
+        else:
+            from . import tensorsim
+            from .policies.flashneuron import loss_kernel
+
+            hint_info.update(n_hints=int(hints.shape[0]), by_action=action_counts(hints))
+            if pol.name == "flashneuron":
+                loss = loss_kernel(trace)
+                if loss < 0:
+                    raise ValueError(f"flashneuron needs a loss kernel (named 'makeLoss' or containing 'loss') "
+                                     f"in {trace.model}-b{trace.batch_size} to replay hints")
+                d = tensorsim.simulate(trace, cfg, hints, mode="flashneuron", backward_start_kernel=loss)
+            elif pol.name in ("g10-gds", "g10-host"):
+                d = tensorsim.simulate(trace, cfg, hints, mode="gds")
+            else:
+                raise ValueError(f"tensor-level policy {pol.name!r} cannot replay a hint table")
+        meta["simulate_wall_s"] = time.perf_counter() - t0
+        return results.from_tensor_level(d, page_size_bytes=cfg.gpu.page_size_bytes, hints=hint_info,
+                                         metadata=meta, **common)
+
+
+def simulate(trace, policy: str, *, config=None, preset_name: str = "g10-artifact", config_file=None,
+             sets=None, hints=None) -> Result:
+    """One run: ``config`` (SimConfig or preset name), or a preset + TOML file + overrides."""
+    cfg = _as_config(config) if config is not None else resolve_config(preset_name, config_file, sets)
+    return Simulator(cfg).run(trace, policy, hints)
+
+
+def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, str | None]:
+    """The hint table a policy would apply to ``trace`` (for ``g10sim hints``).
+
+    Page-level policies: their ``hints()``.  Tensor-level ones: their schedule
+    (``flashneuron``: its offloads; ``g10-gds``/``g10-host``: the G10 schedule variant).
+    Returns (hints, trace, trace path or None).
+    """
+    cfg = _as_config(config)
+    sim = Simulator(cfg)
+    trace, path = _resolve_trace(trace)
+    pol = _resolve_policy(policy, cfg)
+    check_fits(trace, sim.gpu_memory_bytes)
+    if pol.level == "page":
+        h = pol.hints(trace) if pol.apply_hints and not pol.ideal else empty_hints()
+    elif pol.name == "flashneuron":
+        from .policies.flashneuron import flashneuron_schedule
+
+        plan = flashneuron_schedule(trace, cfg)
+        if plan["failed"]:
+            raise ValueError(plan["failure_reason"])
+        h = plan["hints"]
+    elif pol.name in ("g10-gds", "g10-host"):
+        from .policies.g10 import schedule
+
+        h = schedule(trace, cfg, variant="gds" if pol.name == "g10-gds" else "host")
+    else:
+        raise ValueError(f"policy {pol.name!r} has no hint table")
+    return validate_hints(h, trace.n_kernels, trace.n_tensors, f"<hints of policy {pol.name}>"), trace, path
