@@ -26,7 +26,12 @@ from libcpp.vector cimport vector
 from libcpp.utility cimport pair
 from cython.operator cimport dereference as deref, preincrement as inc, predecrement as dec
 
-from ._types cimport loc_run, lru_node, queue_run
+from ._types cimport loc_run, lru_node, queue_run, g10_removed
+
+cdef extern from "g10core/runmap.h":
+    ctypedef cmap[int64_t, loc_run] g10_runmap
+    g10_removed g10_assign(g10_runmap& m, int64_t a, int64_t b, int8_t loc, int8_t intr,
+                           int64_t lo, int64_t hi, int8_t gpu) except + nogil
 
 import numpy as np
 
@@ -63,6 +68,7 @@ DEF KS_COLS = 10
 
 # recorded tick operations
 DEF OPS_MAX = 48
+DEF SEQ_MAX = 32
 DEF OP_VICT = 1
 DEF OP_IN = 2
 DEF OP_PREEV = 3
@@ -151,6 +157,17 @@ cdef class Replay:
     cdef bint rec_vpf                   # were the tick's victims chosen as page-fault victims
     cdef bint rec_vreq                  # did they belong to the running kernel (re-queued as faults)
     cdef int8_t rec_in_req              # did the pages brought in belong to it (-1 none yet, -2 mixed)
+    # the same operations in order, for tick-by-tick repeats
+    cdef int n_sq_v, n_sq_in, n_sq_pre
+    cdef int8_t sq_vdest[SEQ_MAX]
+    cdef int64_t sq_vk[SEQ_MAX]
+    cdef int8_t sq_inq[SEQ_MAX]
+    cdef int64_t sq_ink[SEQ_MAX]
+    cdef int8_t sq_preq[SEQ_MAX]
+    cdef int8_t sq_predest[SEQ_MAX]
+    cdef int64_t sq_prek[SEQ_MAX]
+    cdef bint seq_overflow
+    cdef bint replaying                 # inside _apply_bulk: do not record
     cdef int64_t tick_host0, tick_free0 # host pages and free frames when the tick began
     cdef int64_t qlen0[NQ]              # queue lengths when the tick began
     # events
@@ -258,6 +275,7 @@ cdef class Replay:
         self.transferring = False
         self.host_overflow = False
         self.n_ticks_detailed = self.n_ticks_bulk = self.n_ticks_idle = 0
+        self.replaying = False
         for i in range(24):
             self.reject[i] = 0
 
@@ -316,36 +334,13 @@ cdef class Replay:
 
     cdef int lassign(self, int32_t t, int64_t a, int64_t b, int8_t loc, int8_t intr) except -1 nogil:
         """Set pages [a, b) of tensor t to (loc, intr), keeping runs maximal within t."""
-        cdef locmap_t.iterator it, nx, pv
-        cdef int64_t lo = self.t_first[t], hi = lo + self.t_np[t]
-        cdef loc_run r
-        self.lsplit(a)
-        self.lsplit(b)
-        it = self.loc.find(a)
-        while it != self.loc.end() and deref(it).first < b:
-            self._count(t, deref(it).second.loc, deref(it).second.intr,
-                        deref(it).first - deref(it).second.end)
-            it = self.loc.erase(it)
-        r.end = b
-        r.loc = loc
-        r.intr = intr
+        cdef int64_t lo = self.t_first[t]
+        cdef g10_removed rem = g10_assign(self.loc, a, b, loc, intr, lo, lo + self.t_np[t], GPU)
+        self.cnt_ready[t] -= rem.ready
+        self.cnt_intr[t] -= rem.intr
+        self.gpu_intr -= rem.gpu_intr
         self._count(t, loc, intr, b - a)
-        self.loc[a] = r
-        it = self.loc.find(a)
-        nx = it
-        inc(nx)
-        if (nx != self.loc.end() and deref(nx).first == b and b < hi
-                and deref(nx).second.loc == loc and deref(nx).second.intr == intr):
-            deref(it).second.end = deref(nx).second.end
-            self.loc.erase(nx)
-        if a > lo:
-            pv = it
-            dec(pv)
-            if deref(pv).second.loc == loc and deref(pv).second.intr == intr:
-                deref(pv).second.end = deref(it).second.end
-                self.loc.erase(it)
         return 0
-
 
     cdef inline locmap_t.iterator lfind(self, int64_t page) noexcept nogil:
         cdef locmap_t.iterator it = self.loc.upper_bound(page)
@@ -600,7 +595,9 @@ cdef class Replay:
         nxt = self.lru_next_page(last)
         if nxt < 0 and k >= 2 and appended >= 0:
             nxt = appended
-        if self.tick_victims == 0:
+        if self.replaying:
+            pass
+        elif self.tick_victims == 0:
             self.rec_vdest = v.dest
             self.rec_vpf = is_pf
             self.rec_vreq = requeue
@@ -613,7 +610,18 @@ cdef class Replay:
             if self.cursor >= v.page and self.cursor <= last:
                 self.cursor = nxt
             self.victim_src |= 2
-        self.record_op(OP_VICT, -1, dest, k)
+        if self.replaying:
+            pass
+        else:
+            self.record_op(OP_VICT, -1, dest, k)
+            if self.n_sq_v and self.sq_vdest[self.n_sq_v - 1] == dest:
+                self.sq_vk[self.n_sq_v - 1] += k
+            elif self.n_sq_v == SEQ_MAX:
+                self.seq_overflow = True
+            else:
+                self.sq_vdest[self.n_sq_v] = dest
+                self.sq_vk[self.n_sq_v] = k
+                self.n_sq_v += 1
         self.lassign(v.tensor, v.page, v.page + k, dest, 1 if requeue else 0)
         if requeue:
             q = Q_PF_HOST if dest == HOST else (Q_PF_SSD if dest == SSD else Q_PF_ALLOC)
@@ -780,6 +788,14 @@ cdef class Replay:
         self.qpop(q, k)
         self.consumed[q] += k
         self.record_op(OP_IN, q, src, k)
+        if self.n_sq_in and self.sq_inq[self.n_sq_in - 1] == q:
+            self.sq_ink[self.n_sq_in - 1] += k
+        elif self.n_sq_in == SEQ_MAX:
+            self.seq_overflow = True
+        else:
+            self.sq_inq[self.n_sq_in] = q
+            self.sq_ink[self.n_sq_in] = k
+            self.n_sq_in += 1
         if self.rec_in_req == -1:
             self.rec_in_req = self.required(f.tensor)
         elif self.rec_in_req != self.required(f.tensor):
@@ -852,6 +868,15 @@ cdef class Replay:
             self.qpop(q, k)
             self.consumed[q] += k
             self.record_op(OP_PREEV, q, d, k)
+            if self.n_sq_pre and self.sq_preq[self.n_sq_pre - 1] == q and self.sq_predest[self.n_sq_pre - 1] == d:
+                self.sq_prek[self.n_sq_pre - 1] += k
+            elif self.n_sq_pre == SEQ_MAX:
+                self.seq_overflow = True
+            else:
+                self.sq_preq[self.n_sq_pre] = q
+                self.sq_predest[self.n_sq_pre] = d
+                self.sq_prek[self.n_sq_pre] = k
+                self.n_sq_pre += 1
         return 0
 
     cdef int pf_fetch(self, int q, int8_t src) except -1 nogil:
@@ -932,6 +957,8 @@ cdef class Replay:
         self.tick_victims = 0
         self.victim_src = 0
         self.n_ops = 0
+        self.n_sq_v = self.n_sq_in = self.n_sq_pre = 0
+        self.seq_overflow = False
         self.rec_in_req = -1
         self.tick_host0 = self.host_used
         self.tick_free0 = self.gpu_free
@@ -1301,18 +1328,19 @@ cdef class Replay:
         A tick is a deterministic function of its start state: the scalar state (host
         pages, free frames, quotas, which queues are empty) and the treatment of the
         pages at the queues' fronts and at the victim position.  The tick just done
-        recorded what it did (``op_*``).  If the same start state recurs (or moves
-        away from every threshold) and the next pages are treated alike, the next n
-        ticks do exactly the same, so their effect is applied here at once.  Only
-        single-stream ticks are merged: at most one queue brings pages in, victims go
-        to one destination, pre-evictions come from one queue; otherwise the arrival
-        order inside each tick would interleave and the tick is left to the detailed path.
+        recorded what it did: per stream totals (``op_*``) and, in order, which queues
+        brought how many pages in (``sq_in*``) and how many victims went where
+        (``sq_v*``).  If the same start state recurs (or stays clear of every
+        threshold) and the next pages are treated alike, the next n ticks do exactly
+        the same; their effect is applied here: all at once when each kind of
+        operation has a single stream, tick by tick otherwise (the arrival order of
+        pages inside a tick interleaves the streams).
         """
         cdef int64_t n = BIG, m, d_free, d_host, c, span, need, V = self.tick_victims
-        cdef int i, q, n_in = 0, n_pre = 0, n_vict = 0, q_in = -1, q_pre = -1, cycle
-        cdef int8_t d_vict = -1, d_pre = -1, src_in = -1
-        cdef bint pf_nonempty = False, in_pf
-        if self.victim_src == 3 or self.gpu_intr or (self.tick_victims and self.rec_vdest == -2):
+        cdef int i, q, q_in = -1, n_in = 0, cycle = -1
+        cdef int8_t d_vict = -1
+        cdef bint pf_nonempty = False, in_pf, single
+        if self.victim_src == 3 or self.gpu_intr or (V and self.rec_vdest == -2) or self.seq_overflow:
             self.reject[14] += 1
             return 0
         if self.stalled and (self.victim_src & 1 or self.cursor >= 0):
@@ -1324,27 +1352,22 @@ cdef class Replay:
             return 0
         for i in range(self.n_ops):
             if self.op_kind[i] == OP_IN:
-                if q_in != -1 and q_in != self.op_q[i]:
-                    self.reject[2] += 1
-                    return 0
+                n_in += 1
                 q_in = self.op_q[i]
-                src_in = self.op_dest[i]
             elif self.op_kind[i] == OP_VICT:
-                if d_vict != -1 and d_vict != self.op_dest[i]:
-                    self.reject[3] += 1
-                    return 0
-                d_vict = self.op_dest[i]
-            else:
-                if q_pre != -1 and (q_pre != self.op_q[i] or d_pre != self.op_dest[i]):
-                    self.reject[4] += 1
-                    return 0
-                q_pre = self.op_q[i]
-                d_pre = self.op_dest[i]
+                d_vict = self.op_dest[i] if d_vict == -1 or d_vict == self.op_dest[i] else -3
+        single = n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1
         if V and self.rec_vreq:
             # re-queued victims must join a queue whose treatment they cannot change:
             # the queue being drained, or one that stays non-empty and untouched
+            if d_vict == -3:
+                self.reject[16] += 1
+                return 0
             q = Q_PF_HOST if d_vict == HOST else (Q_PF_SSD if d_vict == SSD else Q_PF_ALLOC)
-            if not (q == q_in or (self.qlen0[q] > 0 and self.consumed[q] == 0)):
+            if single and q == q_in and V == self.consumed[q_in]:
+                # it gets back per tick exactly what it gives: its pages form one stream
+                cycle = q
+            elif not (q == q_in and single) and not (self.qlen0[q] > 0 and self.consumed[q] == 0):
                 self.reject[16] += 1
                 return 0
         # time: only ticks strictly before the next kernel event
@@ -1355,14 +1378,7 @@ cdef class Replay:
             m = (self.tk - self.tb + self.tick - 1) // self.tick
             if m < n:
                 n = m
-        # a page-fault queue that gets back, as re-queued victims, exactly what it gives
-        # per tick keeps its length: its pages are then a stream (queued, then re-queued)
-        cycle = -1
-        if V and self.rec_vreq and q_in >= 0 and V == self.consumed[q_in]:
-            q = Q_PF_HOST if d_vict == HOST else (Q_PF_SSD if d_vict == SSD else Q_PF_ALLOC)
-            if q == q_in:
-                cycle = q
-        # queues: every consumed queue must stay non-empty with pages treated alike
+        # queues: every consumed queue stays non-empty, with pages treated alike
         for q in range(NQ):
             c = self.consumed[q]
             if c == 0 or q == cycle:
@@ -1373,38 +1389,25 @@ cdef class Replay:
             m = (self.qlen[q] - 1) // c
             if m < n:
                 n = m
-        if q_in >= 0 and q_in != cycle:
-            in_pf = q_in == Q_PF_SSD or q_in == Q_PF_HOST or q_in == Q_PF_ALLOC
-            need = n * self.consumed[q_in] + 1 if n < HUGE_N else self.qlen[q_in]
-            if self.eviction == EVICT_DEEPUM and self.rec_in_req == -2:
-                self.reject[17] += 1     # pages of the running kernel and others: victims differ
-                return 0
-            span = self._queue_span(q_in, need, self.qs[q_in].front().src,
-                                    self.eviction == EVICT_DEEPUM, self.rec_in_req == 1)
-            m = (span - 1) // self.consumed[q_in]
-            if m < n:
-                n = m
-        if q_pre >= 0:
-            need = n * self.consumed[q_pre] + 1 if n < HUGE_N else self.qlen[q_pre]
-            m = 0
-            while True:   # pre-evicted pages of a required tensor would be re-queued
-                span = 0
-                for i in range(<int>self.qs[q_pre].size()):
-                    if self.required(self.qs[q_pre][i].tensor) or span >= need:
-                        break
-                    span += self.qs[q_pre][i].count
-                break
-            if span < need:
-                need = span
-            m = (need - 1) // self.consumed[q_pre] if need > 0 else 0
+            need = n * c + 1
+            if q >= Q_EV_SSD:
+                span = self._queue_span(q, need, GPU, True, False)   # a required page would be re-queued
+            else:
+                in_pf = q == Q_PF_SSD or q == Q_PF_HOST or q == Q_PF_ALLOC
+                if self.eviction == EVICT_DEEPUM and not in_pf and self.rec_in_req == -2:
+                    self.reject[17] += 1     # the running kernel's pages and others: victims differ
+                    return 0
+                span = self._queue_span(q, need, self.qs[q].front().src,
+                                        self.eviction == EVICT_DEEPUM and not in_pf, self.rec_in_req == 1)
+            m = (span - 1) // c
             if m < n:
                 n = m
         # a waiting kernel must not become ready inside the bulk
         if self.has_resched:
             for q in range(3):
-                if self.qlen[q] and (self.consumed[q] == 0 or self.qlen[q] > n * self.consumed[q]):
+                if self.qlen[q] and (self.consumed[q] == 0 or q == cycle or self.qlen[q] > n * self.consumed[q]):
                     pf_nonempty = True
-            if not pf_nonempty and q_in >= 0:
+            if not pf_nonempty and n_in == 1:
                 # it waits for pages still queued for prefetch: stop before the last of them lands
                 m = self._bulk_before_ready(q_in, n)
                 if m < n:
@@ -1424,7 +1427,7 @@ cdef class Replay:
             if m < n:
                 n = m
         elif d_free > 0:
-            if q_in >= 0:
+            if n_in:
                 self.reject[9] += 1
                 return 0
             for q in range(NQ):
@@ -1456,65 +1459,87 @@ cdef class Replay:
             self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(n)
             self.log.push_back(q_in * 1000 + (self.consumed[q_in] if q_in >= 0 else 0))
             self.log.push_back(V * 10 + self.stalled)
-        self._apply_bulk(n, q_in, src_in, d_vict, q_pre, d_pre)
-        self.reject[13] += 1
+        if single:
+            self._apply_bulk(n, 1)
+            self.reject[13] += 1
+        else:
+            self._apply_bulk(1, n)
+            self.reject[18] += 1
         return 0
 
-    cdef int _apply_bulk(self, int64_t n, int q_in, int8_t src_in, int8_t d_vict,
-                         int q_pre, int8_t d_pre) except -1 nogil:
-        cdef int64_t left, k, i
+    cdef int _apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil:
+        """Apply the recorded tick `repeat` times, each with its page counts times `scale`."""
+        cdef int64_t left, k, r, t
+        cdef int i
+        cdef int8_t d
         cdef victim_t v
         cdef queue_run f
         cdef int64_t* st
-        # victims
-        left = n * self.tick_victims
-        while left > 0:
-            v = self.find_victim(self.rec_vpf)
-            k = v.seglen if v.seglen < left else left
-            if d_vict == HOST:
-                self.host_used += k
-            self.take_victims(&v, k, d_vict, self.rec_vpf, -1)
-            left -= k
-        # pages brought in
-        if q_in >= 0:
-            left = n * self.consumed[q_in]
-            while left > 0:
-                f = self.qs[q_in].front()
-                k = f.count if f.count < left else left
-                if f.src == HOST:
-                    self.host_used -= k
-                self.gpu_free -= k
-                if self.debug_log:
-                    self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
-                    self.log.push_back(k); self.log.push_back(f.src)
-                self.lassign(f.tensor, f.start, f.start + k, GPU, 0)
-                self.lru_append(f.start, k, f.tensor)
-                self.qpop(q_in, k)
-                left -= k
-        # pre-evictions
-        if q_pre >= 0:
-            left = n * self.consumed[q_pre]
-            while left > 0:
-                f = self.qs[q_pre].front()
-                k = f.count if f.count < left else left
-                if d_pre == HOST:
-                    self.host_used += k
-                self.lassign(f.tensor, f.start, f.start + k, d_pre, 0)
-                self.lru_remove(f.start, k)
-                self.gpu_free += k
-                self.qpop(q_pre, k)
-                left -= k
+        self.replaying = True
+        for r in range(repeat):
+            # victims, in their recorded order and destinations
+            for i in range(self.n_sq_v):
+                left = scale * self.sq_vk[i]
+                d = self.sq_vdest[i]
+                while left > 0:
+                    v = self.find_victim(self.rec_vpf)
+                    if not v.found or v.seglen <= 0:
+                        with gil:
+                            raise RuntimeError(f"internal: bulk repeat ran out of victims ({self._state()})")
+                    k = v.seglen if v.seglen < left else left
+                    if d == HOST:
+                        self.host_used += k
+                    self.take_victims(&v, k, d, self.rec_vpf, -1)
+                    left -= k
+            # pages brought in, queue by queue in their recorded order
+            for i in range(self.n_sq_in):
+                left = scale * self.sq_ink[i]
+                while left > 0:
+                    if self.qs[self.sq_inq[i]].empty():
+                        with gil:
+                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.sq_inq[i]} ({self._state()})")
+                    f = self.qs[self.sq_inq[i]].front()
+                    k = f.count if f.count < left else left
+                    if f.src == HOST:
+                        self.host_used -= k
+                    self.gpu_free -= k
+                    if self.debug_log:
+                        self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
+                        self.log.push_back(k); self.log.push_back(f.src)
+                    self.lassign(f.tensor, f.start, f.start + k, GPU, 0)
+                    self.lru_append(f.start, k, f.tensor)
+                    self.qpop(self.sq_inq[i], k)
+                    left -= k
+            # pre-evictions
+            for i in range(self.n_sq_pre):
+                left = scale * self.sq_prek[i]
+                d = self.sq_predest[i]
+                while left > 0:
+                    if self.qs[self.sq_preq[i]].empty():
+                        with gil:
+                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.sq_preq[i]} ({self._state()})")
+                    f = self.qs[self.sq_preq[i]].front()
+                    k = f.count if f.count < left else left
+                    if d == HOST:
+                        self.host_used += k
+                    self.lassign(f.tensor, f.start, f.start + k, d, 0)
+                    self.lru_remove(f.start, k)
+                    self.gpu_free += k
+                    self.qpop(self.sq_preq[i], k)
+                    left -= k
+        self.replaying = False
+        t = scale * repeat
         if self.in_n or self.out_n:
             st = self.pcie + 5 * self.iteration
-            st[0] += n * self.alloc_n
-            st[1] += n * self.in_ssd
-            st[2] += n * self.in_cpu
-            st[3] += n * self.out_ssd
-            st[4] += n * self.out_cpu
-        self.tb += n * self.tick
-        self.seq += n
+            st[0] += t * self.alloc_n
+            st[1] += t * self.in_ssd
+            st[2] += t * self.in_cpu
+            st[3] += t * self.out_ssd
+            st[4] += t * self.out_cpu
+        self.tb += t * self.tick
+        self.seq += t
         self.sb = self.seq - 1
-        self.n_ticks_bulk += n
+        self.n_ticks_bulk += t
         return 0
 
     # ======================================================================
@@ -1604,6 +1629,9 @@ cdef class Replay:
             i = self.nodes[i].next
         return {"runs": runs, "queues": queues, "lru": lru, "cursor": self.cursor,
                 "gpu_free": self.gpu_free, "host_used": self.host_used}
+
+    def debug_rows(self):
+        return np.array(self.log, dtype=np.int64).reshape(-1, 5)
 
     def tensor_counts(self):
         """(ready pages, in-transfer pages) per tensor, for invariant tests."""

@@ -126,10 +126,18 @@ cdef struct ssd_plane:
 # ---- page-level replay (_replay.pyx) ------------------------------------------
 # Page state is kept in runs: a run covers consecutive pages of ONE tensor that
 # share a location and an in-transfer flag.  Runs never cross tensor boundaries.
-cdef struct loc_run:
-    int64_t end                # one past the last page of the run
-    int8_t loc                 # Tier
-    int8_t intr                # 1: queued for a transfer (the artifact's in_transfer)
+cdef extern from "g10core/runmap.h":
+    # the run map and its assignment live in a C++ header (hinted std::map inserts)
+    cdef struct g10_loc_run:
+        int64_t end            # one past the last page of the run
+        int8_t loc             # Tier
+        int8_t intr            # 1: queued for a transfer (the artifact's in_transfer)
+    cdef struct g10_removed:
+        int64_t ready          # pages that were in GPU and not in transfer
+        int64_t intr           # pages that were in transfer
+        int64_t gpu_intr       # pages that were in GPU and in transfer
+
+ctypedef g10_loc_run loc_run
 
 # A run of the GPU's arrival-ordered page list ("LRU" in the artifact; FIFO in effect).
 cdef struct lru_node:
