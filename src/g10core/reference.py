@@ -238,6 +238,7 @@ class ReferenceReplay:
         self.pcie = []                 # per busy tick: (iter, time, alloc, in_ssd, in_cpu, out_ssd, out_cpu)
         self.host_overflow = False
         self.max_kernels = max_kernels
+        self.max_ticks = 1 << 62       # a livelock guard for tests
         self.log = None                # debug: list of (kind, time, page, 1, tier)
         self.now = 0
 
@@ -616,6 +617,7 @@ class ReferenceReplay:
 
         push(("K", 0, 0))
         push(("B", 0, None))
+        ticks = 0
         while heap:
             now, _, kind, arg = heapq.heappop(heap)
             self.now = now
@@ -625,6 +627,9 @@ class ReferenceReplay:
                     break
             else:
                 created = self.batcher(now)
+                ticks += 1
+                if ticks > self.max_ticks:
+                    raise RuntimeError(f"no progress after {ticks} transfer ticks (kernel {self.cur})")
             for ev in created:
                 push(ev)
         return summarize(self.K, self.t11, self.t00, self.kernels, self.pcie, self.boundaries,
