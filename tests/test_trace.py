@@ -274,7 +274,14 @@ def test_validation_does_not_require_time_order():
     validate_trace(tiny_trace(kernel_time_fault_outputs_ns=_f64(5, 5)))
 
 
-@pytest.mark.parametrize("fld,value", [("kernel", 2), ("tensor", -1), ("action", 4)])
+def test_hint_at_kernel_K_is_valid():
+    # the published scheduler frees tensors at kernel K: applied at the next iteration's kernel 0
+    hints = np.zeros(2, HINT_DTYPE)
+    hints["kernel"][1] = 2                                  # tiny_trace has K = 2
+    validate_trace(tiny_trace(hints=hints))
+
+
+@pytest.mark.parametrize("fld,value", [("kernel", 3), ("kernel", -1), ("tensor", -1), ("action", 4)])
 def test_validation_of_hints(fld, value):
     hints = np.zeros(2, HINT_DTYPE)
     hints[fld][1] = value

@@ -27,6 +27,8 @@ from libcpp.utility cimport pair
 from cython.operator cimport dereference as deref, preincrement as inc, predecrement as dec
 
 from ._types cimport loc_run, lru_node, queue_run, g10_removed
+from ._ssd cimport SSDCore
+from ._pcie cimport LinkCore, DIR_TO_DEVICE, DIR_FROM_DEVICE, FLOW_HOST, FLOW_PEER
 
 cdef extern from "g10core/runmap.h":
     ctypedef cmap[int64_t, loc_run] g10_runmap
@@ -92,6 +94,18 @@ cdef class Replay:
     # ---- constants ----
     cdef int64_t P, K, T, n_iter
     cdef int64_t gpu_pages, host_line, tick, gpu_batch, host_batch, ssd_batch, alloc_batch
+    cdef int64_t ssd_q                  # SSD pages per direction in the current tick
+    # detailed preset: the SSD and the GPU's PCIe link as devices (None in g10-artifact)
+    cdef bint detailed
+    cdef SSDCore ssd
+    cdef LinkCore link
+    cdef object _ssd_obj, _link_obj
+    cdef int64_t ssd_throttled_ticks    # ticks in which the SSD could not take new commands
+    # page conservation: with the transfer counters these close the GPU and host balances
+    cdef int64_t n_allocated            # never-present pages given a GPU frame
+    cdef int64_t n_dropped              # GPU pages evicted without a transfer (dead, DeepUM+)
+    cdef int64_t n_freed_gpu, n_freed_host   # pages released by free hints
+    cdef int64_t link_bytes[2][2]       # this tick's bytes per (direction, flow), submitted at its end
     cdef int64_t freq_hz
     cdef double bw_pcie, bw_ssd
     cdef int l_sys, l_ssd
@@ -186,8 +200,14 @@ cdef class Replay:
     cdef int64_t reject[24]                 # diagnostics: why ticks were not repeated in bulk
     cdef vector[int64_t] log                # debug: (kind, time, page, count, dest) rows
 
-    def __init__(self, dict c, dict arrays):
-        """``c``: scalar constants (validated by the Python layer); ``arrays``: numpy inputs."""
+    def __init__(self, dict c, dict arrays, ssd=None, link=None):
+        """``c``: scalar constants (validated by the Python layer); ``arrays``: numpy inputs.
+
+        ``ssd`` and ``link`` (``g10core.ssd.SSD``, ``g10core.pcie.PcieLink``) make the run
+        detailed: every page moved to or from the SSD is a command to its FTL, every
+        transfer is submitted to the GPU's link, and a tick moves SSD pages only when the
+        SSD can take new commands (GC and a full write buffer throttle it).
+        """
         self.P = c["pages"]
         self.K = c["kernels"]
         self.T = c["tensors"]
@@ -208,6 +228,18 @@ cdef class Replay:
         self.window = c["window"]
         self.apply_hints = c["apply_hints"]
         self.bulk_enabled = c.get("bulk", True)
+        self.detailed = ssd is not None
+        self._ssd_obj = ssd
+        self._link_obj = link
+        if self.detailed:
+            self.ssd = ssd.core
+            self.link = link.core
+            self.bulk_enabled = False      # device state evolves: no two ticks are alike
+        self.ssd_q = self.ssd_batch
+        self.ssd_throttled_ticks = 0
+        self.n_allocated = self.n_dropped = self.n_freed_gpu = self.n_freed_host = 0
+        self.link_bytes[0][0] = self.link_bytes[0][1] = 0
+        self.link_bytes[1][0] = self.link_bytes[1][1] = 0
         self.max_ticks = c.get("max_ticks", BIG)
         self.debug_log = c.get("debug_log", False)
 
@@ -503,6 +535,36 @@ cdef class Replay:
         return True
 
     # ======================================================================
+    # the detailed preset's devices
+    # ======================================================================
+    cdef inline void device_out(self, int64_t page, int64_t k, int8_t dest) noexcept nogil:
+        """Pages leave the GPU: a write to the SSD (GPUDirect) or a copy to host memory."""
+        if dest == SSD:
+            self.ssd.write(page, k, self.tb)
+            self.link_bytes[DIR_FROM_DEVICE][FLOW_PEER] += k * 4096
+        elif dest == HOST:
+            self.link_bytes[DIR_FROM_DEVICE][FLOW_HOST] += k * 4096
+        else:
+            self.ssd.trim(page, k)       # dropped dead pages: any SSD copy is garbage
+
+    cdef inline void device_in(self, int64_t page, int64_t k, int8_t src) noexcept nogil:
+        """Pages reach the GPU: a read from the SSD or a copy from host memory."""
+        if src == SSD:
+            self.ssd.read(page, k, self.tb)
+            self.link_bytes[DIR_TO_DEVICE][FLOW_PEER] += k * 4096
+        elif src == HOST:
+            self.link_bytes[DIR_TO_DEVICE][FLOW_HOST] += k * 4096
+
+    cdef inline void device_flush(self, int64_t now) noexcept nogil:
+        """A tick's transfers, one per direction and flow, go to the link."""
+        cdef int d, f
+        for d in range(2):
+            for f in range(2):
+                if self.link_bytes[d][f]:
+                    self.link.submit(d, f, self.link_bytes[d][f], now)
+                    self.link_bytes[d][f] = 0
+
+    # ======================================================================
     # victim selection
     # ======================================================================
     cdef int64_t skip_intr(self, int64_t c) except -2 nogil:
@@ -626,6 +688,10 @@ cdef class Replay:
         if requeue:
             q = Q_PF_HOST if dest == HOST else (Q_PF_SSD if dest == SSD else Q_PF_ALLOC)
             self.qpush(q, v.page, k, v.tensor, dest)
+        if dest == NP:
+            self.n_dropped += k
+        if self.detailed:
+            self.device_out(v.page, k, dest)
         if self.debug_log:
             self.log.push_back(1); self.log.push_back(self.tb); self.log.push_back(v.page)
             self.log.push_back(k); self.log.push_back(dest)
@@ -661,7 +727,7 @@ cdef class Replay:
         if dest == SSD:
             self.out_ssd += 1
             self.out_n += 1
-            if self.out_ssd == self.ssd_batch:
+            if self.out_ssd == self.ssd_q:
                 self.forced_evict = HOST
         elif dest == HOST:
             self.out_cpu += 1
@@ -672,7 +738,7 @@ cdef class Replay:
     cdef inline void rec_fetch(self, int8_t src) noexcept nogil:
         if src == SSD:
             self.in_ssd += 1
-            if self.in_ssd == self.ssd_batch:
+            if self.in_ssd == self.ssd_q:
                 self.forced_fetch = HOST
         else:
             self.in_cpu += 1
@@ -685,7 +751,7 @@ cdef class Replay:
         if self.gpu_free > 0:
             return True
         if self.host_full():
-            return self.out_n < self.gpu_batch and self.out_ssd < self.ssd_batch
+            return self.out_n < self.gpu_batch and self.out_ssd < self.ssd_q
         return self.out_n < self.gpu_batch
 
     # ======================================================================
@@ -734,7 +800,7 @@ cdef class Replay:
                         break
                 else:
                     if src == SSD:
-                        if not (self.in_ssd < self.ssd_batch and self.in_n < self.gpu_batch and self.room()):
+                        if not (self.in_ssd < self.ssd_q and self.in_n < self.gpu_batch and self.room()):
                             break
                     elif not (self.in_cpu < self.host_batch and self.in_n < self.gpu_batch and self.room()):
                         break
@@ -780,6 +846,10 @@ cdef class Replay:
         if need_victim:
             self.take_victims(&v, k, d0, pf_eff, f.start)
         self.gpu_free -= k
+        if src == NP:
+            self.n_allocated += k
+        if self.detailed:
+            self.device_in(f.start, k, src)
         if self.debug_log:
             self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
             self.log.push_back(k); self.log.push_back(src)
@@ -814,9 +884,9 @@ cdef class Replay:
         cdef int qq
         while self.qlen[q]:
             if q == Q_EV_SSD:
-                if not (self.out_ssd < self.ssd_batch and self.out_n < self.gpu_batch):
+                if not (self.out_ssd < self.ssd_q and self.out_n < self.gpu_batch):
                     break
-            elif not (((self.host_full() and self.out_ssd < self.ssd_batch)
+            elif not (((self.host_full() and self.out_ssd < self.ssd_q)
                        or (not self.host_full() and self.out_cpu < self.host_batch))
                       and self.out_n < self.gpu_batch):
                 break
@@ -825,7 +895,7 @@ cdef class Replay:
             # how many pages go out with this destination before a quota or the host line flips it
             kmax = f.count
             if d == SSD:
-                n = self.ssd_batch - self.out_ssd
+                n = self.ssd_q - self.out_ssd
             else:
                 n = self.host_batch - self.out_cpu
                 if self.host_line - self.host_used < n:
@@ -840,9 +910,9 @@ cdef class Replay:
             while k < kmax:
                 if k > 0:
                     if q == Q_EV_SSD:
-                        if not (self.out_ssd < self.ssd_batch and self.out_n < self.gpu_batch):
+                        if not (self.out_ssd < self.ssd_q and self.out_n < self.gpu_batch):
                             break
-                    elif not (((self.host_full() and self.out_ssd < self.ssd_batch)
+                    elif not (((self.host_full() and self.out_ssd < self.ssd_q)
                                or (not self.host_full() and self.out_cpu < self.host_batch))
                               and self.out_n < self.gpu_batch):
                         break
@@ -857,6 +927,8 @@ cdef class Replay:
             if d == HOST and self.host_used > self.host_line:
                 self.host_overflow = True
             requeue = self.required(f.tensor)
+            if self.detailed:
+                self.device_out(f.start, k, d)
             self.lassign(f.tensor, f.start, f.start + k, d, 1 if requeue else 0)
             if requeue:
                 qq = Q_PF_HOST if d == HOST else (Q_PF_SSD if d == SSD else Q_PF_ALLOC)
@@ -881,6 +953,8 @@ cdef class Replay:
 
     cdef int pf_fetch(self, int q, int8_t src) except -1 nogil:
         cdef int64_t r
+        if self.detailed and src == SSD and self.ssd_q == 0:
+            return 0                        # detailed preset: the SSD is throttled this tick
         while (self.in_n < self.gpu_batch and self.alloc_n < self.alloc_batch and self.room()
                and self.qlen[q]):
             r = self.bring_in(q, self.gpu_batch, 0, True)
@@ -905,7 +979,7 @@ cdef class Replay:
     cdef int prefetch(self) except -1 nogil:
         cdef int64_t r
         cdef queue_run f
-        while (self.in_ssd < self.ssd_batch and self.in_n < self.gpu_batch and self.room()
+        while (self.in_ssd < self.ssd_q and self.in_n < self.gpu_batch and self.room()
                and self.qlen[Q_PRE_SSD]):
             f = self.qs[Q_PRE_SSD].front()
             if f.src == SSD:
@@ -965,6 +1039,10 @@ cdef class Replay:
         for i in range(NQ):
             self.consumed[i] = 0
             self.qlen0[i] = self.qlen[i]
+        self.ssd_q = self.ssd_batch
+        if self.detailed and self.ssd.next_issue_time(now) > now + self.tick:
+            self.ssd_q = 0                 # the SSD cannot accept a command in this slot
+            self.ssd_throttled_ticks += 1
         if not self.all_queues_empty():
             if self.host_full():
                 self.forced_evict = SSD
@@ -990,6 +1068,8 @@ cdef class Replay:
             self.bounds.push_back(now)
             self.bounds.push_back(0)
             self.transferring = False
+        if self.detailed:
+            self.device_flush(now)
         if self.in_n or self.out_n:
             st = self.pcie + 5 * self.iteration
             st[0] += self.alloc_n
@@ -1065,8 +1145,12 @@ cdef class Replay:
                 if l == GPU:
                     self.lru_remove(s, e - s)
                     self.gpu_free += e - s
+                    self.n_freed_gpu += e - s
                 elif l == HOST:
                     self.host_used -= e - s
+                    self.n_freed_host += e - s
+                if self.detailed:
+                    self.ssd.trim(s, e - s)    # the tensor is dead: its SSD copy is garbage
                 self.lassign(t, s, e, NP, 0)
         return 0
 
@@ -1502,6 +1586,8 @@ cdef class Replay:
                     k = f.count if f.count < left else left
                     if f.src == HOST:
                         self.host_used -= k
+                    elif f.src == NP:
+                        self.n_allocated += k
                     self.gpu_free -= k
                     if self.debug_log:
                         self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
@@ -1581,7 +1667,7 @@ cdef class Replay:
                         self.reject[0] += 1
                     else:
                         self._try_bulk()
-                if self.n_ticks_detailed > self.max_ticks:
+                if self.n_ticks_detailed + self.n_ticks_bulk > self.max_ticks:
                     with gil:
                         raise RuntimeError(self._state())
         return 0
@@ -1604,9 +1690,13 @@ cdef class Replay:
             "host_overflow": bool(self.host_overflow),
             "log": np.array(self.log, dtype=np.int64).reshape(-1, 5),
             "bulk_rejects": [self.reject[i] for i in range(24)],
+            "ssd_throttled_ticks": self.ssd_throttled_ticks,
+            "end_cycle": self.tk,
             "ticks": {"detailed": self.n_ticks_detailed, "bulk": self.n_ticks_bulk,
                       "idle": self.n_ticks_idle},
             "final": {"gpu_free": self.gpu_free, "host_used": self.host_used,
+                      "allocated_pages": self.n_allocated, "dropped_pages": self.n_dropped,
+                      "freed_gpu_pages": self.n_freed_gpu, "freed_host_pages": self.n_freed_host,
                       "loc_runs": self.loc.size(), "lru_nodes": self.nodes.size() - self.free_nodes.size()},
         }
 

@@ -56,6 +56,16 @@ def nonnegative_int(text: str) -> int:
     return value
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be >= 1")
+    return value
+
+
 def add_json_option(parser: argparse.ArgumentParser):
     parser.add_argument("--json", metavar="PATH|-", dest="json_path",
                         help="also write the results as JSON to PATH ('-': to stdout, instead of the text)")
@@ -297,11 +307,198 @@ def add_trace_parser(subparsers) -> None:
     s.set_defaults(func=_cmd_trace_synth)
 
 
+# ---- run, hints, reproduce, report ---------------------------------------------
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """--preset, --config FILE.toml, --set section.key=value (resolved in that order)."""
+    g = parser.add_argument_group("configuration (preset, then --config, then --set)")
+    g.add_argument("--preset", default="g10-artifact", metavar="NAME",
+                   help="named configuration to start from: g10-artifact (default) or detailed")
+    g.add_argument("--config", metavar="FILE.toml", dest="config_file",
+                   help="TOML overrides, e.g. '[gpu]\\nmemory_GiB = 80' (an unknown key is an error)")
+    g.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[], dest="sets",
+                   help="one override, e.g. --set gpu.memory_GiB=80 (repeatable)")
+
+
+def _config(args):
+    from .simulator import resolve_config
+
+    return resolve_config(args.preset, args.config_file, args.sets)
+
+
+def _policy_help() -> str:
+    return ("base-uvm, deepum, g10, ideal (page level); flashneuron, g10-gds, g10-host (tensor level); "
+            "or a policy registered with g10core.policies.register")
+
+
+def _cmd_run(args) -> int:
+    from .hints import read_hints
+    from .policies import REGISTRY, names
+    from .report import format_run_summary
+    from .simulator import Simulator
+
+    sim = Simulator(_config(args))
+    hint_file = read_hints(args.hints) if args.hints else None
+    policy = args.policy
+    if policy is None:
+        if hint_file is None:
+            raise ValueError("give --policy (" + ", ".join(names()) + "), or --hints FILE to replay saved hints")
+        # replay with the policy that made the hints when it takes hints, else G10's LRU fallback
+        names()                                  # loads the built-in policies into REGISTRY
+        made_by = REGISTRY.get(hint_file.policy)
+        usable = made_by is not None and not made_by.ideal and (made_by.level == "tensor" or made_by.apply_hints)
+        policy = hint_file.policy if usable else "g10"
+    result = sim.run(args.trace, policy, hint_file)
+    if human(args):
+        print(format_run_summary(result))
+    if args.json_path is not None:
+        if args.json_path == "-":
+            sys.stdout.write(result.to_json(kernels=args.kernels))
+        else:
+            result.write_json(args.json_path, kernels=args.kernels)
+    return EXIT_FAILURE if result.failed else EXIT_OK
+
+
+def add_run_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="simulate one trace under one policy",
+        description="Simulate TRACE under a migration policy and print the iteration time, the slowdown "
+                    "against ideal, faults and traffic by tier, and the compute/overlap/stall breakdown. "
+                    "Exit 0 when the run finished, 1 when it failed (cannot fit under the policy, host "
+                    "memory overflow), 2 on bad input.")
+    p.add_argument("trace", metavar="TRACE", help="trace file (.h5)")
+    p.add_argument("--policy", metavar="P", help=_policy_help())
+    p.add_argument("--hints", metavar="FILE.h5",
+                   help="replay this hint file (from `g10sim hints` or your own code) instead of the policy's "
+                        "hints; without --policy, the policy that made it (or g10: LRU for the rest)")
+    add_config_options(p)
+    add_json_option(p)
+    p.add_argument("--kernels", action="store_true", help="put the per-kernel arrays into the JSON too")
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_hints(args) -> int:
+    from .hints import action_counts, write_hints
+    from .simulator import policy_hints
+
+    hints, trace, path = policy_hints(args.trace, args.policy, _config(args))
+    write_hints(args.output, hints, policy=args.policy, trace=trace, trace_path=path)
+    counts = action_counts(hints)
+    info = {"path": str(args.output), "policy": args.policy, "trace": path, "n_hints": int(hints.shape[0]),
+            "by_action": counts}
+    if human(args):
+        print(f"wrote {args.output}: {hints.shape[0]:,} hints of {args.policy} for {trace.model}-b{trace.batch_size} "
+              f"(" + ", ".join(f"{k} {v:,}" for k, v in counts.items()) + ")")
+    emit_json(info, args.json_path)
+    return EXIT_OK
+
+
+def add_hints_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "hints", help="write a policy's migration hints to a file",
+        description="Compute the hint table (kernel, tensor, action) a policy applies to TRACE and write it as "
+                    "HDF5 (format: g10core.hints); `g10sim run TRACE --hints FILE` replays it.")
+    p.add_argument("trace", metavar="TRACE", help="trace file (.h5)")
+    p.add_argument("--policy", metavar="P", required=True, help=_policy_help())
+    p.add_argument("-o", "--output", metavar="FILE.h5", required=True, help="hint file to write")
+    add_config_options(p)
+    add_json_option(p)
+    p.set_defaults(func=_cmd_hints)
+
+
+def _fig11_outputs(args, rows, meta) -> None:
+    from .report import fig11_document, format_fig11_table, plot_fig11, write_fig11_json
+
+    if human(args):
+        print(format_fig11_table(rows))
+    if args.json_path == "-":
+        sys.stdout.write(json.dumps(fig11_document(rows, meta=meta), indent=2, allow_nan=False) + "\n")
+    elif args.json_path is not None:
+        write_fig11_json(rows, args.json_path, meta=meta)
+    if args.plot:
+        plot_fig11(rows, args.plot)
+        if human(args):
+            print(f"wrote {args.plot}")
+
+
+def _cmd_reproduce_fig11(args) -> int:
+    import time
+
+    from .published import FIG11_POLICIES, FIG11_WORKLOADS
+    from .reproduce import default_jobs, default_traces_dir, reproduce_fig11
+
+    workloads = FIG11_WORKLOADS
+    if args.models:
+        workloads = []
+        for item in args.models:
+            model, sep, batch = item.rpartition("-b")
+            if not sep or not model or not batch.isdigit():
+                raise ValueError(f"--models {item!r}: expected MODEL-bBATCH, e.g. bert_base-b256")
+            workloads.append((model, int(batch)))
+    policies = args.policies or FIG11_POLICIES
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    t0 = time.perf_counter()
+    cfg = _config(args)
+    rows = reproduce_fig11(args.traces, jobs=jobs, progress=not args.no_progress, config=cfg,
+                           workloads=workloads, policies=policies)
+    wall = time.perf_counter() - t0
+    meta = {"wall_s": wall, "jobs": jobs, "traces": str(args.traces or default_traces_dir()),
+            "preset": cfg.preset, "config": cfg.to_dict(), "config_hash": cfg.hash, "g10core_version": __version__}
+    _fig11_outputs(args, rows, meta)
+    if human(args):
+        print(f"{len(rows)} runs in {wall:.1f} s wall with {jobs} job(s)")
+    return EXIT_OK
+
+
+def add_reproduce_parser(subparsers) -> None:
+    p = subparsers.add_parser("reproduce", help="reproduce the paper's figures",
+                              description="Re-run the experiments of the G10 paper and compare with its numbers.")
+    sub = p.add_subparsers(dest="figure", metavar="FIGURE", required=True)
+    f = sub.add_parser(
+        "fig11", help="Fig. 11: five models x seven policies, normalised performance",
+        description="Run the five models at their Fig. 11 batch size (bert_base-b256, vit-b1280, "
+                    "inceptionv3-b1536, resnet152-b1280, senet154-b1024) under base-uvm, flashneuron, deepum, "
+                    "g10-gds, g10-host, g10 and ideal; print time per iteration, ideal/time, the published "
+                    "value and the difference, G10's geometric-mean fraction of ideal and its speedups.")
+    f.add_argument("--traces", metavar="DIR", help="folder with <model>-b<batch>.h5 (default: the shipped traces/)")
+    f.add_argument("--plot", metavar="PATH.png", help="also draw the bar chart (matplotlib)")
+    f.add_argument("--jobs", type=positive_int, metavar="N", help="worker processes (default: number of CPUs)")
+    f.add_argument("--models", nargs="+", metavar="MODEL-bB", help="only these workloads, e.g. bert_base-b256")
+    f.add_argument("--policies", nargs="+", metavar="P", help="only these policies")
+    f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_config_options(f)
+    add_json_option(f)
+    f.set_defaults(func=_cmd_reproduce_fig11)
+
+
+def _cmd_report_fig11(args) -> int:
+    from .report import load_fig11_json
+
+    rows = load_fig11_json(args.path)
+    _fig11_outputs(args, rows, {"source": str(args.path)})
+    return EXIT_OK
+
+
+def add_report_parser(subparsers) -> None:
+    p = subparsers.add_parser("report", help="re-print or re-plot saved results",
+                              description="Print the table (and draw the chart) of a saved reproduction.")
+    sub = p.add_subparsers(dest="figure", metavar="FIGURE", required=True)
+    f = sub.add_parser("fig11", help="the Fig. 11 table of a `g10sim reproduce fig11 --json` file")
+    f.add_argument("path", metavar="FIG11.json", help="written by g10sim reproduce fig11 --json")
+    f.add_argument("--plot", metavar="PATH.png", help="also draw the bar chart")
+    add_json_option(f)
+    f.set_defaults(func=_cmd_report_fig11)
+
+
 # ---- the command --------------------------------------------------------------
 
 # One entry per command group; each adds its sub-commands to the top-level parser.
 COMMAND_GROUPS = [
     add_trace_parser,
+    add_run_parser,
+    add_hints_parser,
+    add_reproduce_parser,
+    add_report_parser,
     add_ssd_parser,
 ]
 

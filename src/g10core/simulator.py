@@ -33,10 +33,49 @@ from .results import Result
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 
 EVICTION_CODES = {"lru": 0, "deepum": 1}
+GiB = 1 << 30
 
 
-def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=False, bulk=True):
-    """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated)."""
+def detailed_devices(trace: Trace, cfg):
+    """The detailed preset's SSD (with its FTL) and GPU link, sized for this trace.
+
+    Every page of the footprint gets a logical page on the SSD (lpn = virtual page),
+    so the SSD's user capacity must hold the footprint; it is the device preset's
+    capacity, or the footprint rounded up to 1 GiB when the preset is smaller
+    (stated in the result's configuration).
+    """
+    from .pcie import link_from_config
+    from .ssd import ssd_from_config, ssd_spec_from_config
+
+    footprint = trace.footprint_bytes
+    preset_capacity = ssd_spec_from_config(cfg).user_capacity_bytes
+    capacity = None if preset_capacity >= footprint else -(-footprint // GiB) * GiB
+    return ssd_from_config(cfg, capacity), link_from_config(cfg)
+
+
+def detailed_quotas(cfg, ssd, link) -> dict:
+    """Per-tick constants when the link and the SSD are devices (the ``detailed`` preset).
+
+    A tick is the time the link takes to carry ``link.batch_pages`` pages to the GPU
+    (setup latency plus bytes at its effective bandwidth), in either direction at once;
+    the SSD's share of a tick follows from its own link's effective bandwidth, and a tick
+    moves SSD pages only when the SSD can take new commands (see ``_replay.Replay``).
+    """
+    page = cfg.gpu.page_size_bytes
+    batch = cfg.link.batch_pages
+    tick = link.spec.idle_transfer_cycles(batch * page, "to_device", "peer")
+    link_GBps = link.spec.effective_GBps("to_device", "peer")
+    ssd_GBps = min(ssd.spec.link.effective_GBps("from_device", "host"), link_GBps)
+    return dict(tick_cycles=int(tick), gpu_batch=batch, host_batch=batch,
+                ssd_batch=max(1, int(batch * ssd_GBps / link_GBps)))
+
+
+def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=False, bulk=True,
+                  devices=None):
+    """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated).
+
+    ``devices``: the ``(ssd, link)`` of :func:`detailed_devices` for the detailed preset.
+    """
     c = ArtifactConstants.from_config(cfg)
     t11, t10, t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
     birth, death = liveness(trace)
@@ -63,6 +102,9 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=
         eviction=EVICTION_CODES[eviction], window=cfg.scheduler.prefetch_degree,
         apply_hints=bool(apply_hints), bulk=bool(bulk),
     )
+    if devices is not None:
+        consts.update(detailed_quotas(cfg, *devices))
+        consts["bulk"] = False
     arrays = dict(
         t_first=first, t_np=npages, t_global=trace.tensor_is_global.astype(np.uint8),
         t_birth=birth, t_death=death,
@@ -163,14 +205,17 @@ def _peak_rss_MB() -> float:
 def tick_budget(consts: dict, trace: Trace, t00, hint_pages: int) -> int:
     """Detailed batcher ticks after which the replay is declared stuck (a livelock guard).
 
-    A finishing run needs at most one busy tick per page moved plus the ticks that
-    pass while kernels run; both are bounded, per iteration, by the pages every kernel
-    touches plus the pages hinted, and by the all-faulting time Σ t00.  The budget is
-    8x that, so it only stops a run that would never end.
+    A finishing run needs, per iteration, about one tick per slot of pages moved (at
+    most the pages every kernel touches plus the pages hinted, at the smallest per-tick
+    quota) plus the ticks that pass while kernels run (at most the all-faulting time
+    Σ t00).  The budget is 4x that: on the Fig. 11 runs it is 60-1000x the ticks they
+    use, and it still ends a livelocked run of a real workload within minutes.
     """
     ws_pages = int(kernel_working_set_bytes(trace).sum()) // PAGE_SIZE_BYTES
-    per_iter = ws_pages + hint_pages + int(np.sum(t00)) // max(consts["tick_cycles"], 1) + trace.n_kernels
-    return 8 * consts["iterations"] * per_iter + 1_000_000
+    quota = max(1, min(consts["ssd_batch"], consts["host_batch"], consts["gpu_batch"]))
+    per_iter = ((ws_pages + hint_pages) // quota + int(np.sum(t00)) // max(consts["tick_cycles"], 1)
+                + 4 * trace.n_kernels)
+    return 4 * consts["iterations"] * per_iter + 100_000
 
 
 def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: int | None,
@@ -240,6 +285,24 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
     if over.size:
         i = int(over[0])
         out.append(f"iteration {i}: {pc[i, 1] + pc[i, 2]} pages fetched but only {pc[i, 0]} given a GPU frame")
+    allocated = int(final.get("allocated_pages", -1))
+    if allocated >= 0:
+        # exact for every policy: the replay counts allocations, dropped and freed pages
+        dropped, freed_gpu = int(final["dropped_pages"]), int(final["freed_gpu_pages"])
+        balance = allocated + in_ssd + in_host - out_ssd - out_host - dropped - freed_gpu - gpu_end
+        if balance != 0:
+            out.append(f"GPU pages not conserved: {allocated} allocated + {in_ssd + in_host} fetched - "
+                       f"{out_ssd + out_host} evicted - {dropped} dropped - {freed_gpu} freed - "
+                       f"{gpu_end} resident = {balance} (must be 0)")
+        if fresh_pages is not None and allocated != fresh_pages:
+            out.append(f"GPU pages not conserved: {allocated} pages allocated, but the trace has {fresh_pages} "
+                       "pages to allocate once each")
+        freed_host = int(final["freed_host_pages"])
+        balance = out_host - in_host - freed_host - host_end
+        if balance != 0:
+            out.append(f"host pages not conserved: {out_host} evicted to host - {in_host} fetched from host - "
+                       f"{freed_host} freed - {host_end} resident = {balance} (must be 0)")
+        return out
     if fresh_pages is not None:
         balance = fresh_pages + in_ssd + in_host - out_ssd - out_host - gpu_end
         if balance != 0:
@@ -335,8 +398,16 @@ class Simulator:
         try:
             raw = Replay(consts, arrays).run()
         except RuntimeError as exc:
+            state = " ".join(str(exc).split())
+            if hint_info["source"] in ("file", "array"):
+                # given hints can livelock the artifact's semantics (e.g. evicting, every
+                # kernel, pages the waiting kernel needs): bad input, not a bug
+                raise ValueError(
+                    f"{trace.model}-b{trace.batch_size} under {pol.name} with the given hints: the replay made no "
+                    f"progress within {consts['max_ticks']} transfer ticks (hints that keep evicting or freeing "
+                    f"what a waiting kernel needs never let it start); replay state: {state}") from None
             raise SimulationError(f"{trace.model}-b{trace.batch_size} under {pol.name}: the replay stopped: "
-                                  f"{' '.join(str(exc).split())}") from exc
+                                  f"{state}") from exc
         meta["simulate_wall_s"] = time.perf_counter() - t1
         applied = hints if pol.apply_hints else hints[:0]
         frees = bool(np.any(applied["action"] == HINT_FREE))

@@ -354,7 +354,9 @@ def _validate_hints(hints, K: int, T: int, path) -> None:
     if not isinstance(hints, np.ndarray) or hints.ndim != 1 or hints.dtype != HINT_DTYPE:
         got = f"{type(hints).__name__} {getattr(hints, 'dtype', '')} {getattr(hints, 'shape', '')}"
         raise TraceError(path, "/hints", f"must be a 1-D array of HINT_DTYPE, got {got.strip()}")
-    for fld, n in (("kernel", K), ("tensor", T)):
+    # kernel K itself is legal: a tensor freed after the last kernel is released when the
+    # next iteration's kernel 0 begins (the published scheduler issues such hints)
+    for fld, n in (("kernel", K + 1), ("tensor", T)):
         col = np.ascontiguousarray(hints[fld])
         bad = np.flatnonzero((col < 0) | (col >= n))
         if bad.size:

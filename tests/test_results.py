@@ -1,0 +1,143 @@
+"""Result and IterationStats: JSON keys and units, failed results, atomic writes."""
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from g10core import results
+from g10core.config import preset
+from g10core.reference import kernel_cycles
+from g10core.simulator import Simulator
+from g10core.synth import synthesize
+
+ITERATION_KEYS = {"index", "time_s", "ideal_time_s", "slowdown", "time_cycles", "ideal_cycles",
+                  "all_fault_time_s", "faults_pages", "in_transfer_pages", "traffic_pages",
+                  "allocated_pages", "breakdown_s"}
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A 40-kernel training trace that does not fit a 12 MiB GPU (every tier gets used)."""
+    trace = synthesize(40, 64 << 20, pattern="training", seed=1)
+    cfg = preset("g10-artifact").with_overrides({"gpu": {"memory_GiB": 0.012}, "host": {"memory_GiB": 0.03}})
+    return trace, cfg
+
+
+@pytest.fixture(scope="module")
+def page_result(small):
+    trace, cfg = small
+    return Simulator(cfg).run(trace, "base-uvm")
+
+
+def test_json_has_the_issue_keys_with_units(page_result, small):
+    trace, cfg = small
+    d = json.loads(page_result.to_json())
+    for key in ("policy", "preset", "config", "trace", "iterations", "iteration_time_s", "failed",
+                "failure_reason", "config_hash", "ideal_time_s", "hints", "metadata"):
+        assert key in d, key
+    assert d["policy"] == "base-uvm" and d["preset"] == "g10-artifact" and d["level"] == "page"
+    assert d["config"] == cfg.to_dict() and d["config_hash"] == cfg.hash
+    assert d["config"]["gpu"]["memory_GiB"] == 0.012           # the resolved config, overrides included
+    assert d["trace"]["model"] == trace.model and d["trace"]["n_kernels"] == trace.n_kernels
+    assert d["trace"]["path"] is None and len(d["trace"]["digest"]) == 16
+    assert len(d["iterations"]) == cfg.run.iterations == 2
+    for it in d["iterations"]:
+        assert set(it) == ITERATION_KEYS
+        assert set(it["faults_pages"]) == {"host", "ssd", "unallocated"}
+        assert set(it["traffic_pages"]) == {"ssd_to_gpu", "gpu_to_ssd", "host_to_gpu", "gpu_to_host"}
+        assert set(it["breakdown_s"]) == {"compute", "overlap", "stall"}
+        assert it["time_s"] == it["time_cycles"] / 1.2e9      # seconds = cycles at 1.2 GHz
+        assert it["ideal_time_s"] == it["ideal_cycles"] / 1.2e9
+    assert d["failed"] is False and d["failure_reason"] is None
+    assert d["metadata"]["wall_s"] > 0 and d["metadata"]["peak_rss_MB"] > 0
+    assert "kernels" not in d
+
+
+def test_iteration_time_is_the_faster_iteration(page_result):
+    times = [it.time_s for it in page_result.iterations]
+    assert page_result.iteration_time_s == min(times)
+    assert page_result.iterations[page_result.best_iteration].time_s == min(times)
+    # cold start: iteration 0 faults in the weights from SSD, iteration 1 starts warm
+    assert page_result.iterations[0].faults_pages["ssd"] > 0
+
+
+def test_ideal_time_is_the_sum_of_ideal_kernel_cycles(page_result, small):
+    trace, cfg = small
+    t11 = kernel_cycles(trace, cfg.gpu.frequency_GHz)[0]
+    assert page_result.ideal_time_s == int(t11.sum()) / 1.2e9
+    for it in page_result.iterations:
+        assert it.ideal_cycles == int(t11.sum())
+    assert page_result.slowdown == page_result.iteration_time_s / page_result.ideal_time_s > 1
+    assert page_result.normalized_performance == pytest.approx(1 / page_result.slowdown)
+
+
+def test_per_kernel_arrays_only_on_request(page_result, small):
+    trace, _ = small
+    n = 2 * trace.n_kernels
+    for name in results.KERNEL_COLUMNS + ("compute_cycles", "overlap_cycles", "stall_cycles"):
+        assert page_result.kernels[name].shape == (n,), name
+    # the per-kernel breakdown adds up to the per-iteration one
+    it0 = page_result.kernels["iteration"] == 0
+    assert page_result.kernels["stall_cycles"][it0].sum() / 1.2e9 == pytest.approx(
+        page_result.iterations[0].breakdown_s["stall"])
+    d = page_result.to_dict(kernels=True)
+    assert len(d["kernels"]["end_cycles"]) == n
+    assert d["kernels"]["end_cycles"][-1] == int(page_result.kernels["end_cycles"][-1])
+
+
+def test_failed_result_is_inf_and_null_in_json():
+    r = results.failed("cannot fit: kernel 3 alone needs 9 B", level="page", ideal_time_s=2.5,
+                       policy="g10", preset="g10-artifact", config={}, config_hash="x", trace={})
+    assert r.failed and r.iteration_time_s == math.inf and r.best_iteration is None
+    assert r.normalized_performance == 0.0 and r.iterations == ()
+    d = json.loads(r.to_json())   # strict JSON: no Infinity or NaN tokens
+    assert d["failed"] is True and d["iteration_time_s"] is None and d["slowdown"] is None
+    assert d["failure_reason"] == "cannot fit: kernel 3 alone needs 9 B"
+    assert d["normalized_performance"] is None and d["iterations"] == [] and d["ideal_time_s"] == 2.5
+
+
+def test_tensor_level_result_converts_bytes_to_pages():
+    d = {"time_s": 3.0, "ideal_time_s": 2.0, "failed": False, "time_cycles": 3_600_000_000,
+         "breakdown_s": {"compute": 1.5, "overlap": 0.5, "stall": 1.0},
+         "traffic_bytes": {"gpu_to_ssd": 8192, "ssd_to_gpu": 4097, "gpu_to_host": 0, "host_to_gpu": 4096},
+         "kernel_start_s": np.array([0.0, 1.0]), "kernel_time_s": np.array([1.0, 2.0]), "n_transfers": 3}
+    r = results.from_tensor_level(d, page_size_bytes=4096, policy="g10-gds", preset="g10-artifact",
+                                  config={}, config_hash="x", trace={})
+    it = r.iterations[0]
+    assert it.traffic_pages == {"ssd_to_gpu": 2, "gpu_to_ssd": 2, "host_to_gpu": 1, "gpu_to_host": 0}
+    assert r.iteration_time_s == 3.0 and r.level == "tensor" and r.counters["n_transfers"] == 3
+    assert r.counters["traffic_bytes"]["ssd_to_gpu"] == 4097
+    assert list(r.kernels["time_s"]) == [1.0, 2.0]
+
+
+def test_tensor_level_failure_becomes_a_failed_result():
+    d = {"time_s": math.inf, "ideal_time_s": 2.0, "failed": True, "failure_reason": "FlashNeuron cannot fit",
+         "breakdown_s": {"compute": math.nan, "overlap": math.nan, "stall": math.nan}, "traffic_bytes": {}}
+    r = results.from_tensor_level(d, page_size_bytes=4096, policy="flashneuron", preset="p", config={},
+                                  config_hash="x", trace={})
+    assert r.failed and r.failure_reason == "FlashNeuron cannot fit" and r.iteration_time_s == math.inf
+    json.loads(r.to_json())
+
+
+def test_write_json_is_atomic(page_result, tmp_path, monkeypatch):
+    path = tmp_path / "run.json"
+    page_result.write_json(path)
+    before = path.read_text()
+    assert json.loads(before)["policy"] == "base-uvm"
+
+    def interrupted(src, dst):   # Ctrl-C between writing the temporary file and the rename
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        page_result.write_json(path, kernels=True)
+    assert path.read_text() == before                  # the old file is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]   # no temporary left behind
+
+
+def test_jsonable_turns_numpy_and_non_finite_into_plain_json():
+    out = results.jsonable({"a": np.int64(3), "b": np.array([1.5, np.inf]), "c": (np.float32(2), float("nan"))})
+    assert out == {"a": 3, "b": [1.5, None], "c": [2.0, None]}
+    assert type(out["a"]) is int
