@@ -243,3 +243,28 @@ def test_capacity_scaling_and_op_accounting():
     assert spec.logical_pages_per_plane == int(t / 1.07)
     assert spec.alpha == pytest.approx(1.07, abs=1e-4)
     assert spec.op_raw > spec.overprovisioning      # the reserve is physical space too
+
+
+@settings(max_examples=60, deadline=None)
+@given(qd=st.integers(1, 6), seed=st.integers(0, 10**6),
+       cmds=st.lists(st.tuples(st.booleans(), st.integers(0, 40_000)), min_size=1, max_size=120))
+def test_queue_slots_follow_a_plain_multiset_of_completions(qd, seed, cmds):
+    # The front end keeps in-flight completions in a sorted ring while they arrive in order and
+    # in a heap otherwise; either way it must act as the multiset of the completions returned.
+    spec = SSDSpec(n_channels=1, chips_per_channel=1, dies_per_chip=2, planes_per_die=1,
+                   blocks_per_plane=12, pages_per_block=8, queue_depth=qd, write_buffer_bytes=8 * 4096)
+    ssd = SSD(spec)
+    U = ssd.logical_pages
+    rng = np.random.default_rng(seed)
+    in_flight, now = [], 0
+    for is_write, gap in cmds:
+        now += gap
+        in_flight = [c for c in in_flight if c > now]
+        expected = now if len(in_flight) < qd else min(in_flight)
+        assert ssd.core.py_next_issue_time(now) == expected
+        if len(in_flight) == qd:
+            in_flight.remove(min(in_flight))
+        lpn = int(rng.integers(0, U))
+        done = ssd.write(lpn, 1, now) if is_write else ssd.read(lpn, 1, now)
+        in_flight.append(done)
+    assert ssd.idle_at() >= max(in_flight)

@@ -62,6 +62,21 @@ static inline uint64_t g10_rng_below(uint64_t s[4], uint64_t n)
 }
 
 /* Hint that *p will be written soon (no fault on any address). */
-static inline void g10_prefetch_w(const void *p) { __builtin_prefetch(p, 1, 1); }
+static inline void g10_prefetch_w(const void *p) { __builtin_prefetch(p, 1, 3); }
+
+/* Index of the lowest set bit of x (x != 0). */
+static inline int g10_ctz64(uint64_t x) { return __builtin_ctzll(x); }
+
+/* Set bits [lo, hi) of the bitmap w (lo <= hi). */
+static inline void g10_bits_set_range(uint64_t *w, int64_t lo, int64_t hi)
+{
+    while (lo < hi) {
+        int64_t word = lo >> 6, bit = lo & 63;
+        int64_t n = 64 - bit < hi - lo ? 64 - bit : hi - lo;
+        uint64_t mask = (n == 64 ? ~UINT64_C(0) : ((UINT64_C(1) << n) - 1)) << bit;
+        w[word] |= mask;
+        lo += n;
+    }
+}
 
 #endif

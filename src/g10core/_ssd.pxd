@@ -13,6 +13,14 @@ cdef extern from "g10core/ssd_math.h" nogil:
     void g10_rng_seed(uint64_t* s, uint64_t seed)
     uint64_t g10_rng_below(uint64_t* s, uint64_t n)
     void g10_prefetch_w(const void* p)
+    int g10_ctz64(uint64_t x)
+    void g10_bits_set_range(uint64_t* w, int64_t lo, int64_t hi)
+
+# One page in the write buffer.
+cdef struct buf_entry:
+    cycle_t done               # when its program ends (it leaves the buffer then)
+    int32_t next               # next entry in its plane's FIFO, or in the free list (-1: none)
+
 
 # Block states.
 cdef enum:
@@ -31,34 +39,44 @@ cdef class SSDCore:
     cdef int64_t plane_mask                # n_planes - 1 when a power of two, else -1
     cdef int64_t page_shift                # log2(pages_per_block) when a power of two, else -1
 
-    # mapping (calloc: pages never touched cost no memory)
+    # mapping (calloc: pages never touched cost no memory).  Validity lives in a bitmap, so
+    # an overwrite or a GC copy never writes the big per-page p2l table at random: it is
+    # written once per program (in frontier order) and read once per GC copy (in block order).
     cdef uint32_t* l2p                     # lpn -> ppn + 1 (0: unmapped)
-    cdef uint32_t* p2l                     # ppn -> lpn + 1 (0: free or invalid)
+    cdef uint32_t* p2l                     # ppn -> lpn, meaningful where the page's valid bit is set
+    cdef uint64_t* valid_bits              # one bit per flash page; each block padded to 64-bit words
+    cdef int64_t words_per_block           # ceil(pages_per_block / 64)
+    cdef int64_t bit_pad                   # words_per_block * 64 - pages_per_block (bit = ppn + block * pad)
+    cdef uint32_t* gc_lpns                 # scratch: lpns of the victim's valid pages, in block order
     # per block
     cdef int32_t* blk_valid                # valid pages
     cdef int32_t* blk_erases               # erase count (wear)
     cdef int8_t* blk_state                 # BLOCK_FREE / OPEN / CLOSED
-    cdef int32_t* blk_next                 # next in its free FIFO or victim list
+    # blk_next / blk_prev: per block, then one sentinel node per victim list (node
+    # n_blocks + plane * n_lists + list): the victim lists are circular through their sentinel
+    cdef int32_t* blk_next                 # next in its free FIFO (-1: last) or victim list
     cdef int32_t* blk_prev                 # previous in its victim list
     cdef int32_t* blk_pos                  # index in its plane's dense closed array (random victims)
     cdef int32_t* dense                    # per plane: closed blocks, packed (random victims)
-    cdef int32_t* list_head                # [plane * n_lists + list]
-    cdef int32_t* list_tail
     cdef ssd_plane* planes
     # timing
     cdef cycle_t* channel_free             # per channel: bus free from here
     # write buffer: one pool shared by all planes; a buffered page leaves it when its program
-    # ends.  Each plane's pages form a FIFO (a plane programs in order), and a min-heap of
-    # planes keyed by their oldest page finds the next page to leave in O(log planes).
-    cdef cycle_t* buf_done                 # per buffer entry: when its program ends
-    cdef int32_t* buf_next                 # per buffer entry: next in its plane's FIFO / free list
+    # ends.  Each plane's pages form a FIFO (a plane programs in order), and a winner tree
+    # over the planes, keyed by their oldest page, finds the next page to leave in
+    # log2(planes) branch-free steps.
+    cdef buf_entry* buf                    # buffer entries
     cdef int32_t buf_free                  # first unused entry
     cdef int64_t buf_count                 # entries in use
-    cdef int32_t* buf_heap                 # planes with buffered pages, min-heap on their oldest page
-    cdef cycle_t* buf_heap_key             # the key of each heap entry (that oldest page's program end)
-    cdef int64_t buf_heap_size
-    cdef cycle_t* slots                    # min-heap of in-flight command completions
+    cdef int64_t tree_leaves               # power of two >= n_planes
+    cdef int32_t* tree                     # [1, 2 * leaves): plane with the smallest key below the node
+    cdef cycle_t* plane_key                # per leaf: the plane's oldest page's program end (or never)
+    # in-flight command completions: a sorted ring while they come in order, else a min-heap
+    cdef cycle_t* slots
+    cdef cycle_t* slot_scratch             # queue_depth entries, for turning the ring into a heap
     cdef int64_t n_slots
+    cdef int64_t slot_head                 # ring mode: index of the earliest completion
+    cdef bint slots_sorted                 # 1: ring mode, 0: heap mode
     cdef uint64_t rng[4]
     cdef readonly LinkCore link            # the SSD's own PCIe front end
     # statistics
@@ -72,6 +90,7 @@ cdef class SSDCore:
     cdef cycle_t next_issue_time(self, cycle_t now) noexcept nogil
     cdef cycle_t idle_at(self) noexcept nogil
 
+    cdef void _prefetch_overwrite(self, int64_t lpn) noexcept nogil
     cdef int64_t _plane_of(self, int64_t lpn) noexcept nogil
     cdef int64_t _block_of(self, int64_t ppn) noexcept nogil
     cdef cycle_t _pop_slot(self) noexcept nogil
@@ -79,17 +98,19 @@ cdef class SSDCore:
     cdef cycle_t _buffer_admit(self, cycle_t t) noexcept nogil
     cdef void _buffer_retire_top(self) noexcept nogil
     cdef void _buffer_add(self, int64_t plane, cycle_t done) noexcept nogil
-    cdef void _buffer_sift_down(self, int64_t i) noexcept nogil
+    cdef void _buffer_tree_update(self, int64_t plane) noexcept nogil
+    cdef cycle_t _slot_min(self) noexcept nogil
     cdef cycle_t _acquire_slot(self, cycle_t now) noexcept nogil
     cdef void _release_slot(self, cycle_t done) noexcept nogil
     cdef cycle_t _read_page(self, int64_t lpn, cycle_t t) noexcept nogil
     cdef cycle_t _write_page(self, int64_t lpn, cycle_t arrive) noexcept nogil
     cdef void _invalidate(self, int64_t plane, int64_t ppn) noexcept nogil
+    cdef int64_t _gc_room(self, int64_t plane) noexcept nogil
     cdef int64_t _host_alloc(self, int64_t plane, cycle_t t) noexcept nogil
-    cdef int64_t _gc_alloc(self, int64_t plane) noexcept nogil
     cdef int32_t _take_free(self, int64_t plane) noexcept nogil
     cdef void _close_block(self, int64_t plane, int32_t b) noexcept nogil
     cdef void _list_push(self, int64_t lst, int32_t b, bint at_tail) noexcept nogil
-    cdef void _list_remove(self, int64_t lst, int32_t b) noexcept nogil
+    cdef void _list_remove(self, int32_t b) noexcept nogil
+    cdef int32_t _list_first(self, int64_t lst) noexcept nogil
     cdef int32_t _pick_victim(self, int64_t plane) noexcept nogil
     cdef int64_t _collect(self, int64_t plane) noexcept nogil

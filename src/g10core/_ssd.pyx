@@ -3,16 +3,18 @@
 
 Layers, top to bottom:
 
-* NVMe front end: at most ``queue_depth`` commands in flight (a min-heap of
-  their completion cycles); a request is split into commands of at most
-  ``command_pages`` pages; data crosses the SSD's own PCIe link (a LinkCore).
-  Writes are acknowledged once their pages sit in the DRAM write buffer, so
-  bursts see the buffer and sustained writes the flash.
-* FTL: page-level mapping (lpn -> ppn and back, flat arrays; which flash
-  pages hold valid data is a bitmap, so an overwrite touches l2p and one bit).  lpn % n_planes
-  picks the plane (channel first, then chip, die, plane); each plane is one GC
-  domain with a host frontier, a GC frontier and a FIFO of erased blocks.
-  After a host frontier is replaced, GC collects victims until the plane has
+* NVMe front end: at most ``queue_depth`` commands in flight (their completion
+  cycles: a sorted ring while they complete in order, else a min-heap); a
+  request is split into commands of at most ``command_pages`` pages; data
+  crosses the SSD's own PCIe link (a LinkCore).  Writes are acknowledged once
+  their pages sit in the DRAM write buffer, so bursts see the buffer and
+  sustained writes the flash.
+* FTL: page-level mapping (lpn -> ppn and back, flat arrays; which flash pages
+  hold valid data is a bitmap, so an overwrite writes l2p and one bit, and GC
+  reads the victim's p2l entries in block order).  lpn % n_planes picks the
+  plane (channel first, then chip, die, plane); each plane is one GC domain
+  with a host frontier, a GC frontier and a FIFO of erased blocks.  After a
+  host frontier is replaced, GC collects victims until the plane has
   ``gc_free_blocks_min`` erased blocks again.  Victims: greedy (per-valid-count
   buckets, O(1)), FIFO, random, d-choices.
 * Flash timing: each plane's array is busy for tR / tPROG / tBERS, planes work
@@ -24,7 +26,8 @@ Layers, top to bottom:
   plane (tR + tPROG, no channel time).
 * Write buffer: one pool of ``write_buffer_pages`` shared by all planes; a
   page enters when there is room (else when the earliest buffered program
-  ends) and leaves when its own program ends.  A read of a page whose program
+  ends) and leaves when its own program ends (per plane a FIFO, and a winner
+  tree over the planes finds the earliest).  A read of a page whose program
   is still pending waits for it (no read hits in the buffer).
 
 Everything here trusts its inputs (ssd.py validates the spec and lpn ranges).
@@ -58,7 +61,7 @@ cdef class SSDCore:
     """One SSD's state; build it through ``g10core.ssd.SSD``."""
 
     def __cinit__(self, dict params, LinkCore link):
-        cdef int64_t i, b, pl, N, P
+        cdef int64_t i, b, pl, N, P, nodes
         self.p = params
         self.link = link
         P = self.p.pages_per_block
@@ -83,12 +86,13 @@ cdef class SSDCore:
         self.blk_valid = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
         self.blk_erases = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
         self.blk_state = <int8_t*> calloc(self.n_blocks, sizeof(int8_t))
-        self.blk_next = <int32_t*> malloc(self.n_blocks * sizeof(int32_t))
-        self.blk_prev = <int32_t*> malloc(self.n_blocks * sizeof(int32_t))
+        # victim lists are circular with one sentinel node each, after the blocks:
+        # list l's sentinel is node n_blocks + l (so unlinking a block never branches)
+        nodes = self.n_blocks + self.p.n_planes * self.n_lists
+        self.blk_next = <int32_t*> malloc(nodes * sizeof(int32_t))
+        self.blk_prev = <int32_t*> malloc(nodes * sizeof(int32_t))
         self.blk_pos = <int32_t*> malloc(self.n_blocks * sizeof(int32_t))
         self.dense = <int32_t*> malloc(self.n_blocks * sizeof(int32_t))
-        self.list_head = <int32_t*> malloc(self.p.n_planes * self.n_lists * sizeof(int32_t))
-        self.list_tail = <int32_t*> malloc(self.p.n_planes * self.n_lists * sizeof(int32_t))
         self.planes = <ssd_plane*> calloc(self.p.n_planes, sizeof(ssd_plane))
         self.channel_free = <cycle_t*> calloc(self.p.n_channels, sizeof(cycle_t))
         self.buf = <buf_entry*> calloc(self.p.write_buffer_pages, sizeof(buf_entry))
@@ -104,16 +108,16 @@ cdef class SSDCore:
         if (self.l2p == NULL or self.p2l == NULL or self.valid_bits == NULL or self.gc_lpns == NULL
                 or self.blk_valid == NULL or self.blk_erases == NULL
                 or self.blk_state == NULL or self.blk_next == NULL or self.blk_prev == NULL
-                or self.blk_pos == NULL or self.dense == NULL or self.list_head == NULL
-                or self.list_tail == NULL or self.planes == NULL or self.channel_free == NULL
+                or self.blk_pos == NULL or self.dense == NULL
+                or self.planes == NULL or self.channel_free == NULL
                 or self.buf == NULL or self.tree == NULL or self.plane_key == NULL
                 or self.slots == NULL or self.slot_scratch == NULL or self.hist_read == NULL
                 or self.hist_write == NULL):
             raise MemoryError(f"SSD: cannot allocate the FTL tables for {self.physical_pages} flash pages")
 
         for i in range(self.p.n_planes * self.n_lists):
-            self.list_head[i] = -1
-            self.list_tail[i] = -1
+            self.blk_next[self.n_blocks + i] = <int32_t> (self.n_blocks + i)
+            self.blk_prev[self.n_blocks + i] = <int32_t> (self.n_blocks + i)
         for i in range(self.p.write_buffer_pages):
             self.buf[i].next = <int32_t> (i + 1) if i + 1 < self.p.write_buffer_pages else -1
         self.buf_free = 0
@@ -148,7 +152,7 @@ cdef class SSDCore:
         free(self.l2p); free(self.p2l); free(self.valid_bits); free(self.gc_lpns)
         free(self.blk_valid); free(self.blk_erases)
         free(self.blk_state); free(self.blk_next); free(self.blk_prev); free(self.blk_pos)
-        free(self.dense); free(self.list_head); free(self.list_tail); free(self.planes)
+        free(self.dense); free(self.planes)
         free(self.channel_free); free(self.buf); free(self.tree); free(self.plane_key)
         free(self.slots); free(self.slot_scratch); free(self.hist_read); free(self.hist_write)
 
@@ -463,7 +467,7 @@ cdef class SSDCore:
         self.blk_valid[b] = v - 1
         if self.p.victim_policy == VICTIM_GREEDY and self.blk_state[b] == BLOCK_CLOSED:
             lst = plane * self.n_lists
-            self._list_remove(lst + v, b)
+            self._list_remove(b)
             self._list_push(lst + v - 1, b, False)
             pl = &self.planes[plane]
             if v - 1 < pl.min_valid:
@@ -544,39 +548,31 @@ cdef class SSDCore:
             self.dense[plane * self.p.blocks_per_plane + pos] = b
             self.blk_pos[b] = pos
 
-    cdef void _list_push(self, int64_t lst, int32_t b, bint at_tail) noexcept nogil:
-        cdef int32_t h
+    cdef inline void _list_push(self, int64_t lst, int32_t b, bint at_tail) noexcept nogil:
+        cdef int32_t sentinel = <int32_t> (self.n_blocks + lst)
+        cdef int32_t before, after
         if at_tail:
-            h = self.list_tail[lst]
-            self.blk_prev[b] = h
-            self.blk_next[b] = -1
-            if h >= 0:
-                self.blk_next[h] = b
-            else:
-                self.list_head[lst] = b
-            self.list_tail[lst] = b
+            before = self.blk_prev[sentinel]
+            after = sentinel
         else:
-            h = self.list_head[lst]
-            self.blk_prev[b] = -1
-            self.blk_next[b] = h
-            if h >= 0:
-                self.blk_prev[h] = b
-            else:
-                self.list_tail[lst] = b
-            self.list_head[lst] = b
+            before = sentinel
+            after = self.blk_next[sentinel]
+        self.blk_next[before] = b
+        self.blk_prev[b] = before
+        self.blk_next[b] = after
+        self.blk_prev[after] = b
 
-    cdef void _list_remove(self, int64_t lst, int32_t b) noexcept nogil:
+    cdef inline void _list_remove(self, int32_t b) noexcept nogil:
         cdef int32_t pv = self.blk_prev[b], nx = self.blk_next[b]
-        if pv >= 0:
-            self.blk_next[pv] = nx
-        else:
-            self.list_head[lst] = nx
-        if nx >= 0:
-            self.blk_prev[nx] = pv
-        else:
-            self.list_tail[lst] = pv
+        self.blk_next[pv] = nx
+        self.blk_prev[nx] = pv
         self.blk_prev[b] = -1
         self.blk_next[b] = -1
+
+    cdef inline int32_t _list_first(self, int64_t lst) noexcept nogil:
+        """The block at the head of list ``lst``, -1 when it is empty."""
+        cdef int32_t h = self.blk_next[self.n_blocks + lst]
+        return -1 if h >= self.n_blocks else h
 
     cdef int32_t _pick_victim(self, int64_t plane) noexcept nogil:
         """Choose a closed block of ``plane`` and take it out of the victim structures."""
@@ -588,14 +584,14 @@ cdef class SSDCore:
         if self.p.victim_policy == VICTIM_GREEDY:
             lst = plane * self.n_lists
             m = pl.min_valid
-            while m <= self.p.pages_per_block and self.list_head[lst + m] < 0:
+            while m <= self.p.pages_per_block and self._list_first(lst + m) < 0:
                 m += 1
             pl.min_valid = m
-            b = self.list_head[lst + m]
-            self._list_remove(lst + m, b)
+            b = self._list_first(lst + m)
+            self._list_remove(b)
         elif self.p.victim_policy == VICTIM_FIFO:
-            b = self.list_head[plane]
-            self._list_remove(plane, b)
+            b = self._list_first(plane)
+            self._list_remove(b)
         else:
             base = plane * self.p.blocks_per_plane
             b = self.dense[base + <int64_t> g10_rng_below(self.rng, pl.closed_count)]
@@ -701,27 +697,30 @@ cdef class SSDCore:
     def py_idle_at(self):
         return self.idle_at()
 
+    cdef inline void _prefetch_overwrite(self, int64_t lpn) noexcept nogil:
+        """Ask for the cache lines an overwrite of ``lpn`` will touch first (a hint only)."""
+        cdef uint32_t e = self.l2p[lpn]
+        cdef int64_t b, bit
+        if e != 0:
+            b = self._block_of(<int64_t> e - 1)
+            bit = <int64_t> e - 1 + b * self.bit_pad
+            g10_prefetch_w(&self.valid_bits[bit >> 6])
+            g10_prefetch_w(&self.blk_valid[b])
+
     def run_pages(self, const int64_t[::1] lpns, bint is_write, cycle_t now, bint closed_loop):
         """One single-page command per entry of ``lpns``.  Closed loop: each is
         issued as soon as a queue slot is free (from ``now`` on); otherwise all
         are submitted at ``now``.  Returns the last completion cycle."""
         cdef Py_ssize_t i, n = lpns.shape[0]
         cdef cycle_t t = now, done, last = now
-        cdef uint32_t ahead
-        cdef int64_t b, bit
         with nogil:
             for i in range(n):
-                # an overwrite misses on l2p[lpn], then on the old page's valid bit and block
-                # count: fetch the first early, the others once the first has arrived
+                # an overwrite misses on l2p[lpn], then on the old page's valid bit and block:
+                # fetch the first early, the others once the first has arrived
                 if i + 16 < n:
                     g10_prefetch_w(&self.l2p[lpns[i + 16]])
                 if i + 8 < n:
-                    ahead = self.l2p[lpns[i + 8]]
-                    if ahead != 0:
-                        b = self._block_of(<int64_t> ahead - 1)
-                        bit = <int64_t> ahead - 1 + b * self.bit_pad
-                        g10_prefetch_w(&self.valid_bits[bit >> 6])
-                        g10_prefetch_w(&self.blk_valid[b])
+                    self._prefetch_overwrite(lpns[i + 8])
                 if closed_loop:
                     t = self.next_issue_time(t)
                 if is_write:
@@ -763,14 +762,15 @@ cdef class SSDCore:
         bits = np.array(<uint64_t[:self.n_blocks * self.words_per_block]> self.valid_bits, copy=True)
         valid = np.unpackbits(bits.view(np.uint8), bitorder="little").reshape(self.n_blocks, -1)[:, :P]
         lpn = np.array(<uint32_t[:self.physical_pages]> self.p2l, copy=True)
+        nxt = np.array(<int32_t[:self.n_blocks + nl]> self.blk_next, copy=True)
         out = {
             "l2p": np.array(<uint32_t[:self.logical_pages]> self.l2p, copy=True),
             "p2l": np.where(valid.reshape(-1) != 0, lpn + 1, 0).astype(np.uint32),   # lpn + 1, 0: invalid
             "valid": np.array(<int32_t[:self.n_blocks]> self.blk_valid, copy=True),
             "erases": np.array(<int32_t[:self.n_blocks]> self.blk_erases, copy=True),
             "state": np.array(<int8_t[:self.n_blocks]> self.blk_state, copy=True),
-            "next": np.array(<int32_t[:self.n_blocks]> self.blk_next, copy=True),
-            "list_head": np.array(<int32_t[:nl]> self.list_head, copy=True),
+            "next": np.where(nxt[:self.n_blocks] >= self.n_blocks, -1, nxt[:self.n_blocks]),  # -1: end
+            "list_head": np.where(nxt[self.n_blocks:] >= self.n_blocks, -1, nxt[self.n_blocks:]),
             "planes": [dict(self.planes[i]) for i in range(self.p.n_planes)],
             "channel_free": [self.channel_free[i] for i in range(self.p.n_channels)],
         }

@@ -57,11 +57,14 @@ class SSDSpec:
     read_latency_us: float = 12.0          # device read latency (detailed preset)
     write_latency_us: float = 16.0         # device write latency (detailed preset)
     model: str = "bandwidth"               # "bandwidth" (g10-artifact) or "ftl" (detailed)
+    device: str = "zssd"                   # ssd.py preset the FTL model builds (detailed): zssd | mlc
 
     def check(self):
         _positive(self, "bandwidth_GBps")
         _nonnegative(self, "latency_us", "read_latency_us", "write_latency_us")
         _choice(self, "model", ("bandwidth", "ftl"))
+        from .ssd import SSD_PRESETS               # here, not at the top: ssd.py imports this module
+        _choice(self, "device", tuple(SSD_PRESETS))
 
 
 @dataclass(frozen=True)
@@ -70,11 +73,20 @@ class LinkSpec:
     batch_pages: int = 50                  # pages per transfer slot (g10-artifact batcher)
     latency_us: float = 5.0                # per-transfer latency (unused by g10-artifact)
     model: str = "slots"                   # "slots" (g10-artifact) or "pcie" (detailed)
+    generation: int = 3                    # PCIe generation 1..5 (detailed)
+    lanes: int = 16                        # x1, x2, x4, x8, x16 (detailed)
+    max_payload_bytes: int = 256           # max TLP payload, MPS (detailed)
 
     def check(self):
         _positive(self, "bandwidth_GBps", "batch_pages")
         _nonnegative(self, "latency_us")
         _choice(self, "model", ("slots", "pcie"))
+        from .pcie import GENERATIONS, LANES, PAYLOADS   # here, not at the top: pcie.py imports this module
+        for name, allowed in (("generation", tuple(GENERATIONS)), ("lanes", LANES),
+                              ("max_payload_bytes", PAYLOADS)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or v not in allowed:
+                raise ConfigError(f"link.{name} = {v!r}: must be one of {', '.join(map(str, allowed))}")
 
 
 @dataclass(frozen=True)

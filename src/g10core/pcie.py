@@ -42,7 +42,7 @@ from fractions import Fraction
 from .config import ConfigError
 
 __all__ = [
-    "PcieSpec", "PcieLink", "PCIE_PRESETS", "pcie_preset",
+    "PcieSpec", "PcieLink", "PCIE_PRESETS", "pcie_preset", "link_spec_from_config", "link_from_config",
     "TO_DEVICE", "FROM_DEVICE", "FLOW_HOST", "FLOW_PEER",
 ]
 
@@ -190,6 +190,26 @@ def pcie_preset(name: str, **overrides) -> PcieSpec:
                 raise ConfigError(f"unknown pcie parameter {k!r}; known: {', '.join(sorted(known))}")
         spec = replace(spec, **overrides)
     return spec.check()
+
+
+def link_spec_from_config(cfg) -> PcieSpec:
+    """The GPU's PCIe link of a ``SimConfig`` as the detailed model's ``PcieSpec``.
+
+    Reads ``link.generation``, ``link.lanes``, ``link.max_payload_bytes``, ``link.latency_us``
+    (the per-transfer setup) and ``gpu.frequency_GHz`` (the clock); TLP and link-layer
+    overheads are PcieSpec's defaults.  The bandwidth follows from these, so
+    ``link.bandwidth_GBps`` and ``link.batch_pages`` (the slot model's) are not used.
+    """
+    cfg.check()
+    spec = PcieSpec(generation=cfg.link.generation, lanes=cfg.link.lanes,
+                    max_payload_bytes=cfg.link.max_payload_bytes, setup_latency_us=cfg.link.latency_us,
+                    clock_GHz=cfg.gpu.frequency_GHz)
+    return spec.check("link")
+
+
+def link_from_config(cfg) -> "PcieLink":
+    """A ``PcieLink`` (compiled core included) for the GPU's link of a ``SimConfig``."""
+    return PcieLink(link_spec_from_config(cfg))
 
 
 class PcieLink:

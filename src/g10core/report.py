@@ -299,5 +299,14 @@ def format_run_summary(result) -> str:
     if n_it > 1:
         lines.append("  per iteration    " + ", ".join(f"{it.time_s:.3f} s" for it in result.iterations)
                      + " (iteration 0 includes the cold start)")
+    dev = result.counters.get("ssd_summary")
+    if dev:
+        waf = dev["waf"]
+        waf_txt = "n/a (no writes)" if waf != waf else f"{waf:.3f}"
+        lines.append(f"  SSD (whole run)  WAF {waf_txt}, {dev['gc_count']:,} GCs, GC time {dev['gc_time_s']:.3f} s, "
+                     f"erase-count spread {dev['erase_spread']}; throttled {dev['throttled_ticks']:,} transfer slots")
+        u = result.counters["link_utilisation"]
+        lines.append(f"  PCIe link        utilisation to GPU {100 * u['to_device']:.1f} %, "
+                     f"from GPU {100 * u['from_device']:.1f} %")
     lines.append(f"  run              {run_txt}")
     return "\n".join(lines)

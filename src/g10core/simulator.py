@@ -70,6 +70,26 @@ def detailed_quotas(cfg, ssd, link) -> dict:
                 ssd_batch=max(1, int(batch * ssd_GBps / link_GBps)))
 
 
+def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
+    """What the detailed preset's devices saw over the whole run (both iterations)."""
+    rows = np.asarray(raw["kernels"], np.int64).reshape(-1, 10)
+    elapsed = int(rows[-1, 3]) if rows.size else 0
+    st = ssd.stats()
+    ls = link.stats(elapsed)
+    return {
+        "ssd": st,
+        "link": ls,
+        "ssd_summary": {
+            "waf": st["waf"], "gc_count": st["gc_count"], "gc_time_s": st["gc_time_us"] / 1e6,
+            "host_write_pages": st["host_write_pages"], "host_read_pages": st["host_read_pages"],
+            "erase_spread": st["erase_counts"]["spread"],
+            "throttled_ticks": int(raw.get("ssd_throttled_ticks", 0)),
+            "user_capacity_pages": int(ssd.core.logical_pages),
+        },
+        "link_utilisation": {d: ls[d]["utilisation"] for d in ("to_device", "from_device")},
+    }
+
+
 def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=False, bulk=True,
                   devices=None):
     """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated).
@@ -140,14 +160,17 @@ def resolve_config(preset_name: str = "g10-artifact", config_file=None, sets=Non
     return resolve(preset_name, config_file, list(sets or ()))
 
 
+def is_detailed(cfg: SimConfig) -> bool:
+    """The link and the SSD are devices (``link.model = pcie``, ``ssd.model = ftl``)."""
+    return cfg.link.model == "pcie"
+
+
 def check_supported(cfg: SimConfig) -> None:
-    """Refuse component models the simulator cannot run yet (rather than ignore them)."""
-    if cfg.link.model != "slots":
-        raise ConfigError(f"link.model = {cfg.link.model!r} (preset {cfg.preset!r}): the PCIe link model is "
-                          "not wired into the replay yet; use link.model = 'slots' (preset g10-artifact)")
-    if cfg.ssd.model != "bandwidth":
-        raise ConfigError(f"ssd.model = {cfg.ssd.model!r} (preset {cfg.preset!r}): the FTL SSD model is "
-                          "not wired into the replay yet; use ssd.model = 'bandwidth' (preset g10-artifact)")
+    """Refuse combinations of component models the simulator cannot run (rather than ignore them)."""
+    if (cfg.link.model == "pcie") != (cfg.ssd.model == "ftl"):
+        raise ConfigError(f"link.model = {cfg.link.model!r} with ssd.model = {cfg.ssd.model!r}: the PCIe link "
+                          "and the FTL SSD are modelled together (preset detailed: link.model = 'pcie', "
+                          "ssd.model = 'ftl'; preset g10-artifact: 'slots' and 'bandwidth')")
 
 
 def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
@@ -391,12 +414,13 @@ class Simulator:
         hint_info.update(n_hints=int(hints.shape[0]), by_action=action_counts(hints),
                          applied=bool(pol.apply_hints))
         t1 = time.perf_counter()
+        devices = detailed_devices(trace, cfg) if is_detailed(cfg) else None
         consts, arrays, (t11, t00) = replay_inputs(trace, cfg, hints, eviction=pol.eviction,
-                                                   apply_hints=pol.apply_hints)
+                                                   apply_hints=pol.apply_hints, devices=devices)
         hinted = trace.tensor_pages[hints["tensor"]].sum() if hints.size and pol.apply_hints else 0
         consts["max_ticks"] = tick_budget(consts, trace, t00, int(hinted))
         try:
-            raw = Replay(consts, arrays).run()
+            raw = Replay(consts, arrays, *(devices or ())).run()
         except RuntimeError as exc:
             state = " ".join(str(exc).split())
             if hint_info["source"] in ("file", "array"):
@@ -422,7 +446,10 @@ class Simulator:
         final = raw["final"]
         counters = {"ticks": dict(raw["ticks"]), "final_gpu_used_pages": consts["gpu_pages"] - final["gpu_free"],
                     "final_host_used_pages": final["host_used"], "gpu_pages": consts["gpu_pages"],
-                    "host_line_pages": consts["host_pages"], "eviction": pol.eviction}
+                    "host_line_pages": consts["host_pages"], "eviction": pol.eviction,
+                    "tick_cycles": consts["tick_cycles"]}
+        if devices is not None:
+            counters.update(device_counters(raw, *devices, consts))
         if raw["host_overflow"]:
             return results.failed(
                 f"host memory overflow: the evicted pages exceed host.memory_GiB = {cfg.host.memory_GiB:g} "

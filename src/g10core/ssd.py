@@ -57,7 +57,8 @@ import numpy as np
 from .config import ConfigError
 from .pcie import PcieLink, PcieSpec
 
-__all__ = ["SSDSpec", "SSD", "SSD_PRESETS", "ssd_preset", "parse_victim", "percentile_us", "VICTIM_POLICIES"]
+__all__ = ["SSDSpec", "SSD", "SSD_PRESETS", "ssd_preset", "ssd_spec_from_config", "ssd_from_config",
+           "parse_victim", "percentile_us", "VICTIM_POLICIES"]
 
 # Names of the GC victim rules, as the compiled layer numbers them.
 VICTIM_POLICIES = {"greedy": 0, "fifo": 1, "random": 2, "d-choices": 3}
@@ -245,6 +246,12 @@ class SSDSpec:
         if self.physical_pages // self.pages_per_block >= 2**31 - 1:
             raise ConfigError(f"{p}: {self.physical_pages // self.pages_per_block} erase blocks; at most "
                               "2^31 - 2 are supported (use more pages per block)")
+        greedy = parse_victim(self.victim_policy)[0] == VICTIM_POLICIES["greedy"]
+        n_lists = self.pages_per_block + 1 if greedy else 1          # victim lists per plane
+        if self.physical_pages // self.pages_per_block + self.n_planes * n_lists >= 2**31 - 1:
+            raise ConfigError(f"{p}: {self.physical_pages // self.pages_per_block} erase blocks and "
+                              f"{self.n_planes * n_lists} victim lists; at most 2^31 - 2 together are "
+                              "supported (use more pages per block or fewer planes)")
         if self.write_buffer_bytes // self.page_size_bytes >= 2**30:
             raise ConfigError(f"{p}.write_buffer_bytes = {self.write_buffer_bytes}: at most 2^30 pages")
         if self.max_command_bytes < self.page_size_bytes:
@@ -343,6 +350,31 @@ def ssd_preset(name: str, **overrides) -> SSDSpec:
             overrides = dict(overrides, link=replace(spec.link, clock_GHz=overrides["clock_GHz"]))
         spec = replace(spec, **overrides)
     return spec.check()
+
+
+def ssd_spec_from_config(cfg, user_capacity_bytes: int | None = None) -> SSDSpec:
+    """The FTL device of a ``SimConfig``: the ``ssd.device`` preset on the simulation clock
+    (``gpu.frequency_GHz``), scaled to ``user_capacity_bytes`` when given (else the preset's
+    full size; FTL tables cost memory only for pages that are written).
+
+    Its bandwidth and latencies emerge from the preset's geometry and timing (zssd: 3.2 GB/s,
+    12/16 us for an idle 4 KiB read/write), so ``ssd.bandwidth_GBps``, ``ssd.latency_us``,
+    ``ssd.read_latency_us`` and ``ssd.write_latency_us`` (the bandwidth model's and the
+    scheduler's figures) are not used.  Its flash page (zssd 4 KiB, mlc 8 KiB) is the unit
+    of ``SSD.read``/``SSD.write``; callers with other page sizes convert their ranges.
+    """
+    cfg.check()
+    spec = ssd_preset(cfg.ssd.device, clock_GHz=cfg.gpu.frequency_GHz)
+    if user_capacity_bytes is not None:
+        if isinstance(user_capacity_bytes, bool) or not isinstance(user_capacity_bytes, (int, np.integer)):
+            raise ConfigError(f"user_capacity_bytes = {user_capacity_bytes!r}: must be an integer number of bytes")
+        spec = spec.with_user_capacity(int(user_capacity_bytes))
+    return spec
+
+
+def ssd_from_config(cfg, user_capacity_bytes: int | None = None) -> "SSD":
+    """An ``SSD`` (compiled core included) for a ``SimConfig``; see ``ssd_spec_from_config``."""
+    return SSD(ssd_spec_from_config(cfg, user_capacity_bytes))
 
 
 def percentile_us(hist: np.ndarray, bounds: np.ndarray, q: float, per_us: float) -> float:
