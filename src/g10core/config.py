@@ -58,10 +58,12 @@ class SSDSpec:
     write_latency_us: float = 16.0         # device write latency (detailed preset)
     model: str = "bandwidth"               # "bandwidth" (g10-artifact) or "ftl" (detailed)
     device: str = "zssd"                   # ssd.py preset the FTL model builds (detailed): zssd | mlc
+    capacity_GiB: float = 0.0              # user capacity of the FTL SSD (detailed); 0: the device's,
+                                           # or the trace's footprint when that is larger
 
     def check(self):
         _positive(self, "bandwidth_GBps")
-        _nonnegative(self, "latency_us", "read_latency_us", "write_latency_us")
+        _nonnegative(self, "latency_us", "read_latency_us", "write_latency_us", "capacity_GiB")
         _choice(self, "model", ("bandwidth", "ftl"))
         from .ssd import SSD_PRESETS               # here, not at the top: ssd.py imports this module
         _choice(self, "device", tuple(SSD_PRESETS))

@@ -40,16 +40,23 @@ def detailed_devices(trace: Trace, cfg):
     """The detailed preset's SSD (with its FTL) and GPU link, sized for this trace.
 
     Every page of the footprint gets a logical page on the SSD (lpn = virtual page),
-    so the SSD's user capacity must hold the footprint; it is the device preset's
-    capacity, or the footprint rounded up to 1 GiB when the preset is smaller
-    (stated in the result's configuration).
+    so the SSD's user capacity must hold the footprint.  ``ssd.capacity_GiB`` sets it
+    (an SSD that just holds the footprint is rewritten every iteration: that is where
+    garbage collection shows); 0 means the device preset's capacity, or the footprint
+    rounded up to 1 GiB when the preset is smaller.
     """
     from .pcie import link_from_config
     from .ssd import ssd_from_config, ssd_spec_from_config
 
     footprint = trace.footprint_bytes
-    preset_capacity = ssd_spec_from_config(cfg).user_capacity_bytes
-    capacity = None if preset_capacity >= footprint else -(-footprint // GiB) * GiB
+    if cfg.ssd.capacity_GiB > 0:
+        capacity = int(cfg.ssd.capacity_GiB * GiB)
+        if capacity < footprint:
+            raise ConfigError(f"ssd.capacity_GiB = {cfg.ssd.capacity_GiB:g} is smaller than the trace's footprint "
+                              f"({footprint / GiB:.2f} GiB): every page needs a logical page on the SSD")
+    else:
+        preset_capacity = ssd_spec_from_config(cfg).user_capacity_bytes
+        capacity = None if preset_capacity >= footprint else -(-footprint // GiB) * GiB
     return ssd_from_config(cfg, capacity), link_from_config(cfg)
 
 
