@@ -179,3 +179,30 @@ def test_reference_reproduces_published_prefix(artifact_dir, load_shipped):
             if len(published) == 30:
                 break
     assert [list(r) for r in ref.kernels] == published
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases())
+def test_bulk_repeats_move_the_same_pages(case):
+    """Page by page, bulk repeats move exactly the pages the detailed ticks move."""
+    trace, cfg, eviction, hints, apply_hints = case
+    moves = []
+    for bulk in (True, False):
+        c, a, _ = replay_inputs(trace, cfg, hints, eviction=eviction, apply_hints=apply_hints, bulk=bulk)
+        c["max_ticks"] = 200_000
+        c["debug_log"] = True
+        try:
+            r = Replay(c, a)
+            r.run()
+        except RuntimeError:
+            assume(False)
+        rows = r.debug_rows()
+        per_kind = []
+        for kind in (1, 2):
+            sel = rows[rows[:, 0] == kind]
+            pages = np.concatenate([np.arange(p, p + k) for _, _, p, k, _ in sel]) if len(sel) else np.zeros(0)
+            tiers = np.repeat(sel[:, 4], sel[:, 3]) if len(sel) else np.zeros(0)
+            per_kind.append((pages, tiers))
+        moves.append(per_kind)
+    for (p1, t1), (p2, t2) in zip(*moves):
+        assert np.array_equal(p1, p2) and np.array_equal(t1, t2)

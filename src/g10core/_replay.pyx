@@ -75,6 +75,55 @@ DEF OP_VICT = 1
 DEF OP_IN = 2
 DEF OP_PREEV = 3
 
+cdef enum:
+    # why a busy tick was or was not repeated in bulk (``run()['bulk']``)
+    B_IRREGULAR
+    B_NOTHING
+    B_KERNEL_NEXT
+    B_QUEUE_DRAINS
+    B_KERNEL_READY
+    B_FRAMES_RUN_OUT
+    B_FRAMES_FREED_IN
+    B_FRAMES_FREED_BLOCKED
+    B_HOST_LINE
+    B_LESS_THAN_ONE
+    B_MIXED_VICTIMS
+    B_STALL_MOVES
+    B_REQUEUE
+    B_MIXED_PAGES
+    B_OPS_OVERFLOW
+    B_PREEVICT_REQUEUE
+    B_REDIRECT
+    B_LOCKUP
+    B_RESTART
+    B_MERGED
+    B_TICKWISE
+    B_COUNT
+
+BULK_STAT_NAMES = (
+    'irregular tick (see the other reasons)',
+    'nothing moved',
+    'a kernel event comes first',
+    'a queue drains',
+    'the waiting kernel could become ready',
+    'free GPU frames run out',
+    'frames freed while pages come in',
+    'frames freed with a blocked queue',
+    'host memory near its line',
+    'not even one identical tick',
+    'mixed victims or pages in transfer in GPU',
+    'a stall that would move',
+    're-queued victims change a queue',
+    "running kernel's and other pages mixed",
+    'too many operations in one tick',
+    'pre-evicted pages re-queued as faults',
+    'prefetch redirected between tiers',
+    'DeepUM lock-up fallback',
+    'a waiting kernel restarted',
+    'ticks repeated as merged streams (count of repeats)',
+    'ticks repeated tick by tick (count of repeats)',
+)
+
 cdef int64_t BIG = (<int64_t>1) << 62      # "no limit"
 cdef int64_t HUGE_N = (<int64_t>1) << 40   # bounds above this are "not yet bounded"
 
@@ -196,9 +245,11 @@ cdef class Replay:
     cdef object _pcie_arr
     cdef bint host_overflow
     cdef int64_t n_ticks_detailed, n_ticks_bulk, n_ticks_idle, max_ticks
-    cdef bint debug_log
-    cdef int64_t reject[24]                 # diagnostics: why ticks were not repeated in bulk
-    cdef vector[int64_t] log                # debug: (kind, time, page, count, dest) rows
+    cdef bint debug_log                     # record every page move (tests, debugging)
+    cdef int64_t bulk_stat[B_COUNT]         # diagnostics: why ticks were (not) repeated in bulk
+    cdef vector[int64_t] log                # debug_log rows: (kind, tick, first page, pages, tier):
+                                            # 1 victims (tier: destination), 2 pages in (tier: source),
+                                            # 3 a bulk repeat (tick, repeats, queue*1000+pages, victims*10+stall)
 
     def __init__(self, dict c, dict arrays, ssd=None, link=None):
         """``c``: scalar constants (validated by the Python layer); ``arrays``: numpy inputs.
@@ -308,8 +359,8 @@ cdef class Replay:
         self.host_overflow = False
         self.n_ticks_detailed = self.n_ticks_bulk = self.n_ticks_idle = 0
         self.replaying = False
-        for i in range(24):
-            self.reject[i] = 0
+        for i in range(B_COUNT):
+            self.bulk_stat[i] = 0
 
     # ======================================================================
     # small helpers
@@ -711,7 +762,7 @@ cdef class Replay:
         i = self.n_ops
         if i == OPS_MAX:
             self.irregular = True
-            self.reject[17] += 1
+            self.bulk_stat[B_OPS_OVERFLOW] += 1
             return
         self.op_kind[i] = kind
         self.op_q[i] = q
@@ -934,7 +985,7 @@ cdef class Replay:
                 qq = Q_PF_HOST if d == HOST else (Q_PF_SSD if d == SSD else Q_PF_ALLOC)
                 self.qpush(qq, f.start, k, f.tensor, d)
                 self.irregular = True
-                self.reject[18] += 1
+                self.bulk_stat[B_PREEVICT_REQUEUE] += 1
             self.lru_remove(f.start, k)
             self.gpu_free += k
             self.qpop(q, k)
@@ -991,7 +1042,7 @@ cdef class Replay:
                 self.qpop(Q_PRE_SSD, f.count)
                 self.qpush(Q_PRE_HOST, f.start, f.count, f.tensor, f.src)
                 self.irregular = True
-                self.reject[19] += 1
+                self.bulk_stat[B_REDIRECT] += 1
         while (self.in_cpu < self.host_batch and self.in_n < self.gpu_batch and self.room()
                and self.qlen[Q_PRE_HOST]):
             f = self.qs[Q_PRE_HOST].front()
@@ -1004,7 +1055,7 @@ cdef class Replay:
                 self.qpop(Q_PRE_HOST, f.count)
                 self.qpush(Q_PRE_SSD, f.start, f.count, f.tensor, f.src)
                 self.irregular = True
-                self.reject[20] += 1
+                self.bulk_stat[B_REDIRECT] += 1
         return 0
 
     cdef int64_t required_intr(self) noexcept nogil:
@@ -1056,7 +1107,7 @@ cdef class Replay:
             if (self.eviction == EVICT_DEEPUM and self.has_resched and not self.started
                     and self.in_n + self.out_n == 0 and self.required_intr() > 0):
                 self.irregular = True
-                self.reject[21] += 1
+                self.bulk_stat[B_LOCKUP] += 1
                 self.pf_fetch(Q_PRE_SSD, SSD)
                 self.pf_fetch(Q_PRE_HOST, HOST)
                 self.alloc_queue(Q_PREALLOC, True)
@@ -1080,26 +1131,13 @@ cdef class Replay:
         # restart of a waiting kernel once everything it needs has arrived
         if self.has_resched and self.pf_queues_empty() and self.required_intr() == 0:
             self.irregular = True
-            self.reject[22] += 1
+            self.bulk_stat[B_RESTART] += 1
             self.k_pending = True
             self.tk = now
             self.sk = self.seq
             self.seq += 1
             self.k_kernel = self.cur
             self.started = True
-        if self.debug_log:
-            self.log.push_back(5); self.log.push_back(now); self.log.push_back(self.cursor)
-            self.log.push_back(self.stalled); self.log.push_back(self.victim_src)
-            for i in range(NQ):
-                self.log.push_back(6); self.log.push_back(now); self.log.push_back(i)
-                self.log.push_back(self.qlen0[i]); self.log.push_back(self.qlen[i])
-                if self.qlen[i]:
-                    self.log.push_back(7); self.log.push_back(now); self.log.push_back(i)
-                    self.log.push_back(self.qs[i].front().tensor); self.log.push_back(self.required(self.qs[i].front().tensor))
-            for i in range(self.n_ops):
-                self.log.push_back(4); self.log.push_back(now)
-                self.log.push_back(self.op_kind[i] * 100 + self.op_q[i])
-                self.log.push_back(self.op_k[i]); self.log.push_back(self.op_dest[i])
         self.tb = now + self.tick
         self.sb = self.seq
         self.seq += 1
@@ -1425,14 +1463,14 @@ cdef class Replay:
         cdef int8_t d_vict = -1
         cdef bint pf_nonempty = False, in_pf, single
         if self.victim_src == 3 or self.gpu_intr or (V and self.rec_vdest == -2) or self.seq_overflow:
-            self.reject[14] += 1
+            self.bulk_stat[B_MIXED_VICTIMS] += 1
             return 0
         if self.stalled and (self.victim_src & 1 or self.cursor >= 0):
             # the stall recurs identically only if it happened with the cursor already at the end
-            self.reject[15] += 1
+            self.bulk_stat[B_STALL_MOVES] += 1
             return 0
         if self.n_ops == 0 and not self.stalled:
-            self.reject[1] += 1
+            self.bulk_stat[B_NOTHING] += 1
             return 0
         for i in range(self.n_ops):
             if self.op_kind[i] == OP_IN:
@@ -1445,19 +1483,19 @@ cdef class Replay:
             # re-queued victims must join a queue whose treatment they cannot change:
             # the queue being drained, or one that stays non-empty and untouched
             if d_vict == -3:
-                self.reject[16] += 1
+                self.bulk_stat[B_REQUEUE] += 1
                 return 0
             q = Q_PF_HOST if d_vict == HOST else (Q_PF_SSD if d_vict == SSD else Q_PF_ALLOC)
             if single and q == q_in and V == self.consumed[q_in]:
                 # it gets back per tick exactly what it gives: its pages form one stream
                 cycle = q
             elif not (q == q_in and single) and not (self.qlen0[q] > 0 and self.consumed[q] == 0):
-                self.reject[16] += 1
+                self.bulk_stat[B_REQUEUE] += 1
                 return 0
         # time: only ticks strictly before the next kernel event
         if self.k_pending:
             if self.tb >= self.tk:
-                self.reject[5] += 1
+                self.bulk_stat[B_KERNEL_NEXT] += 1
                 return 0
             m = (self.tk - self.tb + self.tick - 1) // self.tick
             if m < n:
@@ -1468,7 +1506,7 @@ cdef class Replay:
             if c == 0 or q == cycle:
                 continue
             if self.qlen[q] <= c:
-                self.reject[6] += 1
+                self.bulk_stat[B_QUEUE_DRAINS] += 1
                 return 0
             m = (self.qlen[q] - 1) // c
             if m < n:
@@ -1479,7 +1517,7 @@ cdef class Replay:
             else:
                 in_pf = q == Q_PF_SSD or q == Q_PF_HOST or q == Q_PF_ALLOC
                 if self.eviction == EVICT_DEEPUM and not in_pf and self.rec_in_req == -2:
-                    self.reject[17] += 1     # the running kernel's pages and others: victims differ
+                    self.bulk_stat[B_MIXED_PAGES] += 1     # the running kernel's pages and others: victims differ
                     return 0
                 span = self._queue_span(q, need, self.qs[q].front().src,
                                         self.eviction == EVICT_DEEPUM and not in_pf, self.rec_in_req == 1)
@@ -1498,29 +1536,29 @@ cdef class Replay:
                     n = m
                 pf_nonempty = n >= 1
             if not pf_nonempty:
-                self.reject[7] += 1
+                self.bulk_stat[B_KERNEL_READY] += 1
                 return 0
         # free frames and host pages
         d_free = self.gpu_free - self.tick_free0
         d_host = self.host_used - self.tick_host0
         if d_free < 0:
             if V > 0 or self.gpu_free < 1:
-                self.reject[8] += 1
+                self.bulk_stat[B_FRAMES_RUN_OUT] += 1
                 return 0
             m = (self.gpu_free - 1) // (-d_free)
             if m < n:
                 n = m
         elif d_free > 0:
             if n_in:
-                self.reject[9] += 1
+                self.bulk_stat[B_FRAMES_FREED_IN] += 1
                 return 0
             for q in range(NQ):
                 if self.consumed[q] == 0 and self.qlen[q]:
-                    self.reject[10] += 1
+                    self.bulk_stat[B_FRAMES_FREED_BLOCKED] += 1
                     return 0
         if d_host != 0:
             if self.tick_host0 >= self.host_line or self.host_peak >= self.host_line:
-                self.reject[11] += 1
+                self.bulk_stat[B_HOST_LINE] += 1
                 return 0
             if d_host > 0:
                 m = (self.host_line - 1 - self.host_peak) // d_host
@@ -1537,7 +1575,7 @@ cdef class Replay:
             if m < n:
                 n = m
         if n < 1 or n >= HUGE_N:
-            self.reject[12] += 1
+            self.bulk_stat[B_LESS_THAN_ONE] += 1
             return 0
         if self.debug_log:
             self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(n)
@@ -1545,10 +1583,10 @@ cdef class Replay:
             self.log.push_back(V * 10 + self.stalled)
         if single:
             self._apply_bulk(n, 1)
-            self.reject[13] += 1
+            self.bulk_stat[B_MERGED] += 1
         else:
             self._apply_bulk(1, n)
-            self.reject[18] += 1
+            self.bulk_stat[B_TICKWISE] += 1
         return 0
 
     cdef int _apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil:
@@ -1664,7 +1702,7 @@ cdef class Replay:
                     self._skip_idle()
                 elif self.bulk_enabled:
                     if self.irregular:
-                        self.reject[0] += 1
+                        self.bulk_stat[B_IRREGULAR] += 1
                     else:
                         self._try_bulk()
                 if self.n_ticks_detailed + self.n_ticks_bulk > self.max_ticks:
@@ -1689,7 +1727,7 @@ cdef class Replay:
             "pcie": self._pcie_arr[: self.n_iter].copy(),
             "host_overflow": bool(self.host_overflow),
             "log": np.array(self.log, dtype=np.int64).reshape(-1, 5),
-            "bulk_rejects": [self.reject[i] for i in range(24)],
+            "bulk": {BULK_STAT_NAMES[i]: self.bulk_stat[i] for i in range(B_COUNT) if self.bulk_stat[i]},
             "ssd_throttled_ticks": self.ssd_throttled_ticks,
             "end_cycle": self.tk,
             "ticks": {"detailed": self.n_ticks_detailed, "bulk": self.n_ticks_bulk,
