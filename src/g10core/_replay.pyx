@@ -1147,18 +1147,29 @@ cdef class Replay:
     # ======================================================================
     # kernel begin
     # ======================================================================
-    cdef int apply_hint(self, int32_t t, int8_t action) except -1 nogil:
-        cdef locmap_t.iterator it
-        cdef int64_t a = self.t_first[t], b = a + self.t_np[t], s, e
-        cdef int8_t l
-        cdef vector[int64_t] segs   # start, end, loc triples of untouched (not in transfer) runs
-        it = self.lfind(a)
+    cdef int64_t idle_runs(self, int32_t t, vector[int64_t]& segs) except -1 nogil:
+        """(start, end, tier) triples of t's runs not in transfer; returns its pages in transfer.
+
+        Collected first, because the caller then reassigns those runs (which edits the map).
+        """
+        cdef locmap_t.iterator it = self.lfind(self.t_first[t])
+        cdef int64_t b = self.t_first[t] + self.t_np[t], in_transfer = 0
         while it != self.loc.end() and deref(it).first < b:
-            if not deref(it).second.intr:
+            if deref(it).second.intr:
+                in_transfer += deref(it).second.end - deref(it).first
+            else:
                 segs.push_back(deref(it).first)
                 segs.push_back(deref(it).second.end)
                 segs.push_back(deref(it).second.loc)
             inc(it)
+        return in_transfer
+
+    cdef int apply_hint(self, int32_t t, int8_t action) except -1 nogil:
+        """The artifact's guidedTransfer: pages in transfer are left alone."""
+        cdef int64_t s, e
+        cdef int8_t l
+        cdef vector[int64_t] segs
+        self.idle_runs(t, segs)
         cdef size_t i = 0
         while i < segs.size():
             s = segs[i]
@@ -1194,27 +1205,19 @@ cdef class Replay:
 
     cdef int fault_tensor(self, int32_t t, int64_t* info) except -1 nogil:
         """Queue every missing page of t; info: total, np, ssd, host, in_transfer."""
-        cdef locmap_t.iterator it
-        cdef int64_t a = self.t_first[t], b = a + self.t_np[t], s, e, n
+        cdef int64_t s, e
         cdef int8_t l
         cdef vector[int64_t] segs
         info[0] += self.t_np[t]
-        it = self.lfind(a)
-        while it != self.loc.end() and deref(it).first < b:
-            n = deref(it).second.end - deref(it).first
-            if deref(it).second.intr:
-                info[4] += n
-            elif deref(it).second.loc != GPU:
-                segs.push_back(deref(it).first)
-                segs.push_back(deref(it).second.end)
-                segs.push_back(deref(it).second.loc)
-            inc(it)
+        info[4] += self.idle_runs(t, segs)
         cdef size_t i = 0
         while i < segs.size():
             s = segs[i]
             e = segs[i + 1]
             l = <int8_t>segs[i + 2]
             i += 3
+            if l == GPU:
+                continue
             if l == NP:
                 info[1] += e - s
                 self.qpush(Q_PF_ALLOC, s, e - s, t, NP)
