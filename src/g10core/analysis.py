@@ -110,10 +110,14 @@ class Vitality:
         return k == b if d == -1 else b <= k < d
 
 
+def ns_to_cycles(ns: np.ndarray, frequency_GHz: float = 1.2) -> np.ndarray:
+    """Profiled times to cycles, the artifact's way: ``(long)(ms * GHz*1e9 / 1000)``."""
+    return np.trunc((ns / 1e6) * (frequency_GHz * 1e9) / 1000.0).astype(np.int64)
+
+
 def kernel_cycles(trace: Trace, frequency_GHz: float = 1.2) -> np.ndarray:
-    """Ideal kernel times in cycles, the artifact's way: ``(long)(ms * GHz*1e9 / 1000)``."""
-    ms = trace.kernel_time_ideal_ns / 1e6
-    return np.trunc(ms * (frequency_GHz * 1e9) / 1000.0).astype(np.int64)
+    """Ideal kernel times in cycles (see :func:`ns_to_cycles`)."""
+    return ns_to_cycles(trace.kernel_time_ideal_ns, frequency_GHz)
 
 
 def kernel_time_tables(cycles: np.ndarray, frequency_GHz: float = 1.2) -> tuple[np.ndarray, np.ndarray]:

@@ -73,14 +73,11 @@ class ArtifactConstants:
 
 def kernel_cycles(trace: Trace, freq_GHz: float = 1.2):
     """(t11, t10, t00) in cycles with the artifact's conversion and clamping."""
-    hz = freq_GHz * 1e9
+    from .analysis import ns_to_cycles
 
-    def conv(ns):
-        return np.array([int((v / 1e6) * hz / 1000.0) for v in ns], np.int64)
-
-    t11 = conv(trace.kernel_time_ideal_ns)
-    t10 = np.maximum(conv(trace.kernel_time_fault_outputs_ns), t11)
-    t00 = np.maximum(conv(trace.kernel_time_fault_all_ns), t10)
+    t11 = ns_to_cycles(trace.kernel_time_ideal_ns, freq_GHz)
+    t10 = np.maximum(ns_to_cycles(trace.kernel_time_fault_outputs_ns, freq_GHz), t11)
+    t00 = np.maximum(ns_to_cycles(trace.kernel_time_fault_all_ns, freq_GHz), t10)
     return t11, t10, t00
 
 
