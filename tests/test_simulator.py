@@ -15,7 +15,7 @@ from g10core.hints import HintError, validate_hints
 from g10core.policies import HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_SSD
 from g10core.policies import get as get_policy
 from g10core.reference import EVICT_DEEPUM, EVICT_LRU, ReferenceReplay
-from g10core.simulator import Simulator, SimulationError, replay_invariant_violations
+from g10core.simulator import Simulator, SimulationError, replay_invariant_violations, resolve_config
 from g10core.synth import synthesize
 from g10core.trace import TraceError, kernel_working_set_bytes
 
@@ -110,9 +110,10 @@ def test_configs_the_replay_cannot_run_are_refused(over, message):
         Simulator(preset("g10-artifact").with_overrides(over))
 
 
-def test_detailed_preset_is_refused_until_its_components_are_wired():
-    with pytest.raises(ConfigError, match="not wired into the replay yet"):
-        Simulator("detailed")
+def test_half_detailed_configurations_are_refused():
+    # the PCIe link and the FTL SSD are devices together (tests/test_detailed.py runs them)
+    with pytest.raises(ConfigError, match="modelled together"):
+        Simulator(resolve_config("detailed", sets=["ssd.model=bandwidth"]))
 
 
 # ---- ideal --------------------------------------------------------------------------
