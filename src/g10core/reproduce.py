@@ -144,7 +144,7 @@ def run_tasks(tasks: list[RunTask], *, jobs: int | None = None, progress: bool =
                 bar.set_postfix_str(f"{tasks[i].model} {tasks[i].policy}", refresh=False)
                 bar.update()
         else:
-            ctx = multiprocessing.get_context("spawn")    # no inherited threads, numba or HDF5 state
+            ctx = multiprocessing.get_context("spawn")    # no inherited threads or HDF5 state
             ex = cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
                                         initializer=_worker_init)
             try:

@@ -1,9 +1,12 @@
-"""Array kernels of the G10 smart-migration scheduler (``g10.py`` is the Python layer).
+"""Array kernels of the G10 smart-migration scheduler: the plain-Python reference.
 
-Compiled with numba (``cache=True``) when it is installed; without numba the same
-source runs as plain Python (correct, slower).  ``g10.py`` imports this module only
-when a schedule is computed, so ``import g10core`` does not pay numba's import.
-Inputs are trusted: ``g10.py`` validates the trace and configuration first.
+``g10.py`` runs the compiled twin of this module, ``g10core._g10sched`` (Cython: the
+same functions, arguments and results, bit for bit).  This one is the readable
+statement of the semantics and the oracle of ``tests/test_g10_kernels.py``, which
+checks the two against each other on random inputs and real traces (the msgpack
+"fallback" pattern).  It is plain Python and numpy, hence slow (seconds per real
+workload); nothing here is on the path a user runs.  Inputs are trusted: ``g10.py``
+validates the trace and configuration first.
 
 Why the decisions are the published scheduler's, ties included
 --------------------------------------------------------------
@@ -42,19 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # numba is a declared dependency; the fallback keeps the package usable without it
-    from numba import njit
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
-
-# Compiled calls pass these constants as ``np.int64(NAME)``: numba would otherwise
-# compile a separate copy of the callee for each literal value.
+IMPLEMENTATION = "reference"
 
 # budget directions (rows of cap/est/full)
 S2G = 0  # SSD -> GPU (prefetch from SSD)
@@ -80,7 +71,6 @@ THRESHOLD = 16  # libstdc++ _S_threshold
 # exact emulation of libstdc++ std::sort on an index array
 # ---------------------------------------------------------------------------
 
-@njit(cache=True)
 def _before(mode, x, y, k1, k2):
     """comp(x, y) of the emulated sort: does element x go before element y?"""
     if mode == CMP_AREA:
@@ -93,7 +83,6 @@ def _before(mode, x, y, k1, k2):
     return k1[x] > k1[y]
 
 
-@njit(cache=True)
 def _adjust_heap(p, first, hole, length, value, mode, k1, k2):
     top = hole
     child = hole
@@ -116,7 +105,6 @@ def _adjust_heap(p, first, hole, length, value, mode, k1, k2):
     p[first + hole] = value
 
 
-@njit(cache=True)
 def _heap_sort(p, first, last, mode, k1, k2):
     """std::__partial_sort(first, last, last): make_heap then sort_heap."""
     length = last - first
@@ -131,17 +119,15 @@ def _heap_sort(p, first, last, mode, k1, k2):
         last -= 1
         value = p[last]
         p[last] = p[first]
-        _adjust_heap(p, first, np.int64(0), last - first, value, mode, k1, k2)
+        _adjust_heap(p, first, 0, last - first, value, mode, k1, k2)
 
 
-@njit(cache=True)
 def _swap(p, i, j):
     t = p[i]
     p[i] = p[j]
     p[j] = t
 
 
-@njit(cache=True)
 def _partition_pivot(p, first, last, mode, k1, k2):
     mid = first + (last - first) // 2
     a, b, c = first + 1, mid, last - 1
@@ -174,7 +160,6 @@ def _partition_pivot(p, first, last, mode, k1, k2):
         lo += 1
 
 
-@njit(cache=True)
 def _linear_insert(p, i, lo, mode, k1, k2):
     """__unguarded_linear_insert (guarded at ``lo`` for safety)."""
     value = p[i]
@@ -185,7 +170,6 @@ def _linear_insert(p, i, lo, mode, k1, k2):
     p[j + 1] = value
 
 
-@njit(cache=True)
 def _insertion_sort(p, first, last, mode, k1, k2):
     for i in range(first + 1, last):
         if _before(mode, p[i], p[first], k1, k2):
@@ -197,7 +181,6 @@ def _insertion_sort(p, first, last, mode, k1, k2):
             _linear_insert(p, i, first, mode, k1, k2)
 
 
-@njit(cache=True)
 def std_sort(p, mode, k1, k2):
     """Sort index array ``p`` in place exactly as libstdc++'s ``std::sort`` would."""
     n = p.shape[0]
@@ -229,18 +212,17 @@ def std_sort(p, mode, k1, k2):
             last = cut
     # __final_insertion_sort
     if n > THRESHOLD:
-        _insertion_sort(p, np.int64(0), np.int64(THRESHOLD), mode, k1, k2)
+        _insertion_sort(p, 0, THRESHOLD, mode, k1, k2)
         for i in range(THRESHOLD, n):
-            _linear_insert(p, i, np.int64(0), mode, k1, k2)
+            _linear_insert(p, i, 0, mode, k1, k2)
     else:
-        _insertion_sort(p, np.int64(0), n, mode, k1, k2)
+        _insertion_sort(p, 0, n, mode, k1, k2)
 
 
 # ---------------------------------------------------------------------------
 # bandwidth budgets (one bucket per kernel and direction)
 # ---------------------------------------------------------------------------
 
-@njit(cache=True)
 def walk_forward(cap, est, full, d, size, start):
     """Kernel where ``size`` bytes are through direction ``d``, starting at ``start``."""
     K = cap.shape[1]
@@ -255,7 +237,6 @@ def walk_forward(cap, est, full, d, size, start):
     return i
 
 
-@njit(cache=True)
 def walk_backward(cap, est, full, d, size, needed):
     """Kernel where a transfer of ``size`` bytes must start to be in by ``needed``."""
     rest = size
@@ -269,7 +250,6 @@ def walk_backward(cap, est, full, d, size, needed):
     return i
 
 
-@njit(cache=True)
 def reserve_ssd(cap, est, full, d, shadow, size, start):
     """Book an SSD transfer from ``start`` on; it also fills the PCIe bucket ``shadow``.
 
@@ -299,7 +279,6 @@ def reserve_ssd(cap, est, full, d, shadow, size, start):
     return i
 
 
-@njit(cache=True)
 def reserve_pcie(cap, est, full, d, shadow, size, start):
     """Book a host transfer from ``start`` on.  Quirk copied from the artifact: once the
     PCIe bucket is past ``cap_pcie - cap_ssd``, the whole excess (not the increment) is
@@ -329,7 +308,6 @@ def reserve_pcie(cap, est, full, d, shadow, size, start):
     return i
 
 
-@njit(cache=True)
 def _find_slot(table, t, lo, hi):
     """First j in [lo, hi) with table[j] <= t < table[j+1], or -1."""
     for j in range(lo, hi):
@@ -338,7 +316,6 @@ def _find_slot(table, t, lo, hi):
     return -1
 
 
-@njit(cache=True)
 def _all_at_most(arr, line):
     for k in range(arr.shape[0]):
         if arr[k] > line:
@@ -346,7 +323,6 @@ def _all_at_most(arr, line):
     return True
 
 
-@njit(cache=True)
 def _span_at_most(mem, line, start, end):
     """check_GPU_OK_interval: mem <= line over [start, end), wrapping when end < start."""
     K = mem.shape[0]
@@ -358,7 +334,6 @@ def _span_at_most(mem, line, start, end):
     return True
 
 
-@njit(cache=True)
 def _add_wrapped(arr, value, start, end):
     K = arr.shape[0]
     if end < start:
@@ -371,7 +346,6 @@ def _add_wrapped(arr, value, start, end):
 # the scheduler
 # ---------------------------------------------------------------------------
 
-@njit(cache=True)
 def _push_hint(hk, ht, ha, n, kernel, tensor, action):
     c = n[0]
     hk[c] = kernel
@@ -398,7 +372,6 @@ BOUND_UNIT = 2.0 ** -48
 TIE_PAD = 0.000001  # the comparator's tolerance
 
 
-@njit(cache=True)
 def _exact_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, table, line):
     """The artifact's area of interval i, bit for bit (its own left-to-right sum)."""
     K = mem.shape[0]
@@ -424,7 +397,6 @@ def _exact_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, table, line):
     return a
 
 
-@njit(cache=True)
 def _rebuild_prefix(mem, line, step, M, C, M2, C2, on, on2):
     """Prefix sums (M) and counts (C) of the kernel time steps over the line; M2/C2 the
     same with the step lagging by one kernel (the tail of a looped interval's sum).
@@ -456,7 +428,6 @@ def _rebuild_prefix(mem, line, step, M, C, M2, C2, on, on2):
     on2[K] = n2
 
 
-@njit(cache=True)
 def _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, line, M, C, M2, C2,
                  total_time, bound_per_byte):
     """(approximate area, error bound) of interval i; a bound of 0 means the area is
@@ -484,7 +455,6 @@ def _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, line, M, C, 
     return size * part, size * bound_per_byte
 
 
-@njit(cache=True)
 def _term_span(i, iv_start, iv_end, iv_looped, dep, mem, line, total_time, on, on2):
     """(first, last, wrap) identifying the nonzero terms of interval i's sum.
 
@@ -511,7 +481,6 @@ def _term_span(i, iv_start, iv_end, iv_looped, dep, mem, line, total_time, on, o
     return on[r], on[r2], 0
 
 
-@njit(cache=True)
 def _resolve_near_ties(A, B, exact, iv_start, iv_end, iv_looped, iv_size, dep, mem, table, line,
                        on, on2, order):
     """Make exact every key whose comparisons the approximations cannot decide.
@@ -585,7 +554,6 @@ CH_G2S = 0   # GPU->SSD budget: read by the forward walk over [start, off_mid]
 CH_S2G = 1   # SSD->GPU budget: read by the backward walk over [pre_mid, end-1]
 
 
-@njit(cache=True)
 def _walk_redo(i, dep, iv_start, iv_end, iv_looped, kind, lo, hi):
     """Walks of interval i that a budget change of ``kind`` over [lo, hi] invalidates."""
     if iv_looped[i]:  # no budget walks
@@ -595,7 +563,6 @@ def _walk_redo(i, dep, iv_start, iv_end, iv_looped, kind, lo, hi):
     return RE_BACKWARD if hi >= dep[i, 1] and lo <= iv_end[i] - 1 else 0
 
 
-@njit(cache=True)
 def _crossed_in_range(i, dep, iv_start, iv_end, iv_looped, flips):
     """Did a kernel of interval i's sum fall to the line (``flips`` sorted)?"""
     n = flips.shape[0]
@@ -605,13 +572,11 @@ def _crossed_in_range(i, dep, iv_start, iv_end, iv_looped, flips):
     return r < n and flips[r] < dep[i, 1]
 
 
-@njit(cache=True)
 def _record(ch, nch, kind, lo, hi):
     ch[nch, 0], ch[nch, 1], ch[nch, 2] = kind, lo, hi
     return nch + 1
 
 
-@njit(cache=True)
 def _record_line_drops(flips, nfl, mem, line, size, lo, hi):
     """After ``mem[lo..hi] -= size``: append the kernels that fell to ``line``.
 
@@ -624,7 +589,6 @@ def _record_line_drops(flips, nfl, mem, line, size, lo, hi):
     return nfl
 
 
-@njit(cache=True)
 def _record_wrapped_drops(flips, nfl, mem, line, size, lo, hi, K):
     """Same for the two-iteration index range [lo, hi] of a looped offload."""
     if hi < lo:
@@ -634,10 +598,9 @@ def _record_wrapped_drops(flips, nfl, mem, line, size, lo, hi, K):
     if lo >= K:
         return _record_line_drops(flips, nfl, mem, line, size, lo - K, hi - K)
     nfl = _record_line_drops(flips, nfl, mem, line, size, lo, K - 1)
-    return _record_line_drops(flips, nfl, mem, line, size, np.int64(0), hi - K)
+    return _record_line_drops(flips, nfl, mem, line, size, 0, hi - K)
 
 
-@njit(cache=True)
 def prealloc_pass(mem, table, ptensors, pbirth, pdeath, psize, target, malloc_us_per_byte,
                   emit, hk, ht, ha, nh):
     """Pre-allocation just before birth and pre-free at death, tensor by tensor,
@@ -653,16 +616,16 @@ def prealloc_pass(mem, table, ptensors, pbirth, pdeath, psize, target, malloc_us
         if start_time < 0:
             issue = 0
         else:
-            issue = _find_slot(table, start_time, np.int64(0), b)
+            issue = _find_slot(table, start_time, 0, b)
             if issue < 0:  # allocation takes no time (artifact: undefined); allocate at birth
                 issue = b
             for j in range(issue):
                 mem[j] -= size
         if emit:
-            _push_hint(hk, ht, ha, nh, issue, t, np.int64(A_TO_GPU))
+            _push_hint(hk, ht, ha, nh, issue, t, A_TO_GPU)
         death = d if d != -1 else b + 1
         if emit:
-            _push_hint(hk, ht, ha, nh, death, t, np.int64(A_FREE))
+            _push_hint(hk, ht, ha, nh, death, t, A_FREE)
         free_time = table[death]
         if free_time < table[K]:
             finish = _find_slot(table, free_time, death, K)
@@ -673,7 +636,6 @@ def prealloc_pass(mem, table, ptensors, pbirth, pdeath, psize, target, malloc_us
     return handled
 
 
-@njit(cache=True)
 def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 iv_tensor, iv_start, iv_end, iv_looped, iv_time, iv_size,
                 line, target, cpu_line, ssd_lat_us, sys_lat_us, ssd_Bpus, host_Bpus, delta,
@@ -726,13 +688,13 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 continue
             if dirty[i]:
                 if dirty[i] & RE_FORWARD:
-                    om = walk_forward(cap, est, full, np.int64(G2S), iv_size[i] // 2, iv_start[i])
+                    om = walk_forward(cap, est, full, G2S, iv_size[i] // 2, iv_start[i])
                     if om != dep[i, 0]:
                         dep[i, 0] = om
                         exact[i] = False
                         fresh[i] = False
                 if dirty[i] & RE_BACKWARD:
-                    pm = walk_backward(cap, est, full, np.int64(S2G), iv_size[i] // 2, iv_end[i])
+                    pm = walk_backward(cap, est, full, S2G, iv_size[i] // 2, iv_end[i])
                     if pm != dep[i, 1]:
                         dep[i, 1] = pm
                         exact[i] = False
@@ -753,7 +715,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
         if not exact_keys:
             stats[1] += _resolve_near_ties(A, B, exact, iv_start, iv_end, iv_looped, iv_size, dep,
                                            mem, table, line, on, on2, lo_order)
-        std_sort(perm, np.int64(CMP_AREA), A, tsz)
+        std_sort(perm, CMP_AREA, A, tsz)
         stats[2] += 1
         c = perm[0]
         if offloaded[c]:
@@ -794,17 +756,17 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                         ssd_open = True
                         break
                 if not ssd_open and _all_at_most(cpu, cpu_line - size):
-                    pre = walk_backward(cap, est, full, np.int64(H2G), size, e)
-                    evf = walk_forward(cap, est, full, np.int64(G2H), size, s)
+                    pre = walk_backward(cap, est, full, H2G, size, e)
+                    evf = walk_forward(cap, est, full, G2H, size, s)
                     if pre > evf:
-                        _push_hint(hk, ht, ha, nh, s, iv_tensor[c], np.int64(A_TO_HOST))
+                        _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_HOST)
                         really[c] = True
                         loc_iv[n_loc[0]], loc_pre[n_loc[0]], loc_evf[n_loc[0]] = c, pre, evf
                         n_loc[0] += 1
-                        last = reserve_pcie(cap, est, full, np.int64(H2G), np.int64(S2G), size, pre)
-                        nch = _record(ch, nch, np.int64(CH_S2G), pre, last)
-                        last = reserve_pcie(cap, est, full, np.int64(G2H), np.int64(G2S), size, s)
-                        nch = _record(ch, nch, np.int64(CH_G2S), s, last)
+                        last = reserve_pcie(cap, est, full, H2G, S2G, size, pre)
+                        nch = _record(ch, nch, CH_S2G, pre, last)
+                        last = reserve_pcie(cap, est, full, G2H, G2S, size, s)
+                        nch = _record(ch, nch, CH_G2S, s, last)
                         _add_wrapped(cpu, size, s, e)
                         stats[4] += 1
                     else:
@@ -812,17 +774,17 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                         stats[6] += 1
                         continue
                 else:
-                    pre = walk_backward(cap, est, full, np.int64(S2G), size, e)
-                    evf = walk_forward(cap, est, full, np.int64(G2S), size, s)
+                    pre = walk_backward(cap, est, full, S2G, size, e)
+                    evf = walk_forward(cap, est, full, G2S, size, s)
                     if pre > evf:
-                        _push_hint(hk, ht, ha, nh, s, iv_tensor[c], np.int64(A_TO_SSD))
+                        _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_SSD)
                         really[c] = True
                         loc_iv[n_loc[0]], loc_pre[n_loc[0]], loc_evf[n_loc[0]] = c, pre, evf
                         n_loc[0] += 1
-                        last = reserve_ssd(cap, est, full, np.int64(S2G), np.int64(H2G), size, pre)
-                        nch = _record(ch, nch, np.int64(CH_S2G), pre, last)
-                        last = reserve_ssd(cap, est, full, np.int64(G2S), np.int64(G2H), size, s)
-                        nch = _record(ch, nch, np.int64(CH_G2S), s, last)
+                        last = reserve_ssd(cap, est, full, S2G, H2G, size, pre)
+                        nch = _record(ch, nch, CH_S2G, pre, last)
+                        last = reserve_ssd(cap, est, full, G2S, G2H, size, s)
+                        nch = _record(ch, nch, CH_G2S, s, last)
                         stats[3] += 1
                     else:
                         offloaded[c] = True
@@ -840,9 +802,9 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     offloaded[c] = True
                     continue
                 if pidx != s:
-                    _push_hint(hk, ht, ha, nh, s, iv_tensor[c], np.int64(A_TO_SSD))
+                    _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_SSD)
                     really[c] = True
-                    _push_hint(hk, ht, ha, nh, pidx % K, iv_tensor[c], np.int64(A_TO_GPU))
+                    _push_hint(hk, ht, ha, nh, pidx % K, iv_tensor[c], A_TO_GPU)
                     stats[5] += 1
                 for j in range(clear + 1, pidx):
                     mem[j % K] -= size
@@ -853,17 +815,17 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 offloaded[c] = True
                 continue
             if not looped:
-                evf = walk_forward(cap, est, full, np.int64(G2H), size, s)
-                pre = walk_backward(cap, est, full, np.int64(H2G), size, e)
+                evf = walk_forward(cap, est, full, G2H, size, s)
+                pre = walk_backward(cap, est, full, H2G, size, e)
                 if pre > evf:
-                    _push_hint(hk, ht, ha, nh, s, iv_tensor[c], np.int64(A_TO_HOST))
+                    _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_HOST)
                     really[c] = True
                     loc_iv[n_loc[0]], loc_pre[n_loc[0]], loc_evf[n_loc[0]] = c, pre, evf
                     n_loc[0] += 1
-                    last = reserve_pcie(cap, est, full, np.int64(H2G), np.int64(S2G), size, pre)
-                    nch = _record(ch, nch, np.int64(CH_S2G), pre, last)
-                    last = reserve_pcie(cap, est, full, np.int64(G2H), np.int64(G2S), size, s)
-                    nch = _record(ch, nch, np.int64(CH_G2S), s, last)
+                    last = reserve_pcie(cap, est, full, H2G, S2G, size, pre)
+                    nch = _record(ch, nch, CH_S2G, pre, last)
+                    last = reserve_pcie(cap, est, full, G2H, G2S, size, s)
+                    nch = _record(ch, nch, CH_G2S, s, last)
                     stats[4] += 1
                     for j in range(evf + 1, pre):
                         mem[j] -= size
@@ -878,9 +840,9 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     offloaded[c] = True
                     continue
                 if pidx != s:
-                    _push_hint(hk, ht, ha, nh, s, iv_tensor[c], np.int64(A_TO_HOST))
+                    _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_HOST)
                     really[c] = True
-                    _push_hint(hk, ht, ha, nh, pidx % K, iv_tensor[c], np.int64(A_TO_GPU))
+                    _push_hint(hk, ht, ha, nh, pidx % K, iv_tensor[c], A_TO_GPU)
                     stats[5] += 1
                 for j in range(clear + 1, pidx):
                     mem[j % K] -= size
@@ -909,25 +871,23 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     exact[i] = False
 
 
-@njit(cache=True)
 def place_prefetches(mem, target, loc_iv, loc_pre, loc_evf, iv_tensor, iv_size, hk, ht, ha, nh):
     """Move each local offload's prefetch as early as the memory estimate allows."""
     n = loc_iv.shape[0]
     order = np.arange(n)
     keys = loc_pre.astype(np.float64)
-    std_sort(order, np.int64(CMP_LESS), keys, keys)
+    std_sort(order, CMP_LESS, keys, keys)
     for r in range(n):
         o = order[r]
         pre, evf, c = loc_pre[o], loc_evf[o], loc_iv[o]
         k = pre
         while k > evf + 1 and target > mem[k - 1]:
             k -= 1
-        _push_hint(hk, ht, ha, nh, k, iv_tensor[c], np.int64(A_TO_GPU))
+        _push_hint(hk, ht, ha, nh, k, iv_tensor[c], A_TO_GPU)
         for j in range(k, pre):
             mem[j] += iv_size[c]
 
 
-@njit(cache=True)
 def shave_peak(mem, perm, iv_tensor, iv_start, iv_end, iv_looped, iv_time, iv_size, really,
                hill_index, hill_mem, limit, hk, ht, ha, nh):
     """GDS baselines: pre-evict intervals that span the peak kernel until it is under
@@ -935,7 +895,7 @@ def shave_peak(mem, perm, iv_tensor, iv_start, iv_end, iv_looped, iv_time, iv_si
     tsz = np.empty(iv_tensor.shape[0], np.float64)
     for i in range(tsz.shape[0]):
         tsz[i] = iv_time[i] * iv_size[i]
-    std_sort(perm, np.int64(CMP_GREATER), tsz, tsz)
+    std_sort(perm, CMP_GREATER, tsz, tsz)
     shaved = 0
     for r in range(perm.shape[0]):
         if hill_mem < limit:
@@ -944,7 +904,7 @@ def shave_peak(mem, perm, iv_tensor, iv_start, iv_end, iv_looped, iv_time, iv_si
         if really[c]:
             continue
         if not iv_looped[c] and iv_start[c] <= hill_index and iv_end[c] > hill_index:
-            _push_hint(hk, ht, ha, nh, iv_start[c], iv_tensor[c], np.int64(A_TO_SSD))
+            _push_hint(hk, ht, ha, nh, iv_start[c], iv_tensor[c], A_TO_SSD)
             for j in range(iv_start[c] + 1, iv_end[c]):
                 mem[j] -= iv_size[c]
             hill_mem -= iv_size[c]
@@ -953,10 +913,9 @@ def shave_peak(mem, perm, iv_tensor, iv_start, iv_end, iv_looped, iv_time, iv_si
     return shaved
 
 
-@njit(cache=True)
 def sort_hints(hk):
     """Order of the hint vector after the artifact's final std::sort by issue kernel."""
     order = np.arange(hk.shape[0])
     keys = hk.astype(np.float64)
-    std_sort(order, np.int64(CMP_LESS), keys, keys)
+    std_sort(order, CMP_LESS, keys, keys)
     return order

@@ -8,7 +8,8 @@ table at the start of every kernel, every iteration, and falls back on LRU for w
 the plan does not cover.  Semantics: ``reference/g10_artifact_model.md`` section 3.
 
 The plan, in the published scheduler's order (every step reproduced exactly, ties
-and integer truncations included; see ``_g10_kernels`` for how):
+and integer truncations included; see ``_g10_kernels``, the plain-Python reference
+of the compiled kernels ``g10core._g10sched``, for how):
 
 1. ``mem[k]`` = estimated resident bytes during kernel k, starting at the whole
    footprint; four bandwidth budgets per kernel, ``BW * t11(k)`` each, for
@@ -170,8 +171,9 @@ def _check_trace(trace: Trace) -> None:
 
 
 def _kernels():
-    from . import _g10_kernels as kern
-    return kern
+    """The compiled kernels (imported on first use; same API as ``_g10_kernels``)."""
+    from .. import _g10sched
+    return _g10sched
 
 
 def plan(trace: Trace, config, variant: str = "g10", vitality: Vitality | None = None,
@@ -182,11 +184,17 @@ def plan(trace: Trace, config, variant: str = "g10", vitality: Vitality | None =
     near ties (a slower reference mode; the result is the same).  Raises
     :class:`~g10core.analysis.CannotFit` when a kernel's own working set exceeds GPU
     memory (no schedule can run it; the artifact aborts there)."""
+    return _plan_with(_kernels(), trace, config, variant, vitality, exact_keys)
+
+
+def _plan_with(kern, trace: Trace, config, variant: str, vitality: Vitality | None,
+               exact_keys: bool) -> Schedule:
+    """:func:`plan` on the kernel module ``kern``: ``g10core._g10sched`` or, in the
+    tests, its plain-Python reference ``_g10_kernels``."""
     params = scheduler_params(trace, config, variant)
     _check_trace(trace)
     check_fits(trace, params.gpu_memory_bytes)
     v = vitality if vitality is not None else analyze(trace, params.frequency_GHz)
-    kern = _kernels()
 
     K, T, I = trace.n_kernels, trace.n_tensors, v.n_intervals
     size = (trace.tensor_pages * 4096).astype(np.int64)
@@ -292,7 +300,7 @@ def plan(trace: Trace, config, variant: str = "g10", vitality: Vitality | None =
         "estimate_peak_after_greedy_bytes": int(mem_after_greedy.max()),
         "estimate_peak_bytes": int(mem.max()),
         "fits_target": bool(int(mem_after_greedy.max()) <= params.target_bytes),
-        "numba": bool(kern.HAVE_NUMBA),
+        "kernels": kern.IMPLEMENTATION,
     }
     return Schedule(hints=hints, params=params, memory_estimate_bytes=mem, host_estimate_bytes=cpu,
                     stats=stats)
