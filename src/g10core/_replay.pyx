@@ -29,6 +29,7 @@ from cython.operator cimport dereference as deref, preincrement as inc, predecre
 from ._types cimport loc_run, lru_node, queue_run, g10_removed
 from ._ssd cimport SSDCore
 from ._pcie cimport LinkCore, DIR_TO_DEVICE, DIR_FROM_DEVICE, FLOW_HOST, FLOW_PEER
+from ._engine cimport g10_event, g10_event_queue
 
 cdef extern from "g10core/runmap.h":
     ctypedef cmap[int64_t, loc_run] g10_runmap
@@ -74,6 +75,12 @@ DEF SEQ_MAX = 32
 DEF OP_VICT = 1
 DEF OP_IN = 2
 DEF OP_PREEV = 3
+
+# event kinds of the engine queue; both share one priority, so events at the same
+# cycle fire in the order they were scheduled (the artifact's event-queue rule)
+DEF EV_KERNEL = 0
+DEF EV_TICK = 1
+DEF EV_PRIORITY = 0
 
 cdef enum:
     # why a busy tick was or was not repeated in bulk (``run()['bulk']``)
@@ -234,9 +241,10 @@ cdef class Replay:
     cdef int64_t tick_host0, tick_free0 # host pages and free frames when the tick began
     cdef int64_t qlen0[NQ]              # queue lengths when the tick began
     # events
-    cdef int64_t tb, sb, tk, sk, seq
-    cdef bint k_pending
-    cdef int64_t k_kernel
+    cdef g10_event_queue events         # pending kernel-begin and tick events
+    cdef int64_t tb                     # time of the current (or next) tick
+    cdef int64_t tk                     # time of the last kernel-begin event
+    cdef int64_t k_kernel               # kernel of that event
     cdef bint transferring
     # outputs
     cdef vector[int64_t] kstats
@@ -1132,15 +1140,10 @@ cdef class Replay:
         if self.has_resched and self.pf_queues_empty() and self.required_intr() == 0:
             self.irregular = True
             self.bulk_stat[B_RESTART] += 1
-            self.k_pending = True
-            self.tk = now
-            self.sk = self.seq
-            self.seq += 1
-            self.k_kernel = self.cur
+            self.events.push(now, EV_PRIORITY, EV_KERNEL, self.cur)
             self.started = True
+        # the next tick is scheduled by _run, after any bulk repeat moved it
         self.tb = now + self.tick
-        self.sb = self.seq
-        self.seq += 1
         self.n_ticks_detailed += 1
         return 0
 
@@ -1282,7 +1285,6 @@ cdef class Replay:
         cdef int64_t fin[5]
         cdef int64_t fout[5]
         cdef int64_t end
-        self.k_pending = False
         if self.k_kernel != self.cur:
             self.cur += 1
             if self.cur == self.K:
@@ -1378,11 +1380,7 @@ cdef class Replay:
             self.kstats.push_back(0)
         self.kstats.push_back(self.host_used)
         self.kstats.push_back(self.gpu_pages - self.gpu_free)
-        self.k_pending = True
-        self.tk = end
-        self.sk = self.seq
-        self.seq += 1
-        self.k_kernel = (k + 1) % self.K
+        self.events.push(end, EV_PRIORITY, EV_KERNEL, (k + 1) % self.K)
         return 0
 
     # ======================================================================
@@ -1461,7 +1459,7 @@ cdef class Replay:
         operation has a single stream, tick by tick otherwise (the arrival order of
         pages inside a tick interleaves the streams).
         """
-        cdef int64_t n = BIG, m, d_free, d_host, c, span, need, V = self.tick_victims
+        cdef int64_t n = BIG, m, d_free, d_host, c, span, need, V = self.tick_victims, kt
         cdef int i, q, q_in = -1, n_in = 0, cycle = -1
         cdef int8_t d_vict = -1
         cdef bint pf_nonempty = False, in_pf, single
@@ -1496,11 +1494,12 @@ cdef class Replay:
                 self.bulk_stat[B_REQUEUE] += 1
                 return 0
         # time: only ticks strictly before the next kernel event
-        if self.k_pending:
-            if self.tb >= self.tk:
+        kt = self.next_kernel_time()
+        if kt >= 0:
+            if self.tb >= kt:
                 self.bulk_stat[B_KERNEL_NEXT] += 1
                 return 0
-            m = (self.tk - self.tb + self.tick - 1) // self.tick
+            m = (kt - self.tb + self.tick - 1) // self.tick
             if m < n:
                 n = m
         # queues: every consumed queue stays non-empty, with pages treated alike
@@ -1664,8 +1663,6 @@ cdef class Replay:
             st[3] += t * self.out_ssd
             st[4] += t * self.out_cpu
         self.tb += t * self.tick
-        self.seq += t
-        self.sb = self.seq - 1
         self.n_ticks_bulk += t
         return 0
 
@@ -1674,32 +1671,38 @@ cdef class Replay:
     # ======================================================================
     cdef int _skip_idle(self) except -1 nogil:
         """All queues are empty and nothing waits: jump to the first tick after the next kernel event."""
-        cdef int64_t m
-        if not self.k_pending or not self.all_queues_empty() or self.has_resched:
+        cdef int64_t m, kt = self.next_kernel_time()
+        if kt < 0 or not self.all_queues_empty() or self.has_resched:
             return 0
-        if self.tb >= self.tk:
+        if self.tb >= kt:
             return 0
-        m = (self.tk - self.tb + self.tick - 1) // self.tick   # ticks strictly before tk
-        # those ticks are idle; the last of them pushes the tick at or after tk
+        m = (kt - self.tb + self.tick - 1) // self.tick   # ticks strictly before kt
+        # those ticks are idle; the last of them schedules the tick at or after kt
         self.tb += m * self.tick
-        self.seq += m
-        self.sb = self.seq - 1
         self.n_ticks_idle += m
         return 0
 
+    cdef inline int64_t next_kernel_time(self) noexcept nogil:
+        """Cycle of the pending kernel-begin event, or -1.  Called between a tick's
+        pop and its reschedule, when the queue holds kernel events only."""
+        if self.events.empty():
+            return -1
+        return self.events.top().time
+
     cdef int _run(self) except -1 nogil:
-        self.k_pending = True
-        self.tk = 0
-        self.sk = 0
-        self.k_kernel = 0
-        self.tb = 0
-        self.sb = 1
-        self.seq = 2
-        while True:
-            if self.k_pending and (self.tk < self.tb or (self.tk == self.tb and self.sk < self.sb)):
+        cdef g10_event ev
+        self.events.clear()
+        self.events.push(0, EV_PRIORITY, EV_KERNEL, 0)
+        self.events.push(0, EV_PRIORITY, EV_TICK, 0)
+        while not self.events.empty():
+            ev = self.events.pop()
+            if ev.kind == EV_KERNEL:
+                self.tk = ev.time
+                self.k_kernel = ev.arg
                 if self.kernel_begin():
                     break
             else:
+                self.tb = ev.time
                 self.do_tick()
                 if not self.transferring:
                     self._skip_idle()
@@ -1711,11 +1714,12 @@ cdef class Replay:
                 if self.n_ticks_detailed + self.n_ticks_bulk > self.max_ticks:
                     with gil:
                         raise RuntimeError(self._state())
+                self.events.push(self.tb, EV_PRIORITY, EV_TICK, 0)
         return 0
 
     def _state(self):
         return (f"t={self.tb} kernel={self.cur} iter={self.iteration} resched={self.has_resched} "
-                f"started={self.started} k_pending={self.k_pending} tk={self.tk} "
+                f"started={self.started} pending_events={self.events.size()} next_kernel={self.next_kernel_time()} "
                 f"queues={[self.qlen[i] for i in range(NQ)]} gpu_free={self.gpu_free} "
                 f"host={self.host_used}/{self.host_line} gpu_intr={self.gpu_intr} req_intr={self.required_intr()}")
 
@@ -1733,6 +1737,8 @@ cdef class Replay:
             "bulk": {BULK_STAT_NAMES[i]: self.bulk_stat[i] for i in range(B_COUNT) if self.bulk_stat[i]},
             "ssd_throttled_ticks": self.ssd_throttled_ticks,
             "end_cycle": self.tk,
+            "events": {"pushed": self.events.pushed(), "popped": self.events.popped(),
+                       "max_pending": self.events.max_size()},
             "ticks": {"detailed": self.n_ticks_detailed, "bulk": self.n_ticks_bulk,
                       "idle": self.n_ticks_idle},
             "final": {"gpu_free": self.gpu_free, "host_used": self.host_used,

@@ -451,7 +451,7 @@ class Simulator:
         if problems:
             raise SimulationError(f"{trace.model}-b{trace.batch_size} under {pol.name}: " + "; ".join(problems))
         final = raw["final"]
-        counters = {"ticks": dict(raw["ticks"]), "final_gpu_used_pages": consts["gpu_pages"] - final["gpu_free"],
+        counters = {"ticks": dict(raw["ticks"]), "events": dict(raw["events"]), "final_gpu_used_pages": consts["gpu_pages"] - final["gpu_free"],
                     "final_host_used_pages": final["host_used"], "gpu_pages": consts["gpu_pages"],
                     "host_line_pages": consts["host_pages"], "eviction": pol.eviction,
                     "tick_cycles": consts["tick_cycles"]}
