@@ -26,15 +26,14 @@ from g10core.policies import _g10_kernels as kern
 from g10core.policies.g10 import plan, schedule, scheduler_params
 from g10core.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
-ARTIFACT = Path(__file__).resolve().parents[2] / "shared" / "g10_artifact"
 CFG = preset("g10-artifact")
 _ACTION = {"In_gpu": HINT_TO_GPU, "In_ssd": HINT_TO_SSD, "In_cpu": HINT_TO_HOST, "Not_present": HINT_FREE}
 _HINT = re.compile(r"Issued Time: (\d+) Tensor: (\d+) G:[ox] From: \S+, To: (\S+)")
 
 
-def published_hints(folder: str) -> list[tuple[int, int, int]]:
+def published_hints(artifact: Path, folder: str) -> list[tuple[int, int, int]]:
     rows = []
-    with gzip.open(ARTIFACT / "expected" / folder / "g10" / "prefetch_guide.config.gz", "rt") as fh:
+    with gzip.open(artifact / "expected" / folder / "g10" / "prefetch_guide.config.gz", "rt") as fh:
         for line in fh:
             m = _HINT.match(line)
             assert m, line
@@ -47,8 +46,8 @@ def as_rows(hints) -> list[tuple[int, int, int]]:
 
 
 @pytest.fixture(scope="module")
-def bert256():
-    return load_workload(ARTIFACT, "bert_base", 256)
+def bert256(artifact_dir):
+    return load_workload(artifact_dir, "bert_base", 256)
 
 
 PUBLISHED = [("bert_base", 128, "BERT_Base-128"), ("bert_base", 256, "BERT_Base-256"),
@@ -56,10 +55,10 @@ PUBLISHED = [("bert_base", 128, "BERT_Base-128"), ("bert_base", 256, "BERT_Base-
 
 
 @pytest.mark.parametrize("model,batch,folder", PUBLISHED, ids=[p[2] for p in PUBLISHED])
-def test_hints_equal_published_in_order(model, batch, folder):
-    trace = load_workload(ARTIFACT, model, batch)
+def test_hints_equal_published_in_order(model, batch, folder, artifact_dir):
+    trace = load_workload(artifact_dir, model, batch)
     ours = as_rows(schedule(trace, CFG, "g10"))
-    ref = published_hints(folder)
+    ref = published_hints(artifact_dir, folder)
     assert sorted(ours) == sorted(ref)  # same (kernel, tensor, destination) multiset
     assert ours == ref                  # and the same unstable-sort order
 
@@ -70,8 +69,8 @@ def test_bert256_counts_match_notes(bert256):
     assert s.stats["greedy_end"] == "fits" and s.stats["fits_target"]
 
 
-def test_bert128_has_no_pre_evictions():
-    s = plan(load_workload(ARTIFACT, "bert_base", 128), CFG, "g10")
+def test_bert128_has_no_pre_evictions(artifact_dir):
+    s = plan(load_workload(artifact_dir, "bert_base", 128), CFG, "g10")
     assert s.counts() == {"to_host": 0, "to_ssd": 0, "to_gpu": 899, "free": 899}
     assert s.stats["greedy_steps"] == 0
 
@@ -84,9 +83,9 @@ def test_action_codes_match_hint_dtype():
 @pytest.mark.parametrize("model,batch,variant", [
     ("bert_base", 256, "g10"), ("bert_base", 256, "gds"), ("bert_base", 256, "host"),
     ("inceptionv3", 1536, "g10"), ("inceptionv3", 1536, "gds"), ("vit", 1280, "host")])
-def test_cached_keys_equal_exact_keys(model, batch, variant):
+def test_cached_keys_equal_exact_keys(model, batch, variant, artifact_dir):
     """Approximate keys + exact sums for near ties decide as exact keys everywhere."""
-    trace = load_workload(ARTIFACT, model, batch)
+    trace = load_workload(artifact_dir, model, batch)
     fast = plan(trace, CFG, variant)
     ref = plan(trace, CFG, variant, exact_keys=True)
     np.testing.assert_array_equal(fast.hints, ref.hints)
@@ -215,9 +214,9 @@ def test_variant_invariants(bert256, variant):
         assert unmatched == 0
 
 
-def test_target_factors_are_quirks():
-    bert512 = load_workload(ARTIFACT, "bert_base", 512)
-    vit = load_workload(ARTIFACT, "vit", 1280)
+def test_target_factors_are_quirks(artifact_dir):
+    bert512 = load_workload(artifact_dir, "bert_base", 512)
+    vit = load_workload(artifact_dir, "vit", 1280)
     p = scheduler_params(bert512, CFG, "g10")
     line = 40 * 2**30
     assert p.gpu_memory_bytes == line and p.target_factor == 1.394
