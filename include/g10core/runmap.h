@@ -3,7 +3,8 @@
  * Must match the declarations in src/g10core/_types.pxd ("page-level replay" section):
  * g10_loc_run is the value type; g10_runmap maps a run's first page to it.  A run
  * covers consecutive pages of one tensor with one location and in-transfer flag; runs
- * never cross a tensor boundary [lo, hi).
+ * never cross a tensor boundary [lo, hi).  Both maps draw their nodes from a pool
+ * (pool.h): runs are split and merged tens of millions of times in a run.
  */
 #ifndef G10CORE_RUNMAP_H
 #define G10CORE_RUNMAP_H
@@ -12,13 +13,20 @@
 #include <iterator>
 #include <map>
 
+#include "g10core/pool.h"
+
 struct g10_loc_run {
     int64_t end;   /* one past the last page */
     int8_t loc;    /* Tier */
     int8_t intr;   /* queued for a transfer */
 };
 
-typedef std::map<int64_t, g10_loc_run> g10_runmap;
+typedef std::map<int64_t, g10_loc_run, std::less<int64_t>,
+                 g10_pool_alloc<std::pair<const int64_t, g10_loc_run>>> g10_runmap;
+
+/* The GPU page list's index: a node's first page -> the node. */
+typedef std::map<int64_t, int32_t, std::less<int64_t>,
+                 g10_pool_alloc<std::pair<const int64_t, int32_t>>> g10_lruindex;
 
 /* Pages removed from each counted state by an assignment. */
 struct g10_removed {

@@ -31,8 +31,18 @@ from ._ssd cimport SSDCore
 from ._pcie cimport LinkCore, DIR_TO_DEVICE, DIR_FROM_DEVICE, FLOW_HOST, FLOW_PEER
 from ._engine cimport g10_event, g10_event_queue
 
+cdef extern from "g10core/pool.h":
+    cdef cppclass g10_pool_alloc[T]:     # node pool (pool.h): one per map
+        pass
+
+cdef extern from "<functional>" namespace "std":
+    cdef cppclass less[T]:
+        pass
+
 cdef extern from "g10core/runmap.h":
-    ctypedef cmap[int64_t, loc_run] g10_runmap
+    # the same types as runmap.h's typedefs: std::maps whose nodes come from a pool
+    ctypedef cmap[int64_t, loc_run, less[int64_t], g10_pool_alloc[pair[const int64_t, loc_run]]] g10_runmap
+    ctypedef cmap[int64_t, int32_t, less[int64_t], g10_pool_alloc[pair[const int64_t, int32_t]]] g10_lruindex
     g10_removed g10_assign(g10_runmap& m, int64_t a, int64_t b, int8_t loc, int8_t intr,
                            int64_t lo, int64_t hi, int8_t gpu) except + nogil
 
@@ -134,8 +144,8 @@ BULK_STAT_NAMES = (
 cdef int64_t BIG = (<int64_t>1) << 62      # "no limit"
 cdef int64_t HUGE_N = (<int64_t>1) << 40   # bounds above this are "not yet bounded"
 
-ctypedef cmap[int64_t, loc_run] locmap_t
-ctypedef cmap[int64_t, int32_t] index_t
+ctypedef g10_runmap locmap_t
+ctypedef g10_lruindex index_t
 
 
 cdef struct victim_t:
@@ -200,6 +210,7 @@ cdef class Replay:
     cdef vector[int32_t] free_nodes
     cdef index_t lru_index
     cdef int32_t head, tail
+    cdef int32_t lru_hint               # the node lru_find found last (a finger into the list)
     cdef int64_t cursor
     cdef vector[deque[queue_run]] qs
     cdef int64_t qlen[NQ]
@@ -353,6 +364,7 @@ cdef class Replay:
         for i in range(NQ):
             self.qlen[i] = 0
         self.head = self.tail = -1
+        self.lru_hint = -1
         self.cursor = -1
         self.gpu_free = self.gpu_pages
         self.host_used = 0
@@ -488,14 +500,33 @@ cdef class Replay:
         else:
             self.tail = p
         self.lru_index.erase(self.nodes[i].start)
+        self.nodes[i].count = 0          # a free node covers no page: lru_find's finger skips it
         self.free_nodes.push_back(i)
         return 0
 
 
     cdef inline int32_t lru_find(self, int64_t page) noexcept nogil:
+        """The node holding `page` (which must be in the list).
+
+        Victims are taken along the list, so the node found last, or the one after it,
+        usually holds the page: live nodes are disjoint, so whichever covers the page is
+        the one; only otherwise is the index searched."""
+        cdef int32_t i = self.lru_hint
+        cdef const lru_node* n
+        if i >= 0:
+            n = &self.nodes[i]
+            if n.start <= page < n.start + n.count:
+                return i
+            if n.next >= 0:
+                n = &self.nodes[n.next]
+                if n.start <= page < n.start + n.count:
+                    self.lru_hint = self.nodes[i].next
+                    return self.lru_hint
         cdef index_t.iterator it = self.lru_index.upper_bound(page)
         dec(it)
-        return deref(it).second
+        i = deref(it).second
+        self.lru_hint = i
+        return i
 
     cdef inline int64_t lru_next_page(self, int64_t page) noexcept nogil:
         """The page after `page` in arrival order, or -1."""
