@@ -17,6 +17,10 @@ flag, the forced source/destination of a tick) is still stepped page by page,
 but only inside a tick (at most a few tens of pages).  Identical consecutive ticks
 are then repeated in bulk (see ``_try_bulk``).
 
+Kernel-begin events and batcher ticks run on the engine's event queue (``_engine.pxd``,
+``include/g10core/eventq.h``), ordered by (cycle, priority, sequence) as the artifact's
+queue orders them; a bulk repeat moves the pending tick instead of firing each one.
+
 The Python layer (``simulator.py``) validates every input; nothing here checks.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
