@@ -1,0 +1,763 @@
+# cython: language_level=3
+"""Compiled address translation (the Python API is ``g10core.tlb``).
+
+``Translator`` is the interface the replay calls; ``NoTranslation`` charges
+nothing; ``TLBHierarchy`` models a GPU's translation path:
+
+* every SM has a private set-associative L1 TLB, all SMs share an L2 TLB
+  (LRU within each set; a lookup costs the level's latency);
+* an L2 miss starts a page walk on the first free walker of a pool (walks
+  queue when every walker is busy); an optional page-walk cache keyed by the
+  2^9-entry region above the translation page shortens a walk to its last
+  level;
+* an entry is installed in the L2 and the L1 when its lookup starts, with the
+  cycle its walk completes: a later hit on it waits for that cycle, so
+  concurrent misses to one page merge into one walk;
+* a shootdown removes every entry that maps an evicted page, at a cost per
+  level that held one; its work is proportional to the range's entries or the
+  TLBs' entries, whichever is smaller.
+
+The access stream of a kernel: each SM sweeps its share of each tensor the
+kernel touches (the SM's contiguous 1/S of the tensor's 4 KiB pages), inputs
+then outputs, in page order; an SM's accesses are spread evenly over the
+kernel's duration (t11).  Consecutive accesses of one SM to one translation
+page form a run: its first access is a lookup, the others hit the L1 entry
+that lookup installed (counted, not simulated).  SMs are interleaved in time
+order (a heap of their next issue cycles).
+
+Latency hiding: an SM keeps up to ``overlap`` translations in flight while it
+computes.  Its translation pipeline is modelled as a fluid server: a lookup of
+latency L occupies it for L / overlap cycles, so a stream of lookups runs no
+faster than overlap / mean latency (Little's law).  An access cannot issue
+before its nominal cycle (plus the delay the SM has accumulated) nor before
+the pipeline is free; the kernel's added cycles are the delay of its slowest
+SM at the end.
+
+Sampling: a replica simulates only the translation pages v with
+v % modulus == residue, with every structure scaled down by the modulus (sets
+first, then ways; the walker pool by its count, or by the time a walk holds a
+walker) and every simulated lookup standing for ``modulus`` lookups.  With
+the modulus dividing the sets of a level, a replica is exactly that level's
+sets v % modulus == residue.  Several replicas with distinct residues are
+independent sub-samples; the Python layer turns their spread into an error
+bound.  Inputs are trusted: ``g10core.tlb`` validates them.
+"""
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport calloc, free
+from libc.string cimport memset
+
+from g10core._types cimport cycle_t, page_t, tlb_params, tlb_array, tlb_stats
+
+import numpy as np
+
+cdef extern from "g10core/pcie_math.h" nogil:
+    int64_t g10_ceil_muldiv(int64_t n, int64_t num, int64_t den)
+
+cdef extern from "g10core/tlb_math.h" nogil:
+    void g10_muldivmod(int64_t a, int64_t b, int64_t n, int64_t* q, int64_t* r)
+
+STATS_FIELDS = (
+    "accesses", "lookups", "l1_hits", "l1_misses", "l2_hits", "l2_pending_hits", "l2_misses",
+    "pwc_hits", "pwc_misses", "walker_queue_cycles", "max_walker_queue_cycles", "latency_cycles",
+    "invalidated_l1", "invalidated_l2", "cycles_added", "kernels",
+)
+
+
+# ---- one set-associative array ---------------------------------------------------
+# Each set is kept in recency order (most recent first) with its empty ways last, so a
+# hit moves one entry to the front, a miss shifts the set down by one and drops the
+# least recently used entry, and a lookup stops at the first empty way.
+
+cdef int array_init(tlb_array* a, int32_t sets, int32_t ways) noexcept nogil:
+    """Empty array of sets x ways entries; returns -1 when memory ran out."""
+    cdef int64_t n = <int64_t>sets * ways, i
+    a.sets = sets
+    a.ways = ways
+    a.entries = n
+    a.set_mask = (sets - 1) if sets > 0 and (sets & (sets - 1)) == 0 else -1
+    a.tag = <int64_t*>calloc(n if n > 0 else 1, sizeof(int64_t))
+    a.ready = <int64_t*>calloc(n if n > 0 else 1, sizeof(int64_t))
+    if a.tag == NULL or a.ready == NULL:
+        return -1
+    for i in range(n):
+        a.tag[i] = -1
+    return 0
+
+
+cdef void array_free(tlb_array* a) noexcept nogil:
+    free(a.tag)
+    free(a.ready)
+    a.tag = a.ready = NULL
+
+
+cdef inline int64_t array_set(const tlb_array* a, int64_t key) noexcept nogil:
+    """First entry index of the set ``key`` maps to."""
+    if a.set_mask >= 0:
+        return (key & a.set_mask) * a.ways
+    return (key % a.sets) * a.ways
+
+
+cdef inline int64_t array_find(const tlb_array* a, int64_t base, int64_t key, int64_t* stop) noexcept nogil:
+    """Index of ``key`` in the set at ``base``, or -1 with ``stop`` = where a miss inserts
+    up to (the first empty way, or the set's last way, whose entry is then dropped)."""
+    cdef int64_t w, last = base + a.ways - 1
+    for w in range(base, last + 1):
+        if a.tag[w] == key:
+            return w
+        if a.tag[w] < 0:
+            stop[0] = w
+            return -1
+    stop[0] = last
+    return -1
+
+
+cdef inline void array_to_front(tlb_array* a, int64_t base, int64_t i) noexcept nogil:
+    """Make entry i its set's most recent."""
+    cdef int64_t key = a.tag[i], ready = a.ready[i], w = i
+    while w > base:
+        a.tag[w] = a.tag[w - 1]
+        a.ready[w] = a.ready[w - 1]
+        w -= 1
+    a.tag[base] = key
+    a.ready[base] = ready
+
+
+cdef inline void array_insert(tlb_array* a, int64_t base, int64_t stop, int64_t key, cycle_t ready) noexcept nogil:
+    """Install ``key`` as its set's most recent entry (``stop`` from array_find)."""
+    cdef int64_t w = stop
+    while w > base:
+        a.tag[w] = a.tag[w - 1]
+        a.ready[w] = a.ready[w - 1]
+        w -= 1
+    a.tag[base] = key
+    a.ready[base] = ready
+
+
+cdef inline void array_remove(tlb_array* a, int64_t base, int64_t i) noexcept nogil:
+    """Drop entry i; the set's later entries move up, an empty way goes last."""
+    cdef int64_t last = base + a.ways - 1, w = i
+    while w < last and a.tag[w + 1] >= 0:
+        a.tag[w] = a.tag[w + 1]
+        a.ready[w] = a.ready[w + 1]
+        w += 1
+    a.tag[w] = -1
+
+
+cdef int64_t array_invalidate(tlb_array* a, int64_t v_first, int64_t n_keys, int64_t step,
+                              int64_t key_shift) noexcept nogil:
+    """Remove the entries whose translation page is v_first + i * step, i < n_keys.
+
+    Keys are translation pages >> key_shift (a replica's arrays index v >> log2(modulus)
+    and hold only pages of its residue, so the range's keys are consecutive).  Probes the
+    range's sets when the range has fewer keys than the array has sets, else scans every
+    entry once: the cost is min(range, entries), never per page of a huge range."""
+    cdef int64_t removed = 0, i, w, r, base, key, lo, hi, last
+    if a.entries == 0 or n_keys <= 0:
+        return 0
+    lo = v_first >> key_shift
+    hi = lo + n_keys
+    if n_keys < a.sets:
+        for key in range(lo, hi):
+            base = array_set(a, key)
+            for w in range(base, base + a.ways):
+                if a.tag[w] == key:
+                    array_remove(a, base, w)
+                    removed += 1
+                    break
+                if a.tag[w] < 0:
+                    break
+    else:
+        base = 0
+        while base < a.entries:
+            last = base + a.ways
+            w = base
+            r = base                        # compact the set's survivors in place
+            while w < last and a.tag[w] >= 0:
+                if lo <= a.tag[w] < hi:
+                    removed += 1
+                else:
+                    a.tag[r] = a.tag[w]
+                    a.ready[r] = a.ready[w]
+                    r += 1
+                w += 1
+            while r < w:
+                a.tag[r] = -1
+                r += 1
+            base = last
+    return removed
+
+
+# ---- small heaps -----------------------------------------------------------------
+
+cdef inline void walker_sift(int64_t* h, int32_t n) noexcept nogil:
+    """Restore the min-heap after h[0] grew."""
+    cdef int32_t i = 0, c
+    cdef int64_t x = h[0]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and h[c + 1] < h[c]:
+            c += 1
+        if h[c] >= x:
+            break
+        h[i] = h[c]
+        i = c
+    h[i] = x
+
+
+cdef inline void sched_insert(int64_t* key, int32_t* sm, int64_t* head, int64_t* tail, int64_t cap,
+                              int64_t k, int32_t s) noexcept nogil:
+    """Insert (k, s) into the sorted run key[head:tail] (ties: lower SM first).
+
+    SMs advance nearly in step, so a new key usually belongs near the tail: the search
+    runs backwards from there.  The run is moved to the array's start when it reaches
+    the end (amortised O(1): the array holds twice the SMs)."""
+    cdef int64_t i, h = head[0], t = tail[0]
+    if t == cap:
+        for i in range(t - h):
+            key[i] = key[h + i]
+            sm[i] = sm[h + i]
+        t -= h
+        h = 0
+        head[0] = 0
+    i = t
+    while i > h and (key[i - 1] > k or (key[i - 1] == k and sm[i - 1] > s)):
+        key[i] = key[i - 1]
+        sm[i] = sm[i - 1]
+        i -= 1
+    key[i] = k
+    sm[i] = s
+    tail[0] = t + 1
+
+
+cdef inline int64_t imax(int64_t a, int64_t b) noexcept nogil:
+    return a if a > b else b
+
+
+cdef inline int64_t imin(int64_t a, int64_t b) noexcept nogil:
+    return a if a < b else b
+
+
+# ---- the interface ---------------------------------------------------------------
+
+cdef class Translator:
+    """Base translator: no cost.  Subclasses override the nogil methods."""
+
+    cdef cycle_t translate_kernel(self, cycle_t start, cycle_t duration, const page_t* first,
+                                  const page_t* count, int32_t n) noexcept nogil:
+        return 0
+
+    cdef cycle_t invalidate(self, page_t first, page_t end) noexcept nogil:
+        return 0
+
+    # ---- thin wrappers (inputs validated by g10core.tlb) ----
+
+    def py_translate_kernel(self, cycle_t start, cycle_t duration, first, count):
+        """Translate one kernel; ``first``/``count``: int64 arrays of its tensors' pages."""
+        cdef int64_t[::1] f = np.ascontiguousarray(first, dtype=np.int64)
+        cdef int64_t[::1] c = np.ascontiguousarray(count, dtype=np.int64)
+        cdef int32_t n = <int32_t>f.shape[0]
+        cdef cycle_t r
+        if n == 0:
+            return self.translate_kernel(start, duration, NULL, NULL, 0)
+        with nogil:
+            r = self.translate_kernel(start, duration, &f[0], &c[0], n)
+        return r
+
+    def py_invalidate(self, page_t first, page_t end):
+        return self.invalidate(first, end)
+
+
+cdef class NoTranslation(Translator):
+    """Translation costs nothing; counts the calls."""
+
+    def __init__(self):
+        self.kernels = 0
+        self.invalidations = 0
+
+    def __reduce__(self):
+        return (_rebuild_none, (self.kernels, self.invalidations))
+
+    cdef cycle_t translate_kernel(self, cycle_t start, cycle_t duration, const page_t* first,
+                                  const page_t* count, int32_t n) noexcept nogil:
+        self.kernels += 1
+        return 0
+
+    cdef cycle_t invalidate(self, page_t first, page_t end) noexcept nogil:
+        self.invalidations += 1
+        return 0
+
+    def reset_stats(self):
+        self.kernels = 0
+        self.invalidations = 0
+
+    def stats(self):
+        return {"model": "none", "kernels": self.kernels, "invalidate_calls": self.invalidations,
+                "cycles_added": 0}
+
+
+def _rebuild_none(kernels, invalidations):
+    t = NoTranslation()
+    t.kernels = kernels
+    t.invalidations = invalidations
+    return t
+
+
+# ---- the TLB hierarchy -----------------------------------------------------------
+
+cdef class TLBHierarchy(Translator):
+    """Per-SM L1 TLBs, a shared L2, page-walk cache, walkers; build it through g10core.tlb.TLB."""
+
+    def __cinit__(self, list replicas, list residues):
+        """``replicas``: one ``tlb_params`` dict per replica; ``residues``: their residues."""
+        cdef int32_t r, s, nsm = 0
+        cdef tlb_replica* R
+        self.n_rep = len(replicas)
+        self.reps = <tlb_replica*>calloc(self.n_rep, sizeof(tlb_replica))
+        if self.reps == NULL:
+            raise MemoryError()
+        for r in range(self.n_rep):
+            R = &self.reps[r]
+            R.p = replicas[r]
+            R.residue = residues[r]
+            nsm = R.p.sms
+            R.l1 = <tlb_array*>calloc(nsm, sizeof(tlb_array))
+            R.walker_free = <int64_t*>calloc(R.p.walkers, sizeof(int64_t))
+            if R.l1 == NULL or R.walker_free == NULL:
+                raise MemoryError()
+            for s in range(nsm):
+                if array_init(&R.l1[s], R.p.l1_sets, R.p.l1_ways):
+                    raise MemoryError()
+            if array_init(&R.l2, R.p.l2_sets, R.p.l2_ways):
+                raise MemoryError()
+            if array_init(&R.pwc, R.p.pwc_sets, R.p.pwc_ways):
+                raise MemoryError()
+        self.modulus = self.reps[0].p.modulus
+        self.cur = <sm_cursor*>calloc(nsm, sizeof(sm_cursor))
+        self.sched_key = <int64_t*>calloc(2 * nsm + 2, sizeof(int64_t))
+        self.sched_sm = <int32_t*>calloc(2 * nsm + 2, sizeof(int32_t))
+        if self.cur == NULL or self.sched_key == NULL or self.sched_sm == NULL:
+            raise MemoryError()
+        self.reset_stats()
+
+    def __dealloc__(self):
+        cdef int32_t r, s
+        if self.reps != NULL:
+            for r in range(self.n_rep):
+                if self.reps[r].l1 != NULL:
+                    for s in range(self.reps[r].p.sms):
+                        array_free(&self.reps[r].l1[s])
+                    free(self.reps[r].l1)
+                array_free(&self.reps[r].l2)
+                array_free(&self.reps[r].pwc)
+                free(self.reps[r].walker_free)
+            free(self.reps)
+        free(self.cur)
+        free(self.sched_key)
+        free(self.sched_sm)
+
+    def __reduce__(self):
+        return (_rebuild_hierarchy, ([self.reps[r].p for r in range(self.n_rep)],
+                                     [self.reps[r].residue for r in range(self.n_rep)], self._state()))
+
+    def reset_stats(self):
+        """Zero every counter; TLB contents and walker state are kept."""
+        cdef int32_t r
+        for r in range(self.n_rep):
+            memset(&self.reps[r].st, 0, sizeof(tlb_stats))
+        self.accesses_exact = self.lookups_exact = self.kernels = self.cycles_added = 0
+        self.invalidate_calls = self.shootdowns_l1 = self.shootdowns_l2 = self.shootdown_cycles = 0
+
+    # ---- one lookup ----
+
+    cdef cycle_t lookup(self, tlb_replica* R, int32_t sm, int64_t v, cycle_t now) noexcept nogil:
+        """Translate page ``v`` for SM ``sm`` at cycle ``now``; returns the latency."""
+        cdef tlb_params* p = &R.p
+        cdef tlb_stats* st = &R.st
+        cdef tlb_array* l1 = &R.l1[sm]
+        cdef int64_t key = v >> p.modulus_shift
+        cdef int64_t b1 = array_set(l1, key), b2, bp, i, stop1, stop2, stopp, region
+        cdef cycle_t t_walk, start, done, wlat, queue, lat
+        i = array_find(l1, b1, key, &stop1)
+        if i >= 0:
+            lat = p.l1_latency
+            if l1.ready[i] > now + lat:
+                lat = l1.ready[i] - now
+            array_to_front(l1, b1, i)
+            st.l1_hits += 1
+            self.last_level = 1
+            return lat
+        st.l1_misses += 1
+        b2 = array_set(&R.l2, key)
+        i = array_find(&R.l2, b2, key, &stop2)
+        lat = p.l1_latency + p.l2_latency
+        if i >= 0:
+            st.l2_hits += 1
+            self.last_level = 2
+            if R.l2.ready[i] > now + lat:
+                st.l2_pending_hits += 1
+                lat = R.l2.ready[i] - now
+            array_to_front(&R.l2, b2, i)
+            array_insert(l1, b1, stop1, key, now + lat)
+            return lat
+        st.l2_misses += 1
+        self.last_level = 3
+        # page walk: the page-walk cache first, then a walker
+        wlat = p.walk_latency
+        if p.pwc_sets > 0:
+            region = v >> 9
+            bp = array_set(&R.pwc, region)
+            i = array_find(&R.pwc, bp, region, &stopp)
+            if i >= 0:
+                array_to_front(&R.pwc, bp, i)
+                st.pwc_hits += 1
+                wlat = p.pwc_latency + p.walk_last_level
+            else:
+                st.pwc_misses += 1
+                array_insert(&R.pwc, bp, stopp, region, 0)
+                # a sampled replica sees one walk in `modulus` of a region's walks: the
+                # miss's extra levels are charged once, spread over what the walk stands for
+                wlat = p.pwc_latency + p.walk_last_level + \
+                    (p.walk_latency - p.walk_last_level + p.modulus - 1) // p.modulus
+        t_walk = now + lat
+        start = R.walker_free[0]
+        if start < t_walk:
+            start = t_walk
+        queue = start - t_walk
+        if p.occupancy_num == p.occupancy_den:
+            R.walker_free[0] = start + wlat
+        else:
+            R.walker_free[0] = start + g10_ceil_muldiv(wlat, p.occupancy_num, p.occupancy_den)
+        if p.walkers > 1:
+            walker_sift(R.walker_free, p.walkers)
+        st.walker_queue_cycles += queue
+        if queue > st.max_walker_queue_cycles:
+            st.max_walker_queue_cycles = queue
+        done = start + wlat
+        array_insert(&R.l2, b2, stop2, key, done)
+        array_insert(l1, b1, stop1, key, done)
+        return done - now
+
+    # ---- a kernel's access stream ----
+
+    cdef bint _next_lookup(self, tlb_replica* R, int32_t s, sm_cursor* c, cycle_t start, cycle_t duration,
+                           const page_t* first, const page_t* count, int32_t n) noexcept nogil:
+        """Move ``c`` to its next lookup of this replica's pages; False when the SM is done.
+
+        The lookup's nominal cycle is start + ceil(j * duration / n_s) for its stream index
+        j, kept as an exact quotient and remainder (stepping by one access costs no division)."""
+        cdef int32_t shift = R.p.page_shift, S = R.p.sms
+        cdef int64_t k1 = R.p.modulus - 1, v0, v, p, N, j
+        while True:
+            if c.pos < c.seg_hi:
+                v0 = c.pos >> shift
+                v = v0 + ((R.residue - v0) & k1)
+                p = v << shift
+                if p < c.pos:
+                    p = c.pos
+                if p < c.seg_hi:
+                    c.v = v
+                    c.page = p
+                    c.run = imin(c.seg_hi, (v + 1) << shift) - p
+                    j = c.j_base + (p - c.seg_lo)
+                    if j == c.j + 1:
+                        c.nq += c.dq
+                        c.nr += c.dr
+                        if c.nr >= c.n:
+                            c.nr -= c.n
+                            c.nq += 1
+                    else:
+                        g10_muldivmod(j, duration, c.n, &c.nq, &c.nr)
+                    c.j = j
+                    c.nominal = start + c.nq + (1 if c.nr > 0 else 0)
+                    return True
+            c.j_base += c.seg_hi - c.seg_lo
+            c.seg += 1
+            if c.seg >= n:
+                return False
+            N = count[c.seg]
+            c.seg_lo = first[c.seg] + (s * N) // S
+            c.seg_hi = first[c.seg] + ((s + 1) * N) // S
+            c.pos = c.seg_lo
+
+    cdef cycle_t _translate_replica(self, tlb_replica* R, cycle_t start, cycle_t duration,
+                                    const page_t* first, const page_t* count, int32_t n) noexcept nogil:
+        cdef tlb_params* p = &R.p
+        cdef tlb_stats* st = &R.st
+        cdef int32_t S = p.sms, s, i
+        cdef int64_t N, lat, w, t, kernel_added = 0, added, head = 0, tail = 0, cap = 2 * S + 2
+        cdef int64_t weight = p.modulus, overlap = p.overlap, l1 = p.l1_latency
+        cdef cycle_t end = start + duration
+        cdef sm_cursor* c
+        for s in range(S):
+            c = &self.cur[s]
+            c.n = 0
+            for i in range(n):
+                N = count[i]
+                c.n += ((s + 1) * N) // S - (s * N) // S
+            if c.n == 0:
+                continue
+            c.seg = -1
+            c.seg_lo = c.seg_hi = c.pos = 0
+            c.j_base = 0
+            c.j = -2
+            c.dq = duration // c.n
+            c.dr = duration % c.n
+            c.delay = 0
+            c.pipe_free = start
+            c.pipe_rem = 0
+            if self._next_lookup(R, s, c, start, duration, first, count, n):
+                sched_insert(self.sched_key, self.sched_sm, &head, &tail, cap, c.nominal, s)
+        while head < tail:
+            s = self.sched_sm[head]
+            t = self.sched_key[head]
+            head += 1
+            c = &self.cur[s]
+            if t - c.nominal > c.delay:
+                c.delay = t - c.nominal
+            lat = self.lookup(R, s, c.v, t)
+            st.lookups += 1
+            st.accesses += c.run
+            st.l1_hits += c.run - 1
+            w = lat + (c.run - 1) * l1
+            st.latency_cycles += w
+            w = weight * w + c.pipe_rem
+            c.pipe_free = t + w // overlap
+            c.pipe_rem = w % overlap
+            c.pos = c.page + c.run
+            if self._next_lookup(R, s, c, start, duration, first, count, n):
+                sched_insert(self.sched_key, self.sched_sm, &head, &tail, cap,
+                             imax(c.nominal + c.delay, c.pipe_free), s)
+            else:
+                added = imax(end + c.delay, c.pipe_free) - end
+                if added > kernel_added:
+                    kernel_added = added
+        st.kernels += 1
+        st.cycles_added += kernel_added
+        R.kernel_added = kernel_added
+        return kernel_added
+
+    cdef cycle_t translate_kernel(self, cycle_t start, cycle_t duration, const page_t* first,
+                                  const page_t* count, int32_t n) noexcept nogil:
+        cdef int32_t r, s, i, S = self.reps[0].p.sms, shift = self.reps[0].p.page_shift
+        cdef int64_t total = 0, N, lo, hi
+        for i in range(n):
+            N = count[i]
+            self.accesses_exact += N
+            for s in range(S):
+                lo = first[i] + (s * N) // S
+                hi = first[i] + ((s + 1) * N) // S
+                if hi > lo:
+                    self.lookups_exact += ((hi - 1) >> shift) - (lo >> shift) + 1
+        for r in range(self.n_rep):
+            total += self._translate_replica(&self.reps[r], start, duration, first, count, n)
+        total = (total + self.n_rep // 2) // self.n_rep
+        self.kernels += 1
+        self.cycles_added += total
+        return total
+
+    cdef cycle_t invalidate(self, page_t first, page_t end) noexcept nogil:
+        cdef int32_t r, s
+        cdef int64_t v_lo, v_hi, va, nv, k, found1 = 0, found2 = 0, x
+        cdef tlb_replica* R
+        cdef cycle_t cost = 0
+        self.invalidate_calls += 1
+        if end <= first:
+            return 0
+        v_lo = first >> self.reps[0].p.page_shift
+        v_hi = (end - 1) >> self.reps[0].p.page_shift
+        for r in range(self.n_rep):
+            R = &self.reps[r]
+            k = R.p.modulus
+            va = v_lo + ((R.residue - v_lo) & (k - 1))
+            if va > v_hi:
+                continue
+            nv = (v_hi - va) // k + 1
+            for s in range(R.p.sms):
+                x = array_invalidate(&R.l1[s], va, nv, k, R.p.modulus_shift)
+                R.st.invalidated_l1 += x
+                found1 += x
+            x = array_invalidate(&R.l2, va, nv, k, R.p.modulus_shift)
+            R.st.invalidated_l2 += x
+            found2 += x
+        if found1:
+            self.shootdowns_l1 += 1
+            cost += self.reps[0].p.shootdown_l1
+        if found2:
+            self.shootdowns_l2 += 1
+            cost += self.reps[0].p.shootdown_l2
+        self.shootdown_cycles += cost
+        return cost
+
+    # ---- thin wrappers for the Python layer and tests ----
+
+    def py_lookup(self, int32_t sm, int64_t v, cycle_t now, int32_t replica=0):
+        """One lookup of translation page ``v`` (it must belong to the replica); (level, latency)."""
+        cdef cycle_t lat = self.lookup(&self.reps[replica], sm, v, now)
+        self.reps[replica].st.lookups += 1
+        self.reps[replica].st.accesses += 1
+        self.reps[replica].st.latency_cycles += lat
+        return self.last_level, lat
+
+    def entries(self):
+        """Every valid entry: list of (replica, level name, sm or -1, translation page)."""
+        cdef int32_t r, s
+        cdef int64_t w
+        cdef tlb_replica* R
+        out = []
+        for r in range(self.n_rep):
+            R = &self.reps[r]
+            for s in range(R.p.sms):
+                for w in range(R.l1[s].entries):
+                    if R.l1[s].tag[w] >= 0:
+                        out.append((r, "l1", s, _page_of(R, R.l1[s].tag[w])))
+            for w in range(R.l2.entries):
+                if R.l2.tag[w] >= 0:
+                    out.append((r, "l2", -1, _page_of(R, R.l2.tag[w])))
+        return out
+
+    def walker_free_cycles(self, int32_t replica=0):
+        cdef tlb_replica* R = &self.reps[replica]
+        return sorted(R.walker_free[i] for i in range(R.p.walkers))
+
+    @property
+    def n_replicas(self):
+        return self.n_rep
+
+    def replica_stats(self):
+        """Unscaled counters of each replica (list of dicts)."""
+        return [dict(self.reps[r].st) for r in range(self.n_rep)]
+
+    def replica_params(self):
+        return [dict(self.reps[r].p) for r in range(self.n_rep)]
+
+    def hierarchy_stats(self):
+        """Exact counters kept outside the replicas."""
+        return {
+            "accesses": self.accesses_exact,
+            "lookups": self.lookups_exact,
+            "kernels": self.kernels,
+            "cycles_added": self.cycles_added,
+            "invalidate_calls": self.invalidate_calls,
+            "shootdowns_l1": self.shootdowns_l1,
+            "shootdowns_l2": self.shootdowns_l2,
+            "shootdown_cycles": self.shootdown_cycles,
+        }
+
+    def last_kernel_added(self):
+        """Each replica's estimate for the latest kernel (cycles)."""
+        return [self.reps[r].kernel_added for r in range(self.n_rep)]
+
+    def _state(self):
+        cdef int32_t r, s
+        cdef tlb_replica* R
+        reps = []
+        for r in range(self.n_rep):
+            R = &self.reps[r]
+            arrays = [_array_state(&R.l1[s]) for s in range(R.p.sms)]
+            arrays.append(_array_state(&R.l2))
+            arrays.append(_array_state(&R.pwc))
+            walkers = [R.walker_free[i] for i in range(R.p.walkers)]
+            reps.append((arrays, walkers, dict(R.st), R.kernel_added))
+        top = (self.accesses_exact, self.lookups_exact, self.kernels, self.cycles_added,
+               self.invalidate_calls, self.shootdowns_l1, self.shootdowns_l2, self.shootdown_cycles)
+        return reps, top
+
+    def _set_state(self, state):
+        cdef int32_t r, s, i
+        cdef tlb_replica* R
+        reps, top = state
+        for r in range(self.n_rep):
+            R = &self.reps[r]
+            arrays, walkers, st, added = reps[r]
+            for s in range(R.p.sms):
+                _array_set_state(&R.l1[s], arrays[s])
+            _array_set_state(&R.l2, arrays[R.p.sms])
+            _array_set_state(&R.pwc, arrays[R.p.sms + 1])
+            for i in range(R.p.walkers):
+                R.walker_free[i] = walkers[i]
+            R.st = st
+            R.kernel_added = added
+        (self.accesses_exact, self.lookups_exact, self.kernels, self.cycles_added,
+         self.invalidate_calls, self.shootdowns_l1, self.shootdowns_l2, self.shootdown_cycles) = top
+
+
+cdef inline int64_t _page_of(tlb_replica* R, int64_t key) noexcept:
+    return (key << R.p.modulus_shift) | R.residue
+
+
+cdef object _array_state(tlb_array* a):
+    cdef int64_t i
+    return ([a.tag[i] for i in range(a.entries)], [a.ready[i] for i in range(a.entries)])
+
+
+cdef void _array_set_state(tlb_array* a, object state):
+    cdef int64_t i
+    tag, ready = state
+    for i in range(a.entries):
+        a.tag[i] = tag[i]
+        a.ready[i] = ready[i]
+
+
+def _rebuild_hierarchy(params, residues, state):
+    h = TLBHierarchy(list(params), list(residues))
+    h._set_state(state)
+    return h
+
+
+# ---- a lone TLB (microbenchmarks, tests) -------------------------------------------
+
+cdef class SetAssociativeTLB:
+    """``entries`` entries in sets of ``ways`` (``entries % ways == 0``), LRU within a set;
+    translation page v maps to set v % (entries // ways)."""
+
+    def __cinit__(self, int32_t entries, int32_t ways):
+        if array_init(&self.a, entries // ways, ways):
+            raise MemoryError()
+        self.hits = self.misses = 0
+
+    def __dealloc__(self):
+        array_free(&self.a)
+
+    cdef bint _access(self, int64_t v) noexcept nogil:
+        cdef int64_t base = array_set(&self.a, v), stop
+        cdef int64_t i = array_find(&self.a, base, v, &stop)
+        if i >= 0:
+            array_to_front(&self.a, base, i)
+            self.hits += 1
+            return True
+        array_insert(&self.a, base, stop, v, 0)
+        self.misses += 1
+        return False
+
+    def access(self, int64_t v):
+        """Look up page v (installing it on a miss); True on a hit."""
+        return self._access(v)
+
+    def invalidate(self, int64_t v):
+        return array_invalidate(&self.a, v, 1, 1, 0)
+
+    def cyclic(self, int64_t pages, int64_t rounds, int64_t stride=1):
+        """Access pages 0, stride, 2 stride, ... ((pages - 1) stride) ``rounds`` times; hits per round."""
+        out = np.zeros(rounds, np.int64)
+        cdef int64_t[::1] h = out
+        cdef int64_t r, i, n
+        with nogil:
+            for r in range(rounds):
+                n = 0
+                for i in range(pages):
+                    n += self._access(i * stride)
+                h[r] = n
+        return out
+
+    @property
+    def sets(self):
+        return self.a.sets
+
+    @property
+    def ways(self):
+        return self.a.ways
+
+    def stats(self):
+        return {"hits": self.hits, "misses": self.misses}
