@@ -46,7 +46,15 @@ cdef struct tlb_replica:
     tlb_array* l1              # p.sms private L1 TLBs
     tlb_array l2               # the shared L2 TLB
     tlb_array pwc              # page-walk cache (p.pwc_sets == 0: none), keyed by v >> 9
-    int64_t* walker_free       # min-heap of the cycles each walker is free again
+    int64_t* walker_free       # full simulation: min-heap of the cycles each walker is free again
+    # sampled replicas: the walker pool as a fluid server of p.walkers walker-cycles per cycle
+    double fl_backlog          # walker-cycles of walks waiting
+    double fl_rate             # walker-cycles per cycle flowing in (the sum of the open segments)
+    int64_t fl_time            # cycle fl_backlog was brought up to date
+    int64_t* seg_end           # min-heap of the open inflow segments' ends
+    double* seg_rate           # and their rates
+    int32_t n_seg              # open segments
+    int32_t cap_seg            # room in seg_end / seg_rate
     tlb_stats st               # counters (unscaled)
     int64_t kernel_added       # the latest kernel's added cycles, this replica's estimate
 
@@ -59,6 +67,8 @@ cdef struct sm_cursor:
     int64_t seg_lo             # this SM's share of it: pages [seg_lo, seg_hi)
     int64_t seg_hi
     int64_t j_base             # index in the SM's stream of seg_lo
+    int64_t lk_base            # lookups (translation-page runs) of the SM's stream before this segment
+    int64_t lk_n               # lookups of the SM's whole stream
     int64_t pos                # next page to consider
     int64_t delay              # cycles the SM is behind its nominal schedule
     int64_t pipe_free          # cycle its translation pipeline takes the next lookup
@@ -67,6 +77,9 @@ cdef struct sm_cursor:
     int64_t page               #   its first 4 KiB page in this run
     int64_t run                #   4 KiB accesses of the run (the first is the lookup)
     int64_t j                  #   its index in the SM's stream
+    int64_t lk                 #   its index among the SM's lookups (in a full simulation)
+    int64_t j_from             #   the accesses it stands for start here (0 for the SM's first)
+    int64_t lk_from            #   and the lookups it stands for
     int64_t nq                 #   j * duration = nq * n + nr
     int64_t nr
     int64_t nominal            #   nominal issue cycle of the run's first access
@@ -87,12 +100,15 @@ cdef class TLBHierarchy(Translator):
     cdef int64_t shootdowns_l2         # ... in the L2
     cdef int64_t shootdown_cycles
     cdef int32_t last_level            # LEVEL_* of the latest lookup()
+    cdef int64_t last_walk             # cycles of the latest lookup's walk (0: it did not walk)
     # scratch
     cdef sm_cursor* cur
     cdef int64_t* sched_key            # SMs by the cycle of their next lookup: a sorted run
     cdef int32_t* sched_sm
 
     cdef cycle_t lookup(self, tlb_replica* R, int32_t sm, int64_t v, cycle_t now) noexcept nogil
+    cdef cycle_t _walk_wait(self, tlb_replica* R, cycle_t t) noexcept nogil
+    cdef int _add_inflow(self, tlb_replica* R, cycle_t t, double work, double span) except -1 nogil
     cdef cycle_t _translate_replica(self, tlb_replica* R, cycle_t start, cycle_t duration,
                                     const page_t* first, const page_t* count, int32_t n) noexcept nogil
     cdef bint _next_lookup(self, tlb_replica* R, int32_t s, sm_cursor* c, cycle_t start, cycle_t duration,

@@ -20,7 +20,7 @@ nothing; ``TLBHierarchy`` models a GPU's translation path:
 The access stream of a kernel: each SM sweeps its share of each tensor the
 kernel touches (the SM's contiguous 1/S of the tensor's 4 KiB pages), inputs
 then outputs, in page order; an SM's accesses are spread evenly over the
-kernel's duration (t11).  Consecutive accesses of one SM to one translation
+kernel's duration (t11), SM s offset by s/S of an access interval.  Consecutive accesses of one SM to one translation
 page form a run: its first access is a lookup, the others hit the L1 entry
 that lookup installed (counted, not simulated).  SMs are interleaved in time
 order (a heap of their next issue cycles).
@@ -30,20 +30,23 @@ computes.  Its translation pipeline is modelled as a fluid server: a lookup of
 latency L occupies it for L / overlap cycles, so a stream of lookups runs no
 faster than overlap / mean latency (Little's law).  An access cannot issue
 before its nominal cycle (plus the delay the SM has accumulated) nor before
-the pipeline is free; the kernel's added cycles are the delay of its slowest
+the pipeline is free.
 SM at the end.
 
 Sampling: a replica simulates only the translation pages v with
-v % modulus == residue, with every structure scaled down by the modulus (sets
-first, then ways; the walker pool by its count, or by the time a walk holds a
-walker) and every simulated lookup standing for ``modulus`` lookups.  With
+v % modulus == residue, with every TLB scaled down by the modulus (sets first,
+then ways), the walkers run in dilated time (a walk holds a walker modulus
+times its latency, its requester waits 1/modulus of the queueing it sees: the
+same utilisation and number of servers as the full pool) and every simulated
+lookup standing for the lookups of its SM between the midpoints with its
+neighbouring simulated ones.  With
 the modulus dividing the sets of a level, a replica is exactly that level's
 sets v % modulus == residue.  Several replicas with distinct residues are
 independent sub-samples; the Python layer turns their spread into an error
 bound.  Inputs are trusted: ``g10core.tlb`` validates them.
 """
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memset
 
 from g10core._types cimport cycle_t, page_t, tlb_params, tlb_array, tlb_stats
@@ -91,7 +94,9 @@ cdef void array_free(tlb_array* a) noexcept nogil:
 
 
 cdef inline int64_t array_set(const tlb_array* a, int64_t key) noexcept nogil:
-    """First entry index of the set ``key`` maps to."""
+    """First entry index of the set ``key`` maps to (0 for an array without entries)."""
+    if a.sets == 0:
+        return 0
     if a.set_mask >= 0:
         return (key & a.set_mask) * a.ways
     return (key % a.sets) * a.ways
@@ -206,6 +211,18 @@ cdef inline void walker_sift(int64_t* h, int32_t n) noexcept nogil:
     h[i] = x
 
 
+cdef inline void sched_insert_at(int64_t* key, int32_t* sm, int64_t i) noexcept nogil:
+    """Move entry i back into the sorted run key[0:i]."""
+    cdef int64_t k = key[i]
+    cdef int32_t s = sm[i]
+    while i > 0 and (key[i - 1] > k or (key[i - 1] == k and sm[i - 1] > s)):
+        key[i] = key[i - 1]
+        sm[i] = sm[i - 1]
+        i -= 1
+    key[i] = k
+    sm[i] = s
+
+
 cdef inline void sched_insert(int64_t* key, int32_t* sm, int64_t* head, int64_t* tail, int64_t cap,
                               int64_t k, int32_t s) noexcept nogil:
     """Insert (k, s) into the sorted run key[head:tail] (ties: lower SM first).
@@ -229,6 +246,26 @@ cdef inline void sched_insert(int64_t* key, int32_t* sm, int64_t* head, int64_t*
     key[i] = k
     sm[i] = s
     tail[0] = t + 1
+
+
+cdef inline void heap_sift_down(int64_t* key, int32_t* sm, int64_t n, int64_t i) noexcept nogil:
+    """Restore the (key, sm) min-heap below i (ties: lower SM first)."""
+    cdef int64_t c
+    cdef int64_t k = key[i]
+    cdef int32_t s = sm[i]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and (key[c + 1] < key[c] or (key[c + 1] == key[c] and sm[c + 1] < sm[c])):
+            c += 1
+        if key[c] > k or (key[c] == k and sm[c] > s):
+            break
+        key[i] = key[c]
+        sm[i] = sm[c]
+        i = c
+    key[i] = k
+    sm[i] = s
 
 
 cdef inline int64_t imax(int64_t a, int64_t b) noexcept nogil:
@@ -324,7 +361,10 @@ cdef class TLBHierarchy(Translator):
             nsm = R.p.sms
             R.l1 = <tlb_array*>calloc(nsm, sizeof(tlb_array))
             R.walker_free = <int64_t*>calloc(R.p.walkers, sizeof(int64_t))
-            if R.l1 == NULL or R.walker_free == NULL:
+            R.cap_seg = 2 * nsm + 16
+            R.seg_end = <int64_t*>calloc(R.cap_seg, sizeof(int64_t))
+            R.seg_rate = <double*>calloc(R.cap_seg, sizeof(double))
+            if R.l1 == NULL or R.walker_free == NULL or R.seg_end == NULL or R.seg_rate == NULL:
                 raise MemoryError()
             for s in range(nsm):
                 if array_init(&R.l1[s], R.p.l1_sets, R.p.l1_ways):
@@ -352,6 +392,8 @@ cdef class TLBHierarchy(Translator):
                 array_free(&self.reps[r].l2)
                 array_free(&self.reps[r].pwc)
                 free(self.reps[r].walker_free)
+                free(self.reps[r].seg_end)
+                free(self.reps[r].seg_rate)
             free(self.reps)
         free(self.cur)
         free(self.sched_key)
@@ -377,9 +419,10 @@ cdef class TLBHierarchy(Translator):
         cdef tlb_stats* st = &R.st
         cdef tlb_array* l1 = &R.l1[sm]
         cdef int64_t key = v >> p.modulus_shift
-        cdef int64_t b1 = array_set(l1, key), b2, bp, i, stop1, stop2, stopp, region
+        cdef int64_t b1 = array_set(l1, key), b2, bp, i, stop1 = 0, stop2 = 0, stopp = 0, region
         cdef cycle_t t_walk, start, done, wlat, queue, lat
-        i = array_find(l1, b1, key, &stop1)
+        self.last_walk = 0
+        i = array_find(l1, b1, key, &stop1) if l1.entries else -1
         if i >= 0:
             lat = p.l1_latency
             if l1.ready[i] > now + lat:
@@ -399,7 +442,8 @@ cdef class TLBHierarchy(Translator):
                 st.l2_pending_hits += 1
                 lat = R.l2.ready[i] - now
             array_to_front(&R.l2, b2, i)
-            array_insert(l1, b1, stop1, key, now + lat)
+            if l1.entries:
+                array_insert(l1, b1, stop1, key, now + lat)
             return lat
         st.l2_misses += 1
         self.last_level = 3
@@ -421,23 +465,103 @@ cdef class TLBHierarchy(Translator):
                 wlat = p.pwc_latency + p.walk_last_level + \
                     (p.walk_latency - p.walk_last_level + p.modulus - 1) // p.modulus
         t_walk = now + lat
-        start = R.walker_free[0]
-        if start < t_walk:
-            start = t_walk
-        queue = start - t_walk
-        if p.occupancy_num == p.occupancy_den:
+        if p.modulus == 1:
+            # the pool: the earliest free walker takes the walk
+            start = R.walker_free[0]
+            if start < t_walk:
+                start = t_walk
             R.walker_free[0] = start + wlat
+            if p.walkers > 1:
+                walker_sift(R.walker_free, p.walkers)
+            queue = start - t_walk
         else:
-            R.walker_free[0] = start + g10_ceil_muldiv(wlat, p.occupancy_num, p.occupancy_den)
-        if p.walkers > 1:
-            walker_sift(R.walker_free, p.walkers)
+            # a sampled replica sees one walk in `modulus`: its pool is a fluid server whose
+            # backlog the translation pipeline's groups feed (see _translate_replica)
+            queue = self._walk_wait(R, t_walk)
+            start = t_walk + queue
+        self.last_walk = wlat
         st.walker_queue_cycles += queue
         if queue > st.max_walker_queue_cycles:
             st.max_walker_queue_cycles = queue
         done = start + wlat
         array_insert(&R.l2, b2, stop2, key, done)
-        array_insert(l1, b1, stop1, key, done)
+        if l1.entries:
+            array_insert(l1, b1, stop1, key, done)
         return done - now
+
+    # ---- the fluid walker pool of a sampled replica ----
+
+    cdef cycle_t _walk_wait(self, tlb_replica* R, cycle_t t) noexcept nogil:
+        """Bring the backlog up to cycle t; the wait of a walk that arrives then."""
+        cdef double cap = R.p.walkers
+        cdef int64_t e
+        cdef int32_t i, c, n
+        cdef double x
+        if t < R.fl_time:                   # requests arrive nearly in order; never go back
+            t = R.fl_time
+        while R.n_seg > 0 and R.seg_end[0] <= t:
+            e = R.seg_end[0]
+            R.fl_backlog += (R.fl_rate - cap) * (e - R.fl_time)
+            if R.fl_backlog < 0:
+                R.fl_backlog = 0
+            R.fl_time = e
+            R.fl_rate -= R.seg_rate[0]
+            # pop the segment heap
+            R.n_seg -= 1
+            n = R.n_seg
+            e = R.seg_end[n]
+            x = R.seg_rate[n]
+            i = 0
+            while True:
+                c = 2 * i + 1
+                if c >= n:
+                    break
+                if c + 1 < n and R.seg_end[c + 1] < R.seg_end[c]:
+                    c += 1
+                if R.seg_end[c] >= e:
+                    break
+                R.seg_end[i] = R.seg_end[c]
+                R.seg_rate[i] = R.seg_rate[c]
+                i = c
+            R.seg_end[i] = e
+            R.seg_rate[i] = x
+        if R.n_seg == 0:
+            R.fl_rate = 0
+        R.fl_backlog += (R.fl_rate - cap) * (t - R.fl_time)
+        if R.fl_backlog < 0:
+            R.fl_backlog = 0
+        R.fl_time = t
+        return <cycle_t>(R.fl_backlog / cap + 0.5)
+
+    cdef int _add_inflow(self, tlb_replica* R, cycle_t t, double work, double span) except -1 nogil:
+        """``work`` walker-cycles arrive evenly over [t, t + span)."""
+        cdef int32_t i, parent
+        cdef int64_t end
+        if span < 1:
+            span = 1
+        end = t + <int64_t>(span + 0.5)
+        if t != R.fl_time:
+            self._walk_wait(R, t)
+        if R.n_seg == R.cap_seg:
+            R.cap_seg *= 2
+            R.seg_end = <int64_t*>realloc(R.seg_end, R.cap_seg * sizeof(int64_t))
+            R.seg_rate = <double*>realloc(R.seg_rate, R.cap_seg * sizeof(double))
+            if R.seg_end == NULL or R.seg_rate == NULL:
+                with gil:
+                    raise MemoryError()
+        i = R.n_seg
+        R.n_seg += 1
+        while i > 0:
+            parent = (i - 1) // 2
+            if R.seg_end[parent] <= end:
+                break
+            R.seg_end[i] = R.seg_end[parent]
+            R.seg_rate[i] = R.seg_rate[parent]
+            i = parent
+        R.seg_end[i] = end
+        R.seg_rate[i] = work / span
+        R.fl_rate += work / span
+        return 0
 
     # ---- a kernel's access stream ----
 
@@ -445,8 +569,10 @@ cdef class TLBHierarchy(Translator):
                            const page_t* first, const page_t* count, int32_t n) noexcept nogil:
         """Move ``c`` to its next lookup of this replica's pages; False when the SM is done.
 
-        The lookup's nominal cycle is start + ceil(j * duration / n_s) for its stream index
-        j, kept as an exact quotient and remainder (stepping by one access costs no division)."""
+        The lookup's nominal cycle is start + ceil((j + s / S) * duration / n_s) for its
+        stream index j: SM s issues s / S of an access interval after SM 0 (SMs are not in
+        lockstep).  Kept as an exact quotient and remainder: stepping by one access costs no
+        division."""
         cdef int32_t shift = R.p.page_shift, S = R.p.sms
         cdef int64_t k1 = R.p.modulus - 1, v0, v, p, N, j
         while True:
@@ -464,14 +590,17 @@ cdef class TLBHierarchy(Translator):
                     if j == c.j + 1:
                         c.nq += c.dq
                         c.nr += c.dr
-                        if c.nr >= c.n:
-                            c.nr -= c.n
+                        if c.nr >= c.n * S:
+                            c.nr -= c.n * S
                             c.nq += 1
                     else:
-                        g10_muldivmod(j, duration, c.n, &c.nq, &c.nr)
+                        g10_muldivmod(j * S + s, duration, c.n * S, &c.nq, &c.nr)
                     c.j = j
+                    c.lk = c.lk_base + v - (c.seg_lo >> shift)
                     c.nominal = start + c.nq + (1 if c.nr > 0 else 0)
                     return True
+            if c.seg_hi > c.seg_lo:
+                c.lk_base += ((c.seg_hi - 1) >> shift) - (c.seg_lo >> shift) + 1
             c.j_base += c.seg_hi - c.seg_lo
             c.seg += 1
             if c.seg >= n:
@@ -485,54 +614,118 @@ cdef class TLBHierarchy(Translator):
                                     const page_t* first, const page_t* count, int32_t n) noexcept nogil:
         cdef tlb_params* p = &R.p
         cdef tlb_stats* st = &R.st
-        cdef int32_t S = p.sms, s, i
-        cdef int64_t N, lat, w, t, kernel_added = 0, added, head = 0, tail = 0, cap = 2 * S + 2
-        cdef int64_t weight = p.modulus, overlap = p.overlap, l1 = p.l1_latency
+        cdef int32_t S = p.sms, s, i, shift = p.page_shift
+        cdef int64_t N, lo, hi, lat, w, t, kernel_added = 0, added, head = 0, tail = 0, cap = 2 * S + 2
+        cdef int64_t overlap = p.overlap, l1 = p.l1_latency, v, run, w_lookups, w_acc, j, lk, j_to, lk_to
+        cdef int64_t active = 0, walk
+        cdef double span
+        cdef bint more
         cdef cycle_t end = start + duration
         cdef sm_cursor* c
         for s in range(S):
             c = &self.cur[s]
             c.n = 0
+            c.lk_n = 0
             for i in range(n):
                 N = count[i]
-                c.n += ((s + 1) * N) // S - (s * N) // S
+                lo = first[i] + (s * N) // S
+                hi = first[i] + ((s + 1) * N) // S
+                if hi > lo:
+                    c.n += hi - lo
+                    c.lk_n += ((hi - 1) >> shift) - (lo >> shift) + 1
             if c.n == 0:
                 continue
+            active += 1
             c.seg = -1
             c.seg_lo = c.seg_hi = c.pos = 0
-            c.j_base = 0
+            c.j_base = c.lk_base = 0
             c.j = -2
-            c.dq = duration // c.n
-            c.dr = duration % c.n
+            c.j_from = c.lk_from = 0
+            c.dq = duration // c.n                  # (duration * S) = dq * (n * S) + dr
+            c.dr = (duration % c.n) * S
             c.delay = 0
             c.pipe_free = start
             c.pipe_rem = 0
             if self._next_lookup(R, s, c, start, duration, first, count, n):
-                sched_insert(self.sched_key, self.sched_sm, &head, &tail, cap, c.nominal, s)
+                self.sched_key[tail] = c.nominal
+                self.sched_sm[tail] = s
+                tail += 1
+        # SMs in the order of their next lookup.  Full simulation: they move nearly in step, so a
+        # sorted run with insertion from its tail is O(1); sampled: a binary heap
+        if p.modulus == 1:
+            i = 1
+            while i < tail:                     # insertion sort of the first lookups
+                sched_insert_at(self.sched_key, self.sched_sm, i)
+                i += 1
+        else:
+            i = <int32_t>(tail // 2) - 1
+            while i >= 0:
+                heap_sift_down(self.sched_key, self.sched_sm, tail, i)
+                i -= 1
         while head < tail:
             s = self.sched_sm[head]
             t = self.sched_key[head]
-            head += 1
             c = &self.cur[s]
+            if p.modulus == 1:
+                head += 1
             if t - c.nominal > c.delay:
                 c.delay = t - c.nominal
-            lat = self.lookup(R, s, c.v, t)
+            v = c.v
+            run = c.run
+            lk = c.lk
+            j = c.j
+            lat = self.lookup(R, s, v, t)
+            walk = self.last_walk
             st.lookups += 1
-            st.accesses += c.run
-            st.l1_hits += c.run - 1
-            w = lat + (c.run - 1) * l1
-            st.latency_cycles += w
-            w = weight * w + c.pipe_rem
+            st.accesses += run
+            st.l1_hits += run - 1
+            st.latency_cycles += lat + (run - 1) * l1
+            c.pos = c.page + run
+            more = self._next_lookup(R, s, c, start, duration, first, count, n)
+            # this lookup stands for the SM's lookups from the midpoint with its previous
+            # simulated one to the midpoint with its next (the first from the SM's start, the
+            # last to its end): a latency that changes along the stream (a queue building up)
+            # is sampled at the middle of what it stands for.  Each costs latency / overlap of
+            # the SM's translation pipeline.  Full simulation: itself and its run's L1 hits.
+            if more:
+                lk_to = (lk + c.lk + 1) >> 1
+                j_to = j + run + ((c.j - j - run + 1) >> 1)
+            else:
+                lk_to = c.lk_n
+                j_to = c.n
+            w_lookups = lk_to - c.lk_from
+            w_acc = j_to - c.j_from
+            w = w_lookups * lat + (w_acc - w_lookups) * l1 + c.pipe_rem
             c.pipe_free = t + w // overlap
             c.pipe_rem = w % overlap
-            c.pos = c.page + c.run
-            if self._next_lookup(R, s, c, start, duration, first, count, n):
-                sched_insert(self.sched_key, self.sched_sm, &head, &tail, cap,
-                             imax(c.nominal + c.delay, c.pipe_free), s)
+            if walk and p.modulus > 1:
+                # the walks this one stands for reach the pool over the time the SM takes
+                # for their accesses: nominal, or what its pipeline allows
+                span = (<double>w_acc) * duration / c.n
+                if span < <double>(c.pipe_free - t):
+                    span = <double>(c.pipe_free - t)
+                self._add_inflow(R, t, <double>w_lookups * walk, span)
+            c.lk_from = lk_to
+            c.j_from = j_to
+            if more:
+                if p.modulus == 1:
+                    sched_insert(self.sched_key, self.sched_sm, &head, &tail, cap,
+                                 imax(c.nominal + c.delay, c.pipe_free), s)
+                else:
+                    self.sched_key[0] = imax(c.nominal + c.delay, c.pipe_free)
+                    heap_sift_down(self.sched_key, self.sched_sm, tail, 0)
             else:
-                added = imax(end + c.delay, c.pipe_free) - end
-                if added > kernel_added:
-                    kernel_added = added
+                if p.modulus > 1:
+                    tail -= 1
+                    self.sched_key[0] = self.sched_key[tail]
+                    self.sched_sm[0] = self.sched_sm[tail]
+                    if tail > 1:
+                        heap_sift_down(self.sched_key, self.sched_sm, tail, 0)
+                kernel_added += imax(end + c.delay, c.pipe_free) - end
+        # the SMs' mean delay: they sweep equal shares, so their spread is only the order in
+        # which a walker happens to serve them (and, when sampled, noise a maximum would amplify)
+        if active:
+            kernel_added = (kernel_added + active // 2) // active
         st.kernels += 1
         st.cycles_added += kernel_added
         R.kernel_added = kernel_added
@@ -598,6 +791,8 @@ cdef class TLBHierarchy(Translator):
         self.reps[replica].st.lookups += 1
         self.reps[replica].st.accesses += 1
         self.reps[replica].st.latency_cycles += lat
+        self.accesses_exact += 1
+        self.lookups_exact += 1
         return self.last_level, lat
 
     def entries(self):
@@ -721,7 +916,7 @@ cdef class SetAssociativeTLB:
         array_free(&self.a)
 
     cdef bint _access(self, int64_t v) noexcept nogil:
-        cdef int64_t base = array_set(&self.a, v), stop
+        cdef int64_t base = array_set(&self.a, v), stop = 0
         cdef int64_t i = array_find(&self.a, base, v, &stop)
         if i >= 0:
             array_to_front(&self.a, base, i)

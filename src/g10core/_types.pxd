@@ -161,7 +161,9 @@ cdef struct queue_run:
 # A replica is the whole hierarchy (every SM's L1, the L2, the page-walk cache and
 # the walkers) restricted to the translation pages v with v % modulus == residue;
 # full simulation is one replica with modulus 1.  Sampled replicas are scaled down
-# (sets first, then ways) so that each keeps the full hierarchy's reach per page.
+# (sets first, then ways) so that each keeps the full hierarchy's reach per page; their
+# walkers run in dilated time (a walk holds one for modulus x its latency and its
+# requester waits 1/modulus of the queueing it sees).
 cdef struct tlb_params:
     int32_t sms                # SMs, each with a private L1
     int32_t page_shift         # log2(translation page / 4 KiB): 0, 4 (64 KiB) or 9 (2 MiB)
@@ -171,15 +173,13 @@ cdef struct tlb_params:
     int32_t l2_ways            # shared L2 ways
     int32_t pwc_sets           # page-walk cache sets (0: no page-walk cache)
     int32_t pwc_ways           # page-walk cache ways
-    int32_t walkers            # page walkers of this replica
+    int32_t walkers            # page walkers (every replica has all of them)
     int32_t overlap            # translations an SM keeps in flight while it computes
     int64_t l1_latency         # cycles of an L1 lookup
     int64_t l2_latency         # cycles of an L2 lookup (after the L1 missed)
     int64_t pwc_latency        # cycles of a page-walk-cache lookup (before a walk)
     int64_t walk_latency       # cycles of a full page walk
     int64_t walk_last_level    # cycles of the walk's last level (what a page-walk-cache hit leaves)
-    int64_t occupancy_num      # a walk holds a walker for its latency * num / den cycles
-    int64_t occupancy_den      #   (1/1 in full simulation; scaled with the walker pool when sampled)
     int64_t shootdown_l1       # cycles of a shootdown that finds entries in some L1
     int64_t shootdown_l2       # cycles of a shootdown that finds entries in the L2
     int64_t modulus            # sampling modulus k, a power of two (1: full simulation)
