@@ -175,8 +175,14 @@ class FaultHandler:
         _check_pages(lo, hi, "alloc")
         if not lo <= page < hi:
             raise ConfigError(f"page {page}: outside its allocation [{lo}, {hi})")
+        self._check_ssd(hi)
         _check_cycle(now)
         return self.core.py_raise_fault(int(page), int(lo), int(hi), int(now))
+
+    def _check_ssd(self, end):
+        # the SSD's logical page of a page is the page itself
+        if self.ssd is not None and end > self.ssd.logical_pages:
+            raise ConfigError(f"pages up to {end} exceed the SSD's {self.ssd.logical_pages} logical pages")
 
     def next_batch_time(self) -> int:
         return self.core.py_next_batch_time()
@@ -203,6 +209,7 @@ class FaultHandler:
         _check_pages(lo, hi, "alloc")
         if not (lo <= first and end <= hi):
             raise ConfigError(f"range [{first}, {end}) is not inside its allocation [{lo}, {hi})")
+        self._check_ssd(hi)
         _check_cycle(now)
         return self.core.py_prefetch_range(int(first), int(end), int(lo), int(hi), int(now))
 
@@ -211,6 +218,7 @@ class FaultHandler:
         _check_pages(first, end, "range")
         if dest not in ("host", "ssd"):
             raise ConfigError(f"dest = {dest!r}: must be 'host' or 'ssd'")
+        self._check_ssd(end)
         _check_cycle(now)
         return self.core.py_evict_range(int(first), int(end), TIERS[dest], int(now))
 
