@@ -46,7 +46,8 @@ cdef struct tlb_replica:
     tlb_array* l1              # p.sms private L1 TLBs
     tlb_array l2               # the shared L2 TLB
     tlb_array pwc              # page-walk cache (p.pwc_sets == 0: none), keyed by v >> 9
-    int64_t* walker_free       # full simulation: min-heap of the cycles each walker is free again
+    int64_t* walker_free       # full simulation: the cycles each walker is free again, a sorted ring
+    int32_t ring_head          #   its smallest
     # sampled replicas: the walker pool as a fluid server of p.walkers walker-cycles per cycle
     double fl_backlog          # walker-cycles of walks waiting
     double fl_rate             # walker-cycles per cycle flowing in (the sum of the open segments)
@@ -61,6 +62,7 @@ cdef struct tlb_replica:
 # Where one SM is in its sweep of a kernel's tensors (scratch of translate_kernel).
 cdef struct sm_cursor:
     int64_t n                  # 4 KiB accesses of this SM in the kernel
+    int64_t nS                 # n * sms
     int64_t dq                 # duration = dq * n + dr
     int64_t dr
     int32_t seg                # tensor being swept

@@ -45,7 +45,7 @@ sets v % modulus == residue.  Several replicas with distinct residues are
 independent sub-samples; the Python layer turns their spread into an error
 bound.  Inputs are trusted: ``g10core.tlb`` validates them.
 """
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memset
 
@@ -55,6 +55,9 @@ import numpy as np
 
 cdef extern from "g10core/pcie_math.h" nogil:
     int64_t g10_ceil_muldiv(int64_t n, int64_t num, int64_t den)
+
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long) nogil
 
 cdef extern from "g10core/tlb_math.h" nogil:
     void g10_muldivmod(int64_t a, int64_t b, int64_t n, int64_t* q, int64_t* r)
@@ -67,9 +70,10 @@ STATS_FIELDS = (
 
 
 # ---- one set-associative array ---------------------------------------------------
-# Each set is kept in recency order (most recent first) with its empty ways last, so a
-# hit moves one entry to the front, a miss shifts the set down by one and drops the
-# least recently used entry, and a lookup stops at the first empty way.
+# Each set is a ring of its ways in recency order (see tlb_array in _types.pxd): a miss
+# replaces the least recently used entry by moving the ring's head back one way (O(1));
+# a hit moves its entry to the front (O(its depth)); a lookup compares every way's tag
+# without branching (empty ways hold -1, which no page equals).
 
 cdef int array_init(tlb_array* a, int32_t sets, int32_t ways) noexcept nogil:
     """Empty array of sets x ways entries; returns -1 when memory ran out."""
@@ -78,9 +82,12 @@ cdef int array_init(tlb_array* a, int32_t sets, int32_t ways) noexcept nogil:
     a.ways = ways
     a.entries = n
     a.set_mask = (sets - 1) if sets > 0 and (sets & (sets - 1)) == 0 else -1
+    a.way_mask = (ways - 1) if ways > 0 and (ways & (ways - 1)) == 0 else -1
     a.tag = <int64_t*>calloc(n if n > 0 else 1, sizeof(int64_t))
     a.ready = <int64_t*>calloc(n if n > 0 else 1, sizeof(int64_t))
-    if a.tag == NULL or a.ready == NULL:
+    a.head = <int32_t*>calloc(sets if sets > 0 else 1, sizeof(int32_t))
+    a.fill = <int32_t*>calloc(sets if sets > 0 else 1, sizeof(int32_t))
+    if a.tag == NULL or a.ready == NULL or a.head == NULL or a.fill == NULL:
         return -1
     for i in range(n):
         a.tag[i] = -1
@@ -90,62 +97,105 @@ cdef int array_init(tlb_array* a, int32_t sets, int32_t ways) noexcept nogil:
 cdef void array_free(tlb_array* a) noexcept nogil:
     free(a.tag)
     free(a.ready)
+    free(a.head)
+    free(a.fill)
     a.tag = a.ready = NULL
+    a.head = a.fill = NULL
 
 
-cdef inline int64_t array_set(const tlb_array* a, int64_t key) noexcept nogil:
-    """First entry index of the set ``key`` maps to (0 for an array without entries)."""
+cdef inline int64_t array_setno(const tlb_array* a, int64_t key) noexcept nogil:
+    """The set ``key`` maps to (0 for an array without entries)."""
     if a.sets == 0:
         return 0
     if a.set_mask >= 0:
-        return (key & a.set_mask) * a.ways
-    return (key % a.sets) * a.ways
+        return key & a.set_mask
+    return key % a.sets
 
 
-cdef inline int64_t array_find(const tlb_array* a, int64_t base, int64_t key, int64_t* stop) noexcept nogil:
-    """Index of ``key`` in the set at ``base``, or -1 with ``stop`` = where a miss inserts
-    up to (the first empty way, or the set's last way, whose entry is then dropped)."""
-    cdef int64_t w, last = base + a.ways - 1
-    for w in range(base, last + 1):
-        if a.tag[w] == key:
-            return w
-        if a.tag[w] < 0:
-            stop[0] = w
-            return -1
-    stop[0] = last
-    return -1
+cdef inline int64_t array_slot(const tlb_array* a, int64_t set, int64_t logical) noexcept nogil:
+    """Physical index of a set's logical way (0 = most recent)."""
+    cdef int64_t w = a.head[set] + logical
+    if a.way_mask >= 0:
+        w &= a.way_mask
+    elif w >= a.ways:
+        w -= a.ways
+    return set * a.ways + w
 
 
-cdef inline void array_to_front(tlb_array* a, int64_t base, int64_t i) noexcept nogil:
-    """Make entry i its set's most recent."""
-    cdef int64_t key = a.tag[i], ready = a.ready[i], w = i
-    while w > base:
-        a.tag[w] = a.tag[w - 1]
-        a.ready[w] = a.ready[w - 1]
-        w -= 1
-    a.tag[base] = key
-    a.ready[base] = ready
+cdef inline int64_t find8(const int64_t* t, int64_t key) noexcept nogil:
+    """Index of key among t[0:8], or -1 (a fixed trip count the compiler unrolls)."""
+    cdef int64_t w, found = -1
+    for w in range(8):
+        if t[w] == key:
+            found = w
+    return found
 
 
-cdef inline void array_insert(tlb_array* a, int64_t base, int64_t stop, int64_t key, cycle_t ready) noexcept nogil:
-    """Install ``key`` as its set's most recent entry (``stop`` from array_find)."""
-    cdef int64_t w = stop
-    while w > base:
-        a.tag[w] = a.tag[w - 1]
-        a.ready[w] = a.ready[w - 1]
-        w -= 1
-    a.tag[base] = key
-    a.ready[base] = ready
-
-
-cdef inline void array_remove(tlb_array* a, int64_t base, int64_t i) noexcept nogil:
-    """Drop entry i; the set's later entries move up, an empty way goes last."""
-    cdef int64_t last = base + a.ways - 1, w = i
-    while w < last and a.tag[w + 1] >= 0:
-        a.tag[w] = a.tag[w + 1]
-        a.ready[w] = a.ready[w + 1]
+cdef inline int64_t array_find(const tlb_array* a, int64_t set, int64_t key) noexcept nogil:
+    """Physical index of ``key`` in its set, or -1 (every way compared: a conditional move
+    per way, no branch to mispredict)."""
+    cdef int64_t base = set * a.ways, w = 0, found = -1, f
+    cdef const int64_t* t = a.tag + base
+    while w + 8 <= a.ways:
+        f = find8(t + w, key)
+        if f >= 0:
+            found = w + f
+        w += 8
+    while w < a.ways:
+        if t[w] == key:
+            found = w
         w += 1
-    a.tag[w] = -1
+    return base + found if found >= 0 else -1
+
+
+cdef inline int64_t array_depth(const tlb_array* a, int64_t set, int64_t slot) noexcept nogil:
+    """Logical way of physical index ``slot`` of its set."""
+    cdef int64_t w = slot - set * a.ways - a.head[set]
+    if w < 0:
+        w += a.ways
+    return w
+
+
+cdef inline void array_to_front(tlb_array* a, int64_t set, int64_t slot) noexcept nogil:
+    """Make the entry at ``slot`` its set's most recent."""
+    cdef int64_t i = array_depth(a, set, slot), dst, src
+    cdef int64_t key = a.tag[slot], ready = a.ready[slot]
+    dst = slot
+    while i > 0:
+        src = array_slot(a, set, i - 1)
+        a.tag[dst] = a.tag[src]
+        a.ready[dst] = a.ready[src]
+        dst = src
+        i -= 1
+    a.tag[dst] = key
+    a.ready[dst] = ready
+
+
+cdef inline void array_insert(tlb_array* a, int64_t set, int64_t key, cycle_t ready) noexcept nogil:
+    """Install ``key`` as its set's most recent entry; a full set drops its least recent."""
+    cdef int32_t h = a.head[set] - 1
+    cdef int64_t slot
+    if h < 0:
+        h = a.ways - 1
+    a.head[set] = h
+    if a.fill[set] < a.ways:
+        a.fill[set] += 1
+    slot = set * a.ways + h
+    a.tag[slot] = key
+    a.ready[slot] = ready
+
+
+cdef inline void array_remove(tlb_array* a, int64_t set, int64_t slot) noexcept nogil:
+    """Drop the entry at ``slot``; the set's less recent entries move up one way."""
+    cdef int64_t i = array_depth(a, set, slot), n = a.fill[set], dst = slot, src
+    while i + 1 < n:
+        src = array_slot(a, set, i + 1)
+        a.tag[dst] = a.tag[src]
+        a.ready[dst] = a.ready[src]
+        dst = src
+        i += 1
+    a.tag[dst] = -1
+    a.fill[set] = <int32_t>(n - 1)
 
 
 cdef int64_t array_invalidate(tlb_array* a, int64_t v_first, int64_t n_keys, int64_t step,
@@ -154,45 +204,62 @@ cdef int64_t array_invalidate(tlb_array* a, int64_t v_first, int64_t n_keys, int
 
     Keys are translation pages >> key_shift (a replica's arrays index v >> log2(modulus)
     and hold only pages of its residue, so the range's keys are consecutive).  Probes the
-    range's sets when the range has fewer keys than the array has sets, else scans every
-    entry once: the cost is min(range, entries), never per page of a huge range."""
-    cdef int64_t removed = 0, i, w, r, base, key, lo, hi, last
+    range's sets when the range has fewer keys than the array has sets, else visits every
+    set once: the cost is min(range, entries), never per page of a huge range."""
+    cdef int64_t removed = 0, key, lo, hi, set, slot, i, r, n, src, dst
     if a.entries == 0 or n_keys <= 0:
         return 0
     lo = v_first >> key_shift
     hi = lo + n_keys
     if n_keys < a.sets:
         for key in range(lo, hi):
-            base = array_set(a, key)
-            for w in range(base, base + a.ways):
-                if a.tag[w] == key:
-                    array_remove(a, base, w)
-                    removed += 1
-                    break
-                if a.tag[w] < 0:
-                    break
+            set = array_setno(a, key)
+            slot = array_find(a, set, key)
+            if slot >= 0:
+                array_remove(a, set, slot)
+                removed += 1
     else:
-        base = 0
-        while base < a.entries:
-            last = base + a.ways
-            w = base
-            r = base                        # compact the set's survivors in place
-            while w < last and a.tag[w] >= 0:
-                if lo <= a.tag[w] < hi:
+        for set in range(a.sets):
+            n = a.fill[set]
+            r = 0                           # survivors keep their order, packed at the front
+            for i in range(n):
+                src = array_slot(a, set, i)
+                if lo <= a.tag[src] < hi:
                     removed += 1
-                else:
-                    a.tag[r] = a.tag[w]
-                    a.ready[r] = a.ready[w]
-                    r += 1
-                w += 1
-            while r < w:
-                a.tag[r] = -1
+                    continue
+                if r != i:
+                    dst = array_slot(a, set, r)
+                    a.tag[dst] = a.tag[src]
+                    a.ready[dst] = a.ready[src]
                 r += 1
-            base = last
+            for i in range(r, n):
+                a.tag[array_slot(a, set, i)] = -1
+            a.fill[set] = <int32_t>r
     return removed
 
 
 # ---- small heaps -----------------------------------------------------------------
+
+cdef inline int64_t ring_take(int64_t* r, int32_t n, int32_t* head) noexcept nogil:
+    """Remove the smallest of the n sorted values of ring r (it starts at head)."""
+    cdef int64_t x = r[head[0]]
+    head[0] = head[0] + 1 if head[0] + 1 < n else 0
+    return x
+
+
+cdef inline void ring_put(int64_t* r, int32_t n, int32_t head, int64_t x) noexcept nogil:
+    """Insert x into the sorted ring holding n - 1 values from head (its free slot is before
+    head): move larger values up from the tail."""
+    cdef int32_t i = head - 1 if head > 0 else n - 1     # the free slot, the ring's tail end
+    cdef int32_t j = i - 1 if i > 0 else n - 1
+    cdef int32_t k = 1
+    while k < n and r[j] > x:
+        r[i] = r[j]
+        i = j
+        j = j - 1 if j > 0 else n - 1
+        k += 1
+    r[i] = x
+
 
 cdef inline void walker_sift(int64_t* h, int32_t n) noexcept nogil:
     """Restore the min-heap after h[0] grew."""
@@ -419,21 +486,21 @@ cdef class TLBHierarchy(Translator):
         cdef tlb_stats* st = &R.st
         cdef tlb_array* l1 = &R.l1[sm]
         cdef int64_t key = v >> p.modulus_shift
-        cdef int64_t b1 = array_set(l1, key), b2, bp, i, stop1 = 0, stop2 = 0, stopp = 0, region
+        cdef int64_t s1 = array_setno(l1, key), s2, sp, i, region
         cdef cycle_t t_walk, start, done, wlat, queue, lat
         self.last_walk = 0
-        i = array_find(l1, b1, key, &stop1) if l1.entries else -1
+        i = array_find(l1, s1, key) if l1.entries else -1
         if i >= 0:
             lat = p.l1_latency
             if l1.ready[i] > now + lat:
                 lat = l1.ready[i] - now
-            array_to_front(l1, b1, i)
+            array_to_front(l1, s1, i)
             st.l1_hits += 1
             self.last_level = 1
             return lat
         st.l1_misses += 1
-        b2 = array_set(&R.l2, key)
-        i = array_find(&R.l2, b2, key, &stop2)
+        s2 = array_setno(&R.l2, key)
+        i = array_find(&R.l2, s2, key)
         lat = p.l1_latency + p.l2_latency
         if i >= 0:
             st.l2_hits += 1
@@ -441,9 +508,9 @@ cdef class TLBHierarchy(Translator):
             if R.l2.ready[i] > now + lat:
                 st.l2_pending_hits += 1
                 lat = R.l2.ready[i] - now
-            array_to_front(&R.l2, b2, i)
+            array_to_front(&R.l2, s2, i)
             if l1.entries:
-                array_insert(l1, b1, stop1, key, now + lat)
+                array_insert(l1, s1, key, now + lat)
             return lat
         st.l2_misses += 1
         self.last_level = 3
@@ -451,28 +518,28 @@ cdef class TLBHierarchy(Translator):
         wlat = p.walk_latency
         if p.pwc_sets > 0:
             region = v >> 9
-            bp = array_set(&R.pwc, region)
-            i = array_find(&R.pwc, bp, region, &stopp)
+            sp = array_setno(&R.pwc, region)
+            i = array_find(&R.pwc, sp, region)
             if i >= 0:
-                array_to_front(&R.pwc, bp, i)
+                array_to_front(&R.pwc, sp, i)
                 st.pwc_hits += 1
                 wlat = p.pwc_latency + p.walk_last_level
             else:
                 st.pwc_misses += 1
-                array_insert(&R.pwc, bp, stopp, region, 0)
+                array_insert(&R.pwc, sp, region, 0)
                 # a sampled replica sees one walk in `modulus` of a region's walks: the
                 # miss's extra levels are charged once, spread over what the walk stands for
                 wlat = p.pwc_latency + p.walk_last_level + \
                     (p.walk_latency - p.walk_last_level + p.modulus - 1) // p.modulus
         t_walk = now + lat
         if p.modulus == 1:
-            # the pool: the earliest free walker takes the walk
-            start = R.walker_free[0]
+            # the pool: the earliest free walker takes the walk.  Free cycles are kept sorted
+            # in a ring; a walk usually ends after every walk already running, so its new
+            # free cycle goes in at the tail without moving anything
+            start = ring_take(R.walker_free, R.p.walkers, &R.ring_head)
             if start < t_walk:
                 start = t_walk
-            R.walker_free[0] = start + wlat
-            if p.walkers > 1:
-                walker_sift(R.walker_free, p.walkers)
+            ring_put(R.walker_free, R.p.walkers, R.ring_head, start + wlat)
             queue = start - t_walk
         else:
             # a sampled replica sees one walk in `modulus`: its pool is a fluid server whose
@@ -484,9 +551,9 @@ cdef class TLBHierarchy(Translator):
         if queue > st.max_walker_queue_cycles:
             st.max_walker_queue_cycles = queue
         done = start + wlat
-        array_insert(&R.l2, b2, stop2, key, done)
+        array_insert(&R.l2, s2, key, done)
         if l1.entries:
-            array_insert(l1, b1, stop1, key, done)
+            array_insert(l1, s1, key, done)
         return done - now
 
     # ---- the fluid walker pool of a sampled replica ----
@@ -575,6 +642,25 @@ cdef class TLBHierarchy(Translator):
         division."""
         cdef int32_t shift = R.p.page_shift, S = R.p.sms
         cdef int64_t k1 = R.p.modulus - 1, v0, v, p, N, j
+        if k1 == 0 and c.pos < c.seg_hi:
+            # full simulation inside a share: the next translation page starts at pos
+            v = c.pos >> shift
+            c.v = v
+            c.page = c.pos
+            c.run = imin(c.seg_hi, (v + 1) << shift) - c.pos
+            j = c.j_base + (c.pos - c.seg_lo)
+            if j == c.j + 1:
+                c.nq += c.dq
+                c.nr += c.dr
+                if c.nr >= c.nS:
+                    c.nr -= c.nS
+                    c.nq += 1
+            else:
+                g10_muldivmod(j * S + s, duration, c.nS, &c.nq, &c.nr)
+            c.j = j
+            c.lk = c.lk_base + v - (c.seg_lo >> shift)
+            c.nominal = start + c.nq + (1 if c.nr > 0 else 0)
+            return True
         while True:
             if c.pos < c.seg_hi:
                 v0 = c.pos >> shift
@@ -590,11 +676,11 @@ cdef class TLBHierarchy(Translator):
                     if j == c.j + 1:
                         c.nq += c.dq
                         c.nr += c.dr
-                        if c.nr >= c.n * S:
-                            c.nr -= c.n * S
+                        if c.nr >= c.nS:
+                            c.nr -= c.nS
                             c.nq += 1
                     else:
-                        g10_muldivmod(j * S + s, duration, c.n * S, &c.nq, &c.nr)
+                        g10_muldivmod(j * S + s, duration, c.nS, &c.nq, &c.nr)
                     c.j = j
                     c.lk = c.lk_base + v - (c.seg_lo >> shift)
                     c.nominal = start + c.nq + (1 if c.nr > 0 else 0)
@@ -618,10 +704,15 @@ cdef class TLBHierarchy(Translator):
         cdef int64_t N, lo, hi, lat, w, t, kernel_added = 0, added, head = 0, tail = 0, cap = 2 * S + 2
         cdef int64_t overlap = p.overlap, l1 = p.l1_latency, v, run, w_lookups, w_acc, j, lk, j_to, lk_to
         cdef int64_t active = 0, walk
+        cdef int32_t osh = -1
         cdef double span
         cdef bint more
         cdef cycle_t end = start + duration
         cdef sm_cursor* c
+        if overlap & (overlap - 1) == 0:
+            osh = 0
+            while (1 << osh) < overlap:
+                osh += 1
         for s in range(S):
             c = &self.cur[s]
             c.n = 0
@@ -641,6 +732,7 @@ cdef class TLBHierarchy(Translator):
             c.j_base = c.lk_base = 0
             c.j = -2
             c.j_from = c.lk_from = 0
+            c.nS = c.n * S
             c.dq = duration // c.n                  # (duration * S) = dq * (n * S) + dr
             c.dr = (duration % c.n) * S
             c.delay = 0
@@ -682,6 +774,21 @@ cdef class TLBHierarchy(Translator):
             st.latency_cycles += lat + (run - 1) * l1
             c.pos = c.page + run
             more = self._next_lookup(R, s, c, start, duration, first, count, n)
+            if p.modulus == 1:
+                # full simulation: the lookup stands for itself and its run's L1 hits
+                w = lat + (run - 1) * l1 + c.pipe_rem
+                if osh >= 0:
+                    c.pipe_free = t + (w >> osh)
+                    c.pipe_rem = w & (overlap - 1)
+                else:
+                    c.pipe_free = t + w // overlap
+                    c.pipe_rem = w % overlap
+                if more:
+                    sched_insert(self.sched_key, self.sched_sm, &head, &tail, cap,
+                                 imax(c.nominal + c.delay, c.pipe_free), s)
+                else:
+                    kernel_added += imax(end + c.delay, c.pipe_free) - end
+                continue
             # this lookup stands for the SM's lookups from the midpoint with its previous
             # simulated one to the midpoint with its next (the first from the SM's start, the
             # last to its end): a latency that changes along the stream (a queue building up)
@@ -696,8 +803,12 @@ cdef class TLBHierarchy(Translator):
             w_lookups = lk_to - c.lk_from
             w_acc = j_to - c.j_from
             w = w_lookups * lat + (w_acc - w_lookups) * l1 + c.pipe_rem
-            c.pipe_free = t + w // overlap
-            c.pipe_rem = w % overlap
+            if osh >= 0:
+                c.pipe_free = t + (w >> osh)
+                c.pipe_rem = w & (overlap - 1)
+            else:
+                c.pipe_free = t + w // overlap
+                c.pipe_rem = w % overlap
             if walk and p.modulus > 1:
                 # the walks this one stands for reach the pool over the time the SM takes
                 # for their accesses: nominal, or what its pipeline allows
@@ -854,7 +965,7 @@ cdef class TLBHierarchy(Translator):
             arrays.append(_array_state(&R.l2))
             arrays.append(_array_state(&R.pwc))
             walkers = [R.walker_free[i] for i in range(R.p.walkers)]
-            reps.append((arrays, walkers, dict(R.st), R.kernel_added))
+            reps.append((arrays, (walkers, R.ring_head), dict(R.st), R.kernel_added))
         top = (self.accesses_exact, self.lookups_exact, self.kernels, self.cycles_added,
                self.invalidate_calls, self.shootdowns_l1, self.shootdowns_l2, self.shootdown_cycles)
         return reps, top
@@ -865,7 +976,7 @@ cdef class TLBHierarchy(Translator):
         reps, top = state
         for r in range(self.n_rep):
             R = &self.reps[r]
-            arrays, walkers, st, added = reps[r]
+            arrays, (walkers, R.ring_head), st, added = reps[r]
             for s in range(R.p.sms):
                 _array_set_state(&R.l1[s], arrays[s])
             _array_set_state(&R.l2, arrays[R.p.sms])
@@ -884,15 +995,19 @@ cdef inline int64_t _page_of(tlb_replica* R, int64_t key) noexcept:
 
 cdef object _array_state(tlb_array* a):
     cdef int64_t i
-    return ([a.tag[i] for i in range(a.entries)], [a.ready[i] for i in range(a.entries)])
+    return ([a.tag[i] for i in range(a.entries)], [a.ready[i] for i in range(a.entries)],
+            [a.head[i] for i in range(a.sets)], [a.fill[i] for i in range(a.sets)])
 
 
 cdef void _array_set_state(tlb_array* a, object state):
     cdef int64_t i
-    tag, ready = state
+    tag, ready, head, fill = state
     for i in range(a.entries):
         a.tag[i] = tag[i]
         a.ready[i] = ready[i]
+    for i in range(a.sets):
+        a.head[i] = head[i]
+        a.fill[i] = fill[i]
 
 
 def _rebuild_hierarchy(params, residues, state):
@@ -916,13 +1031,13 @@ cdef class SetAssociativeTLB:
         array_free(&self.a)
 
     cdef bint _access(self, int64_t v) noexcept nogil:
-        cdef int64_t base = array_set(&self.a, v), stop = 0
-        cdef int64_t i = array_find(&self.a, base, v, &stop)
+        cdef int64_t set = array_setno(&self.a, v)
+        cdef int64_t i = array_find(&self.a, set, v)
         if i >= 0:
-            array_to_front(&self.a, base, i)
+            array_to_front(&self.a, set, i)
             self.hits += 1
             return True
-        array_insert(&self.a, base, stop, v, 0)
+        array_insert(&self.a, set, v, 0)
         self.misses += 1
         return False
 

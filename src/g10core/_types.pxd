@@ -186,12 +186,17 @@ cdef struct tlb_params:
     int32_t modulus_shift      # log2(modulus)
 
 # One set-associative TLB (or page-walk cache): LRU within each set, kept by order.
+# A set is a ring of ways in recency order: logical way i (0 = most recent) is physical
+# way (head + i) % ways, and ways fill .. ways-1 are empty.
 cdef struct tlb_array:
-    int64_t* tag               # sets * ways; each set most recent first, empty ways (-1) last
+    int64_t* tag               # sets * ways; -1: empty
     int64_t* ready             # cycle the entry's walk completes (a hit before then waits)
+    int32_t* head              # per set: physical way of its most recent entry
+    int32_t* fill              # per set: entries in use
     int32_t sets               # sets
     int32_t ways               # ways per set
     int64_t set_mask           # sets - 1 when sets is a power of two, else -1
+    int64_t way_mask           # ways - 1 when ways is a power of two, else -1
     int64_t entries            # sets * ways
 
 # Counters of one replica (unscaled: the Python layer multiplies by the modulus).
