@@ -31,10 +31,10 @@ from g10core.tlb import TLB, TLBSpec  # noqa: E402
 FULL = dict(sample_modulus=1, sample_subsamples=1)
 
 
-def bench_sweep(repeat: int, kernels: int = 20, pages: int = 400_000) -> dict:
+def bench_sweep(repeat: int, kernels: int = 20, pages: int = 400_000, page_size: int = 4096) -> dict:
     best = None
     for _ in range(repeat):
-        tlb = TLB(TLBSpec(**FULL))
+        tlb = TLB(TLBSpec(**FULL, page_size_bytes=page_size))
         core = tlb.core
         firsts = [np.array([k * pages * 2, k * pages * 2 + pages], np.int64) for k in range(kernels)]
         count = np.array([pages // 2, pages // 2], np.int64)
@@ -44,8 +44,9 @@ def bench_sweep(repeat: int, kernels: int = 20, pages: int = 400_000) -> dict:
         dt = time.process_time() - t0
         best = dt if best is None else min(best, dt)
     s = tlb.stats()
-    return {"case": "sweep (cold, every lookup walks)", "lookups": s["lookups"], "cpu_s": best,
-            "lookups_per_s": s["lookups"] / best, "walks": s["walks"]}
+    return {"case": f"sweep, {page_size // 1024} KiB pages (cold: every lookup walks)", "lookups": s["lookups"],
+            "accesses": s["accesses"], "cpu_s": best, "lookups_per_s": s["lookups"] / best,
+            "accesses_per_s": s["accesses"] / best, "walks": s["walks"]}
 
 
 def bench_reuse(repeat: int, kernels: int = 400) -> dict:
@@ -113,12 +114,12 @@ def main(argv=None):
     a = ap.parse_args(argv)
     results = {"synthetic": [], "traces": []}
     if not a.skip_synthetic:
-        for fn in (bench_sweep, bench_reuse):
-            r = fn(a.repeat)
+        for r in (bench_sweep(a.repeat), bench_sweep(a.repeat, page_size=65536), bench_reuse(a.repeat)):
             results["synthetic"].append(r)
             if a.json != "-":
+                acc = f", {r['accesses_per_s'] / 1e6:.1f} M accesses/s" if "accesses_per_s" in r else ""
                 print(f"{r['case']}: {r['lookups']:,} lookups, best {r['cpu_s']:.3f} s CPU, "
-                      f"{r['lookups_per_s'] / 1e6:.1f} M lookups/s")
+                      f"{r['lookups_per_s'] / 1e6:.1f} M lookups/s{acc}")
     for name in a.trace:
         est = run_trace(name, TLBSpec())
         entry = {"sampled": {k: v for k, v in est.items() if k != "stats"}}

@@ -198,7 +198,7 @@ def t_quantile_995(df: int) -> float:
 # Systematic allowances of a sampled run, added to the statistical half-widths (see
 # bench/README.md, "TLB sampling", for the deviations they were checked against):
 TIMING_SYSTEMATIC = 0.25   # latency, walker queueing: x their estimate; cycles added: x the pipeline's work
-LEVEL_SYSTEMATIC = 0.5     # a level kept with another set mapping: x the hits that may move between levels
+LEVEL_SYSTEMATIC = 0.02    # a level kept with another set mapping: x the lookups it sees (hit <-> miss)
 
 # Counts that a replica sees one k-th of (scaled by k); pwc_misses are one per region an SM
 # enters, which every replica sees whole (scaled by 1).
@@ -288,15 +288,14 @@ class TLB:
                                ("walker_queue_cycles", out["walker_queue_cycles"]),
                                ("cycles_added", pipeline)):
                 systematic[name] = TIMING_SYSTEMATIC * base
-            # a level sampled with another set mapping (or left out) moves hits between levels
+            # a level kept with another set mapping (or left out) moves lookups between hit and miss
             if not self.exact_levels["l1"]:
-                shift = LEVEL_SYSTEMATIC * (out["l1_hits"] - (out["accesses"] - out["lookups"])
-                                            + out["l2_hits"])
+                shift = LEVEL_SYSTEMATIC * out["lookups"]
                 for name in ("l1_hits", "l1_misses", "l2_hits", "l2_misses"):
                     systematic[name] = shift
             if not self.exact_levels["l2"]:
                 for name in ("l2_hits", "l2_misses"):
-                    systematic[name] = systematic.get(name, 0.0) + LEVEL_SYSTEMATIC * out["l2_hits"]
+                    systematic[name] = systematic.get(name, 0.0) + LEVEL_SYSTEMATIC * out["l1_misses"]
             for name, v in systematic.items():
                 bounds[name] += v
         out["walks"], bounds["walks"] = out["l2_misses"], bounds["l2_misses"]
