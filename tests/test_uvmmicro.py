@@ -92,3 +92,44 @@ def test_tlb_cyclic_on_a_set_associative_tlb_fits_when_every_set_fits():
 def test_bad_arguments_are_refused(call):
     with pytest.raises(ConfigError):
         call()
+
+
+# ---- command line ------------------------------------------------------------------------
+
+import json  # noqa: E402
+
+from g10core.uvmmicro import main  # noqa: E402
+
+
+def test_cli_prefetch_json(capsys):
+    assert main(["prefetch", "--blocks", "0,1,2,4,8,16", "--json", "-"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["copies_bytes"] == [64 * K, 64 * K, 128 * K, 256 * K, 512 * K, 1024 * K]
+    assert r["crossed_va_block"] is False
+
+
+def test_cli_batching_json(capsys):
+    assert main(["batching", "--faults", "600", "--json", "-"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["batches"] == 3
+
+
+def test_cli_tlb_text_and_json_file(capsys, tmp_path):
+    out = tmp_path / "tlb.json"
+    assert main(["tlb", "--entries", "64", "--ways", "64", "--pattern", "cyclic", "--pages", "65",
+                 "--rounds", "3", "--json", str(out)]) == 0
+    assert "steady hit rate 0" in capsys.readouterr().out
+    assert json.loads(out.read_text())["steady_hit_rate"] == 0.0
+
+
+@pytest.mark.parametrize("argv", [
+    ["tlb", "--entries", "64", "--ways", "7", "--pages", "10"],
+    ["batching", "--faults", "0"],
+    ["prefetch", "--blocks", "0,99"],
+    ["prefetch", "--blocks", "zero"],
+    ["batching", "--faults", "10", "--batch-faults", "0"],
+])
+def test_cli_bad_input_exits_2_with_one_line(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) >= 1 and "Traceback" not in "".join(err)

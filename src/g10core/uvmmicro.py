@@ -155,3 +155,143 @@ def tlb(entries: int, ways: int, pattern: str = "cyclic", pages: int = 64, round
         "first_round_hit_rate": hits[0] / pages,
         "steady_hit_rate": sum(hits[1:]) / (pages * (rounds - 1)),
     }
+
+
+# ---- command line: `g10sim uvm-micro ...` ---------------------------------------------
+# A command group in cli.py's style (``add_uvm_micro_parser(subparsers)``; each command's
+# ``func`` returns the exit status).  It does not import g10core.cli (no import cycle): it
+# writes its JSON itself.  ``main`` runs the group on its own (tests, ``python -m``).
+
+def _blocks(text: str) -> list[int]:
+    import argparse
+    try:
+        return [int(x) for x in text.split(",") if x.strip() != ""]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated block numbers, e.g. 0,1,2,4") from None
+
+
+def _emit(result: dict, dest: str | None) -> None:
+    import json
+    import os
+    import sys
+    from pathlib import Path
+    if dest is None:
+        return
+    text = json.dumps(result, indent=2, allow_nan=False) + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+        return
+    path = Path(dest)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _spec(args) -> FaultHandlerSpec:
+    base = FaultHandlerSpec()
+    over = {}
+    for name in ("batch_faults", "batch_fixed_us", "batch_per_page_us", "migration_unit_bytes",
+                 "prefetch_threshold"):
+        v = getattr(args, name, None)
+        if v is not None:
+            over[name] = v
+    return replace(base, **over).check("uvm-micro")
+
+
+def _cmd_prefetch(args) -> int:
+    r = prefetch(args.blocks, regions=args.regions, spec=_spec(args))
+    if args.json_path != "-":
+        print(f"tree prefetcher, {r['va_block_bytes'] // 1024} KiB VA block, "
+              f"{r['migration_unit_bytes'] // 1024} KiB migration unit")
+        for b, c, p in zip(r["blocks"], r["copies_bytes"], r["prefetched_bytes"]):
+            print(f"  touch block {b:3d}: copies {c // 1024:5d} KiB ({(c - p) // 1024} KiB unit + "
+                  f"{p // 1024} KiB prefetched)")
+        print(f"  {r['regions']} consecutive VA blocks: same copies in each: {r['same_in_every_region']}, "
+              f"a copy crossed a VA block: {r['crossed_va_block']}")
+    _emit(r, args.json_path)
+    return 0
+
+
+def _cmd_batching(args) -> int:
+    r = batching(args.faults, spec=_spec(args))
+    if args.json_path != "-":
+        print(f"{r['faults']} faults on distinct cold {r['bytes_moved'] // r['faults'] // 1024} KiB units: "
+              f"{r['batches']} batches of up to {r['batch_faults']} (ceil: {r['expected_batches']})")
+        print(f"  time {r['time_us']:.3f} us; closed form batches x {r['batch_cost_us']} us + "
+              f"W x unit / {r['link_GBps']:.3f} GB/s = {r['closed_form_us']:.3f} us")
+    _emit(r, args.json_path)
+    return 0
+
+
+def _cmd_tlb(args) -> int:
+    r = tlb(args.entries, args.ways, args.pattern, args.pages, args.rounds)
+    if args.json_path != "-":
+        print(f"TLB {r['entries']} entries, {r['ways']}-way ({r['sets']} sets), {r['pattern']} over "
+              f"{r['pages']} pages (stride {r['stride']}), {r['rounds']} rounds")
+        print(f"  hits per round {r['hits_per_round']}; steady hit rate {r['steady_hit_rate']:.6g}")
+    _emit(r, args.json_path)
+    return 0
+
+
+def add_uvm_micro_parser(subparsers) -> None:
+    """Add ``uvm-micro`` and its commands (prefetch, batching, tlb) to ``subparsers``."""
+    p = subparsers.add_parser(
+        "uvm-micro", help="microbenchmarks of the far-fault handler and the TLB (detailed preset)",
+        description="Closed-form checks of the detailed preset's UVM components (detailed_model.md §5).")
+    sub = p.add_subparsers(dest="uvm_micro_command", metavar="BENCHMARK", required=True)
+
+    def json_option(q):
+        q.add_argument("--json", metavar="PATH|-", dest="json_path",
+                       help="also write the results as JSON to PATH ('-': to stdout, instead of the text)")
+
+    f = sub.add_parser("prefetch", help="bytes the tree prefetcher copies at each first touch")
+    f.add_argument("--blocks", type=_blocks, default=list(DEFAULT_BLOCKS), metavar="B,B,...",
+                   help="64 KiB blocks of a fresh 2 MiB VA block touched in turn (default 0,1,2,4,8,16)")
+    f.add_argument("--regions", type=int, default=3, help="consecutive VA blocks the pattern is repeated in")
+    f.add_argument("--migration-unit-bytes", type=int, dest="migration_unit_bytes", default=None)
+    f.add_argument("--prefetch-threshold", type=float, dest="prefetch_threshold", default=None)
+    json_option(f)
+    f.set_defaults(func=_cmd_prefetch)
+
+    b = sub.add_parser("batching", help="W simultaneous faults on distinct cold units: batches and time")
+    b.add_argument("--faults", type=int, required=True, metavar="W")
+    b.add_argument("--batch-faults", type=int, dest="batch_faults", default=None, help="default 256")
+    b.add_argument("--batch-cost-us", type=float, dest="batch_fixed_us", default=None, help="default 45")
+    b.add_argument("--batch-per-page-us", type=float, dest="batch_per_page_us", default=None, help="default 0")
+    json_option(b)
+    b.set_defaults(func=_cmd_batching)
+
+    t = sub.add_parser("tlb", help="steady hit rate of a cyclic sweep over one LRU TLB")
+    t.add_argument("--entries", type=int, required=True, metavar="E")
+    t.add_argument("--ways", type=int, required=True, metavar="A", help="A = E: fully associative")
+    t.add_argument("--pattern", choices=PATTERNS, default="cyclic",
+                   help="cyclic: pages 0..N-1; stride: multiples of the set count (one set)")
+    t.add_argument("--pages", type=int, required=True, metavar="N")
+    t.add_argument("--rounds", type=int, default=4, metavar="R")
+    json_option(t)
+    t.set_defaults(func=_cmd_tlb)
+
+
+def main(argv=None) -> int:
+    """``g10sim uvm-micro`` on its own: exit 0 with a result, 2 with one line on bad input."""
+    import argparse
+    import sys
+    parser = argparse.ArgumentParser(prog="g10sim")
+    add_uvm_micro_parser(parser.add_subparsers(dest="command", required=True))
+    try:
+        args = parser.parse_args(["uvm-micro", *(sys.argv[1:] if argv is None else argv)])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        return int(args.func(args) or 0)
+    except (ConfigError, OSError, ValueError) as exc:
+        print(f"g10sim: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
