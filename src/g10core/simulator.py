@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from . import __version__, policies, results
+from . import __version__, evictors, policies, results
 from ._replay import Replay
 from .analysis import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
 from .config import ConfigError, SimConfig, preset, resolve
@@ -32,7 +32,6 @@ from .reference import ArtifactConstants, kernel_cycles, liveness
 from .results import Result
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 
-EVICTION_CODES = {"lru": 0, "deepum": 1}
 GiB = 1 << 30
 
 
@@ -126,7 +125,8 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=
         alloc_batch=min(c.alloc_batch, 1 << 62), freq_hz=c.freq_hz,
         bw_pcie_Bpms=c.bw_pcie_Bpms, bw_ssd_Bpms=c.bw_ssd_Bpms,
         l_sys_us=c.l_sys_us, l_ssd_us=c.l_ssd_us,
-        eviction=EVICTION_CODES[eviction], window=cfg.scheduler.prefetch_degree,
+        eviction=evictors.resolve(eviction), window=cfg.scheduler.prefetch_degree,
+        page_bytes=cfg.gpu.page_size_bytes,
         apply_hints=bool(apply_hints), bulk=bool(bulk),
     )
     if devices is not None:
