@@ -346,7 +346,7 @@ def _cmd_run(args) -> int:
         # replay with the policy that made the hints when it takes hints, else G10's LRU fallback
         names()                                  # loads the built-in policies into REGISTRY
         made_by = REGISTRY.get(hint_file.policy)
-        usable = made_by is not None and not made_by.ideal and (made_by.level == "tensor" or made_by.apply_hints)
+        usable = made_by is not None and made_by.level != "ideal" and (made_by.level == "tensor" or made_by.apply_hints)
         policy = hint_file.policy if usable else "g10"
     result = sim.run(args.trace, policy, hint_file)
     if human(args):
