@@ -16,11 +16,15 @@ treatment), evicts some of them, and reports it with ``taken``.  Rules:
 * ``ScoreEvictor``: the resident tensor with the highest score is evicted next (ties:
   the tensor that arrived first), its pages oldest first, until it has none left or a
   kernel begins.  Belady's MIN ("belady") is the score "next use"; a user's rule is a
-  compiled callback (``evictors.py`` compiles Python functions with numba).
+  compiled callback (``evictors.py`` compiles Python functions with numba).  Pages of a
+  tensor whose data is dead at the running kernel are dropped without a transfer.
 
 Kernel indices given to scores count on into the next iteration (kernel k of the next
-iteration is K + k); a tensor whose data is never read again (dead data, or no use left
-in the simulated iterations) has next use NEVER, beyond every real one.
+iteration is K + k); a tensor with no use left in the simulated iterations has next use
+NEVER, beyond every real one.  Dead data (a tensor past its last read) has no use left
+in its iteration, so it comes before every tensor still used in the iteration; its next
+use is its rebirth in the next one, which keeps Belady's rule the true MIN (fewest
+faults): a dead tensor kept on the GPU until its rebirth does not fault there.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t
 
@@ -90,6 +94,10 @@ cdef class Evictor:
 
     def stats(self):
         return {}
+
+    def kernel_begin_py(self, int64_t k, int64_t iteration):
+        """kernel_begin for tests."""
+        self.kernel_begin(k, iteration)
 
 
 cdef class ArrivalOrderEvictor(Evictor):
@@ -286,10 +294,11 @@ cdef class ScoreEvictor(Evictor):
         return 0
 
     cdef int64_t next_use(self, int32_t t) noexcept nogil:
-        """First use at or after the running kernel, K + k in the next iteration, or NEVER."""
+        """First use at or after the running kernel, K + k in the next iteration, or NEVER
+        (no use left in the simulated iterations)."""
         cdef int64_t lo = self.use_off[t], hi = self.use_off[t + 1], mid
-        if not self.pt.alive(t, self.kernel) or lo == hi:
-            return C_NEVER                  # dead data: never read again
+        if lo == hi:
+            return C_NEVER
         while lo < hi:                      # first use >= kernel
             mid = (lo + hi) >> 1
             if self.use_k[mid] < self.kernel:

@@ -388,8 +388,28 @@ cdef class PageTable:
         return -1
 
     # ======================================================================
-    # Python access (tests, debugging)
+    # Python access (tests, debugging); thin wrappers, unchecked like the rest
     # ======================================================================
+    def py_assign(self, int32_t t, int64_t a, int64_t b, int8_t loc, int8_t intr):
+        self.assign(t, a, b, loc, intr)
+
+    def py_arrive(self, int64_t start, int64_t count, int32_t t):
+        self.arrive(start, count, t)
+        self.gpu_free -= count
+
+    def py_depart(self, int64_t a, int64_t count):
+        self.depart(a, count)
+        self.gpu_free += count
+
+    def py_oldest_idle_page(self, int32_t t):
+        return self.oldest_idle_page(t)
+
+    def py_skip_in_transfer(self, int64_t c):
+        return self.skip_in_transfer(c)
+
+    def py_tensor_of(self, int64_t page):
+        return self.tensor_of(page)
+
     def runs(self):
         """Location runs as (first page, end, tier, in transfer)."""
         out = []

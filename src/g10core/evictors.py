@@ -10,7 +10,7 @@ arrival    the oldest-arrived GPU page not in transfer: the published simulator'
 deepum     DeepUM+: arrival order skipping the tensors of the next ``scheduler.prefetch_degree``
            kernels; dead pages dropped without a transfer.
 belady     Belady's MIN at tensor granularity: the resident tensor whose next use is farthest
-           in the future (dead data first), its pages in arrival order.
+           in the future (dead data first), its pages in arrival order; dead pages dropped.
 =========  ==================================================================================
 
 A user's rule is a Python function in a file, ``FILE.py:FUNC``, compiled with numba into a
@@ -32,8 +32,10 @@ the GPU first), its pages oldest first.  The arguments, all integers:
 * ``last_use_kernel``: the latest kernel at or before now that uses it; uses in the previous
   iteration count as k - K; ``-NEVER`` if none;
 * ``next_use_kernel``: the first kernel at or after now that uses it; uses in the next
-  iteration count as K + k; ``NEVER`` (= 2**62, beyond every real one) when its data is
-  never read again (dead data, or no use left in the simulated iterations);
+  iteration count as K + k; ``NEVER`` (= 2**62, beyond every real one) when it has no use
+  left in the simulated iterations.  Dead data (a tensor past its last read) has no use
+  left in its iteration: its next use is its rebirth, K + its first kernel, after every
+  tensor still used in the iteration;
 * ``arrival_seq``: increases each time a tensor comes to the GPU with no page there before
   (smaller = arrived earlier).
 
@@ -45,6 +47,7 @@ compiled once and cached on disk (numba's cache, beside the file or in
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
 import sys
@@ -148,8 +151,15 @@ def load_score_function(spec: str) -> UserScore:
     if not func_name.isidentifier():
         raise EvictionRuleError(f"{where}: {func_name!r} is not a function name (expected FILE.py:FUNC)")
     if not path.is_file():
-        raise EvictionRuleError(f"{where}: no such file {path}")
-    module_name = f"g10core_user_eviction_{abs(hash(str(path.resolve())))}"
+        from .examples import path as example_path
+
+        if path.parent == Path(".") and example_path(path.name).is_file():
+            path = example_path(path.name)          # a shipped example, by its file name
+        else:
+            raise EvictionRuleError(f"{where}: no such file {path} (shipped examples: "
+                                    "farthest_next_use.py, least_recently_used.py)")
+    # a stable name: numba's on-disk cache records the module by name
+    module_name = "g10core_user_eviction_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
     try:
         mod_spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(mod_spec)

@@ -30,6 +30,7 @@ from .hints import HintFile, action_counts, check_belongs, trace_digest, validat
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .reference import ArtifactConstants, kernel_cycles, liveness
 from .results import Result
+from .types import KERNEL_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 
 GiB = 1 << 30
@@ -78,7 +79,7 @@ def detailed_quotas(cfg, ssd, link) -> dict:
 
 def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
     """What the detailed preset's devices saw over the whole run (both iterations)."""
-    rows = np.asarray(raw["kernels"], np.int64).reshape(-1, 10)
+    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
     elapsed = int(rows[-1, 3]) if rows.size else 0
     st = ssd.stats()
     ls = link.stats(elapsed)
@@ -270,7 +271,7 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
     K, n_iter = int(consts["kernels"]), int(consts["iterations"])
     gpu_pages, host_line = int(consts["gpu_pages"]), int(consts["host_pages"])
     overflow = bool(raw["host_overflow"])
-    rows = np.asarray(raw["kernels"], np.int64).reshape(-1, 10)
+    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
     n = rows.shape[0]
     if n != K * n_iter:
         out.append(f"{n} kernel executions recorded, expected {K} kernels x {n_iter} iterations "
@@ -309,7 +310,7 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
         out.append(f"{gpu_end} GPU-resident pages at the end, capacity {gpu_pages}")
     if host_end < 0 or (host_end > host_line and not overflow):
         out.append(f"{host_end} host-resident pages at the end, host line {host_line}")
-    pc = np.asarray(raw["pcie"], np.int64).reshape(-1, 5)
+    pc = as_columns(raw["pcie"], TRAFFIC_ROW_DTYPE)
     alloc, in_ssd, in_host, out_ssd, out_host = (int(x) for x in pc.sum(axis=0))
     over = np.flatnonzero(pc[:, 1] + pc[:, 2] > pc[:, 0])
     if over.size:
@@ -400,6 +401,8 @@ class Simulator:
         t0 = time.perf_counter()
         plan = pol.plan(trace, cfg, hints=hints, eviction=eviction)
         meta["plan_wall_s"] = time.perf_counter() - t0
+        if eviction is not None:
+            meta["eviction_override"] = evictors.label(eviction)
         if isinstance(eviction, evictors.UserScore):
             meta["eviction_compile_s"] = eviction.compile_s
         if isinstance(plan, TensorPlan):
