@@ -93,7 +93,7 @@ cdef class Replay:
     # ---- the kernel state machine ----
     cdef g10_event_queue events
     cdef int64_t cur, iteration            # the running (or waiting) kernel
-    cdef int64_t tk, k_kernel              # time and kernel of the last kernel-begin event
+    cdef int64_t tk, k_kernel              # time and execution index of the last kernel-begin event
     cdef int64_t rs_first, rs_pf           # a waiting kernel's first attempt and ideal + fault time
     cdef int64_t acc_intr, acc_cpu, acc_ssd, acc_un   # its faults, accumulated over its attempts
     cdef int64_t max_slots                 # livelock guard
@@ -153,7 +153,10 @@ cdef class Replay:
     # kernel begin
     # ======================================================================
     cdef int kernel_begin(self) except -1 nogil:
-        """A kernel-begin event at (tk, kernel k_kernel); returns 1 when the run is over."""
+        """A kernel-begin event at (tk, execution k_kernel); returns 1 when the run is over.
+
+        An event's argument is the execution index (iteration * K + kernel): the next
+        kernel's, or the waiting kernel's own when it restarts (also when K = 1)."""
         cdef int64_t now = self.tk, k, j, m
         cdef int32_t t
         cdef bint arrived
@@ -161,7 +164,7 @@ cdef class Replay:
         cdef int64_t fout[5]
         cdef int64_t end
         cdef kernel_row row
-        if self.k_kernel != self.cur:
+        if self.k_kernel != self.iteration * self.K + self.cur:
             self.cur += 1
             if self.cur == self.K:
                 self.cur = 0
@@ -240,7 +243,7 @@ cdef class Replay:
         row.host_used_pages = self.pt.host_used
         row.gpu_used_pages = self.pt.gpu_pages - self.pt.gpu_free
         self.rows.push_back(row)
-        self.events.push(end, EV_PRIORITY, EV_KERNEL_BEGIN, (k + 1) % self.K)
+        self.events.push(end, EV_PRIORITY, EV_KERNEL_BEGIN, self.iteration * self.K + k + 1)
         return 0
 
     # ======================================================================
@@ -271,7 +274,7 @@ cdef class Replay:
                 if self.bt.waiting and self.bt.faults_empty() and self.pt.pinned_in_transfer() == 0:
                     self.bt.irregular = True
                     self.bt.note(B_RESTART)
-                    self.events.push(ev.time, EV_PRIORITY, EV_KERNEL_BEGIN, self.cur)
+                    self.events.push(ev.time, EV_PRIORITY, EV_KERNEL_BEGIN, self.iteration * self.K + self.cur)
                     self.bt.started = True
                 if not self.bt.transferring:
                     self.bt.skip_idle(self.next_kernel_time())

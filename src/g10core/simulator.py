@@ -81,8 +81,12 @@ def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
     """What the detailed preset's devices saw over the whole run (both iterations)."""
     rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
     elapsed = int(rows[-1, 3]) if rows.size else 0
+    # the slot model lets a page count as arrived before its transfer completes, so the
+    # link may still be busy when the last kernel ends: its utilisation is over the span
+    # until it is idle too (never above 1)
+    busy_until = max((d["last_completion_cycle"] for d in link.core.stats().values()), default=0)
     st = ssd.stats()
-    ls = link.stats(elapsed)
+    ls = link.stats(max(elapsed, busy_until))
     return {
         "ssd": st,
         "link": ls,
