@@ -211,3 +211,28 @@ def test_lru_example_is_least_recently_used(small_trace):
     assert lru.counters["evictor"]["victim_tensors_chosen"] > 0
     assert lru.iteration_time_s >= sim.run(small_trace, "ideal").iteration_time_s
     assert ACCESS_WRITE  # (imported for the traces above)
+
+
+FIG11 = ["bert_base-b256", "vit-b1280", "inceptionv3-b1536", "resnet152-b1280", "senet154-b1024"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", __import__("conftest").SHIPPED_NAMES)
+def test_farthest_next_use_equals_belady_on_every_shipped_trace(name, load_shipped):
+    trace = load_shipped(name)
+    sim = Simulator("g10-artifact")
+    builtin = sim.run(trace, "belady")
+    user = sim.run(trace, "base-uvm", eviction="farthest_next_use.py:score")
+    assert [(it.time_s, it.faults_pages, it.traffic_pages) for it in builtin.iterations] == \
+        [(it.time_s, it.faults_pages, it.traffic_pages) for it in user.iterations]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FIG11)
+def test_belady_faults_no_more_than_base_uvm_on_fig11(name, load_shipped):
+    trace = load_shipped(name)
+    sim = Simulator("g10-artifact")
+    belady, base = sim.run(trace, "belady"), sim.run(trace, "base-uvm")
+    assert total_faults(belady) <= total_faults(base)
+    for b, u in zip(belady.iterations, base.iterations):
+        assert sum(b.faults_pages.values()) <= sum(u.faults_pages.values())

@@ -52,6 +52,7 @@ cdef class Batcher:
     cdef Evictor ev
     cdef Device link                       # the GPU's link (a no-op Device in the slot model)
     cdef Device ssd                        # the SSD (a no-op Device in the slot model)
+    cdef bint devices                      # False: both are no-op Devices
 
     # ---- per-slot quotas (pages) ----
     cdef readonly int64_t tick             # slot period, cycles

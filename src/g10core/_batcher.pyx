@@ -71,6 +71,8 @@ cdef class Batcher:
         self.ev = ev
         self.link = link
         self.ssd = ssd
+        # the slot model's devices do nothing: skip their hooks (calls per chunk and slot)
+        self.devices = type(link) is not Device or type(ssd) is not Device
         self.tick = quotas["tick_cycles"]
         self.gpu_batch = quotas["gpu_batch"]
         self.host_batch = quotas["host_batch"]
@@ -168,8 +170,9 @@ cdef class Batcher:
                 elif l == TIER_HOST:
                     self.pt.host_used -= e - s
                     self.pt.n_freed_host += e - s
-                self.ssd.pages_freed(s, e - s)
-                self.link.pages_freed(s, e - s)
+                if self.devices:
+                    self.ssd.pages_freed(s, e - s)
+                    self.link.pages_freed(s, e - s)
                 self.pt.assign(t, s, e, TIER_NOT_PRESENT, 0)
         return 0
 
@@ -238,8 +241,9 @@ cdef class Batcher:
             self.push(fault_queue_of(dest), v.page, k, v.tensor, dest)
         if dest == TIER_NOT_PRESENT:
             self.pt.n_dropped += k
-        self.ssd.pages_out(v.page, k, dest, self.tb)
-        self.link.pages_out(v.page, k, dest, self.tb)
+        if self.devices:
+            self.ssd.pages_out(v.page, k, dest, self.tb)
+            self.link.pages_out(v.page, k, dest, self.tb)
         if self.debug_log:
             self.log.push_back(1); self.log.push_back(self.tb); self.log.push_back(v.page)
             self.log.push_back(k); self.log.push_back(dest)
@@ -396,8 +400,9 @@ cdef class Batcher:
         self.pt.gpu_free -= k
         if src == TIER_NOT_PRESENT:
             self.pt.n_allocated += k
-        self.ssd.pages_in(f.start, k, src, self.tb)
-        self.link.pages_in(f.start, k, src, self.tb)
+        if self.devices:
+            self.ssd.pages_in(f.start, k, src, self.tb)
+            self.link.pages_in(f.start, k, src, self.tb)
         if self.debug_log:
             self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
             self.log.push_back(k); self.log.push_back(src)
@@ -474,8 +479,9 @@ cdef class Batcher:
             if d == TIER_HOST and self.pt.host_used > self.pt.host_line:
                 self.pt.host_overflow = True
             requeue = self.pt.pinned_now(f.tensor)
-            self.ssd.pages_out(f.start, k, d, self.tb)
-            self.link.pages_out(f.start, k, d, self.tb)
+            if self.devices:
+                self.ssd.pages_out(f.start, k, d, self.tb)
+                self.link.pages_out(f.start, k, d, self.tb)
             self.pt.assign(f.tensor, f.start, f.start + k, d, 1 if requeue else 0)
             if requeue:
                 self.push(fault_queue_of(d), f.start, k, f.tensor, d)
@@ -579,7 +585,7 @@ cdef class Batcher:
         for i in range(N_QUEUES):
             self.consumed[i] = 0
             self.qlen0[i] = self.qlen[i]
-        self.ssd_q = self.ssd.slot_quota(now, self.tick, self.ssd_batch)
+        self.ssd_q = self.ssd.slot_quota(now, self.tick, self.ssd_batch) if self.devices else self.ssd_batch
         # (a zero quota from the slot model itself is the artifact's: its counters never
         # reach it, so SSD fault fetches are not capped; only a device's zero throttles)
         self.ssd_throttled = self.ssd_q == 0 and self.ssd_batch > 0
@@ -608,8 +614,9 @@ cdef class Batcher:
             self.bounds.push_back(now)
             self.bounds.push_back(0)
             self.transferring = False
-        self.link.slot_end(now)
-        self.ssd.slot_end(now)
+        if self.devices:
+            self.link.slot_end(now)
+            self.ssd.slot_end(now)
         if self.in_n or self.out_n:
             st = &self.traffic[self.iteration]
             st.alloc += self.alloc_n

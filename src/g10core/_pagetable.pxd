@@ -4,6 +4,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from libcpp.map cimport map as cmap
 from libcpp.vector cimport vector
 from libcpp.utility cimport pair
+from cython.operator cimport dereference as deref, predecrement as predec
 
 from g10core._types cimport loc_run, lru_node, g10_removed
 
@@ -106,7 +107,28 @@ cdef class PageTable:
     cdef void _unlink(self, int32_t i) noexcept nogil
     cdef int arrive(self, int64_t start, int64_t count, int32_t t) except -1 nogil
     cdef int depart(self, int64_t a, int64_t count) except -1 nogil
-    cdef int32_t node_of(self, int64_t page) noexcept nogil
+    cdef inline int32_t node_of(self, int64_t page) noexcept nogil:
+        """The node holding `page` (which must be in the list).
+
+        Victims are taken along the list, so the node found last, or the one after it,
+        usually holds the page: live nodes are disjoint, so whichever covers the page is
+        the one; only otherwise is the index searched."""
+        cdef int32_t i = self.finger
+        cdef const lru_node* n
+        if i >= 0:
+            n = &self.nodes[i]
+            if n.start <= page < n.start + n.count:
+                return i
+            if n.next >= 0:
+                n = &self.nodes[n.next]
+                if n.start <= page < n.start + n.count:
+                    self.finger = self.nodes[i].next
+                    return self.finger
+        cdef g10_lruindex.iterator it = self.lru_index.upper_bound(page)
+        predec(it)
+        i = deref(it).second
+        self.finger = i
+        return i
     cdef int64_t next_page(self, int64_t page) noexcept nogil
     cdef int64_t head_page(self) noexcept nogil
     cdef int64_t skip_in_transfer(self, int64_t c) except -2 nogil

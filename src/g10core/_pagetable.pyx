@@ -263,29 +263,6 @@ cdef class PageTable:
         self.nodes[i].count = 0          # a free node covers no page: node_of's finger skips it
         self.free_nodes.push_back(i)
 
-    cdef int32_t node_of(self, int64_t page) noexcept nogil:
-        """The node holding `page` (which must be in the list).
-
-        Victims are taken along the list, so the node found last, or the one after it,
-        usually holds the page: live nodes are disjoint, so whichever covers the page is
-        the one; only otherwise is the index searched."""
-        cdef int32_t i = self.finger
-        cdef const lru_node* n
-        if i >= 0:
-            n = &self.nodes[i]
-            if n.start <= page < n.start + n.count:
-                return i
-            if n.next >= 0:
-                n = &self.nodes[n.next]
-                if n.start <= page < n.start + n.count:
-                    self.finger = self.nodes[i].next
-                    return self.finger
-        cdef g10_lruindex.iterator it = self.lru_index.upper_bound(page)
-        dec(it)
-        i = deref(it).second
-        self.finger = i
-        return i
-
     cdef int64_t next_page(self, int64_t page) noexcept nogil:
         """The page after `page` in arrival order, or -1."""
         cdef int32_t i = self.node_of(page)

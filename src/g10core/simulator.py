@@ -248,9 +248,11 @@ def tick_budget(consts: dict, trace: Trace, t00, hint_pages: int) -> int:
     """
     ws_pages = int(kernel_working_set_bytes(trace).sum()) // PAGE_SIZE_BYTES
     quota = max(1, min(consts["ssd_batch"], consts["host_batch"], consts["gpu_batch"]))
-    per_iter = ((ws_pages + hint_pages) // quota + int(np.sum(t00)) // max(consts["tick_cycles"], 1)
+    # Python integers: the sum of t00 may exceed int64 (the budget is capped instead)
+    t00_total = sum(int(x) for x in np.asarray(t00, np.int64).tolist())
+    per_iter = ((ws_pages + hint_pages) // quota + t00_total // max(consts["tick_cycles"], 1)
                 + 4 * trace.n_kernels)
-    return 4 * consts["iterations"] * per_iter + 100_000
+    return min(4 * consts["iterations"] * per_iter + 100_000, 1 << 62)
 
 
 def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: int | None,
