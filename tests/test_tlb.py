@@ -262,6 +262,29 @@ def test_hidden_translation_adds_nothing_and_no_compute_exposes_all_of_it():
     assert t.stats()["walker_queue_cycles"] == 0
 
 
+def test_the_replay_interface_translates_the_attached_kernels():
+    # kernel_cycles(k, now) (what the replay calls) = translate_kernel with kernel k's tensors
+    first, pages = [0, 5000, 9000, 20000], [3000, 700, 40, 9000]
+    off, acc, t11 = [0, 2, 3, 5], [0, 1, 2, 3, 1], [4000, 100, 30000]
+    a, b = TLB(tiny(sms=8)), TLB(tiny(sms=8))
+    a.attach_kernels(first, pages, off, acc, t11)
+    now = 0
+    for k in range(3):
+        ts = acc[off[k]:off[k + 1]]
+        got = a.core.py_kernel_cycles(k, now)
+        assert got == b.translate_kernel(now, t11[k], [first[t] for t in ts], [pages[t] for t in ts])
+        now += t11[k] + got
+    assert a.stats() == b.stats()
+    a.core.py_pages_evicted(0, 3000)                      # = invalidate(0, 3000)
+    assert not [e for e in a.core.entries() if e[3] < 3000]
+    assert a.core.py_bulk_safe() is False
+    assert pickle.loads(pickle.dumps(a.core)).py_kernel_cycles(2, now) == a.core.py_kernel_cycles(2, now)
+    with pytest.raises(ConfigError, match="access_offsets"):
+        a.attach_kernels(first, pages, [0, 2, 9], acc, [1, 2])
+    with pytest.raises(ConfigError, match="access_tensor"):
+        a.attach_kernels(first, pages, [0, 1], [7], [1])
+
+
 def test_no_translation_costs_nothing():
     t = NoTranslation()
     assert t.py_translate_kernel(0, 100, np.array([0]), np.array([10])) == 0

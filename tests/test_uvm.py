@@ -78,6 +78,16 @@ def test_python_entry_points_refuse_bad_input():
         FaultHandler(gpu_pages=10, ssd=SSD("zssd")).fault(1 << 40, 0)
 
 
+def test_codes_are_the_compiled_ones():
+    from g10core import _uvm, uvm
+    lay = _uvm.layout()
+    assert lay["prefetchers"] == uvm.PREFETCHERS
+    assert lay["evict_destinations"] == uvm.EVICT_DESTINATIONS
+    assert lay["causes"] == uvm.CAUSES == {n: i for i, n in enumerate(_uvm.CAUSE_NAMES)}
+    assert lay["fault_answers"] == {"queued": FAULT_QUEUED, "duplicate": FAULT_DUPLICATE, "resident": FAULT_RESIDENT}
+    assert lay["tiers"] == TIERS
+
+
 # ---- buffer and batches ------------------------------------------------------------------
 
 def test_deduplication_per_migration_unit():

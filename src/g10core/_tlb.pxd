@@ -3,6 +3,7 @@
 # shared L2, an optional page-walk cache, a pool of page walkers, shootdowns).
 # Spec, validation and the Python handle: g10core.tlb.
 from libc.stdint cimport int32_t, int64_t
+from libcpp.vector cimport vector
 from g10core._types cimport cycle_t, page_t, tlb_params, tlb_array, tlb_stats
 
 cimport cython
@@ -30,6 +31,15 @@ cdef class Translator:
     # Pages [first, end) left the GPU: remove every TLB entry that maps any of
     # them.  Returns the shootdown's cycles (the caller decides whom they stall).
     cdef cycle_t invalidate(self, page_t first, page_t end) noexcept nogil
+
+    # The replay's calls (issue 11's Translator slot):
+    # cycles translation adds to kernel k of the iteration starting at ``now`` (a
+    # translator that needs the kernel's tensors gets them with attach_kernels)
+    cdef int64_t kernel_cycles(self, int64_t k, int64_t now) except -1 nogil
+    # pages [page, page + n) left the GPU (= invalidate)
+    cdef void pages_evicted(self, int64_t page, int64_t n) noexcept nogil
+    # may the replay repeat identical slots in bulk (skipping these calls)?
+    cdef bint bulk_safe(self) noexcept nogil
 
 
 @cython.final
@@ -103,6 +113,16 @@ cdef class TLBHierarchy(Translator):
     cdef int64_t shootdown_cycles
     cdef int32_t last_level            # LEVEL_* of the latest lookup()
     cdef int64_t last_walk             # cycles of the latest lookup's walk (0: it did not walk)
+    # the kernels kernel_cycles(k, now) translates (attach_kernels): CSR of tensors per kernel
+    cdef object _kernel_arrays
+    cdef const int64_t* k_first        # per tensor: first page
+    cdef const int64_t* k_pages        # per tensor: pages
+    cdef const int64_t* k_off          # per kernel: offsets into k_tensor (K + 1)
+    cdef const int32_t* k_tensor       # tensors of each kernel, in access order
+    cdef const int64_t* k_t11          # per kernel: duration (cycles)
+    cdef int64_t n_kernels             # K (0: nothing attached)
+    cdef vector[int64_t] scratch_first
+    cdef vector[int64_t] scratch_count
     # scratch
     cdef sm_cursor* cur
     cdef int64_t* sched_key            # SMs by the cycle of their next lookup: a sorted run

@@ -17,6 +17,10 @@ nothing; ``TLBHierarchy`` models a GPU's translation path:
   level that held one; its work is proportional to the range's entries or the
   TLBs' entries, whichever is smaller.
 
+The replay calls ``kernel_cycles(k, now)`` (kernel k of a table given once with
+``attach_kernels``), ``pages_evicted`` and ``bulk_safe``; ``translate_kernel``
+and ``invalidate`` are the same with the tensors given per call.
+
 The access stream of a kernel: each SM sweeps its share of each tensor the
 kernel touches (the SM's contiguous 1/S of the tensor's 4 KiB pages), inputs
 then outputs, in page order; an SM's accesses are spread evenly over the
@@ -46,6 +50,7 @@ independent sub-samples; the Python layer turns their spread into an error
 bound.  Inputs are trusted: ``g10core.tlb`` validates them.
 """
 from libc.stdint cimport int32_t, int64_t, uint64_t
+from libcpp.vector cimport vector
 from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memset
 
@@ -355,6 +360,20 @@ cdef class Translator:
     cdef cycle_t invalidate(self, page_t first, page_t end) noexcept nogil:
         return 0
 
+    cdef int64_t kernel_cycles(self, int64_t k, int64_t now) except -1 nogil:
+        """Cycles translation adds to kernel k (beyond what latency hiding absorbs)."""
+        return 0
+
+    cdef void pages_evicted(self, int64_t page, int64_t n) noexcept nogil:
+        """Pages [page, page+n) left the GPU: invalidate their translations."""
+        self.invalidate(page, page + n)
+
+    cdef bint bulk_safe(self) noexcept nogil:
+        return True
+
+    def stats(self):
+        return {}
+
     # ---- thin wrappers (inputs validated by g10core.tlb) ----
 
     def py_translate_kernel(self, cycle_t start, cycle_t duration, first, count):
@@ -371,6 +390,12 @@ cdef class Translator:
 
     def py_invalidate(self, page_t first, page_t end):
         return self.invalidate(first, end)
+
+    def py_pages_evicted(self, int64_t page, int64_t n):
+        self.pages_evicted(page, n)
+
+    def py_bulk_safe(self):
+        return self.bulk_safe()
 
 
 cdef class NoTranslation(Translator):
@@ -390,6 +415,10 @@ cdef class NoTranslation(Translator):
 
     cdef cycle_t invalidate(self, page_t first, page_t end) noexcept nogil:
         self.invalidations += 1
+        return 0
+
+    cdef int64_t kernel_cycles(self, int64_t k, int64_t now) except -1 nogil:
+        self.kernels += 1
         return 0
 
     def reset_stats(self):
@@ -441,6 +470,7 @@ cdef class TLBHierarchy(Translator):
             if array_init(&R.pwc, R.p.pwc_sets, R.p.pwc_ways):
                 raise MemoryError()
         self.modulus = self.reps[0].p.modulus
+        self.n_kernels = 0
         self.cur = <sm_cursor*>calloc(nsm, sizeof(sm_cursor))
         self.sched_key = <int64_t*>calloc(2 * nsm + 2, sizeof(int64_t))
         self.sched_sm = <int32_t*>calloc(2 * nsm + 2, sizeof(int32_t))
@@ -467,8 +497,12 @@ cdef class TLBHierarchy(Translator):
         free(self.sched_sm)
 
     def __reduce__(self):
+        kernels = None
+        if self.n_kernels:
+            a = self._kernel_arrays
+            kernels = (a["first"], a["pages"], a["offsets"], a["tensors"], a["t11"])
         return (_rebuild_hierarchy, ([self.reps[r].p for r in range(self.n_rep)],
-                                     [self.reps[r].residue for r in range(self.n_rep)], self._state()))
+                                     [self.reps[r].residue for r in range(self.n_rep)], self._state(), kernels))
 
     def reset_stats(self):
         """Zero every counter; TLB contents and walker state are kept."""
@@ -861,6 +895,43 @@ cdef class TLBHierarchy(Translator):
         self.cycles_added += total
         return total
 
+    cdef int64_t kernel_cycles(self, int64_t k, int64_t now) except -1 nogil:
+        """Translate kernel k of the attached kernel table, starting at ``now``."""
+        cdef int64_t j, n
+        if self.n_kernels == 0:
+            return 0
+        n = self.k_off[k + 1] - self.k_off[k]
+        self.scratch_first.resize(n if n > 0 else 1)
+        self.scratch_count.resize(n if n > 0 else 1)
+        for j in range(n):
+            self.scratch_first[j] = self.k_first[self.k_tensor[self.k_off[k] + j]]
+            self.scratch_count[j] = self.k_pages[self.k_tensor[self.k_off[k] + j]]
+        return self.translate_kernel(now, self.k_t11[k], self.scratch_first.data(),
+                                     self.scratch_count.data(), <int32_t>n)
+
+    cdef bint bulk_safe(self) noexcept nogil:
+        return False                        # its state changes with every kernel and eviction
+
+    def attach_kernels(self, first_pages, n_pages, offsets, tensors, t11_cycles):
+        """The kernel table kernel_cycles(k, now) translates (validated by g10core.tlb)."""
+        keep = {}
+        def arr(name, a, dtype):
+            a = np.ascontiguousarray(a, dtype=dtype)
+            keep[name] = a if a.size else np.zeros(1, dtype)
+            return keep[name]
+        cdef int64_t[::1] v64
+        cdef int32_t[::1] v32
+        v64 = arr("first", first_pages, np.int64); self.k_first = &v64[0]
+        v64 = arr("pages", n_pages, np.int64); self.k_pages = &v64[0]
+        v64 = arr("offsets", offsets, np.int64); self.k_off = &v64[0]
+        v32 = arr("tensors", tensors, np.int32); self.k_tensor = &v32[0]
+        v64 = arr("t11", t11_cycles, np.int64); self.k_t11 = &v64[0]
+        self.n_kernels = len(t11_cycles)
+        self._kernel_arrays = keep
+
+    def py_kernel_cycles(self, int64_t k, int64_t now):
+        return self.kernel_cycles(k, now)
+
     cdef cycle_t invalidate(self, page_t first, page_t end) noexcept nogil:
         cdef int32_t r, s
         cdef int64_t v_lo, v_hi, va, nv, k, found1 = 0, found2 = 0, x
@@ -1010,9 +1081,11 @@ cdef void _array_set_state(tlb_array* a, object state):
         a.fill[i] = fill[i]
 
 
-def _rebuild_hierarchy(params, residues, state):
+def _rebuild_hierarchy(params, residues, state, kernels=None):
     h = TLBHierarchy(list(params), list(residues))
     h._set_state(state)
+    if kernels is not None:
+        h.attach_kernels(*kernels)
     return h
 
 

@@ -9,6 +9,8 @@ from g10core._pcie import LinkCore
 from g10core._ssd import SSDCore
 from g10core._tlb import Translator
 
+def layout() -> dict[str, dict[str, int]]: ...   # the compiled codes (prefetchers, destinations, causes, ...)
+
 MOVE_DTYPE: np.dtype                     # first, end, src, dst, cause, done (one row per moved range)
 CAUSE_NAMES: tuple[str, str, str, str]   # fault, prefetch, hint, evict
 TIER_NAMES: tuple[str, str, str, str]    # not_present, ssd, host, gpu

@@ -60,6 +60,17 @@ cdef extern from *:
     int __builtin_popcountll(unsigned long long) nogil
     int __builtin_ctzll(unsigned long long) nogil
 
+def layout():
+    """The compiled codes (tests compare them with g10core.uvm's)."""
+    return {
+        "prefetchers": {"none": PREFETCH_NONE, "sequential": PREFETCH_SEQUENTIAL, "tree": PREFETCH_TREE},
+        "evict_destinations": {"host": EVICT_TO_HOST, "ssd": EVICT_TO_SSD, "host-then-ssd": EVICT_HOST_THEN_SSD},
+        "causes": {"fault": MOVE_FAULT, "prefetch": MOVE_PREFETCH, "hint": MOVE_HINT, "evict": MOVE_EVICT},
+        "fault_answers": {"queued": FAULT_QUEUED, "duplicate": FAULT_DUPLICATE, "resident": FAULT_RESIDENT},
+        "tiers": {"not_present": TIER_NOT_PRESENT, "ssd": TIER_SSD, "host": TIER_HOST, "gpu": TIER_GPU},
+    }
+
+
 MOVE_DTYPE = np.dtype([("first", np.int64), ("end", np.int64), ("src", np.int8), ("dst", np.int8),
                        ("cause", np.int8), ("done", np.int64)])
 CAUSE_NAMES = ("fault", "prefetch", "hint", "evict")

@@ -327,8 +327,8 @@ def _config(args):
 
 
 def _policy_help() -> str:
-    return ("base-uvm, deepum, g10, ideal (page level); flashneuron, g10-gds, g10-host (tensor level); "
-            "or a policy registered with g10core.policies.register")
+    return ("base-uvm, belady, deepum, g10, ideal (page level); flashneuron, g10-gds, g10-host (tensor "
+            "level); or a policy registered with g10core.policies.register")
 
 
 def _cmd_run(args) -> int:
@@ -346,9 +346,9 @@ def _cmd_run(args) -> int:
         # replay with the policy that made the hints when it takes hints, else G10's LRU fallback
         names()                                  # loads the built-in policies into REGISTRY
         made_by = REGISTRY.get(hint_file.policy)
-        usable = made_by is not None and not made_by.ideal and (made_by.level == "tensor" or made_by.apply_hints)
+        usable = made_by is not None and made_by.level != "ideal" and (made_by.level == "tensor" or made_by.apply_hints)
         policy = hint_file.policy if usable else "g10"
-    result = sim.run(args.trace, policy, hint_file)
+    result = sim.run(args.trace, policy, hint_file, eviction=args.eviction)
     if human(args):
         print(format_run_summary(result))
     if args.json_path is not None:
@@ -371,6 +371,11 @@ def add_run_parser(subparsers) -> None:
     p.add_argument("--hints", metavar="FILE.h5",
                    help="replay this hint file (from `g10sim hints` or your own code) instead of the policy's "
                         "hints; without --policy, the policy that made it (or g10: LRU for the rest)")
+    p.add_argument("--eviction", metavar="RULE|FILE.py:FUNC",
+                   help="eviction rule replacing the policy's (page level): arrival (the artifact's 'LRU'), "
+                        "deepum, belady, or FILE.py:FUNC, a score function compiled with numba (see "
+                        "g10core.evictors; shipped examples: farthest_next_use.py:score, "
+                        "least_recently_used.py:score)")
     add_config_options(p)
     add_json_option(p)
     p.add_argument("--kernels", action="store_true", help="put the per-kernel arrays into the JSON too")

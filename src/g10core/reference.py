@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .policies import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
+from .types import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_NONE
+from .types import TIER_GPU as GPU, TIER_HOST as HOST, TIER_NOT_PRESENT as NP, TIER_SSD as SSD
 from .results import breakdown, summarize  # noqa: F401 (moved to results.py; re-exported)
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace
 
-NP, SSD, HOST, GPU = 0, 1, 2, 3          # page location
-UNKNOWN = -1                             # "no forced source/destination" in a tick
+UNKNOWN = TIER_NONE                      # "no forced source/destination" in a tick
 
 EVICT_LRU, EVICT_DEEPUM = 0, 1
 

@@ -240,6 +240,29 @@ class TLB:
             raise ConfigError("too many tensors in one kernel")
         return self.core.py_translate_kernel(int(start), int(duration), first, count)
 
+    def attach_kernels(self, first_pages, n_pages, access_offsets, access_tensor, t11_cycles) -> None:
+        """The kernel table the replay's ``kernel_cycles(k, now)`` translates: tensor t is pages
+        [first_pages[t], first_pages[t] + n_pages[t]); kernel k touches
+        access_tensor[access_offsets[k]:access_offsets[k + 1]] (in access order) for t11_cycles[k]."""
+        first = np.asarray(first_pages, dtype=np.int64).reshape(-1)
+        pages = np.asarray(n_pages, dtype=np.int64).reshape(-1)
+        off = np.asarray(access_offsets, dtype=np.int64).reshape(-1)
+        acc = np.asarray(access_tensor, dtype=np.int64).reshape(-1)
+        t11 = np.asarray(t11_cycles, dtype=np.int64).reshape(-1)
+        if first.shape != pages.shape:
+            raise ConfigError(f"first_pages and n_pages differ in length ({first.size} vs {pages.size})")
+        if first.size and (first.min() < 0 or pages.min() < 0 or (first + pages).max() >= 2**50):
+            raise ConfigError("first_pages and n_pages must be >= 0 and below 2**50 pages")
+        if off.size != t11.size + 1 or off.size == 0 or off[0] != 0 or off[-1] != acc.size \
+                or (np.diff(off) < 0).any():
+            raise ConfigError(f"access_offsets: need {t11.size + 1} monotone offsets from 0 to {acc.size}")
+        if acc.size and (acc.min() < 0 or acc.max() >= first.size):
+            raise ConfigError(f"access_tensor: tensor ids must be in [0, {first.size})")
+        if t11.size and (t11.min() < 0 or t11.max() >= 2**62):
+            raise ConfigError("t11_cycles must be >= 0")
+        if self.spec.model != "none":
+            self.core.attach_kernels(first, pages, off, acc.astype(np.int32), t11)
+
     def invalidate(self, first_page: int, end_page: int) -> int:
         """Pages [first_page, end_page) left the GPU; returns the shootdown's cycles."""
         if not (0 <= first_page <= end_page < 2**50):

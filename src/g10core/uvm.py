@@ -19,15 +19,17 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .types import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
 from .config import ConfigError
 
-__all__ = ["FaultHandlerSpec", "FaultHandler", "PREFETCHERS", "EVICT_DESTINATIONS", "TIERS",
+__all__ = ["FaultHandlerSpec", "FaultHandler", "PREFETCHERS", "EVICT_DESTINATIONS", "TIERS", "CAUSES",
            "FAULT_QUEUED", "FAULT_DUPLICATE", "FAULT_RESIDENT", "PAGE_BYTES", "MEASURED_BATCH"]
 
 PAGE_BYTES = 4096
 PREFETCHERS = {"none": 0, "sequential": 1, "tree": 2}                 # _types.Prefetcher
 EVICT_DESTINATIONS = {"host": 0, "ssd": 1, "host-then-ssd": 2}         # _types.EvictDestination
-TIERS = {"not_present": 0, "ssd": 1, "host": 2, "gpu": 3}               # _types.Tier
+TIERS = {"not_present": TIER_NOT_PRESENT, "ssd": TIER_SSD, "host": TIER_HOST, "gpu": TIER_GPU}
+CAUSES = {"fault": 0, "prefetch": 1, "hint": 2, "evict": 3}             # _types.MoveCause
 FAULT_QUEUED, FAULT_DUPLICATE, FAULT_RESIDENT = 0, 1, 2                # _uvm raise_fault answers
 MAX_BLOCK_BYTES = 2 * 1024 * 1024                                     # the compiled maps hold 512 pages
 

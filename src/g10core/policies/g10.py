@@ -317,12 +317,13 @@ def schedule(trace: Trace, config, variant: str = "g10") -> np.ndarray:
 
 @register
 class G10(Policy):
-    """G10: smart-migration hints, LRU for the rest (the artifact's ``prefetch_lru``)."""
+    """G10: smart-migration hints, arrival-order ("LRU") eviction for the rest (``prefetch_lru``)."""
 
     name = "g10"
     level = "page"
-    eviction = "lru"
-    description = "G10 smart tensor migration: pre-alloc/free, pre-evict to SSD/host, prefetch; LRU fallback"
+    eviction = "arrival"
+    description = ("G10 smart tensor migration: pre-alloc/free, pre-evict to SSD/host, prefetch; "
+                   "arrival-order ('LRU') fallback")
 
     def hints(self, trace: Trace) -> np.ndarray:
         return schedule(trace, self.config, "g10")
