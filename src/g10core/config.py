@@ -17,11 +17,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .errors import ConfigError  # noqa: F401 (defined in errors.py; importable from here)
+
 GiB = 1 << 30
-
-
-class ConfigError(ValueError):
-    """A configuration value or key is invalid; the message names it."""
 
 
 # ---- component specs --------------------------------------------------------

@@ -25,10 +25,11 @@ import numpy as np
 from . import __version__, policies, results
 from ._replay import Replay
 from .analysis import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
-from .config import ConfigError, SimConfig, preset, resolve
+from .artifact_constants import ArtifactConstants, kernel_cycles, liveness
+from .config import SimConfig, preset, resolve
+from .errors import ConfigError, SimulationError  # noqa: F401 (SimulationError: part of this module's API)
 from .hints import HintFile, action_counts, check_belongs, trace_digest, validate_hints
 from .policies import HINT_FREE, Policy, empty_hints
-from .reference import ArtifactConstants, kernel_cycles, liveness
 from .results import Result
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 
@@ -147,10 +148,6 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=
 # ============================================================================
 # Simulator: validation, policy dispatch, invariants, Result
 # ============================================================================
-
-class SimulationError(RuntimeError):
-    """An internal invariant of a run broke: a bug in g10core, never bad input."""
-
 
 def _as_config(config) -> SimConfig:
     if config is None:

@@ -54,7 +54,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .config import ConfigError
+from .errors import ConfigError
 from .pcie import PcieLink, PcieSpec
 
 __all__ = ["SSDSpec", "SSD", "SSD_PRESETS", "ssd_preset", "ssd_spec_from_config", "ssd_from_config",

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .config import ConfigError
+from .errors import ConfigError
 from .ssd import SSD, parse_victim, percentile_us, ssd_preset
 
 DEFAULTS = {

@@ -12,9 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..config import ConfigError
-from ..g10artifact import ArtifactError
-from ..trace import GiB, TraceError
+from ..errors import ArtifactError, ConfigError, TraceError
+from ..trace import GiB
 
 EXIT_OK = 0
 EXIT_FAILURE = 1        # the command ran and its answer is "no" (reserved for later groups)

@@ -5,7 +5,8 @@ import math
 import sys
 from pathlib import Path
 
-from ..g10artifact import MODEL_NAMES, ArtifactError, available_workloads, load_workload
+from ..errors import ArtifactError
+from ..g10artifact import MODEL_NAMES, available_workloads, load_workload
 from ..trace import SCHEMA_VERSION, GiB, read_trace, summarize, write_trace
 from .common import (EXIT_BAD_INPUT, EXIT_OK, EXPECTED_ERRORS, add_json_option, emit_json, fmt_bytes,
                      fmt_seconds, human, nonnegative_int, one_line, positive_float)
