@@ -10,16 +10,18 @@ import json
 import math
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import ArtifactError, ConfigError, TraceError
+from ..errors import ArtifactError, ConfigError, SimulationError, TraceError
 from ..trace import GiB
 
 EXIT_OK = 0
-EXIT_FAILURE = 1        # the command ran and its answer is "no" (reserved for later groups)
+EXIT_FAILURE = 1        # a simulation that could not complete (a failed result, or SimulationError)
 EXIT_BAD_INPUT = 2      # invalid input (also argparse's usage errors)
+EXIT_INTERNAL = 3       # a bug in g10core: one line, and a report file with the traceback
 
-# What a user can cause; anything else is a bug and keeps its traceback.
+# What a user can cause (exit 2); a SimulationError is exit 1; anything else is a bug (exit 3).
 EXPECTED_ERRORS = (TraceError, ConfigError, ArtifactError, OSError, ValueError)
 
 
@@ -112,6 +114,21 @@ def one_line(exc: BaseException) -> str:
         return f"{exc.filename}: {exc.strerror}"
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
+
+
+@contextmanager
+def simulation_failures(what: str):
+    """A RuntimeError out of a simulation becomes a :class:`SimulationError` naming ``what``.
+
+    The command line answers it with one line and exit 1 (the run could not complete),
+    not as an internal error.  ``NotImplementedError`` and ``RecursionError`` stay bugs.
+    """
+    try:
+        yield
+    except (SimulationError, NotImplementedError, RecursionError):
+        raise
+    except RuntimeError as exc:
+        raise SimulationError(f"{what}: {one_line(exc)}") from exc
 
 
 # ---- configuration options (run, hints, reproduce, ...) ------------------------

@@ -1,14 +1,17 @@
 """``g10sim hints``: write a policy's migration hints to a file."""
 from __future__ import annotations
 
-from .common import EXIT_OK, add_config_options, add_json_option, config_from_args, emit_json, human, policy_help
+from .common import (EXIT_OK, add_config_options, add_json_option, config_from_args, emit_json, human, policy_help,
+                     simulation_failures)
 
 
 def _cmd_hints(args) -> int:
     from ..hints import action_counts, write_hints
     from ..simulator import policy_hints
 
-    hints, trace, path = policy_hints(args.trace, args.policy, config_from_args(args))
+    cfg = config_from_args(args)
+    with simulation_failures(f"hints of {args.policy} for {args.trace}"):
+        hints, trace, path = policy_hints(args.trace, args.policy, cfg)
     write_hints(args.output, hints, policy=args.policy, trace=trace, trace_path=path)
     counts = action_counts(hints)
     info = {"path": str(args.output), "policy": args.policy, "trace": path, "n_hints": int(hints.shape[0]),

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .. import __version__
-from .common import EXIT_OK, add_config_options, add_json_option, config_from_args, human, positive_int
+from .common import (EXIT_OK, add_config_options, add_json_option, config_from_args, human, positive_int,
+                     simulation_failures)
 from .report import fig11_outputs
 
 
@@ -24,8 +25,9 @@ def _cmd_reproduce_fig11(args) -> int:
     jobs = default_jobs() if args.jobs is None else args.jobs
     t0 = time.perf_counter()
     cfg = config_from_args(args)
-    rows = reproduce_fig11(args.traces, jobs=jobs, progress=not args.no_progress, config=cfg,
-                           workloads=workloads, policies=policies)
+    with simulation_failures("reproduce fig11"):
+        rows = reproduce_fig11(args.traces, jobs=jobs, progress=not args.no_progress, config=cfg,
+                               workloads=workloads, policies=policies)
     wall = time.perf_counter() - t0
     meta = {"wall_s": wall, "jobs": jobs, "traces": str(args.traces or default_traces_dir()),
             "preset": cfg.preset, "config": cfg.to_dict(), "config_hash": cfg.hash, "g10core_version": __version__}

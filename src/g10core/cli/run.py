@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from .common import (EXIT_FAILURE, EXIT_OK, add_config_options, add_json_option, config_from_args,
-                     human, policy_help)
+                     human, policy_help, simulation_failures)
 
 
 def _cmd_run(args) -> int:
@@ -24,7 +24,8 @@ def _cmd_run(args) -> int:
         made_by = REGISTRY.get(hint_file.policy)
         usable = made_by is not None and not made_by.ideal and (made_by.level == "tensor" or made_by.apply_hints)
         policy = hint_file.policy if usable else "g10"
-    result = sim.run(args.trace, policy, hint_file)
+    with simulation_failures(f"{args.trace} under {policy}"):
+        result = sim.run(args.trace, policy, hint_file)
     if human(args):
         print(format_run_summary(result))
     if args.json_path is not None:

@@ -5,7 +5,7 @@ import sys
 
 from ..ssd import SSD_PRESETS, ssd_preset
 from ..ssdbench import DEFAULTS, run_microbenchmark
-from .common import EXIT_OK, add_json_option, emit_json, human
+from .common import EXIT_OK, add_json_option, emit_json, human, simulation_failures
 
 
 def _print(res: dict) -> None:
@@ -42,10 +42,11 @@ def _cmd_ssd(args) -> int:
     say = None
     if human(args) and not args.quiet:
         say = lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    res = run_microbenchmark(preset=args.preset, op=args.op, pages_per_block=args.pages_per_block,
-                             victim=args.victim, workload=args.workload, overwrites=args.overwrites,
-                             capacity_GiB=args.capacity_GiB, queue_depth=args.queue_depth,
-                             seed=args.seed, progress=say)
+    with simulation_failures("SSD microbenchmark"):
+        res = run_microbenchmark(preset=args.preset, op=args.op, pages_per_block=args.pages_per_block,
+                                 victim=args.victim, workload=args.workload, overwrites=args.overwrites,
+                                 capacity_GiB=args.capacity_GiB, queue_depth=args.queue_depth,
+                                 seed=args.seed, progress=say)
     if human(args):
         _print(res)
     emit_json(res, args.json_path)
