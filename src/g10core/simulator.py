@@ -187,6 +187,13 @@ def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
     if c.host_batch < 1:
         raise ConfigError(f"host.bandwidth_GBps = {cfg.host.bandwidth_GBps:g} with {link} gives 0 host pages "
                           "per transfer slot; raise host.bandwidth_GBps or link.batch_pages")
+    if c.alloc_batch < 1:
+        page = cfg.gpu.page_size_bytes
+        malloc = round(cfg.gpu.malloc_us_per_byte * page / 1e6 * c.freq_hz)
+        raise ConfigError(f"gpu.malloc_us_per_byte = {cfg.gpu.malloc_us_per_byte:g} makes one {page}-byte page "
+                          f"take {malloc} cycles to allocate, longer than a transfer slot ({c.tick_cycles} cycles "
+                          f"for {link}): no page could ever be allocated; lower gpu.malloc_us_per_byte or raise "
+                          "link.batch_pages")
     if c.gpu_pages < 1:
         raise ConfigError(f"gpu.memory_GiB = {cfg.gpu.memory_GiB:g} is less than one "
                           f"{cfg.gpu.page_size_bytes}-byte page")
