@@ -340,3 +340,28 @@ def test_range_text_reads_as_intervals():
     assert declaration("scheduler.artifact_quirks").range_text() == "true or false"
     assert declaration("ssd.page_size_bytes").range_text() == "[512, 2^20]; a multiple of 512"
     assert math.isclose(declaration("gpu.malloc_us_per_byte").max, 1e-3)
+
+
+# ---- kernel time x frequency x iterations: the product the ranges cannot bound ------------------------
+
+def test_kernel_times_that_overflow_the_clock_are_refused(tmp_path, capsys):
+    # 40 kernels of about 1e13 us: before, ideal printed a negative iteration time with exit 0
+    # and the tensor-level policies raised OverflowError
+    path = tmp_path / "long.h5"
+    write_trace(synthesize(40, 64 << 20, pattern="training", seed=1, kernel_time_us=1e13), path)
+    for policy in ("ideal", "base-uvm", "g10-gds", "flashneuron"):
+        code, out, err = run(capsys, "run", path, "--policy", policy, *SMALL)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1
+        assert "gpu.frequency_GHz = 1.2 over run.iterations = 2" in err and "64-bit clock" in err
+    code, _, err = run(capsys, "hints", path, "--policy", "g10", "-o", tmp_path / "h.h5", *SMALL)
+    assert code == 2 and "64-bit clock" in err
+
+
+def test_long_kernels_within_the_clock_run(tmp_path, capsys):
+    path = tmp_path / "long.h5"
+    write_trace(synthesize(40, 64 << 20, pattern="training", seed=1, kernel_time_us=1e9), path)
+    for policy in ("ideal", "base-uvm", "g10-gds"):
+        code, out, err = run(capsys, "run", path, "--policy", policy, *SMALL, "--json", "-")
+        assert code == 0 and err == ""
+        t = json.loads(out)["iteration_time_s"]
+        assert math.isfinite(t) and t >= json.loads(out)["ideal_time_s"] > 1e4

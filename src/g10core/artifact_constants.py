@@ -14,7 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .analysis import ns_to_cycles
+from .errors import ConfigError
 from .trace import ACCESS_READ, Trace
+
+# The simulated clock is int64 cycles; a run's kernel times (all faulting) must leave 8x room
+# for the stalls on top of them.
+MAX_RUN_KERNEL_CYCLES = 1 << 60
 
 
 @dataclass(frozen=True)
@@ -80,3 +85,22 @@ def liveness(trace: Trace):
             if m & ACCESS_READ:
                 death[t] = k + 1
     return birth, death
+
+
+def check_cycles_fit(trace: Trace, cfg) -> None:
+    """Refuse a trace and configuration whose kernel times overflow the simulated clock.
+
+    The times are ``trace``'s (bounded by its validation), the clock ``gpu.frequency_GHz`` and
+    the count ``run.iterations`` (bounded by their ranges); only their product can overflow,
+    so it is checked here, in floating point before any conversion to cycles.
+    """
+    per_kernel_ns = np.maximum(np.maximum(trace.kernel_time_fault_all_ns, trace.kernel_time_fault_outputs_ns),
+                               trace.kernel_time_ideal_ns)
+    seconds = float(np.sum(per_kernel_ns, dtype=np.float64)) / 1e9
+    cycles = seconds * cfg.gpu.frequency_GHz * 1e9 * cfg.run.iterations
+    if not cycles <= MAX_RUN_KERNEL_CYCLES:
+        raise ConfigError(
+            f"{trace.model}-b{trace.batch_size}: its kernels take {seconds:.4g} s per iteration (all faulting); "
+            f"at gpu.frequency_GHz = {cfg.gpu.frequency_GHz:g} over run.iterations = {cfg.run.iterations} that is "
+            f"{cycles:.4g} cycles, more than the simulator's 64-bit clock leaves room for (2^60): lower "
+            "run.iterations or gpu.frequency_GHz, or check the trace's kernel times")

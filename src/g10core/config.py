@@ -215,7 +215,7 @@ class SSDSpec:
     t_erase_us: float | None = param(
         None, type=float, unit="us", min=0, max=1e5, from_device=True, doc="block erase time tBERS (detailed)")
     channel_MTps: float | None = param(
-        None, type=float, unit="MT/s", min=1, max=1e5, from_device=True,
+        None, type=float, unit="MT/s", min=10, max=1e5, from_device=True,
         doc="flash bus transfer rate (detailed)")
     channel_width_bits: int | None = param(
         None, type=int, unit="bit", min=1, max=256, from_device=True, doc="flash bus width (detailed)")

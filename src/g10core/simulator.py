@@ -25,7 +25,7 @@ import numpy as np
 from . import __version__, policies, results
 from ._replay import Replay
 from .analysis import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
-from .artifact_constants import ArtifactConstants, kernel_cycles, liveness
+from .artifact_constants import ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
 from .config import SimConfig, preset, resolve
 from .errors import ConfigError, SimulationError  # noqa: F401 (SimulationError: part of this module's API)
 from .hints import HintFile, action_counts, check_belongs, trace_digest, validate_hints
@@ -396,6 +396,7 @@ class Simulator:
                 raise ValueError(f"policy {pol.name!r} applies no hints; replay a hint table with "
                                  "--policy g10 (LRU fallback) or deepum (window-aware eviction)")
         check_fits(trace, self.gpu_memory_bytes)
+        check_cycles_fit(trace, cfg)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
                       trace=ident)
         hz = self.constants.freq_hz
@@ -518,6 +519,7 @@ def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, st
     trace, path = _resolve_trace(trace)
     pol = _resolve_policy(policy, cfg)
     check_fits(trace, sim.gpu_memory_bytes)
+    check_cycles_fit(trace, cfg)
     if pol.level == "page":
         h = pol.hints(trace) if pol.apply_hints and not pol.ideal else empty_hints()
     elif pol.name == "flashneuron":
