@@ -208,22 +208,22 @@ class SSDSpec:
         None, type=str, choices=("separate", "shared"), from_device=True,
         doc="GC copies fill their own block (separate) or join the host's write stream (detailed)")
     t_read_us: float | None = param(
-        None, type=float, unit="us", min=0, max=1e4, from_device=True, doc="flash page read time tR (detailed)")
+        None, type=float, unit="us", min=0, max=1e3, from_device=True, doc="flash page read time tR (detailed)")
     t_program_us: float | None = param(
         None, type=float, unit="us", min=0, max=1e4, from_device=True,
         doc="flash page program time tPROG (detailed)")
     t_erase_us: float | None = param(
         None, type=float, unit="us", min=0, max=1e5, from_device=True, doc="block erase time tBERS (detailed)")
     channel_MTps: float | None = param(
-        None, type=float, unit="MT/s", min=10, max=1e5, from_device=True,
+        None, type=float, unit="MT/s", min=50, max=1e5, from_device=True,
         doc="flash bus transfer rate (detailed)")
     channel_width_bits: int | None = param(
-        None, type=int, unit="bit", min=1, max=256, from_device=True, doc="flash bus width (detailed)")
+        None, type=int, unit="bit", min=8, max=64, from_device=True, doc="flash bus width (detailed)")
     read_overhead_us: float | None = param(
-        None, type=float, unit="us", min=0, max=1e5, from_device=True,
+        None, type=float, unit="us", min=0, max=1e3, from_device=True,
         doc="controller time per read command (detailed)")
     write_overhead_us: float | None = param(
-        None, type=float, unit="us", min=0, max=1e5, from_device=True,
+        None, type=float, unit="us", min=0, max=1e3, from_device=True,
         doc="controller time per write command, until it is acknowledged (detailed)")
     queue_depth: int | None = param(
         None, type=int, unit="commands", min=1, max=65536, from_device=True,
