@@ -9,8 +9,8 @@ error names ``section.key``, the value and what is allowed.  ``g10sim config
 show`` prints the same table (:func:`parameters`).
 
 The ranges are those within which the model computes correctly: no integer
-overflow of the simulator's int64 cycles, no division by zero, no allocation
-beyond a few GB, every transfer slot able to move a page.
+overflow of the simulator's int64 cycles, no division by zero, no allocation of
+more than a few hundred MB, every transfer slot able to move a page.
 
 A configuration is a preset (``g10-artifact`` or ``detailed``) with overrides,
 from a TOML file (``[gpu] memory_GiB = 80``; values must have the key's type:
@@ -41,7 +41,6 @@ from .pcie import GENERATIONS, LANES, PAYLOADS
 from .ssd import SSD_PRESETS, device_spec, parse_victim, ssd_preset
 
 GiB = 1 << 30
-TiB = 1 << 40
 
 # What one parameter is allowed to be; ``param()`` puts it in the field's metadata.
 _META = "g10core.param"

@@ -24,7 +24,9 @@ def format_parameters(rows: list[dict], preset: str) -> str:
     width = max(len(r["key"]) for r in rows)
     vwidth = max(len(_value_text(r)) for r in rows)
     uwidth = max(len(r["unit"]) for r in rows)
-    lines = [f"configuration parameters (values of preset {preset}; '(zssd)': from the ssd.device preset)",
+    device = next((r["from_device"] for r in rows if "from_device" in r), None)
+    note = f"; '({device})': the ssd.device preset's value" if device else ""
+    lines = [f"configuration parameters (values of preset {preset}{note})",
              f"{'key':<{width}}  {'value':<{vwidth}}  {'unit':<{uwidth}}  range",
              f"{'':<{width}}  description"]
     section = None
