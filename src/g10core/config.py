@@ -209,7 +209,7 @@ class SSDSpec:
     t_read_us: float | None = param(
         None, type=float, unit="us", min=0, max=1e3, from_device=True, doc="flash page read time tR (detailed)")
     t_program_us: float | None = param(
-        None, type=float, unit="us", min=0, max=1e4, from_device=True,
+        None, type=float, unit="us", min=0, max=5000, from_device=True,
         doc="flash page program time tPROG (detailed)")
     t_erase_us: float | None = param(
         None, type=float, unit="us", min=0, max=1e5, from_device=True, doc="block erase time tBERS (detailed)")
