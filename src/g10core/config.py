@@ -69,12 +69,16 @@ class Param:
             return "one of " + ", ".join(map(str, self.choices))
         if self.min is None and self.max is None:
             return self.rule or "any"
+        if self.min == self.max and not self.min_exclusive:
+            return f"only {_num(self.min)}"
         lo = "(" if self.min_exclusive else "["
         text = f"{lo}{_num(self.min)}, {_num(self.max)}]"
         return f"{text}; {self.rule}" if self.rule else text
 
     def bound_words(self) -> str:
         """The range as a sentence: ``> 0 and <= 65536``."""
+        if self.min is not None and self.min == self.max and not self.min_exclusive:
+            return _num(self.min)
         parts = []
         if self.min is not None:
             parts.append(f"{'>' if self.min_exclusive else '>='} {_num(self.min)}")
