@@ -44,7 +44,7 @@ cdef int64_t BIG = (<int64_t>1) << 62
 
 
 def layout():
-    """Codes and struct layouts as the compiled layer sees them (tests compare with types.py)."""
+    """Codes and struct layouts as the compiled layer sees them (tests compare with codes.py)."""
     cdef kernel_row kr
     cdef traffic_row tr
     base = <size_t>&kr
@@ -304,7 +304,7 @@ cdef class Replay:
         """Replay every iteration; returns the raw outputs (``simulator.py`` turns them into a Result)."""
         with nogil:
             self._run()
-        from .types import KERNEL_ROW_DTYPE, as_columns
+        from .codes import KERNEL_ROW_DTYPE, as_columns
 
         rows = np.zeros(self.rows.size(), KERNEL_ROW_DTYPE)
         cdef int64_t[::1] flat = rows.view(np.int64)
