@@ -1,0 +1,1 @@
+"""Capture of PyTorch training iterations as g10core traces."""
