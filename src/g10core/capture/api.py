@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -56,7 +57,7 @@ def _default_loss(output, *targets):
 
 def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None, *, targets=(),
             name: str | None = None, batch_size: int | None = None, gpu: ProfilingGPU | None = None,
-            calibration=None, attrs: dict | None = None) -> Trace:
+            calibration=None, attrs: dict | None = None, source: str | None = None) -> Trace:
     """Capture one training iteration (forward, loss, backward, optimizer step) as a Trace.
 
     ``model``: any ``nn.Module``; build it on the meta device (``with torch.device("meta"):``)
@@ -181,6 +182,8 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
         raise CaptureError("the iteration ran no kernel")
 
     trace = _build_trace(rec, time_model, model, name, batch_size, args, kwargs)
+    if source:
+        trace = replace(trace, source=source)
     n_params = sum(p.numel() for p in trainable)
     provenance = {
         "capture_tool": "g10core.capture.capture",
@@ -252,11 +255,12 @@ def _build_trace(rec: KernelRecorder, time_model: KernelTimeModel, model, name, 
 
 
 def capture_family(family: str, size: str | None = None, *, batch: int, seq_len: int, dtype: str = "float32",
-                   optimizer="adamw", calibration=None, gpu: ProfilingGPU | None = None, **overrides) -> Trace:
+                   optimizer="adamw", calibration=None, gpu: ProfilingGPU | None = None, name: str | None = None,
+                   **overrides) -> Trace:
     """Capture one of the built-in model families (:mod:`.families`) at ``batch`` x ``seq_len``.
 
     ``overrides`` change configuration fields (e.g. ``dropout=0.0``, ``layers=2``).  The
-    trace's model name is ``<family>-<size>`` (``bert-base`` for BERT) and its attributes
+    trace's model name is ``name`` (default ``<family>-<size>``, ``bert-base`` for BERT); its attributes
     record the configuration and the capture settings.
     """
     from .families import DEFAULT_SIZE, config_json
@@ -264,7 +268,7 @@ def capture_family(family: str, size: str | None = None, *, batch: int, seq_len:
 
     size = DEFAULT_SIZE.get(family) if size is None else size
     model, inputs, targets, loss_fn, config = family_workload(family, size, batch, seq_len, dtype, **overrides)
-    name = family if family == "bert-base" else f"{family}-{size}"
+    name = name or (family if family == "bert-base" else f"{family}-{size}")
     attrs = {
         "capture_family": family,
         "capture_size": str(size),
@@ -273,5 +277,11 @@ def capture_family(family: str, size: str | None = None, *, batch: int, seq_len:
         "capture_seq_len": int(seq_len),
         "capture_dtype": dtype,
     }
-    return capture(model, inputs, loss_fn, optimizer, targets=targets, name=name, batch_size=batch,
-                   gpu=gpu, calibration=calibration, attrs=attrs)
+    trace = capture(model, inputs, loss_fn, optimizer, targets=targets, name=name, batch_size=batch,
+                    gpu=gpu, calibration=calibration, attrs=attrs)
+    opt = trace.attrs["capture_optimizer"]
+    source = (f"g10core.capture: {family} {size} ({type(model).__name__}, {trace.attrs['capture_n_parameters']:,} "
+              f"parameters), batch {batch}, sequence length {seq_len}, {dtype}, {opt}; one training iteration "
+              f"recorded on the meta device with torch {trace.attrs['capture_torch_version']}; kernel times from "
+              f"calibration {trace.attrs['calibration_version']} (fitted on the G10 artifact's A100 profiles)")
+    return replace(trace, source=source)

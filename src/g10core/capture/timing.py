@@ -34,7 +34,7 @@ import numpy as np
 
 # Kernel classes.  Every kernel has an operator name (for the shipped traces the kernel's
 # name, e.g. ``Add_Forward``; a captured ATen kernel gets the shipped name of the same
-# operation where there is one, see recorder.SHIPPED_OP) and a class.  Its coefficients are
+# operation where there is one, SHIPPED_OP below) and a class.  Its coefficients are
 # those of its operator when the calibration has them (enough measured kernels of it),
 # else those of its class, else "default" (fitted on every kernel).
 KERNEL_CLASSES = (
@@ -51,11 +51,73 @@ KERNEL_CLASSES = (
     "softmax",
     "optimizer",         # everything the optimizer step runs (parameter and state updates)
     "gather",            # embedding lookups and their scatter-add backward
-    "copy",              # concatenation, layout copies
+    "copy",              # concatenation (layout copies such as clone are "elementwise")
     "load",              # loading the input batch
 )
 DEFAULT_CLASS = "default"
 ALL_CLASSES = KERNEL_CLASSES + (DEFAULT_CLASS,)
+
+# ATen operator (packet name, in-place "_" stripped) -> (class, shipped operator in the
+# forward pass, shipped operator in the backward pass).  None: no shipped counterpart
+# (the class's coefficients apply).  mm/addmm are decided by their operands (recorder._classify).
+SHIPPED_OP = {
+    "bmm": ("bmm", "BatchMatMul_Forward", "BatchMatMul_Backward"),
+    "baddbmm": ("bmm", "BatchMatMul_Forward", "BatchMatMul_Backward"),
+    "convolution": ("conv_fwd", "Conv2d_Forward", "Conv2d_Forward"),
+    "_convolution": ("conv_fwd", "Conv2d_Forward", "Conv2d_Forward"),
+    "convolution_backward": ("conv_bwd_weight", "Conv2d_Backward_Weight", "Conv2d_Backward_Weight"),
+    # autograd sums the gradients of a tensor used twice with add: the artifact's Add_MultiGredient
+    "add": ("elementwise", "Add_Forward", "Add_MultiGredient"),
+    "sub": ("elementwise", "Subtract_Forward", "Subtract_Backward"),
+    "rsub": ("elementwise", "Subtract_Forward", "Subtract_Backward"),
+    "mul": ("elementwise", "Multiply_Forward", "Multiply_Backward"),
+    "div": ("elementwise", "Divide_Forward", "Divide_Backward_A"),
+    "pow": ("elementwise", "Power_Forward", "Power_Backward"),
+    "sqrt": ("elementwise", "Sqrt_Forward", "Sqrt_Backward"),
+    "rsqrt": ("elementwise", "Sqrt_Forward", "Sqrt_Backward"),
+    "tanh": ("elementwise", "Tanh_Forward", "Tanh_Forward"),
+    "tanh_backward": ("elementwise", "Tanh_Backward", "Tanh_Backward"),
+    "relu": ("elementwise", "ReLU_Forward", "ReLU_Forward"),
+    "threshold_backward": ("elementwise", "ReLU_Backward", "ReLU_Backward"),
+    "gelu": ("elementwise", "Erf_Forward", "Erf_Forward"),
+    "gelu_backward": ("elementwise", "Erf_Backward", "Erf_Backward"),
+    "native_dropout": ("elementwise", "Dropout_Forward", "Dropout_Forward"),
+    "native_dropout_backward": ("elementwise", "Dropout_Backward", "Dropout_Backward"),
+    "sum": ("reduction", "Sum_Forward", "Sum_Forward"),
+    "mean": ("reduction", "Sum_Forward", "Sum_Forward"),
+    "amax": ("reduction", None, None),
+    "max": ("reduction", None, None),
+    "var_mean": ("reduction", None, None),
+    "linalg_vector_norm": ("reduction", None, None),
+    "native_layer_norm": ("reduction", None, None),
+    "native_layer_norm_backward": ("reduction", None, None),
+    "nll_loss_forward": ("reduction", "makeLoss", "makeLoss"),
+    "nll_loss_backward": ("elementwise", None, None),
+    "_softmax": ("softmax", "SoftmaxBasic_Forward", "SoftmaxBasic_Forward"),
+    "_safe_softmax": ("softmax", "SoftmaxBasic_Forward", "SoftmaxBasic_Forward"),
+    "_log_softmax": ("softmax", "SoftmaxBasic_Forward", "SoftmaxBasic_Forward"),
+    "_softmax_backward_data": ("softmax", "SoftmaxBasic_Backward", "SoftmaxBasic_Backward"),
+    "_log_softmax_backward_data": ("softmax", "SoftmaxBasic_Backward", "SoftmaxBasic_Backward"),
+    "embedding": ("gather", "GatherV2_Forward", "GatherV2_Forward"),
+    "embedding_dense_backward": ("gather", "GatherV2_Backward", "GatherV2_Backward"),
+    "index_select": ("gather", "GatherV2_Forward", "GatherV2_Forward"),
+    "gather": ("gather", "GatherV2_Forward", "GatherV2_Forward"),
+    "index_add": ("gather", "GatherV2_Backward", "GatherV2_Backward"),
+    "scatter_add": ("gather", "GatherV2_Backward", "GatherV2_Backward"),
+    "cat": ("copy", "Concat_Forward", "Concat_Backward"),
+    "native_batch_norm": ("norm", "BatchNorm2d_Forward", "BatchNorm2d_Forward"),
+    "_native_batch_norm_legit": ("norm", "BatchNorm2d_Forward", "BatchNorm2d_Forward"),
+    "_native_batch_norm_legit_functional": ("norm", "BatchNorm2d_Forward", "BatchNorm2d_Forward"),
+    "native_batch_norm_backward": ("norm", "BatchNorm2d_Backward", "BatchNorm2d_Backward"),
+    "max_pool2d_with_indices": ("reduction", "MaxPool2d_Forward", "MaxPool2d_Forward"),
+    "max_pool2d_with_indices_backward": ("pool_bwd", "MaxPool2d_Backward", "MaxPool2d_Backward"),
+    "_adaptive_avg_pool2d": ("reduction", "AdaptiveAvgPool2d_Forward", "AdaptiveAvgPool2d_Forward"),
+    "_adaptive_avg_pool2d_backward": ("pool_bwd", "AdaptiveAvgPool2d_Backward", "AdaptiveAvgPool2d_Backward"),
+    "avg_pool2d": ("reduction", None, None),
+    "avg_pool2d_backward": ("pool_bwd", None, None),
+}
+# everything the optimizer step runs
+OPTIMIZER_OP = ("optimizer", "Apply_Grad")
 
 CALIBRATION_SCHEMA = "g10core-kernel-time-calibration"
 DEFAULT_CALIBRATION_FILE = "calibration_a100_g10_v1.json"
