@@ -283,3 +283,19 @@ def test_family_errors_name_the_argument():
         capture_family("gpt2", "small", batch=1, seq_len=2048)
     with pytest.raises(ValueError, match="dtype"):
         capture_family("gpt2", "small", batch=1, seq_len=8, dtype="int8")
+
+
+def test_a_shipped_llm_trace_is_what_the_capture_makes_today(traces_dir):
+    # the shipped traces are reproducible from the code (python -m g10core.capture.llm rewrites them)
+    from g10core.capture.llm import LLM_WORKLOADS
+
+    w = LLM_WORKLOADS[0]
+    fresh = capture_family(w.family, w.size, batch=w.batch, seq_len=w.seq_len, name=w.model)
+    shipped = read_trace(traces_dir / w.file_name)
+    if shipped.attrs["capture_torch_version"] == fresh.attrs["capture_torch_version"]:
+        assert_same_trace(fresh, shipped)
+    else:  # another PyTorch may decompose a few operators differently
+        assert abs(fresh.footprint_bytes / shipped.footprint_bytes - 1) < 0.1
+        assert abs(fresh.n_kernels / shipped.n_kernels - 1) < 0.1
+    for key in ("capture_model_config", "capture_n_parameters", "calibration_version", "capture_forward_kernels"):
+        assert shipped.attrs[key] == fresh.attrs[key]
