@@ -306,6 +306,9 @@ def add_trace_parser(subparsers) -> None:
     add_json_option(s)
     s.set_defaults(func=_cmd_trace_synth)
 
+    from .capture.commands import add_capture_command  # `trace capture` (g10core.capture; needs torch to run)
+    add_capture_command(sub)
+
 
 # ---- run, hints, reproduce, report ---------------------------------------------
 
@@ -469,6 +472,9 @@ def add_reproduce_parser(subparsers) -> None:
     add_config_options(f)
     add_json_option(f)
     f.set_defaults(func=_cmd_reproduce_fig11)
+
+    from .capture.commands import add_llm_command  # `reproduce llm` (the captured LLM traces)
+    add_llm_command(sub)
 
 
 def _cmd_report_fig11(args) -> int:
