@@ -299,3 +299,24 @@ def test_a_shipped_llm_trace_is_what_the_capture_makes_today(traces_dir):
         assert abs(fresh.n_kernels / shipped.n_kernels - 1) < 0.1
     for key in ("capture_model_config", "capture_n_parameters", "calibration_version", "capture_forward_kernels"):
         assert shipped.attrs[key] == fresh.attrs[key]
+
+
+def test_another_calibration_and_gpu_are_used_and_recorded(tiny, tmp_path):
+    from dataclasses import replace
+
+    from g10core.capture import ProfilingGPU, load_calibration
+
+    shipped = load_calibration()
+    slower = replace(shipped, version="test-v0",
+                     classes={k: replace(c, overhead_us=2 * c.overhead_us) for k, c in shipped.classes.items()},
+                     ops={k: replace(c, overhead_us=2 * c.overhead_us) for k, c in shipped.ops.items()})
+    path = slower.write(tmp_path / "cal.json")
+    other = tiny_trace(calibration=path)
+    assert other.attrs["calibration_version"] == "test-v0"
+    assert np.all(other.kernel_time_ideal_ns > tiny.kernel_time_ideal_ns)
+    assert np.array_equal(other.tensor_size_bytes, tiny.tensor_size_bytes)
+    h100ish = tiny_trace(gpu=ProfilingGPU(name="faster GPU", memory_bandwidth_GBps=3350.0, fp32_peak_TFLOPs=67.0))
+    assert h100ish.profiling_gpu == "faster GPU (predicted)"
+    assert h100ish.ideal_time_ns <= tiny.ideal_time_ns
+    with pytest.raises(ValueError, match="calibration"):
+        tiny_trace(calibration=3)

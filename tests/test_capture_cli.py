@@ -36,10 +36,10 @@ def test_capture_writes_a_valid_trace_with_provenance(tmp_path, capsys):
 
 def test_capture_human_output_has_units(tmp_path, capsys):
     pytest.importorskip("torch")
-    code, stdout, _ = run(capsys, "trace", "capture", "llama", "--batch", "1", "--seq-len", "8",
-                          "-o", str(tmp_path / "l.h5"))
+    code, stdout, _ = run(capsys, "trace", "capture", "bert-base", "--batch", "1", "--seq-len", "8", "--optimizer",
+                          "sgd", "-o", str(tmp_path / "b.h5"))
     assert code == 0
-    assert "llama-1b (1,100,048,384 parameters)" in stdout and "GiB" in stdout and "calibration a100-g10-v1" in stdout
+    assert "bert-base (109,483,778 parameters)" in stdout and "GiB" in stdout and "calibration a100-g10-v1" in stdout
 
 
 @pytest.mark.parametrize("argv,words", [

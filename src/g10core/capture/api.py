@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -9,7 +10,7 @@ import torch
 
 from ..trace import Trace, validate_trace
 from .recorder import CaptureError, KernelRecorder, storage_key
-from .timing import KernelFeatures, KernelTimeModel, ProfilingGPU, load_calibration
+from .timing import Calibration, KernelFeatures, KernelTimeModel, ProfilingGPU, load_calibration
 
 META = torch.device("meta")
 
@@ -21,6 +22,15 @@ def _to_meta(x):
     if x.device == META:
         return x
     return torch.empty_like(x, device=META).requires_grad_(x.requires_grad)
+
+
+def resolve_calibration(calibration) -> Calibration:
+    """A :class:`Calibration` as given, the one in a JSON file (path), or the shipped one (None)."""
+    if calibration is None or isinstance(calibration, Calibration):
+        return load_calibration() if calibration is None else calibration
+    if isinstance(calibration, (str, os.PathLike)):
+        return load_calibration(calibration)
+    raise ValueError(f"calibration: expected a Calibration, a path or None, got {type(calibration).__name__}")
 
 
 def _make_optimizer(optimizer, params):
@@ -79,9 +89,7 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
     """
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
-    cal = calibration if calibration is not None and not isinstance(calibration, (str, bytes)) else None
-    cal = cal or load_calibration(calibration if isinstance(calibration, str) else None)
-    time_model = KernelTimeModel(cal, gpu)
+    time_model = KernelTimeModel(resolve_calibration(calibration), gpu)
 
     if isinstance(example_inputs, dict):
         args, kwargs = (), {k: _to_meta(v) for k, v in example_inputs.items()}

@@ -93,9 +93,9 @@ def bert_comparison(shipped=None, *, variants=tuple(VARIANTS), calibration=None)
     facts.update(n_params=int(first.attrs["capture_n_parameters"]),
                  param_GiB=first.attrs["capture_parameter_bytes"] / GiB,
                  version=first.attrs["calibration_version"])
-    from .timing import load_calibration
+    from .api import resolve_calibration
 
-    cal = load_calibration(calibration) if not hasattr(calibration, "ops") else calibration
+    cal = resolve_calibration(calibration)
     facts["lbi_rate"] = (cal.ops["Linear_Backward_Input"].compute_efficiency
                          / cal.ops["Linear_Forward"].compute_efficiency)
     for prefix, v in (("pg", "published-graph"), ("pd", "pytorch-default")):
