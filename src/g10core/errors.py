@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "ArtifactError", "CannotFit", "EvictionRuleError",
+__all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "ArtifactError", "CannotFit", "CaptureError", "EvictionRuleError",
            "TensorSimError", "SimulationError"]
 
 _IN_MEMORY_TRACE = "<in-memory trace>"
@@ -112,6 +112,10 @@ class CannotFit(InputError):
 
 class TensorSimError(InputError):
     """An input of the tensor-level simulator is invalid; the message names it."""
+
+
+class CaptureError(InputError):
+    """A model's training iteration cannot be captured (e.g. an operator needs tensor values)."""
 
 
 class EvictionRuleError(InputError):

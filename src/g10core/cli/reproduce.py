@@ -56,3 +56,6 @@ def add_parser(subparsers) -> None:
     add_config_options(f)
     add_json_option(f)
     f.set_defaults(func=_cmd_reproduce_fig11)
+
+    from .capture import add_llm_command       # `reproduce llm`: every policy on the captured LLM traces
+    add_llm_command(sub)

@@ -189,3 +189,6 @@ def add_parser(subparsers) -> None:
     s.add_argument("--batch-size", type=int, default=1, metavar="B", help="batch size to record (default 1)")
     add_json_option(s)
     s.set_defaults(func=_cmd_trace_synth)
+
+    from .capture import add_capture_command   # `trace capture` (g10core.capture; needs torch to run)
+    add_capture_command(sub)
