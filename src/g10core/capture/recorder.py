@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import math
 
-from ..errors import CaptureError  # noqa: F401 (raised here; importable from here)
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from ..errors import CaptureError  # noqa: F401 (raised here; importable from here)
 from ..trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES
 from .timing import OPTIMIZER_OP, SHIPPED_OP
 
