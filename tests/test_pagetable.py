@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from g10core._pagetable import PageTable
-from g10core.types import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
+from g10core.codes import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
 
 SIZES = [3, 1, 4, 2, 5]                      # pages per tensor
 FIRST = np.concatenate(([0], np.cumsum(SIZES)[:-1]))

@@ -25,7 +25,7 @@ def test_hint_rec_is_packed():
 
 
 def test_codes_are_the_compiled_ones():
-    from g10core import _replay, types
+    from g10core import _replay, codes as types
 
     lay = _replay.layout()
     assert lay["tiers"] == {"none": types.TIER_NONE, "not_present": types.TIER_NOT_PRESENT, "ssd": types.TIER_SSD,
@@ -38,7 +38,7 @@ def test_codes_are_the_compiled_ones():
 
 
 def test_record_dtypes_match_their_structs():
-    from g10core import _replay, types
+    from g10core import _replay, codes as types
 
     lay = _replay.layout()
     for dtype, key in ((types.KERNEL_ROW_DTYPE, "kernel_row"), (types.TRAFFIC_ROW_DTYPE, "traffic_row")):
@@ -48,7 +48,7 @@ def test_record_dtypes_match_their_structs():
 
 
 def test_rows_convert_between_records_and_columns():
-    from g10core import types
+    from g10core import codes as types
 
     cols = np.arange(30, dtype=np.int64).reshape(3, 10)
     rec = types.as_records(cols, types.KERNEL_ROW_DTYPE)
@@ -57,7 +57,7 @@ def test_rows_convert_between_records_and_columns():
 
 
 def test_policies_and_hint_dtype_come_from_one_place():
-    from g10core import policies, types
+    from g10core import codes as types, policies
 
     assert policies.HINT_DTYPE is types.HINT_DTYPE
     assert (policies.HINT_TO_GPU, policies.HINT_TO_SSD, policies.HINT_TO_HOST, policies.HINT_FREE) == (0, 1, 2, 3)

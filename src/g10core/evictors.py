@@ -58,14 +58,11 @@ from typing import Callable
 import numpy as np
 
 from ._evict import NEVER, ArrivalOrderEvictor, DeepUMWindowEvictor, ScoreEvictor
+from .errors import EvictionRuleError
 
 SCORE_ARGUMENTS = ("now_kernel", "tensor", "resident_pages", "size_pages", "last_use_kernel",
                    "next_use_kernel", "arrival_seq")
 SCORE_SIGNATURE = "float64(int64, int64, int64, int64, int64, int64, int64)"
-
-
-class EvictionRuleError(ValueError):
-    """An eviction rule name or a user's score function is invalid; the message names it."""
 
 
 @dataclass(frozen=True)

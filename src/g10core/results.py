@@ -37,7 +37,7 @@ BREAKDOWN_KEYS = ("compute", "overlap", "stall")
 
 # columns of the compiled replay's per-kernel rows (``_replay.Replay.run()["kernels"]``):
 # the fields of struct kernel_row (_types.pxd), mirrored in types.KERNEL_ROW_DTYPE
-from .types import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, as_columns  # noqa: E402
+from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, as_columns  # noqa: E402
 
 
 # ---- the artifact's statistics (moved here from reference.py) -------------------

@@ -25,12 +25,13 @@ import numpy as np
 from . import __version__, evictors, policies, results
 from ._replay import Replay
 from .analysis import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
-from .config import ConfigError, SimConfig, preset, resolve
+from .artifact_constants import ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
+from .config import SimConfig, preset, resolve
+from .errors import ConfigError, SimulationError  # noqa: F401 (SimulationError: part of this module's API)
 from .hints import HintFile, action_counts, check_belongs, trace_digest, validate_hints
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
-from .reference import ArtifactConstants, kernel_cycles, liveness
 from .results import Result
-from .types import KERNEL_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
+from .codes import KERNEL_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 
 GiB = 1 << 30
@@ -153,10 +154,6 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
 # Simulator: validation, policy dispatch, invariants, Result
 # ============================================================================
 
-class SimulationError(RuntimeError):
-    """An internal invariant of a run broke: a bug in g10core, never bad input."""
-
-
 def _as_config(config) -> SimConfig:
     if config is None:
         return preset("g10-artifact")
@@ -195,6 +192,13 @@ def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
     if c.host_batch < 1:
         raise ConfigError(f"host.bandwidth_GBps = {cfg.host.bandwidth_GBps:g} with {link} gives 0 host pages "
                           "per transfer slot; raise host.bandwidth_GBps or link.batch_pages")
+    if c.alloc_batch < 1:
+        page = cfg.gpu.page_size_bytes
+        malloc = round(cfg.gpu.malloc_us_per_byte * page / 1e6 * c.freq_hz)
+        raise ConfigError(f"gpu.malloc_us_per_byte = {cfg.gpu.malloc_us_per_byte:g} makes one {page}-byte page "
+                          f"take {malloc} cycles to allocate, longer than a transfer slot ({c.tick_cycles} cycles "
+                          f"for {link}): no page could ever be allocated; lower gpu.malloc_us_per_byte or raise "
+                          "link.batch_pages")
     if c.gpu_pages < 1:
         raise ConfigError(f"gpu.memory_GiB = {cfg.gpu.memory_GiB:g} is less than one "
                           f"{cfg.gpu.page_size_bytes}-byte page")
@@ -401,6 +405,7 @@ class Simulator:
         if hints is not None:
             hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, hint_info.get("path"))
         check_fits(trace, self.gpu_memory_bytes)
+        check_cycles_fit(trace, cfg, path)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
                       trace=ident)
         meta = {}
@@ -518,6 +523,7 @@ def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, st
     trace, path = _resolve_trace(trace)
     pol = _resolve_policy(policy, cfg)
     check_fits(trace, sim.gpu_memory_bytes)
+    check_cycles_fit(trace, cfg, path)
     plan = pol.plan(trace, cfg) if pol.level == "page" else None
     if isinstance(plan, PagePlan):
         h = plan.hints if plan.apply_hints else empty_hints()

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .types import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
+from .codes import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
 from .config import ConfigError
 
 __all__ = ["FaultHandlerSpec", "FaultHandler", "PREFETCHERS", "EVICT_DESTINATIONS", "TIERS", "CAUSES",

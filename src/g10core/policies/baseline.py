@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import HINT_DTYPE, HINT_TO_GPU, IdealPlan, Policy, register
+from ..codes import HINT_DTYPE, HINT_TO_GPU
+from .base import IdealPlan, Policy, register
 
 
 @register

@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import analysis, tensorsim
+from ..codes import ACTION_NAMES, HINT_DTYPE, HINT_TO_SSD
 from ..trace import Trace
-from . import ACTION_NAMES, HINT_DTYPE, HINT_TO_SSD, TensorPolicy, register
+from .base import TensorPolicy, register
 
 GiB = 1 << 30
 LOSS_KERNEL_NAME = "makeLoss"

@@ -43,8 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis import CannotFit, Vitality, analyze, check_fits  # noqa: F401 (CannotFit re-exported)
+from ..codes import HINT_DTYPE
 from ..trace import Trace
-from . import HINT_DTYPE, Policy, register
+from .base import Policy, register
 
 __all__ = ["CannotFit", "Schedule", "SchedulerParams", "VARIANTS", "plan", "schedule", "scheduler_params", "G10"]
 
@@ -89,7 +90,7 @@ class Schedule:
 
     def counts(self) -> dict:
         """Hints per action name."""
-        from . import ACTION_NAMES
+        from ..codes import ACTION_NAMES
         return {name: int(np.count_nonzero(self.hints["action"] == a)) for a, name in ACTION_NAMES.items()}
 
 

@@ -2,7 +2,11 @@
 
 Each value here equals its C definition in ``_types.pxd`` (``tests/test_types.py``
 compares them with what the compiled modules report), so Python code never spells a
-code as a bare number.
+code as a bare number.  (Not ``types.py``: that name would shadow the standard
+library's ``types`` for any script run from this folder.)
+
+A leaf module: it imports nothing from g10core, so every layer (trace and hint files,
+the simulators, the policies) can use the codes without importing the policy registry.
 """
 from __future__ import annotations
 
