@@ -98,7 +98,11 @@ def test_bad_arguments_are_refused(call):
 
 import json  # noqa: E402
 
-from g10core.uvmmicro import main  # noqa: E402
+from g10core.cli import main as g10sim  # noqa: E402
+
+
+def main(argv):
+    return g10sim(["uvm-micro", *argv])
 
 
 def test_cli_prefetch_json(capsys):
