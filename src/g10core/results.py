@@ -34,6 +34,7 @@ SCHEMA_VERSION = 1
 FAULT_KEYS = ("host", "ssd", "unallocated")
 TRAFFIC_KEYS = ("ssd_to_gpu", "gpu_to_ssd", "host_to_gpu", "gpu_to_host")
 BREAKDOWN_KEYS = ("compute", "overlap", "stall")
+TRANSLATION_KEY = ("translation",)   # a fourth part in the detailed preset (breakdown_with_translation)
 
 # columns of the compiled replay's per-kernel rows (``_replay.Replay.run()["kernels"]``):
 # the fields of struct kernel_row (_types.pxd), mirrored in types.KERNEL_ROW_DTYPE
@@ -42,8 +43,12 @@ from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, as_columns  # noqa: E402
 
 # ---- the artifact's statistics (moved here from reference.py) -------------------
 
-def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=False):
+def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=False, translation=None):
     """Per-iteration totals and the time breakdown, the way the artifact's Stat computes them.
+
+    ``translation``: per executed kernel, the cycles address translation added (the detailed
+    preset): the breakdown is then :func:`breakdown_with_translation`'s, whose four parts add
+    up to each kernel's time, and each iteration gets a ``translation`` total.
 
     ``kernels``: rows ``(iteration, kernel, start, end, in_transfer, host, ssd,
     unallocated, ...)`` in execution order; ``pcie``: rows ``(iteration, time, alloc,
@@ -89,11 +94,21 @@ def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=
             begin = None
     if begin is not None:
         busy.append((begin, last_end))
-    per_kernel = breakdown(spans, busy, t11)
-    for (it, k, comp, ov, st) in per_kernel:
-        its[it]["compute"] += comp
-        its[it]["overlap"] += ov
-        its[it]["stall"] += st
+    if translation is None:
+        per_kernel = breakdown(spans, busy, t11)
+        for (it, k, comp, ov, st) in per_kernel:
+            its[it]["compute"] += comp
+            its[it]["overlap"] += ov
+            its[it]["stall"] += st
+    else:
+        per_kernel = breakdown_with_translation(spans, busy, t11, translation)
+        for d in its:
+            d["translation"] = 0
+        for (it, k, comp, ov, st, tr) in per_kernel:
+            its[it]["compute"] += comp
+            its[it]["overlap"] += ov
+            its[it]["stall"] += st
+            its[it]["translation"] += tr
     return dict(iterations=its, kernels=kernels, host_overflow=host_overflow,
                 per_kernel_breakdown=per_kernel)
 
@@ -145,12 +160,41 @@ def breakdown(spans, busy, t11):
     return out
 
 
-def summarize_replay(raw: dict, t11, t00, iterations: int) -> dict:
-    """:func:`summarize` of the compiled replay's output dict (``Replay.run()``)."""
+def breakdown_with_translation(spans, busy, t11, translation):
+    """The detailed preset's breakdown: four parts that add up to each kernel's time.
+
+    A kernel's time T (its end minus the previous kernel's end) is its work t11 + X (X: the
+    cycles translation added) plus S = T - t11 - X, the time its slowest SM waited on
+    faults and pages in flight.  With B the cycles of the span during which a transfer or a
+    fault batch was in flight: stall = S; overlap = B - S clipped to [0, t11] (transfers
+    under computing SMs); compute = t11 - overlap; translation = X.
+    """
+    out = []
+    bi = 0
+    for i, (s, e, it, k) in enumerate(spans):
+        x = int(translation[i])
+        ideal = int(t11[k])
+        stall = max(e - s - ideal - x, 0)
+        while bi < len(busy) and busy[bi][1] <= s:
+            bi += 1
+        acc = 0
+        j = bi
+        while j < len(busy) and busy[j][0] < e:
+            acc += min(e, busy[j][1]) - max(s, busy[j][0])
+            j += 1
+        ov = min(max(acc - stall, 0), ideal)
+        out.append((it, k, ideal - ov, ov, e - s - x - ideal, x))
+    return out
+
+
+def summarize_replay(raw: dict, t11, t00, iterations: int, translation: bool = False) -> dict:
+    """:func:`summarize` of the compiled replay's output dict (``Replay.run()``); ``translation``:
+    the breakdown with a translation part (:func:`breakdown_with_translation`)."""
     kernels = [tuple(r) for r in np.asarray(raw["kernels"], np.int64).tolist()]
     pcie = [(i, 0, *row) for i, row in enumerate(np.asarray(raw["pcie"], np.int64).tolist())]
     bounds = [(0, t, b) for t, b in np.asarray(raw["boundaries"], np.int64).reshape(-1, 2).tolist()]
-    return summarize(len(t11), t11, t00, kernels, pcie, bounds, iterations, bool(raw["host_overflow"]))
+    tr = np.asarray(raw["translation_cycles"], np.int64) if translation else None
+    return summarize(len(t11), t11, t00, kernels, pcie, bounds, iterations, bool(raw["host_overflow"]), tr)
 
 
 # ---- result types ---------------------------------------------------------------
@@ -168,7 +212,7 @@ class IterationStats:
     ideal_time_s: float
     faults_pages: dict             # host, ssd, unallocated: pages faulted, summed over kernels
     traffic_pages: dict            # ssd_to_gpu, gpu_to_ssd, host_to_gpu, gpu_to_host
-    breakdown_s: dict              # compute, overlap, stall
+    breakdown_s: dict              # compute, overlap, stall (and translation: the detailed preset)
     in_transfer_pages: int = 0     # faulting pages found already in flight
     allocated_pages: int = 0       # pages given a GPU frame (fetches included)
     all_fault_time_s: float | None = None   # sum of t00: every page faulting (page level)
@@ -192,7 +236,8 @@ class IterationStats:
             "in_transfer_pages": int(self.in_transfer_pages),
             "traffic_pages": {k: int(self.traffic_pages[k]) for k in TRAFFIC_KEYS},
             "allocated_pages": int(self.allocated_pages),
-            "breakdown_s": {k: float(self.breakdown_s[k]) for k in BREAKDOWN_KEYS},
+            "breakdown_s": {k: float(self.breakdown_s[k]) for k in BREAKDOWN_KEYS + TRANSLATION_KEY
+                            if k in self.breakdown_s},
         }
 
 
@@ -317,9 +362,11 @@ def jsonable(obj):
 
 # ---- builders -----------------------------------------------------------------
 
-def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, **common) -> Result:
-    """A page-level Result from the compiled replay's output dict."""
-    s = summarize_replay(raw, t11, t00, iterations)
+def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, translation: bool = False,
+                **common) -> Result:
+    """A page-level Result from the compiled replay's output dict; ``translation``: the detailed
+    preset's breakdown (compute + overlap + stall + translation = the iteration time)."""
+    s = summarize_replay(raw, t11, t00, iterations, translation)
     hz = float(freq_hz)
     its = []
     for i, d in enumerate(s["iterations"]):
@@ -330,7 +377,7 @@ def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, **common)
             faults_pages={"host": d["host_faults"], "ssd": d["ssd_faults"], "unallocated": d["unalloc_faults"]},
             traffic_pages={"ssd_to_gpu": d["in_ssd"], "gpu_to_ssd": d["out_ssd"],
                            "host_to_gpu": d["in_host"], "gpu_to_host": d["out_host"]},
-            breakdown_s={"compute": d["compute"] / hz, "overlap": d["overlap"] / hz, "stall": d["stall"] / hz},
+            breakdown_s={k: d[k] / hz for k in BREAKDOWN_KEYS + TRANSLATION_KEY if k in d},
             in_transfer_pages=d["in_transfer"],
             allocated_pages=d["alloc"],
             all_fault_time_s=d["pf_cycles"] / hz,
@@ -339,8 +386,10 @@ def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, **common)
         ))
     rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
     kern = {name: rows[:, j].copy() for j, name in enumerate(KERNEL_COLUMNS)}
-    pk = np.asarray(s["per_kernel_breakdown"], np.int64).reshape(-1, 5)
+    pk = np.asarray(s["per_kernel_breakdown"], np.int64).reshape(-1, 6 if translation else 5)
     kern["compute_cycles"], kern["overlap_cycles"], kern["stall_cycles"] = pk[:, 2], pk[:, 3], pk[:, 4]
+    if translation:
+        kern["translation_cycles"] = pk[:, 5]
     return Result(level="page", iterations=tuple(its), kernels=kern,
                   ideal_time_s=int(np.sum(t11)) / hz, **common)
 
