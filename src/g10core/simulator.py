@@ -8,7 +8,7 @@ policy's own simulation; ``ideal``: the sum of ideal kernel times), checks the
 invariants of the outcome and returns a :class:`~g10core.results.Result`.
 
     >>> from g10core.simulator import Simulator
-    >>> r = Simulator("g10-artifact").run("traces/bert_base-b256.h5", "g10")  # doctest: +SKIP
+    >>> r = Simulator("g10-artifact").run("bert_base-b256", "g10")         # doctest: +SKIP
     >>> r.iteration_time_s                                                  # doctest: +SKIP
     7.311024...
 """
@@ -31,6 +31,7 @@ from .policies import HINT_FREE, Policy, empty_hints
 from .reference import ArtifactConstants, kernel_cycles, liveness
 from .results import Result
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
+from .tracestore import resolve_trace
 
 EVICTION_CODES = {"lru": 0, "deepum": 1}
 GiB = 1 << 30
@@ -213,7 +214,8 @@ def _resolve_policy(policy, cfg) -> Policy:
 
 def _resolve_trace(trace) -> tuple[Trace, str | None]:
     if isinstance(trace, (str, os.PathLike)):
-        return read_trace(trace), os.fspath(trace)
+        path = resolve_trace(trace)     # a path, or a trace name (g10core.tracestore)
+        return read_trace(path), os.fspath(path)
     if isinstance(trace, Trace):
         validate_trace(trace)           # in-memory traces get the same checks as files
         return trace, None
