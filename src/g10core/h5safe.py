@@ -163,6 +163,12 @@ def read_safely(read, path, timeout_s: float | None = None):
         code = 0
         try:
             os.close(rfd)
+            # a crash here is reported by the parent in one line: no fault report on stderr
+            import faulthandler
+
+            faulthandler.disable()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
             try:
                 message = ("ok", read(path))
             except BaseException as exc:             # noqa: BLE001 (sent to the parent, re-raised there)

@@ -222,6 +222,17 @@ def _resolve_trace(trace) -> tuple[Trace, str | None]:
     raise ValueError(f"trace: expected a Trace or a path, got {type(trace).__name__}")
 
 
+def _check_fits(trace: Trace, path: str | None, gpu_memory_bytes: int) -> None:
+    """``check_fits``, naming the trace file in the refusal (a refusal names the file)."""
+    try:
+        check_fits(trace, gpu_memory_bytes)
+    except CannotFit as exc:
+        if path is None:
+            raise
+        raise CannotFit(exc.kernel, exc.working_set_bytes, exc.gpu_memory_bytes,
+                        f"{path} ({trace.model}-b{trace.batch_size})") from None
+
+
 def trace_identity(trace: Trace, path: str | None) -> dict:
     ident = {"path": path}
     ident.update(trace.identity())
@@ -393,7 +404,7 @@ class Simulator:
             if pol.level == "page" and (pol.ideal or not pol.apply_hints):
                 raise ValueError(f"policy {pol.name!r} applies no hints; replay a hint table with "
                                  "--policy g10 (LRU fallback) or deepum (window-aware eviction)")
-        check_fits(trace, self.gpu_memory_bytes)
+        _check_fits(trace, path, self.gpu_memory_bytes)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
                       trace=ident)
         hz = self.constants.freq_hz
@@ -515,7 +526,7 @@ def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, st
     sim = Simulator(cfg)
     trace, path = _resolve_trace(trace)
     pol = _resolve_policy(policy, cfg)
-    check_fits(trace, sim.gpu_memory_bytes)
+    _check_fits(trace, path, sim.gpu_memory_bytes)
     if pol.level == "page":
         h = pol.hints(trace) if pol.apply_hints and not pol.ideal else empty_hints()
     elif pol.name == "flashneuron":
