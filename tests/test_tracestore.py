@@ -48,7 +48,13 @@ def test_user_dir_comes_first_and_adds_names(tmp_path, monkeypatch):
     assert tracestore.shipped_traces() == sorted(SHIPPED_NAMES)     # the shipped ones only
 
 
-@pytest.mark.parametrize("asked", ["nope-b1", "sub/bert_base-b256", "nope.h5"])
+def test_a_missing_path_with_folders_is_no_such_file(no_user_dir, tmp_path):
+    with pytest.raises(FileNotFoundError) as info:
+        tracestore.resolve_trace(tmp_path / "sub" / "bert_base-b256")
+    assert info.value.strerror == "no such trace file" and info.value.filename == str(tmp_path / "sub/bert_base-b256")
+
+
+@pytest.mark.parametrize("asked", ["nope-b1", "nope.h5"])
 def test_unknown_name_says_what_was_asked_and_how_to_list(asked, no_user_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError) as info:

@@ -24,6 +24,7 @@ from . import __version__
 from .config import ConfigError
 from .g10artifact import MODEL_NAMES, ArtifactError, available_workloads, load_workload
 from .trace import SCHEMA_VERSION, GiB, TraceError, read_trace, summarize, write_trace
+from .tracestore import describe_traces, resolve_trace, shipped_dir
 from .ssdbench import add_ssd_parser
 
 EXIT_OK = 0
@@ -166,9 +167,10 @@ def _cmd_trace_convert(args) -> int:
     return EXIT_OK
 
 
-def _info(path: str, gpu_memory_GiB: float) -> dict:
+def _info(name_or_path: str, gpu_memory_GiB: float) -> dict:
+    path = resolve_trace(name_or_path)
     trace = read_trace(path)
-    info = {"path": str(path), "file_size_bytes": Path(path).stat().st_size}
+    info = {"path": str(path), "file_size_bytes": path.stat().st_size}
     info.update(summarize(trace, gpu_memory_GiB))
     return info
 
@@ -215,7 +217,7 @@ def _cmd_trace_validate(args) -> int:
     status = EXIT_OK
     for path in args.paths:
         try:
-            trace = read_trace(path)
+            trace = read_trace(resolve_trace(path))
         except EXPECTED_ERRORS as exc:
             print(f"g10sim: error: {_one_line(exc)}", file=sys.stderr)
             status = EXIT_BAD_INPUT
@@ -224,6 +226,18 @@ def _cmd_trace_validate(args) -> int:
             print(f"ok {path}: schema v{trace.attrs.get('schema_version')}, {trace.n_kernels} kernels, "
                   f"{trace.n_tensors} tensors, {trace.n_accesses} accesses")
     return status
+
+
+def _cmd_trace_list(args) -> int:
+    rows = describe_traces()
+    if human(args):
+        print(f"{'name':<20} {'model':<12} {'batch':>5} {'kernels':>7} {'tensors':>7} {'footprint':>11}")
+        for r in rows:
+            print(f"{r['name']:<20} {r['model']:<12} {r['batch_size']:>5} {r['n_kernels']:>7} {r['n_tensors']:>7} "
+                  f"{fmt_bytes(r['footprint_bytes']):>11}" + ("" if r["shipped"] else f"  ({r['path']})"))
+        print(f"{len(rows)} traces; shipped in {shipped_dir()}; a name is looked up in $G10_TRACES_DIR first")
+    emit_json(rows, args.json_path)
+    return EXIT_OK
 
 
 def _cmd_trace_synth(args) -> int:
@@ -253,7 +267,8 @@ def _cmd_trace_synth(args) -> int:
 def add_trace_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "trace", help="convert, inspect, validate and synthesize traces",
-        description="Work with g10core's HDF5 traces (format: traces/README.md).")
+        description="Work with g10core's HDF5 traces (format: g10core/traces/README.md). A TRACE is a file "
+                    "or a trace name (g10sim trace list).")
     sub = p.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
 
     c = sub.add_parser("convert", help="convert the published G10 inputs to HDF5 traces",
@@ -270,15 +285,22 @@ def add_trace_parser(subparsers) -> None:
     add_json_option(c)
     c.set_defaults(func=_cmd_trace_convert)
 
+    t = sub.add_parser("list", help="the trace names: shipped traces and those in $G10_TRACES_DIR",
+                       description="List every trace a command takes by name (bert_base-b256, ...): the traces "
+                                   "shipped with g10core, and the <name>.h5 files of $G10_TRACES_DIR, which come "
+                                   "first. Model, batch, kernels, tensors and footprint of each.")
+    add_json_option(t)
+    t.set_defaults(func=_cmd_trace_list)
+
     i = sub.add_parser("info", help="counts, footprint, memory ratio and ideal time of traces")
-    i.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s)")
+    i.add_argument("paths", nargs="+", metavar="TRACE", help="trace file(s) or name(s), e.g. bert_base-b256")
     i.add_argument("--gpu-memory-GiB", type=positive_float, default=40.0, metavar="GiB",
                    help="GPU memory the memory ratio is taken against (default: 40, an A100-40GB)")
     add_json_option(i)
     i.set_defaults(func=_cmd_trace_info)
 
     v = sub.add_parser("validate", help="check traces; exit 2 naming the first problem of a bad one")
-    v.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s)")
+    v.add_argument("paths", nargs="+", metavar="TRACE", help="trace file(s) or name(s)")
     v.add_argument("-q", "--quiet", action="store_true", help="print only problems")
     v.set_defaults(func=_cmd_trace_validate)
 
@@ -366,7 +388,7 @@ def add_run_parser(subparsers) -> None:
                     "against ideal, faults and traffic by tier, and the compute/overlap/stall breakdown. "
                     "Exit 0 when the run finished, 1 when it failed (cannot fit under the policy, host "
                     "memory overflow), 2 on bad input.")
-    p.add_argument("trace", metavar="TRACE", help="trace file (.h5)")
+    p.add_argument("trace", metavar="TRACE", help="trace file (.h5) or name, e.g. bert_base-b256 (g10sim trace list)")
     p.add_argument("--policy", metavar="P", help=_policy_help())
     p.add_argument("--hints", metavar="FILE.h5",
                    help="replay this hint file (from `g10sim hints` or your own code) instead of the policy's "
@@ -398,7 +420,7 @@ def add_hints_parser(subparsers) -> None:
         "hints", help="write a policy's migration hints to a file",
         description="Compute the hint table (kernel, tensor, action) a policy applies to TRACE and write it as "
                     "HDF5 (format: g10core.hints); `g10sim run TRACE --hints FILE` replays it.")
-    p.add_argument("trace", metavar="TRACE", help="trace file (.h5)")
+    p.add_argument("trace", metavar="TRACE", help="trace file (.h5) or name, e.g. bert_base-b256 (g10sim trace list)")
     p.add_argument("--policy", metavar="P", required=True, help=_policy_help())
     p.add_argument("-o", "--output", metavar="FILE.h5", required=True, help="hint file to write")
     add_config_options(p)
@@ -460,7 +482,8 @@ def add_reproduce_parser(subparsers) -> None:
                     "inceptionv3-b1536, resnet152-b1280, senet154-b1024) under base-uvm, flashneuron, deepum, "
                     "g10-gds, g10-host, g10 and ideal; print time per iteration, ideal/time, the published "
                     "value and the difference, G10's geometric-mean fraction of ideal and its speedups.")
-    f.add_argument("--traces", metavar="DIR", help="folder with <model>-b<batch>.h5 (default: the shipped traces/)")
+    f.add_argument("--traces", metavar="DIR", help="folder with <model>-b<batch>.h5 (default: the traces by name: "
+                                                   "$G10_TRACES_DIR, then the shipped ones)")
     f.add_argument("--plot", metavar="PATH.png", help="also draw the bar chart (matplotlib)")
     f.add_argument("--jobs", type=positive_int, metavar="N", help="worker processes (default: number of CPUs)")
     f.add_argument("--models", nargs="+", metavar="MODEL-bB", help="only these workloads, e.g. bert_base-b256")

@@ -90,8 +90,8 @@ def find_trace(name: str) -> Path | None:
 def resolve_trace(name_or_path) -> Path:
     """A trace file: an existing path as given, else the file of a trace name.
 
-    Raises ``FileNotFoundError`` naming what was asked, where names are looked up and
-    how to list them.
+    Raises ``FileNotFoundError`` naming what was asked; for a bare name, also where names
+    are looked up and how to list them.
     """
     text = os.fspath(name_or_path)
     path = Path(text)
@@ -100,8 +100,29 @@ def resolve_trace(name_or_path) -> Path:
     found = find_trace(text)
     if found is not None:
         return found
+    if _as_name(text) is None:             # a path with folders: it names a file, not a trace
+        raise FileNotFoundError(errno.ENOENT, "no such trace file", text)
     where = "the shipped traces" if user_dir() is None else f"${ENV_TRACES_DIR} ({user_dir()}) and the shipped traces"
     raise FileNotFoundError(
         errno.ENOENT,
         f"no such trace file, and no trace of that name in {where} (`g10sim trace list` shows the names)",
         text)
+
+
+def describe_traces() -> list[dict]:
+    """One row per trace name (``available_traces``): what ``g10sim trace list`` prints.
+
+    Keys: ``name``, ``path``, ``shipped`` (False: from ``$G10_TRACES_DIR``), ``model``,
+    ``batch_size``, ``n_kernels``, ``n_tensors``, ``footprint_bytes``.  Each file is read
+    and validated; a bad one raises its ``TraceError``.
+    """
+    from .trace import read_trace
+
+    shipped = shipped_dir()
+    rows = []
+    for name, path in available_traces().items():
+        t = read_trace(path)
+        rows.append({"name": name, "path": str(path), "shipped": path.parent == shipped, "model": t.model,
+                     "batch_size": int(t.batch_size), "n_kernels": t.n_kernels, "n_tensors": t.n_tensors,
+                     "footprint_bytes": t.footprint_bytes})
+    return rows
