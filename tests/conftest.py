@@ -7,11 +7,10 @@
 * ``SHIPPED_WORKLOADS``, ``SHIPPED_NAMES``, ``assert_same_trace``: plain names,
   ``from conftest import ...``.
 * ``artifact_dir`` (and ``artifact_path()`` for module-level use): the published G10
-  inputs the tests compare with.  ``$G10_ARTIFACT_DIR`` when set, else
-  ``<repo>/../shared/g10_artifact`` when present, else the copy of the parts the tests
-  read that ships in ``tests/fixtures/g10_artifact.tar.xz`` (same content; unpacked
-  once per session into a temporary folder).  So every test runs on a fresh clone.
-  ``G10_REQUIRE_ARTIFACT=1`` insists on the full artifact (an error when it is absent).
+  inputs the tests compare with: the copy of the parts the tests read that ships in
+  ``tests/fixtures/g10_artifact.tar.xz`` (the artifact's content; unpacked once per
+  session into a temporary folder), so every test runs the same way on a fresh clone
+  and in CI; or the full artifact where ``$G10_ARTIFACT_DIR`` points to one.
 """
 from __future__ import annotations
 
@@ -94,14 +93,9 @@ def unpack_artifact_fixture() -> Path:
 
 
 def artifact_path() -> Path:
-    """The published G10 inputs: $G10_ARTIFACT_DIR, ../shared/g10_artifact, or the shipped fixture."""
-    env = os.environ.get("G10_ARTIFACT_DIR")
-    if env:
-        return Path(env)
-    beside = REPO_ROOT.parent / "shared" / "g10_artifact"
-    if _is_artifact(beside) or os.environ.get("G10_REQUIRE_ARTIFACT") == "1":
-        return beside
-    return unpack_artifact_fixture()
+    """The published G10 inputs: ``$G10_ARTIFACT_DIR`` when set, else the shipped fixture."""
+    env = os.environ.get("G10_ARTIFACT_DIR", "").strip()
+    return Path(env) if env else unpack_artifact_fixture()
 
 
 @pytest.fixture(scope="session")
@@ -122,7 +116,7 @@ def artifact_dir() -> Path:
     path = artifact_path()
     if not _is_artifact(path):
         pytest.fail(f"the published G10 inputs are not at {path} "
-                    "(G10_ARTIFACT_DIR / G10_REQUIRE_ARTIFACT: the folder with workloads/ and profiles/)")
+                    "($G10_ARTIFACT_DIR: the folder with workloads/ and profiles/)")
     return path
 
 
