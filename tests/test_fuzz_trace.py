@@ -366,13 +366,13 @@ def test_reproducer_1_zero_time_kernel_on_a_slow_link_finishes(tmp_path):
 
 
 def test_damage_that_crashes_hdf5_in_an_old_format_file_is_refused(tmp_path):
-    # the size of a string attribute's datatype, 16 -> 16 + 512: HDF5 2.0.0 dies with SIGSEGV
-    # reading it; the reader opens files without checksums in a child and reports the crash
+    # the kind of a string attribute's variable-length datatype, 1 (string) -> 3: HDF5 2.0.0
+    # dies with SIGSEGV reading it; the reader opens files without checksums in a child
     small = _old_format_trace(tmp_path)
     data = small.read_bytes()
-    size_byte = data.index(b"profiling_gpu\x00") + 16 + 5     # name padded to 16, then the datatype
-    assert data[size_byte - 5] & 0x0F == 9 and data[size_byte - 1] == 16   # a variable-length type of 16 B
-    bad = _flip(small, tmp_path / "crash.h5", size_byte, data[size_byte] ^ 0x02)
+    datatype = data.index(b"profiling_gpu\x00") + 16          # the name, padded to 16, then the datatype
+    assert data[datatype] & 0x0F == 9 and data[datatype + 1] == 1   # variable-length, a string
+    bad = _flip(small, tmp_path / "crash.h5", datatype + 1, 3)
     for argv in (["trace", "validate", str(bad)], ["run", str(bad), "--policy", "g10"]):
         o = call(argv)
         assert o.crash is None and o.code == 2 and o.err.count("\n") == 1, o.err
