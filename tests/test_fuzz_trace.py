@@ -313,10 +313,9 @@ def _synth(tmp_path, *args) -> tuple[int, Path]:
     return code, path
 
 
-@pytest.mark.xfail(strict=True, reason="replay bug, lead fixes: issue 12 item 1 (a 1-kernel trace stops "
-                                       "every page-level policy: 'the replay stopped: t=... kernel=0')")
 @pytest.mark.parametrize("policy", ["g10", "base-uvm", "deepum"])
 def test_reproducer_1_one_kernel_trace_runs(tmp_path, capsys, policy):
+    # issue 12 item 1: a 1-kernel trace stopped every page-level policy (fixed in the replay)
     code, path = _synth(tmp_path, "--kernels", 1, "--footprint-bytes", 8192, "--pattern", "random", "--seed", 5)
     assert code == 0
     capsys.readouterr()
@@ -341,10 +340,9 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-@pytest.mark.xfail(strict=True, reason="replay bug, lead fixes: issue 12 item 1 (one global 2,160-byte tensor, "
-                                       "kernel time 0, g10 --preset detailed --set link.bandwidth_GBps=1 "
-                                       "allocates without bound: std::bad_alloc in kernel_begin)")
 def test_reproducer_1_zero_time_kernel_on_a_slow_link_finishes(tmp_path):
+    # issue 12 item 1: one global 2,160-byte tensor, kernel time 0, g10 --preset detailed
+    # --set link.bandwidth_GBps=1 allocated without bound (std::bad_alloc; fixed in the replay)
     import os
     import subprocess
     import sys

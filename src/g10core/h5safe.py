@@ -40,6 +40,8 @@ import signal
 import struct
 import time
 
+from .errors import CorruptHDF5
+
 # Lowest and highest HDF5 format versions g10core writes: 1.10 (checksummed metadata,
 # readable by any HDF5 >= 1.10, which every supported h5py has).
 LIBVER = ("v110", "v110")
@@ -51,10 +53,6 @@ H5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, IndexError,
 _SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _GCOL = b"GCOL\x01\x00\x00\x00"          # signature, version 1, 3 reserved bytes
 _GCOL_MIN_BYTES = 4096                   # H5HG_MINSIZE
-
-
-class CorruptHDF5(ValueError):
-    """The file's structure is damaged; ``str()`` says where (a byte offset)."""
 
 
 def _superblock(data) -> tuple[int, int] | None:
