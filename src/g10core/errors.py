@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "ArtifactError", "CannotFit", "CaptureError", "EvictionRuleError",
+__all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError",
+           "CannotFit", "CaptureError", "EvictionRuleError",
            "TensorSimError", "SimulationError"]
 
 _IN_MEMORY_TRACE = "<in-memory trace>"
@@ -81,6 +82,11 @@ class HintError(InputError):
 
     def __reduce__(self):
         return (HintError, (self.path, self.reason, self.row, self.field))
+
+
+class CorruptHDF5(InputError):
+    """An HDF5 file's structure is damaged (``g10core.h5safe``); the trace and hint readers
+    turn it into their own error naming the file."""
 
 
 class ArtifactError(InputError):

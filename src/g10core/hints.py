@@ -35,6 +35,7 @@ import numpy as np
 
 from .codes import HINT_DTYPE
 from .errors import HintError  # noqa: F401 (defined in errors.py; importable from here)
+from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 from .trace import Trace
 
 SCHEMA = "g10core-hints"
@@ -135,7 +136,7 @@ def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_p
         raise FileNotFoundError(2, "no such directory", str(path.parent))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with h5py.File(tmp, "w") as f:
+        with h5py.File(tmp, "w", libver=LIBVER) as f:
             f.attrs["schema"] = SCHEMA
             f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
             f.attrs["policy"] = str(policy)
@@ -150,8 +151,10 @@ def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_p
             if trace_path is not None:
                 f.attrs["trace_path"] = os.fspath(trace_path)
             kw = {}
+            if hints.shape[0] > 0:          # chunked, for the checksum (HDF5 cannot chunk an empty table)
+                kw = dict(chunks=(min(hints.shape[0], 1 << 16),), fletcher32=True)
             if hints.shape[0] > 4096:
-                kw = dict(chunks=(min(hints.shape[0], 1 << 16),), compression="gzip", shuffle=True)
+                kw.update(compression="gzip", shuffle=True)
             f.create_dataset("hints", data=hints, **kw)
         os.replace(tmp, path)
     except BaseException:
@@ -160,48 +163,116 @@ def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_p
     return path
 
 
-def _text(v) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
+def _attr_text(f, path, name: str, default: str | None = None) -> str:
+    """Root attribute ``name`` as a string; anything else is a HintError naming it."""
+    if name not in f.attrs:
+        if default is None:
+            raise HintError(path, f"root attribute {name} is missing")
+        return default
+    value = f.attrs[name]
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HintError(path, f"root attribute {name} = {value!r}: not UTF-8 text") from None
+    if isinstance(value, str):
+        return value
+    raise HintError(path, f"root attribute {name} = {_show(value)}: must be a string")
+
+
+def _attr_int(f, path, name: str) -> int:
+    """Root attribute ``name`` as an integer (an integer number or its decimal text)."""
+    value = f.attrs[name]
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if isinstance(value, (bytes, str)):
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        if text.strip().lstrip("+-").isdigit():
+            return int(text)
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise HintError(path, f"root attribute {name} = {_show(value)}: must be an integer")
+
+
+def _show(value) -> str:
+    """A short, one-line description of an attribute value for an error message."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def read_hints(path, trace: Trace | None = None) -> HintFile:
-    """Read a hint file; with ``trace``, also check that it belongs to it (:func:`check_belongs`)."""
-    import h5py
+    """Read a hint file; with ``trace``, also check that it belongs to it (:func:`check_belongs`).
 
+    A file that is not a hint file, a damaged HDF5 file, or an attribute of the wrong
+    type is a :class:`HintError` naming the file (and the attribute).
+    """
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(2, "no such file", str(path))
+    if path.is_dir():
+        raise HintError(path, "is a directory, not a hint file")
     try:
-        f = h5py.File(path, "r")
-    except FileNotFoundError:
-        raise FileNotFoundError(2, "no such file", str(path)) from None
+        check_global_heaps(path)        # a damaged global heap can hang h5py (g10core.h5safe)
+    except CorruptHDF5 as exc:
+        raise HintError(path, str(exc)) from None
     except OSError as exc:
-        raise HintError(path, f"not a readable HDF5 file ({' '.join(str(exc).split())})") from None
-    with f:
-        schema = _text(f.attrs.get("schema", ""))
-        if schema != SCHEMA:
-            raise HintError(path, f"root attribute schema = {schema!r}; expected {SCHEMA!r} (a hint file "
-                                  "written by `g10sim hints` or g10core.hints.write_hints)")
-        version = int(f.attrs.get("schema_version", -1))
-        if version not in SUPPORTED_SCHEMA_VERSIONS:
-            raise HintError(path, f"schema_version {version} is not supported "
-                                  f"(supported: {', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))})")
-        if "hints" not in f or not isinstance(f["hints"], h5py.Dataset):
-            raise HintError(path, "dataset missing")
-        try:
-            raw = f["hints"][()]
-        except (OSError, TypeError, ValueError) as exc:
-            raise HintError(path, f"cannot read ({' '.join(str(exc).split())})") from None
-        ident = {}
-        for key in ("model", "batch_size", "n_kernels", "n_tensors", "footprint_bytes", "digest"):
-            if f"trace_{key}" in f.attrs:
-                v = f.attrs[f"trace_{key}"]
-                ident[key] = _text(v) if key in ("model", "digest") else int(v)
-        if "trace_path" in f.attrs:
-            ident["path"] = _text(f.attrs["trace_path"])
-        policy = _text(f.attrs.get("policy", ""))
+        raise HintError(path, f"cannot read the file ({exc.strerror or exc})") from None
+    try:
+        raw, policy, ident = read_safely(_read_file, path)   # a child process if the file has no checksums
+    except CorruptHDF5 as exc:
+        raise HintError(path, str(exc)) from None
     hf = HintFile(hints=as_hint_table(np.atleast_1d(raw), path), policy=policy, trace=ident, path=str(path))
     if trace is not None:
         hf = check_belongs(hf, trace)
     return hf
+
+
+def _read_file(path: Path):
+    import h5py
+
+    try:
+        f = h5py.File(path, "r", locking=False)
+    except H5_ERRORS as exc:
+        raise HintError(path, f"not a readable HDF5 file ({h5_reason(exc)})") from None
+    try:
+        with f:
+            return _read_open(f, path)
+    except HintError:
+        raise
+    except H5_ERRORS as exc:
+        raise HintError(path, f"corrupt HDF5 file ({h5_reason(exc)})") from None
+
+
+def _read_open(f, path):
+    import h5py
+
+    schema = _attr_text(f, path, "schema", default="")
+    if schema != SCHEMA:
+        raise HintError(path, f"root attribute schema = {schema!r}; expected {SCHEMA!r} (a hint file "
+                              "written by `g10sim hints` or g10core.hints.write_hints)")
+    if "schema_version" not in f.attrs:
+        raise HintError(path, "root attribute schema_version is missing")
+    version = _attr_int(f, path, "schema_version")
+    if version not in SUPPORTED_SCHEMA_VERSIONS:
+        raise HintError(path, f"schema_version {version} is not supported "
+                              f"(supported: {', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))})")
+    if "hints" not in f or not isinstance(f["hints"], h5py.Dataset):
+        raise HintError(path, "dataset missing")
+    try:
+        raw = f["hints"][()]
+    except H5_ERRORS as exc:
+        raise HintError(path, f"cannot read ({h5_reason(exc)})") from None
+    ident = {}
+    for key in ("model", "batch_size", "n_kernels", "n_tensors", "footprint_bytes", "digest"):
+        name = f"trace_{key}"
+        if name in f.attrs:
+            ident[key] = _attr_text(f, path, name) if key in ("model", "digest") else _attr_int(f, path, name)
+    if "trace_path" in f.attrs:
+        ident["path"] = _attr_text(f, path, "trace_path")
+    policy = _attr_text(f, path, "policy", default="")
+    return raw, policy, ident
 
 
 def check_belongs(hf: HintFile, trace: Trace) -> HintFile:

@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import tracestore
 from .analysis import CannotFit
 from .config import SimConfig, preset
 from .published import FAILS, FIG11_POLICIES, FIG11_WORKLOADS, published_seconds
@@ -36,12 +37,8 @@ _POLICY_COST = {"deepum": 5.0, "base-uvm": 3.0, "g10": 3.0, "g10-gds": 1.0, "g10
 
 
 def default_traces_dir() -> Path:
-    """``$G10_TRACES_DIR``, else the checkout's ``traces/``, else ``./traces``."""
-    env = os.environ.get("G10_TRACES_DIR")
-    if env:
-        return Path(env)
-    shipped = Path(__file__).resolve().parents[2] / "traces"
-    return shipped if shipped.is_dir() else Path("traces")
+    """``$G10_TRACES_DIR``, else the traces shipped in the package (:mod:`g10core.tracestore`)."""
+    return tracestore.traces_dir()
 
 
 def trace_file(traces_dir, model: str, batch: int) -> Path:
@@ -184,16 +181,25 @@ def fig11_tasks(traces_dir=None, *, config: SimConfig | None = None, workloads=F
 
     cfg = preset("g10-artifact") if config is None else config
     Simulator(cfg)                                   # refuse a bad or unsupported config up front
-    traces_dir = default_traces_dir() if traces_dir is None else Path(traces_dir)
     known = registry.names()
     for p in policies:
         if p not in known:
             raise ValueError(f"unknown policy {p!r}; known: {', '.join(known)}")
-    missing = [str(trace_file(traces_dir, m, b)) for m, b in workloads if not trace_file(traces_dir, m, b).is_file()]
-    if missing:
-        raise FileNotFoundError(2, f"trace file(s) missing ({len(missing)}; convert them with "
-                                   "`g10sim trace convert --all`)", missing[0])
-    return [RunTask(m, int(b), p, str(trace_file(traces_dir, m, b)), cfg) for m, b in workloads for p in policies]
+    if traces_dir is None:      # by name: $G10_TRACES_DIR first, then the shipped traces
+        files = {(m, b): tracestore.find_trace(f"{m}-b{int(b)}") for m, b in workloads}
+        missing = [f"{m}-b{int(b)}" for (m, b), path in files.items() if path is None]
+        if missing:
+            raise FileNotFoundError(2, f"no trace of that name ({len(missing)} missing; searched "
+                                       f"{', '.join(map(str, tracestore.search_dirs()))}; "
+                                       "`g10sim trace list` shows the names)", missing[0])
+    else:
+        files = {(m, b): trace_file(traces_dir, m, b) for m, b in workloads}
+        missing = [str(path) for path in files.values() if not path.is_file()]
+        if missing:
+            raise FileNotFoundError(2, f"trace file(s) missing ({len(missing)}; convert them with "
+                                       "`g10sim trace convert --all`, or leave out --traces to use the "
+                                       "shipped ones)", missing[0])
+    return [RunTask(m, int(b), p, str(files[m, b]), cfg) for m, b in workloads for p in policies]
 
 
 def reproduce_fig11(traces_dir=None, *, jobs: int | None = None, progress: bool = True,

@@ -8,7 +8,7 @@ policy's own simulation; ``ideal``: the sum of ideal kernel times), checks the
 invariants of the outcome and returns a :class:`~g10core.results.Result`.
 
     >>> from g10core.simulator import Simulator
-    >>> r = Simulator("g10-artifact").run("traces/bert_base-b256.h5", "g10")  # doctest: +SKIP
+    >>> r = Simulator("g10-artifact").run("bert_base-b256", "g10")         # doctest: +SKIP
     >>> r.iteration_time_s                                                  # doctest: +SKIP
     7.311024...
 """
@@ -33,6 +33,7 @@ from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, Tensor
 from .results import Result
 from .codes import KERNEL_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
+from .tracestore import resolve_trace
 
 GiB = 1 << 30
 
@@ -222,11 +223,23 @@ def _resolve_policy(policy, cfg) -> Policy:
 
 def _resolve_trace(trace) -> tuple[Trace, str | None]:
     if isinstance(trace, (str, os.PathLike)):
-        return read_trace(trace), os.fspath(trace)
+        path = resolve_trace(trace)     # a path, or a trace name (g10core.tracestore)
+        return read_trace(path), os.fspath(path)
     if isinstance(trace, Trace):
         validate_trace(trace)           # in-memory traces get the same checks as files
         return trace, None
     raise ValueError(f"trace: expected a Trace or a path, got {type(trace).__name__}")
+
+
+def _check_fits(trace: Trace, path: str | None, gpu_memory_bytes: int) -> None:
+    """``check_fits``, naming the trace file in the refusal (a refusal names the file)."""
+    try:
+        check_fits(trace, gpu_memory_bytes)
+    except CannotFit as exc:
+        if path is None:
+            raise
+        raise CannotFit(exc.kernel, exc.working_set_bytes, exc.gpu_memory_bytes,
+                        f"{path} ({trace.model}-b{trace.batch_size})") from None
 
 
 def trace_identity(trace: Trace, path: str | None) -> dict:
@@ -404,7 +417,7 @@ class Simulator:
             hint_info = {"source": "array", "policy": ""}
         if hints is not None:
             hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, hint_info.get("path"))
-        check_fits(trace, self.gpu_memory_bytes)
+        _check_fits(trace, path, self.gpu_memory_bytes)
         check_cycles_fit(trace, cfg, path)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
                       trace=ident)
@@ -522,7 +535,7 @@ def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, st
     sim = Simulator(cfg)
     trace, path = _resolve_trace(trace)
     pol = _resolve_policy(policy, cfg)
-    check_fits(trace, sim.gpu_memory_bytes)
+    _check_fits(trace, path, sim.gpu_memory_bytes)
     check_cycles_fit(trace, cfg, path)
     plan = pol.plan(trace, cfg) if pol.level == "page" else None
     if isinstance(plan, PagePlan):

@@ -47,7 +47,8 @@ def add_parser(subparsers) -> None:
                     "inceptionv3-b1536, resnet152-b1280, senet154-b1024) under base-uvm, flashneuron, deepum, "
                     "g10-gds, g10-host, g10 and ideal; print time per iteration, ideal/time, the published "
                     "value and the difference, G10's geometric-mean fraction of ideal and its speedups.")
-    f.add_argument("--traces", metavar="DIR", help="folder with <model>-b<batch>.h5 (default: the shipped traces/)")
+    f.add_argument("--traces", metavar="DIR", help="folder with <model>-b<batch>.h5 (default: the traces by name: "
+                                                   "$G10_TRACES_DIR, then the shipped ones)")
     f.add_argument("--plot", metavar="PATH.png", help="also draw the bar chart (matplotlib)")
     f.add_argument("--jobs", type=positive_int, metavar="N", help="worker processes (default: number of CPUs)")
     f.add_argument("--models", nargs="+", metavar="MODEL-bB", help="only these workloads, e.g. bert_base-b256")

@@ -43,7 +43,7 @@ def add_parser(subparsers) -> None:
                     "against ideal, faults and traffic by tier, and the compute/overlap/stall breakdown. "
                     "Exit 0 when the run finished, 1 when it failed (cannot fit under the policy, host "
                     "memory overflow), 2 on bad input.")
-    p.add_argument("trace", metavar="TRACE", help="trace file (.h5)")
+    p.add_argument("trace", metavar="TRACE", help="trace file (.h5) or name, e.g. bert_base-b256 (g10sim trace list)")
     p.add_argument("--policy", metavar="P", help=policy_help())
     p.add_argument("--hints", metavar="FILE.h5",
                    help="replay this hint file (from `g10sim hints` or your own code) instead of the policy's "
