@@ -220,15 +220,21 @@ class TensorSimSpec:
         # quirk: the published tensor-level simulator reads "GB/s" as 2^30 B/s
         # (its page-level simulator reads it as 1e9 B/s).
         gb = float(GiB) if quirks else 1e9
-        ssd_Bps = config.ssd.bandwidth_GBps * gb
+        ssd_GBps = config.ssd.bandwidth_GBps
+        if not quirks:
+            # SSD traffic to the GPU crosses the GPU's link too (the published simulator lets the
+            # SSD stream run faster than the link)
+            ssd_GBps = min(ssd_GBps, config.link.bandwidth_GBps)
+        ssd_Bps = ssd_GBps * gb
         # The host path gets what the GPU's link leaves beside the SSD stream
         # (the published simulator: CPU_PCIe_bandwidth - SSD_PCIe_bandwidth).
-        host_GBps = min(config.host.bandwidth_GBps, config.link.bandwidth_GBps) - config.ssd.bandwidth_GBps
+        host_GBps = min(config.host.bandwidth_GBps, config.link.bandwidth_GBps) - ssd_GBps
         host_Bps = max(host_GBps, 0.0) * gb
         pages = int(gpu.memory_GiB * GiB) // gpu.page_size_bytes
         if mode == "gds" and quirks:
             # quirk: the published GDS baselines size their allocator at 4x the
-            # GPU; only the scheduler's target line limits memory.
+            # GPU; only the scheduler's target line limits memory
+            # (policies.flashneuron.gds_capacity_quirk reports it).
             pages *= 4
         return cls(mode=mode, capacity_pages=pages, page_size_bytes=gpu.page_size_bytes,
                    frequency_GHz=gpu.frequency_GHz, ssd_bandwidth_Bps=ssd_Bps,
@@ -759,6 +765,7 @@ class TensorLevelSimulator:
             "transfer_busy_s": self.busy_cycles / hz,
             "kernel_start_s": st / hz,
             "kernel_time_s": (fi - st) / hz,
+            "kernel_ideal_s": kc / hz,
             "kernel_stall_normalized": norm,
             **counters,
         }
@@ -779,6 +786,7 @@ def _failure(reason: str, mode: str, ideal_time_s: float, **fields) -> dict:
         "transfer_busy_s": math.nan,
         "kernel_start_s": np.zeros(0),
         "kernel_time_s": np.zeros(0),
+        "kernel_ideal_s": np.zeros(0),
         "kernel_stall_normalized": np.zeros(0),
         "traffic_bytes": {name: 0 for name in QUEUE_NAMES},
         "n_transfers": 0,
