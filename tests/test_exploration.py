@@ -369,8 +369,11 @@ def test_synthetic_200_percent_is_not_ideal_without_the_4x_allocator():
     tr = synthesize(500, 80 << 30, pattern="training", seed=1)
     art = Simulator(ARTIFACT_PRESET).run(tr, "g10-gds")
     explore = Simulator(DEFAULT_PRESET).run(tr, "g10-gds")
-    # the artifact sizes the GDS allocator at 4x the GPU: a 200 % trace never moves a byte
-    assert art.iteration_time_s == art.ideal_time_s and art.traffic_pages["gpu_to_ssd"] == 0
+    # the artifact sizes the GDS allocator at 4x the GPU, so no kernel waits for room, and ends the
+    # iteration at the last kernel with its evictions still queued: exactly ideal, although what it
+    # moves takes far longer than the iteration at 3.2 GB/s
+    moved_s = art.traffic_pages["gpu_to_ssd"] * 4096 / (3.2 * 2**30)
+    assert art.iteration_time_s == art.ideal_time_s and moved_s > 10 * art.iteration_time_s
     assert {q["name"] for q in art.quirks} >= {"gds_allocator_capacity_factor"}
     # on the GPU it has, 80 GiB cannot move in a 0.05 s iteration: G10's plan leaves more resident
     # than fits, and the tensor-level simulator (no fault fallback) reports that it cannot fit
