@@ -378,3 +378,26 @@ def test_synthetic_200_percent_is_not_ideal_without_the_4x_allocator():
     # on the GPU it has, 80 GiB cannot move in a 0.05 s iteration: G10's plan leaves more resident
     # than fits, and the tensor-level simulator (no fault fallback) reports that it cannot fit
     assert explore.failed and "cannot fit" in explore.failure_reason
+
+
+def test_page_level_honours_host_bandwidth_below_the_link(trace_file):
+    slow = Simulator(small(DEFAULT_PRESET, "host.bandwidth_GBps=4")).run(trace_file, "base-uvm")
+    base = Simulator(small()).run(trace_file, "base-uvm")
+    above = Simulator(small(DEFAULT_PRESET, "host.bandwidth_GBps=64")).run(trace_file, "base-uvm")
+    assert slow.ignored_parameters == () and slow.iteration_time_s > base.iteration_time_s
+    # the link carries the host's pages: a host faster than the link changes nothing
+    assert above.iteration_time_s == base.iteration_time_s
+
+
+@pytest.mark.parametrize("preset_name", [ARTIFACT_PRESET, DEFAULT_PRESET])
+def test_a_slot_spills_evictions_to_the_ssd_once_its_host_quota_is_spent(trace_file, preset_name):
+    """The cause of the SSD traffic at link.bandwidth_GBps = 31.5 with host memory far from full:
+    a slot's host quota is batch_pages x host/link pages (25 of 50 at 31.5 GB/s); the rest of its
+    evictions go to the SSD (the published simulator's forced_evc_dest)."""
+    roomy = ["host.memory_GiB=1"]
+    fast_link = Simulator(small(preset_name, *roomy, "link.bandwidth_GBps=31.5")).run(trace_file, "base-uvm")
+    both_fast = Simulator(small(preset_name, *roomy, "link.bandwidth_GBps=31.5", "host.bandwidth_GBps=31.5")) \
+        .run(trace_file, "base-uvm")
+    base = Simulator(small(preset_name, *roomy)).run(trace_file, "base-uvm")
+    assert base.traffic_pages["gpu_to_ssd"] == 0 and both_fast.traffic_pages["gpu_to_ssd"] == 0
+    assert fast_link.traffic_pages["gpu_to_ssd"] > 0

@@ -168,7 +168,7 @@ class SSDSpec:
         doc="SSD access latency of the fault-time model (l_ssd) and the G10 scheduler's safe time")
     model: str = param(
         "bandwidth", choices=("bandwidth", "ftl"),
-        doc="bandwidth: slots at ssd.bandwidth_GBps (g10-artifact); ftl: the ssd.device with its FTL "
+        doc="bandwidth: slots at ssd.bandwidth_GBps (default, g10-artifact); ftl: the ssd.device with its FTL "
             "(detailed, with link.model = pcie)")
     device: str = param(
         "zssd", choices=tuple(SSD_PRESETS),
@@ -251,18 +251,18 @@ class SSDSpec:
 class LinkSpec:
     bandwidth_GBps: float = param(
         15.754, unit="GB/s", min=0.1, max=10000,
-        doc="GPU's PCIe link per direction: the slot period and the fault-time model (g10-artifact; "
+        doc="GPU's PCIe link per direction: the slot period and the fault-time model (default, g10-artifact; "
             "the detailed link's bandwidth follows from generation and lanes)")
     batch_pages: int = param(
         50, unit="pages", min=1, max=65536,
         doc="pages per transfer slot: its period is their time on the link (page-level policies)")
     latency_us: float = param(
         5.0, unit="us", min=0, max=1e4,
-        doc="per-transfer setup latency of the PCIe link (detailed only; g10-artifact reads none, "
+        doc="per-transfer setup latency of the PCIe link (detailed only; the slot model reads none, "
             "as the published simulator)")
     model: str = param(
         "slots", choices=("slots", "pcie"),
-        doc="slots: bandwidth-only transfer slots (g10-artifact); pcie: the PCIe link model "
+        doc="slots: bandwidth-only transfer slots (default, g10-artifact); pcie: the PCIe link model "
             "(detailed, with ssd.model = ftl)")
     generation: int = param(
         3, unit="gen", choices=tuple(GENERATIONS), doc="PCIe generation of the GPU's link (detailed)")
