@@ -87,7 +87,7 @@ def liveness(trace: Trace):
     return birth, death
 
 
-def check_cycles_fit(trace: Trace, cfg) -> None:
+def check_cycles_fit(trace: Trace, cfg, path=None) -> None:
     """Refuse a trace and configuration whose kernel times overflow the simulated clock.
 
     The times are ``trace``'s (bounded by its validation), the clock ``gpu.frequency_GHz`` and
@@ -100,7 +100,8 @@ def check_cycles_fit(trace: Trace, cfg) -> None:
     cycles = seconds * cfg.gpu.frequency_GHz * 1e9 * cfg.run.iterations
     if not cycles <= MAX_RUN_KERNEL_CYCLES:
         raise ConfigError(
-            f"{trace.model}-b{trace.batch_size}: its kernels take {seconds:.4g} s per iteration (all faulting); "
+            f"{path or f'{trace.model}-b{trace.batch_size}'}: /kernels: its kernels take {seconds:.4g} s per "
+            f"iteration (all faulting); "
             f"at gpu.frequency_GHz = {cfg.gpu.frequency_GHz:g} over run.iterations = {cfg.run.iterations} that is "
             f"{cycles:.4g} cycles, more than the simulator's 64-bit clock leaves room for (2^60): lower "
             "run.iterations or gpu.frequency_GHz, or check the trace's kernel times")

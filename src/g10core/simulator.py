@@ -429,7 +429,7 @@ class Simulator:
         if hints is not None:
             hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, hint_info.get("path"))
         check_fits(trace, self.gpu_memory_bytes)
-        check_cycles_fit(trace, cfg)
+        check_cycles_fit(trace, cfg, path)
         ignored = tuple(ignored_parameters(cfg, pol.name, eviction))
         if ignored:
             warnings.warn(G10Warning(warning_text(cfg, pol.name, list(ignored))), stacklevel=2)
@@ -551,7 +551,7 @@ def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, st
     trace, path = _resolve_trace(trace)
     pol = _resolve_policy(policy, cfg)
     check_fits(trace, sim.gpu_memory_bytes)
-    check_cycles_fit(trace, cfg)
+    check_cycles_fit(trace, cfg, path)
     plan = pol.plan(trace, cfg) if pol.level == "page" else None
     if isinstance(plan, PagePlan):
         h = plan.hints if plan.apply_hints else empty_hints()

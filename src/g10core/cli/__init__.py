@@ -1,7 +1,7 @@
 """The ``g10sim`` command (also ``python -m g10core``).
 
 One module per command group (``trace``, ``run``, ``hints``, ``reproduce``,
-``report``, ``ssd``, ``config``), each with a function ``add_parser(subparsers)`` that adds
+``report``, ``ssd``, ``config``, ``uvm-micro``), each with a function ``add_parser(subparsers)`` that adds
 its sub-commands, each with ``set_defaults(func=...)``; the function gets the
 parsed arguments and returns the exit status.  A new group is one module plus
 one entry in :data:`COMMAND_GROUPS`.  Commands are thin: they parse, call a
@@ -31,7 +31,7 @@ import traceback
 import warnings
 
 from .. import __version__
-from . import config, hints, report, reproduce, run, ssd, trace
+from . import config, hints, report, reproduce, run, ssd, trace, uvm_micro
 from ..errors import G10Warning, SimulationError
 from .common import (  # noqa: F401 (the helpers every command group uses, importable from here)
     EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERNAL, EXIT_OK, EXPECTED_ERRORS, add_config_options, add_json_option,
@@ -47,6 +47,7 @@ COMMAND_GROUPS = [
     report.add_parser,
     ssd.add_parser,
     config.add_parser,
+    uvm_micro.add_parser,
 ]
 
 
