@@ -390,14 +390,14 @@ def test_page_level_honours_host_bandwidth_below_the_link(trace_file):
 
 
 @pytest.mark.parametrize("preset_name", [ARTIFACT_PRESET, DEFAULT_PRESET])
-def test_a_slot_spills_evictions_to_the_ssd_once_its_host_quota_is_spent(trace_file, preset_name):
+def test_a_faster_link_leaves_the_host_a_part_of_each_slot(preset_name):
     """The cause of the SSD traffic at link.bandwidth_GBps = 31.5 with host memory far from full:
-    a slot's host quota is batch_pages x host/link pages (25 of 50 at 31.5 GB/s); the rest of its
-    evictions go to the SSD (the published simulator's forced_evc_dest)."""
-    roomy = ["host.memory_GiB=1"]
-    fast_link = Simulator(small(preset_name, *roomy, "link.bandwidth_GBps=31.5")).run(trace_file, "base-uvm")
-    both_fast = Simulator(small(preset_name, *roomy, "link.bandwidth_GBps=31.5", "host.bandwidth_GBps=31.5")) \
-        .run(trace_file, "base-uvm")
-    base = Simulator(small(preset_name, *roomy)).run(trace_file, "base-uvm")
-    assert base.traffic_pages["gpu_to_ssd"] == 0 and both_fast.traffic_pages["gpu_to_ssd"] == 0
-    assert fast_link.traffic_pages["gpu_to_ssd"] > 0
+    a slot's host quota is batch_pages x host/link pages (25 of 50 at 31.5 GB/s); once it is spent,
+    the slot's other evictions go to the SSD (the published simulator's forced_evc_dest)."""
+    from g10core.artifact_constants import ArtifactConstants
+
+    c = ArtifactConstants.from_config(preset(preset_name).with_overrides({"link": {"bandwidth_GBps": 31.5}}))
+    assert (c.gpu_batch, c.host_batch, c.ssd_batch) == (50, 25, 5)
+    same = ArtifactConstants.from_config(preset(preset_name).with_overrides(
+        {"link": {"bandwidth_GBps": 31.5}, "host": {"bandwidth_GBps": 31.5}}))
+    assert same.host_batch == same.gpu_batch == 50
