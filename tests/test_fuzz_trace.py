@@ -249,7 +249,7 @@ def test_info_json_never_prints_non_json(tmp_path, capsys):
 def test_the_longest_times_the_clock_allows_run_to_a_finite_result(tmp_path, capsys):
     path = _with_times(tmp_path, "max.h5", [1e17] * 4)     # 9.6e17 cycles at 1.2 GHz x 2 < 2^60
     for policy in ("base-uvm", "flashneuron", "g10", "g10-host", "deepum"):
-        code = main(["run", str(path), "--policy", policy, "--json", "-"])
+        code = main(["run", str(path), "--policy", policy, "--set", "run.iterations=2", "--json", "-"])
         out, err = capsys.readouterr()
         assert code in (0, 1) and "Traceback" not in err, (policy, err)
         doc = json.loads(out)

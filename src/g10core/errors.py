@@ -129,6 +129,12 @@ class EvictionRuleError(InputError):
     (and the file and function of a user's rule)."""
 
 
+class G10Warning(UserWarning):
+    """Something a user should know about a run that still runs (``g10sim`` prints it as one line
+    ``g10sim: warning: ...`` on stderr): a hint file planned for another configuration, a parameter
+    the chosen policy does not model."""
+
+
 class SimulationError(G10Error, RuntimeError):
     """A run could not complete: the replay stopped or an internal invariant broke.
 

@@ -17,6 +17,12 @@ File format (version 1), one HDF5 file:
   trace the hints belong to: ``trace_model``, ``trace_batch_size``,
   ``trace_n_kernels``, ``trace_n_tensors``, ``trace_footprint_bytes``,
   ``trace_digest`` (see :func:`trace_digest`; optional for hand-made files);
+* what they were planned for (optional; ``g10sim hints`` writes them): ``policy_level``
+  (``page``: replayed page by page by a page-level policy; ``tensor``: a tensor-level
+  schedule), ``config_preset``, ``config_hash`` and ``config_keys``, a JSON object of the
+  values of :data:`PLAN_KEYS` (the parameters a schedule depends on).  Replaying hints
+  under another value of one of those keys warns, naming it; a file of the other level
+  than the replaying policy's is refused;
 * dataset ``/hints``: compound ``kernel <i4, tensor <i4, action i1`` (any integer
   widths are accepted on read).
 
@@ -26,6 +32,7 @@ the layout above) and replay it with ``g10sim run TRACE --hints FILE``.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -42,6 +49,25 @@ SCHEMA = "g10core-hints"
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = (1,)
 ACTIONS = {0: "to_gpu", 1: "to_ssd", 2: "to_host", 3: "free"}
+LEVELS = ("page", "tensor")
+
+# The parameters a schedule is planned from (G10's scheduler, DeepUM+'s window, FlashNeuron's line):
+# replaying hints under another value of one of them warns.
+PLAN_KEYS = (
+    "gpu.memory_GiB", "gpu.frequency_GHz", "gpu.malloc_us_per_byte", "host.memory_GiB", "host.bandwidth_GBps",
+    "ssd.bandwidth_GBps", "ssd.latency_us", "link.bandwidth_GBps", "fault.system_latency_us",
+    "scheduler.delta", "scheduler.target_fraction", "scheduler.prefetch_degree", "scheduler.artifact_quirks",
+)
+
+
+def plan_keys(config) -> dict:
+    """The values of :data:`PLAN_KEYS` in a SimConfig (or its ``to_dict()``)."""
+    d = config if isinstance(config, dict) else config.to_dict()
+    out = {}
+    for key in PLAN_KEYS:
+        section, name = key.split(".")
+        out[key] = d.get(section, {}).get(name)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,6 +78,14 @@ class HintFile:
     policy: str = ""
     trace: dict = field(default_factory=dict)   # trace identity recorded in the file
     path: str | None = None
+    level: str = ""                              # "page", "tensor" or "" (not recorded)
+    made_with: dict = field(default_factory=dict)   # preset, config_hash, keys (PLAN_KEYS values)
+
+    def config_mismatch(self, config) -> dict:
+        """``{key: (planned, now)}`` for each recorded :data:`PLAN_KEYS` value that ``config`` differs in."""
+        keys = self.made_with.get("keys") or {}
+        now = plan_keys(config)
+        return {k: (v, now[k]) for k, v in keys.items() if k in now and v != now[k]}
 
 
 def trace_digest(trace: Trace) -> str:
@@ -121,8 +155,17 @@ def action_counts(hints: np.ndarray) -> dict:
     return {name: int((hints["action"] == a).sum()) for a, name in ACTIONS.items()}
 
 
-def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_path=None) -> Path:
-    """Write a hint table (validated against ``trace`` when given) atomically."""
+def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_path=None, config=None,
+                level: str | None = None) -> Path:
+    """Write a hint table (validated against ``trace`` when given) atomically.
+
+    ``config`` (a SimConfig): the configuration the hints were planned for (recorded: preset,
+    hash, :data:`PLAN_KEYS`); ``level``: ``page`` or ``tensor``, how they are meant to be replayed
+    (default: the level of the registered policy named ``policy``, if any)."""
+    if level is None:
+        level = _policy_level(policy)
+    if level and level not in LEVELS:
+        raise ValueError(f"level = {level!r}: must be one of {', '.join(LEVELS)}")
     import h5py
 
     from . import __version__
@@ -150,6 +193,12 @@ def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_p
                 f.attrs["trace_digest"] = trace_digest(trace)
             if trace_path is not None:
                 f.attrs["trace_path"] = os.fspath(trace_path)
+            if level:
+                f.attrs["policy_level"] = level
+            if config is not None:
+                f.attrs["config_preset"] = str(config.preset)
+                f.attrs["config_hash"] = str(config.hash)
+                f.attrs["config_keys"] = json.dumps(plan_keys(config), sort_keys=True)
             kw = {}
             if hints.shape[0] > 0:          # chunked, for the checksum (HDF5 cannot chunk an empty table)
                 kw = dict(chunks=(min(hints.shape[0], 1 << 16),), fletcher32=True)
@@ -220,10 +269,11 @@ def read_hints(path, trace: Trace | None = None) -> HintFile:
     except OSError as exc:
         raise HintError(path, f"cannot read the file ({exc.strerror or exc})") from None
     try:
-        raw, policy, ident = read_safely(_read_file, path)   # a child process if the file has no checksums
+        raw, policy, ident, level, made_with = read_safely(_read_file, path)   # a child if no checksums
     except CorruptHDF5 as exc:
         raise HintError(path, str(exc)) from None
-    hf = HintFile(hints=as_hint_table(np.atleast_1d(raw), path), policy=policy, trace=ident, path=str(path))
+    hf = HintFile(hints=as_hint_table(np.atleast_1d(raw), path), policy=policy, trace=ident, path=str(path),
+                  level=level, made_with=made_with)
     if trace is not None:
         hf = check_belongs(hf, trace)
     return hf
@@ -272,7 +322,22 @@ def _read_open(f, path):
     if "trace_path" in f.attrs:
         ident["path"] = _attr_text(f, path, "trace_path")
     policy = _attr_text(f, path, "policy", default="")
-    return raw, policy, ident
+    level = _attr_text(f, path, "policy_level", default="") or _policy_level(policy)
+    if level and level not in LEVELS:
+        raise HintError(path, f"root attribute policy_level = {level!r}; expected one of {', '.join(LEVELS)}")
+    made_with = {}
+    for key in ("preset", "hash"):
+        if f"config_{key}" in f.attrs:
+            made_with["config_hash" if key == "hash" else key] = _attr_text(f, path, f"config_{key}")
+    if "config_keys" in f.attrs:
+        try:
+            keys = json.loads(_attr_text(f, path, "config_keys"))
+        except json.JSONDecodeError:
+            keys = None
+        if not isinstance(keys, dict):
+            raise HintError(path, "root attribute config_keys is not a JSON object of section.key: value")
+        made_with["keys"] = keys
+    return raw, policy, ident, level, made_with
 
 
 def check_belongs(hf: HintFile, trace: Trace) -> HintFile:
@@ -294,4 +359,16 @@ def check_belongs(hf: HintFile, trace: Trace) -> HintFile:
                               f"{ident.get('batch_size', '?')}, digest {ident['digest']}) with the same counts "
                               f"as this one ({trace.model}-b{trace.batch_size}, digest {trace_digest(trace)})")
     hints = validate_hints(hf.hints, trace.n_kernels, trace.n_tensors, path)
-    return HintFile(hints=hints, policy=hf.policy, trace=ident, path=path)
+    return HintFile(hints=hints, policy=hf.policy, trace=ident, path=path, level=hf.level,
+                    made_with=hf.made_with)
+
+
+def _policy_level(policy: str) -> str:
+    """The level of the registered policy named ``policy`` ("" when none is)."""
+    from . import policies
+
+    try:
+        level = policies.get(policy).level if policy in policies.names() else ""
+    except (KeyError, ValueError):
+        return ""
+    return level if level in LEVELS else ""

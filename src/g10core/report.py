@@ -22,6 +22,39 @@ from .results import jsonable, write_text_atomic
 SCHEMA = "g10core-fig11"
 SCHEMA_VERSION = 1
 
+# One colour per policy, the same in every chart whatever subset ran (policies not listed get
+# OTHER_COLORS in order of appearance, after the built-in ones).
+POLICY_COLORS = {
+    "base-uvm": "#9e9e9e", "flashneuron": "#f2b134", "deepum": "#4daf4a", "g10-gds": "#80b1d3",
+    "g10-host": "#377eb8", "g10": "#e41a1c", "ideal": "#222222", "belady": "#984ea3",
+}
+OTHER_COLORS = ("#a65628", "#f781bf", "#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3")
+
+
+def policy_color(policy: str, others: list[str] | None = None) -> str:
+    """The fixed colour of ``policy`` (``others``: the unknown policies of a chart, in order)."""
+    if policy in POLICY_COLORS:
+        return POLICY_COLORS[policy]
+    others = [p for p in (others or [policy]) if p not in POLICY_COLORS]
+    i = others.index(policy) if policy in others else 0
+    return OTHER_COLORS[i % len(OTHER_COLORS)]
+
+
+def is_full_fig11(rows) -> bool:
+    """Did ``rows`` run exactly the paper's Fig. 11 (its five workloads, its seven policies)?"""
+    from .published import FIG11_WORKLOADS
+
+    return (set(_workloads(rows)) == set(FIG11_WORKLOADS) and set(r["policy"] for r in rows) == set(FIG11_POLICIES))
+
+
+def rows_title(rows, preset: str | None = None) -> str:
+    """``Figure 11`` when the rows are the paper's Fig. 11, else a neutral description."""
+    if is_full_fig11(rows):
+        return "Figure 11" + (f" (preset {preset})" if preset else "")
+    n_w, n_p = len(_workloads(rows)), len(_policies(rows))
+    return (f"{n_w} workload{'s' * (n_w != 1)} x {n_p} polic{'ies' if n_p != 1 else 'y'} in the layout of Figure 11"
+            + (f" (preset {preset})" if preset else ""))
+
 
 def _workloads(rows) -> list[tuple[str, int]]:
     seen = []
@@ -85,16 +118,18 @@ def fig11_summary(rows) -> dict:
             best[name] = {"policy": None, "speedup": None}
     finite = {p: {m: v for m, v in per.items() if v is not None and math.isfinite(v)} for p, per in speed.items()}
     speed_max = {p: (max(v.values()) if v else None) for p, v in finite.items()}
-    sota = [(v, m, p) for p in STATE_OF_THE_ART for m, v in finite.get(p, {}).items()]
+    ran = set(r["policy"] for r in rows)
+    sota = [(v, m, p) for p in STATE_OF_THE_ART if p in ran for m, v in finite.get(p, {}).items()]
     best_values = [b["speedup"] for b in best.values() if b["speedup"] is not None]
     top = max(sota) if sota else None
     return {
         "g10_fraction_of_ideal": {"per_model": frac, "geomean": _geomean(frac.values()),
                                   "published_geomean": HEADLINE_G10_FRACTION_OF_IDEAL},
+        "is_full_fig11": is_full_fig11(rows),
         "speedup": speed,
         "speedup_max": speed_max,
         "best_prior": {"per_model": best, "max": max(best_values) if best_values else None},
-        "state_of_the_art": {"baselines": list(STATE_OF_THE_ART), "max": top[0] if top else None,
+        "state_of_the_art": {"baselines": [p for p in STATE_OF_THE_ART if p in ran], "max": top[0] if top else None,
                              "model": top[1] if top else None, "policy": top[2] if top else None,
                              "published_max": HEADLINE_SPEEDUP_OVER_BEST_PRIOR},
     }
@@ -118,10 +153,12 @@ def _fmt_x(v) -> str:
     return f"{v:.2f}x"
 
 
-def format_fig11_table(rows, summary: dict | None = None) -> str:
-    """The text table: per run time, ideal/time, published, difference; then the headline."""
+def format_fig11_table(rows, summary: dict | None = None, preset: str | None = None) -> str:
+    """The text table: per run time, ideal/time, published, difference; then the headline (compared
+    with the paper's only when the rows are the paper's whole Fig. 11)."""
     summary = fig11_summary(rows) if summary is None else summary
-    lines = ["Figure 11: seconds per iteration; perf = ideal / time (1.0 = ideal)",
+    full = is_full_fig11(rows)
+    lines = [f"{rows_title(rows)}: seconds per iteration; perf = ideal / time (1.0 = ideal)",
              f"{'model':<12} {'batch':>5}  {'policy':<12} {'time_s':>10} {'perf':>6} "
              f"{'published_s':>11} {'diff':>9}"]
     last = None
@@ -146,8 +183,10 @@ def format_fig11_table(rows, summary: dict | None = None) -> str:
     frac = summary["g10_fraction_of_ideal"]
     lines.append("")
     g = frac["geomean"]
-    lines.append(f"G10 reaches {'–' if g is None else f'{100 * g:.1f} %'} of ideal (geometric mean over "
-                 f"{len(frac['per_model'])} models; paper: {100 * frac['published_geomean']:.1f} %)")
+    if "g10" in _policies(rows):
+        paper = f"; paper: {100 * frac['published_geomean']:.1f} %" if full else ""
+        lines.append(f"G10 reaches {'–' if g is None else f'{100 * g:.1f} %'} of ideal (geometric mean over "
+                     f"{len(frac['per_model'])} models{paper})")
     base = [p for p in summary["speedup"]]
     if base:
         lines.append("G10 speedup over each baseline (baseline time / G10 time):")
@@ -161,10 +200,13 @@ def format_fig11_table(rows, summary: dict | None = None) -> str:
         lines.append(f"  {'max over models':<20}" + "".join(f"{_fmt_x(summary['speedup_max'][p]):>12}" for p in base))
         sota = summary["state_of_the_art"]
         if sota["max"] is not None:
+            ran = [p for p in sota["baselines"] if p in _policies(rows)]
+            paper = f"; paper: up to {sota['published_max']:.2f}x" if full else ""
             lines.append(f"G10 is up to {_fmt_x(sota['max'])} faster than "
-                         f"{' or '.join(POLICY_LABELS[p] for p in sota['baselines'])} "
-                         f"({sota['model']}, {POLICY_LABELS[sota['policy']]}; paper: up to {sota['published_max']:.2f}x); "
-                         f"over the fastest prior baseline of each model: up to {_fmt_x(summary['best_prior']['max'])}")
+                         f"{' or '.join(POLICY_LABELS.get(p, p) for p in ran)} "
+                         f"({sota['model']}, {POLICY_LABELS.get(sota['policy'], sota['policy'])}{paper}); "
+                         f"over the fastest prior baseline that ran, per model: up to "
+                         f"{_fmt_x(summary['best_prior']['max'])}")
     return "\n".join(lines)
 
 
@@ -200,7 +242,7 @@ def load_fig11_json(path) -> list[dict]:
     return rows
 
 
-def plot_fig11(rows, path, *, title: str | None = None) -> Path:
+def plot_fig11(rows, path, *, title: str | None = None, preset: str | None = None) -> Path:
     """Bar chart of ideal / time per model and policy (the paper's Fig. 11 layout), as PNG.
 
     Uses matplotlib's Agg canvas directly (no pyplot state, no display); written atomically.
@@ -223,7 +265,6 @@ def plot_fig11(rows, path, *, title: str | None = None) -> Path:
             values[p].append(None if r is None or not math.isfinite(_time(r)) else r["normalized_performance"])
         ok = [v for v in values[p] if v is not None]
         values[p].append(_geomean(ok) if len(ok) == len(workloads) else None)
-    colors = ["#9e9e9e", "#f2b134", "#4daf4a", "#80b1d3", "#377eb8", "#e41a1c", "#222222"]
     fig = Figure(figsize=(max(6.0, 1.6 * len(groups)), 3.4), dpi=150)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
@@ -231,7 +272,7 @@ def plot_fig11(rows, path, *, title: str | None = None) -> Path:
     for j, p in enumerate(pols):
         xs = [g + (j - (len(pols) - 1) / 2) * width for g in range(len(groups))]
         hs = [0.0 if v is None else v for v in values[p]]
-        ax.bar(xs, hs, width * 0.95, label=POLICY_LABELS.get(p, p), color=colors[j % len(colors)],
+        ax.bar(xs, hs, width * 0.95, label=POLICY_LABELS.get(p, p), color=policy_color(p, pols),
                edgecolor="black", linewidth=0.4)
         for x, v in zip(xs, values[p]):
             if v is None:
@@ -243,6 +284,7 @@ def plot_fig11(rows, path, *, title: str | None = None) -> Path:
     ax.axhline(1.0, color="black", linewidth=0.5, linestyle=":")
     ax.tick_params(axis="y", labelsize=8)
     ax.legend(ncol=len(pols), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.18), frameon=False)
+    title = rows_title(rows, preset) if title is None else title
     if title:
         ax.set_title(title, fontsize=9, pad=22)
     fig.tight_layout()
@@ -268,14 +310,23 @@ def format_run_summary(result) -> str:
     tr = result.trace
     name = f"{tr.get('model')}-b{tr.get('batch_size')}"
     head = f"{name} under {result.policy} (preset {result.preset}, config {result.config_hash})"
+    h = result.hints
+    if h.get("source") == "file":
+        made = h.get("made_with") or {}
+        made_txt = f"made by {h.get('policy') or 'an unnamed policy'}"
+        if made.get("preset") or made.get("config_hash"):
+            made_txt += f" under preset {made.get('preset', '?')}, config {made.get('config_hash', '?')}"
+        head += f", hints from {h.get('path')} ({made_txt})"
     if result.level == "page" and result.metadata.get("eviction_override"):
         head += f", eviction {result.counters.get('eviction')}"
     page = int(result.config.get("gpu", {}).get("page_size_bytes", 4096))
     lines = [head]
+    if result.quirks:
+        lines.append("  hand-tuned       " + ", ".join(f"{q['name']} x{q['factor']:g}" for q in result.quirks)
+                     + " (scheduler.artifact_quirks; the JSON's quirks say what each does)")
     meta = result.metadata
-    h = result.hints
     hint_txt = ""
-    if h.get("n_hints"):
+    if h.get("n_hints") and h.get("source") != "file":
         src = f"from {h['path']}" if h.get("source") == "file" else f"policy {h.get('policy')}"
         hint_txt = f", {h['n_hints']:,} hints ({src})"
     run_txt = f"{meta.get('wall_s', math.nan):.2f} s wall, peak RSS {meta.get('peak_rss_MB', math.nan):.0f} MB{hint_txt}"
@@ -284,20 +335,33 @@ def format_run_summary(result) -> str:
         lines.append(f"  ideal time       {result.ideal_time_s:.3f} s")
         lines.append(f"  run              {run_txt}")
         return "\n".join(lines)
-    best = result.iterations[result.best_iteration]
     n_it = len(result.iterations)
-    which = f"iteration {best.index} of {n_it}, the faster" if n_it > 1 else "one iteration"
+    rep = result.reported_iterations
+    if result.iteration_rule == "fastest":
+        which = f"iteration {rep[0]} of {n_it}, the fastest (g10-artifact rule)" if n_it > 1 else "one iteration"
+    elif result.level == "page" and n_it > 1:
+        which = (f"iteration {rep[0]}" if len(rep) == 1 else f"mean of iterations {rep[0]}-{rep[-1]}") + \
+            f" of {n_it}, after the cold start"
+    else:
+        which = "one steady-state iteration" if result.level == "tensor" else f"{n_it} identical iterations"
     lines.append(f"  iteration time   {result.iteration_time_s:.3f} s ({which}); "
                  f"{result.slowdown:.3f}x ideal ({result.ideal_time_s:.3f} s)")
+    per = "per iteration, " if len(rep) > 1 else ""
     if result.level == "page":
-        f = best.faults_pages
-        lines.append(f"  faults (pages)   host {f['host']:,}, SSD {f['ssd']:,}, unallocated {f['unallocated']:,}; "
-                     f"{best.in_transfer_pages:,} found in flight")
-    t = best.traffic_pages
-    lines.append(f"  traffic (pages)  SSD->GPU {_pages(t['ssd_to_gpu'], page)}, GPU->SSD {_pages(t['gpu_to_ssd'], page)}")
+        f = result.faults_pages
+        in_flight = sum(result.iterations[i].in_transfer_pages for i in rep) / len(rep)
+        lines.append(f"  faults (pages)   {per}host {f['host']:,.0f}, SSD {f['ssd']:,.0f}, "
+                     f"unallocated {f['unallocated']:,.0f}; {in_flight:,.0f} found in flight")
+    t = {k: int(round(v)) for k, v in result.traffic_pages.items()}
+    lines.append(f"  traffic (pages)  {per}SSD->GPU {_pages(t['ssd_to_gpu'], page)}, "
+                 f"GPU->SSD {_pages(t['gpu_to_ssd'], page)}")
     lines.append(f"                   host->GPU {_pages(t['host_to_gpu'], page)}, GPU->host {_pages(t['gpu_to_host'], page)}")
-    b = best.breakdown_s
-    lines.append(f"  time breakdown   compute {b['compute']:.3f} s, overlap {b['overlap']:.3f} s, stall {b['stall']:.3f} s")
+    b = result.breakdown_s
+    brk = (f"  time breakdown   compute {b['compute']:.3f} s, overlap {b['overlap']:.3f} s, stall {b['stall']:.3f} s")
+    excess = result.breakdown_excess_s
+    if result.breakdown_rule == "artifact" and excess > 5e-4:
+        brk += f" (artifact rule: adds up to {excess:.3f} s more than the time)"
+    lines.append(brk)
     if n_it > 1:
         lines.append("  per iteration    " + ", ".join(f"{it.time_s:.3f} s" for it in result.iterations)
                      + " (iteration 0 includes the cold start)")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from . import tracestore
 from .analysis import CannotFit
-from .config import SimConfig, preset
+from .config import ARTIFACT_PRESET, SimConfig, preset
 from .published import FAILS, FIG11_POLICIES, FIG11_WORKLOADS, published_seconds
 
 # Relative cost of a run by policy, for scheduling the long runs first.
@@ -179,7 +179,7 @@ def fig11_tasks(traces_dir=None, *, config: SimConfig | None = None, workloads=F
     from . import policies as registry
     from .simulator import Simulator
 
-    cfg = preset("g10-artifact") if config is None else config
+    cfg = preset(ARTIFACT_PRESET) if config is None else config
     Simulator(cfg)                                   # refuse a bad or unsupported config up front
     known = registry.names()
     for p in policies:

@@ -19,6 +19,7 @@ import os
 import platform
 import resource
 import time
+import warnings
 
 import numpy as np
 
@@ -26,8 +27,9 @@ from . import __version__, evictors, policies, results
 from ._replay import Replay
 from .analysis import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
 from .artifact_constants import ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
-from .config import SimConfig, preset, resolve
-from .errors import ConfigError, SimulationError  # noqa: F401 (SimulationError: part of this module's API)
+from .config import ARTIFACT_PRESET, DEFAULT_PRESET, SimConfig, preset, resolve
+from .errors import ConfigError, G10Warning, HintError, SimulationError  # noqa: F401 (SimulationError: API)
+from .modelled import ignored_parameters, warning_text
 from .hints import HintFile, action_counts, check_belongs, trace_digest, validate_hints
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
@@ -157,7 +159,7 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
 
 def _as_config(config) -> SimConfig:
     if config is None:
-        return preset("g10-artifact")
+        return preset(DEFAULT_PRESET)
     if isinstance(config, str):
         return preset(config)
     if isinstance(config, SimConfig):
@@ -165,7 +167,7 @@ def _as_config(config) -> SimConfig:
     raise ConfigError(f"config: expected a SimConfig or a preset name, got {type(config).__name__}")
 
 
-def resolve_config(preset_name: str = "g10-artifact", config_file=None, sets=None) -> SimConfig:
+def resolve_config(preset_name: str = DEFAULT_PRESET, config_file=None, sets=None) -> SimConfig:
     """Preset, then a TOML file, then ``section.key=value`` overrides (``config.resolve``)."""
     return resolve(preset_name, config_file, list(sets or ()))
 
@@ -206,6 +208,19 @@ def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
     if cfg.gpu.page_size_bytes != PAGE_SIZE_BYTES:
         raise ConfigError(f"gpu.page_size_bytes = {cfg.gpu.page_size_bytes}: traces are laid out in "
                           f"{PAGE_SIZE_BYTES}-byte pages; other page sizes are not supported yet")
+
+
+def check_hint_level(hf: HintFile, pol: Policy) -> None:
+    """Refuse a hint file made for the other level: page-level hints are replayed page by page with
+    an eviction fallback, a tensor-level schedule by a tensor-level simulation; the two are not
+    interchangeable (page-level G10 hints under g10-host give meaningless times)."""
+    if hf.level and pol.level in ("page", "tensor") and hf.level != pol.level:
+        want = "g10-gds or g10-host (or flashneuron)" if hf.level == "tensor" else "g10 or deepum"
+        raise HintError(hf.path, f"{hf.level}-level hints (made by {hf.policy or 'an unnamed policy'}) cannot be "
+                                 f"replayed by the {pol.level}-level policy {pol.name!r}; replay them with "
+                                 f"--policy {want}")
+    if pol.level == "ideal":
+        raise HintError(hf.path, "policy 'ideal' simulates nothing and takes no hints")
 
 
 def _resolve_policy(policy, cfg) -> Policy:
@@ -373,7 +388,7 @@ class Simulator:
     """Runs traces under policies with one resolved configuration.
 
     ``Simulator(config)`` takes a :class:`~g10core.config.SimConfig`, a preset name
-    or None (``g10-artifact``); ``run(trace, policy, hints=None)`` returns a
+    or None (``default``, the exploration preset; ``"g10-artifact"`` reproduces the paper); ``run(trace, policy, hints=None)`` returns a
     :class:`~g10core.results.Result`.  Every input is validated here, before the
     compiled layer sees it: bad input raises ``ConfigError``, ``TraceError``,
     ``HintError``, ``CannotFit`` or ``ValueError`` (one line each); a broken internal
@@ -411,7 +426,16 @@ class Simulator:
         hint_info = {"source": "policy", "policy": pol.name}
         if isinstance(hints, HintFile):
             hints = check_belongs(hints, trace)
-            hint_info = {"source": "file", "policy": hints.policy, "path": hints.path, "made_for": hints.trace}
+            check_hint_level(hints, pol)
+            mismatch = hints.config_mismatch(cfg)
+            hint_info = {"source": "file", "policy": hints.policy, "path": hints.path, "made_for": hints.trace,
+                         "level": hints.level or None, "made_with": dict(hints.made_with),
+                         "config_mismatch": {k: list(v) for k, v in mismatch.items()}}
+            if mismatch:
+                warnings.warn(G10Warning(
+                    f"{hints.path}: hints planned for " + ", ".join(f"{k} = {a!r}" for k, (a, _b) in mismatch.items())
+                    + "; this run has " + ", ".join(f"{b!r}" for _a, (_x, b) in mismatch.items())
+                    + " (replayed as they are)"), stacklevel=2)
             hints = hints.hints
         elif hints is not None:
             hint_info = {"source": "array", "policy": ""}
@@ -419,8 +443,12 @@ class Simulator:
             hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, hint_info.get("path"))
         _check_fits(trace, path, self.gpu_memory_bytes)
         check_cycles_fit(trace, cfg, path)
+        ignored = tuple(ignored_parameters(cfg, pol.name, eviction))
+        if ignored:
+            warnings.warn(G10Warning(warning_text(cfg, pol.name, list(ignored))), stacklevel=2)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
-                      trace=ident)
+                      trace=ident, quirks=tuple(pol.hand_tuned_factors(trace)), ignored_parameters=ignored,
+                      iteration_rule=cfg.run.iteration_rule, breakdown_rule=cfg.run.breakdown_rule)
         meta = {}
         t0 = time.perf_counter()
         plan = pol.plan(trace, cfg, hints=hints, eviction=eviction)
@@ -517,7 +545,7 @@ class Simulator:
                                          metadata=meta, **common)
 
 
-def simulate(trace, policy: str, *, config=None, preset_name: str = "g10-artifact", config_file=None,
+def simulate(trace, policy: str, *, config=None, preset_name: str = DEFAULT_PRESET, config_file=None,
              sets=None, hints=None) -> Result:
     """One run: ``config`` (SimConfig or preset name), or a preset + TOML file + overrides."""
     cfg = _as_config(config) if config is not None else resolve_config(preset_name, config_file, sets)

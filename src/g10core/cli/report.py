@@ -10,14 +10,15 @@ from .common import EXIT_OK, add_json_option, human
 def fig11_outputs(args, rows, meta) -> None:
     from ..report import fig11_document, format_fig11_table, plot_fig11, write_fig11_json
 
+    preset = (meta or {}).get("preset")
     if human(args):
-        print(format_fig11_table(rows))
+        print(format_fig11_table(rows, preset=preset))
     if args.json_path == "-":
         sys.stdout.write(json.dumps(fig11_document(rows, meta=meta), indent=2, allow_nan=False) + "\n")
     elif args.json_path is not None:
         write_fig11_json(rows, args.json_path, meta=meta)
     if args.plot:
-        plot_fig11(rows, args.plot)
+        plot_fig11(rows, args.plot, preset=preset)
         if human(args):
             print(f"wrote {args.plot}")
 
@@ -25,8 +26,16 @@ def fig11_outputs(args, rows, meta) -> None:
 def _cmd_report_fig11(args) -> int:
     from ..report import load_fig11_json
 
+    from .common import check_output_path
+
+    check_output_path(args.json_path, "--json")
+    check_output_path(args.plot, "--plot")
     rows = load_fig11_json(args.path)
-    fig11_outputs(args, rows, {"source": str(args.path)})
+    try:
+        saved = json.loads(open(args.path).read()).get("metadata", {}) or {}
+    except (OSError, ValueError, AttributeError):
+        saved = {}
+    fig11_outputs(args, rows, {"source": str(args.path), "preset": saved.get("preset")})
     return EXIT_OK
 
 

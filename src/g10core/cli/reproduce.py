@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from .. import __version__
-from .common import (EXIT_OK, add_config_options, add_json_option, config_from_args, human, positive_int,
+from ..config import ARTIFACT_PRESET
+from .common import (EXIT_OK, add_config_options, add_json_option, check_output_path, config_from_args, human,
+                     positive_int,
                      simulation_failures)
 from .report import fig11_outputs
 
@@ -22,6 +24,8 @@ def _cmd_reproduce_fig11(args) -> int:
                 raise ValueError(f"--models {item!r}: expected MODEL-bBATCH, e.g. bert_base-b256")
             workloads.append((model, int(batch)))
     policies = args.policies or FIG11_POLICIES
+    check_output_path(args.json_path, "--json")
+    check_output_path(args.plot, "--plot")
     jobs = default_jobs() if args.jobs is None else args.jobs
     t0 = time.perf_counter()
     cfg = config_from_args(args)
@@ -54,7 +58,7 @@ def add_parser(subparsers) -> None:
     f.add_argument("--models", nargs="+", metavar="MODEL-bB", help="only these workloads, e.g. bert_base-b256")
     f.add_argument("--policies", nargs="+", metavar="P", help="only these policies")
     f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    add_config_options(f)
+    add_config_options(f, default_preset=ARTIFACT_PRESET)
     add_json_option(f)
     f.set_defaults(func=_cmd_reproduce_fig11)
 
