@@ -23,6 +23,7 @@ queue orders them; a bulk repeat moves the pending tick instead of firing each o
 
 The Python layer (``simulator.py``) validates every input; nothing here checks.
 """
+from libc.math cimport INFINITY, NAN
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from libcpp.map cimport map as cmap
 from libcpp.deque cimport deque
@@ -51,6 +52,33 @@ cdef extern from "g10core/runmap.h":
                            int64_t lo, int64_t hi, int8_t gpu) except + nogil
 
 import numpy as np
+
+
+cdef inline double ieee_div(double a, double b) noexcept nogil:
+    """a / b as IEEE 754 defines it, also for b == 0 (inf, or NaN for 0 / 0), in every build.
+
+    The artifact's fault model divides by a zero bandwidth in one case (see
+    ``Replay.fault_cycles``); spelling the result out keeps the debug build
+    (``cdivision=False``, which would raise) identical to the release build.
+    """
+    if b == 0.0:
+        if a == 0.0 or a != a:
+            return NAN
+        return INFINITY if a > 0.0 else -INFINITY
+    return a / b
+
+
+cdef inline int64_t artifact_ulong_cycles(double x) noexcept nogil:
+    """The artifact's ``(unsigned long)`` of a fault time in cycles, as gcc emits it on x86-64.
+
+    A value of 2^64 or more, +inf included, converts to 0 there (``x - 2^63`` overflows
+    ``cvttsd2si`` to 2^63, and the sign flip gives 0): an infinite fault time adds
+    nothing and the kernel ends when its last page arrives.  Values in [2^63, 2^64)
+    (centuries of cycles) and NaN cannot reach here (``std::max`` drops a NaN).
+    """
+    if not (x < 18446744073709551616.0):
+        return 0
+    return <int64_t>x
 
 # tiers (match _types.Tier)
 DEF NP = 0
@@ -1306,11 +1334,14 @@ cdef class Replay:
             bw_cpu_out = cap
         ssd_in_t = 0.0 if rs_in == 0 else r_in * rs_in * s_in / bw_ssd_in
         ssd_out_t = 0.0 if rs_out == 0 else r_out * rs_out * s_out / bw_ssd_out
-        cpu_t = r_in * (1 - rs_in) * s_in / bw_cpu_in + r_out * (1 - rs_out) * s_out / bw_cpu_out
+        # When SSD faults take the whole link (ssd.bandwidth_GBps = link.bandwidth_GBps), cap is 0 and
+        # the host terms divide by 0: +inf when host/unallocated pages fault, NaN (0/0) when none do.
+        cpu_t = (ieee_div(r_in * (1 - rs_in) * s_in, bw_cpu_in)
+                 + ieee_div(r_out * (1 - rs_out) * s_out, bw_cpu_out))
         dms = ssd_in_t + ssd_out_t
-        if cpu_t > dms:
+        if cpu_t > dms:         # std::max(ssd, cpu): a NaN cpu_t keeps the SSD time
             dms = cpu_t
-        return <int64_t>(dms / 1e3 * f)
+        return artifact_ulong_cycles(dms / 1e3 * f)
 
     cdef int kernel_begin(self) except -1 nogil:
         """KernelBeginEvent at (tk, kernel k_kernel); returns 1 when the run is over."""
