@@ -121,6 +121,22 @@ class RunSpec:
         _positive(self, "iterations")
 
 
+@dataclass(frozen=True)
+class NoiseSpec:
+    kernel_time_sigma: float = 0.0         # Fig. 19: each kernel's three times scaled by one ratio drawn
+                                           # from U(1 - sigma, 1 + sigma), clipped to [0.1, 1.9], after the
+                                           # policy has planned on the profiled times; 0: no noise
+    seed: int = -1                         # std::mt19937 seed of the draws; -1: the published per-model
+                                           # seed (BERT 15, ResNet152 10, SENet154 25, others 5489)
+
+    def check(self):
+        if not 0 <= self.kernel_time_sigma <= 1:
+            raise ConfigError(f"noise.kernel_time_sigma = {self.kernel_time_sigma}: must be in [0, 1]")
+        if not (self.seed == -1 or 0 <= self.seed < 2**32):
+            raise ConfigError(f"noise.seed = {self.seed}: must be -1 (the published per-model seed) "
+                              "or in [0, 2^32)")
+
+
 SECTIONS = {
     "gpu": GPUSpec,
     "host": HostSpec,
@@ -129,6 +145,7 @@ SECTIONS = {
     "fault": FaultSpec,
     "scheduler": SchedulerSpec,
     "run": RunSpec,
+    "noise": NoiseSpec,
 }
 
 
@@ -142,6 +159,7 @@ class SimConfig:
     fault: FaultSpec = field(default_factory=FaultSpec)
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
     run: RunSpec = field(default_factory=RunSpec)
+    noise: NoiseSpec = field(default_factory=NoiseSpec)
 
     def check(self) -> "SimConfig":
         for name in SECTIONS:

@@ -14,6 +14,7 @@ invariants of the outcome and returns a :class:`~g10core.results.Result`.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import platform
@@ -27,6 +28,7 @@ from ._replay import Replay
 from .analysis import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
 from .config import ConfigError, SimConfig, preset, resolve
 from .hints import HintFile, action_counts, check_belongs, trace_digest, validate_hints
+from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import HINT_FREE, Policy, empty_hints
 from .reference import ArtifactConstants, kernel_cycles, liveness
 from .results import Result
@@ -97,14 +99,38 @@ def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
     }
 
 
+# ---- kernel-time noise (noise.*, Fig. 19) --------------------------------------
+# Policies plan on the trace's profiled times; only the simulation runs on the perturbed
+# ones, as in the published simulator.  Page level: the replay's cycles (replay_inputs, and
+# the ideal policy's sum).  Tensor level: the policy's plan is made on the trace, then
+# simulated on noisy_trace (Simulator._run_tensor).
+
+def run_kernel_cycles(trace: Trace, cfg):
+    """(t11, t10, t00) in cycles that a run simulates: the profiled times with ``noise.*`` applied."""
+    t11, t10, t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+    return noisy_kernel_cycles(t11, t10, t00, sigma=cfg.noise.kernel_time_sigma,
+                               seed=resolve_seed(cfg.noise.seed, trace.model))
+
+
+def noisy_trace(trace: Trace, cfg) -> Trace:
+    """``trace`` with each kernel's three profiled times scaled by its noise ratio (tensor level)."""
+    if cfg.noise.kernel_time_sigma == 0:
+        return trace
+    r = kernel_time_ratios(trace.n_kernels, cfg.noise.kernel_time_sigma, resolve_seed(cfg.noise.seed, trace.model))
+    return dataclasses.replace(trace, kernel_time_ideal_ns=trace.kernel_time_ideal_ns * r,
+                               kernel_time_fault_all_ns=trace.kernel_time_fault_all_ns * r,
+                               kernel_time_fault_outputs_ns=trace.kernel_time_fault_outputs_ns * r)
+
+
 def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=False, bulk=True,
                   devices=None):
     """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated).
 
     ``devices``: the ``(ssd, link)`` of :func:`detailed_devices` for the detailed preset.
+    The kernel times are :func:`run_kernel_cycles` (``noise.*`` applied).
     """
     c = ArtifactConstants.from_config(cfg)
-    t11, t10, t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+    t11, t10, t00 = run_kernel_cycles(trace, cfg)
     birth, death = liveness(trace)
     first = trace.tensor_first_page.astype(np.int64)
     npages = trace.tensor_pages.astype(np.int64)
@@ -399,7 +425,7 @@ class Simulator:
         if pol.level == "tensor":
             result = self._run_tensor(trace, pol, hints, hint_info, common, meta)
         elif pol.ideal:
-            t11, _t10, _t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+            t11, _t10, _t00 = run_kernel_cycles(trace, cfg)
             hint_info = {"source": "none", "policy": pol.name, "n_hints": 0}
             result = results.ideal(t11, freq_hz=hz, iterations=cfg.run.iterations, hints=hint_info,
                                    metadata=meta, **common)
@@ -471,6 +497,19 @@ class Simulator:
     def _run_tensor(self, trace, pol, hints, hint_info, common, meta) -> Result:
         cfg = self.config
         t0 = time.perf_counter()
+        if hints is None and cfg.noise.kernel_time_sigma > 0:
+            # plan on the profiled times, simulate on the perturbed ones (noisy_trace)
+            hints, reason = _tensor_plan(trace, pol, cfg)
+            if reason is not None:
+                from . import tensorsim
+
+                d = tensorsim.failed_result(reason, mode="flashneuron" if pol.name == "flashneuron" else "gds",
+                                            trace=trace, config=cfg)
+                meta["simulate_wall_s"] = time.perf_counter() - t0
+                return results.from_tensor_level(d, page_size_bytes=cfg.gpu.page_size_bytes, hints=hint_info,
+                                                 metadata=meta, **common)
+            hint_info["n_hints"] = int(hints.shape[0])
+            trace = noisy_trace(trace, cfg)
         if hints is None:
             d = pol.simulate(trace)
             sched = d.get("schedule", {}) or {}
@@ -493,6 +532,26 @@ class Simulator:
         meta["simulate_wall_s"] = time.perf_counter() - t0
         return results.from_tensor_level(d, page_size_bytes=cfg.gpu.page_size_bytes, hints=hint_info,
                                          metadata=meta, **common)
+
+
+def _tensor_plan(trace: Trace, pol: Policy, cfg) -> tuple[np.ndarray | None, str | None]:
+    """(hints, None) of a tensor-level policy's plan for ``trace``, or (None, why it cannot run)."""
+    from . import tensorsim
+
+    if pol.name == "flashneuron":
+        from .policies.flashneuron import flashneuron_schedule
+
+        plan = flashneuron_schedule(trace, cfg)
+        return (None, plan["failure_reason"]) if plan["failed"] else (plan["hints"], None)
+    if pol.name in ("g10-gds", "g10-host"):
+        from .policies.g10 import schedule
+
+        reason = tensorsim.working_set_check(trace, cfg)
+        if reason is not None:
+            return None, reason
+        return np.asarray(schedule(trace, cfg, variant="gds" if pol.name == "g10-gds" else "host")), None
+    raise ValueError(f"tensor-level policy {pol.name!r}: noise.kernel_time_sigma > 0 needs its plan as a hint "
+                     "table (flashneuron, g10-gds, g10-host)")
 
 
 def simulate(trace, policy: str, *, config=None, preset_name: str = "g10-artifact", config_file=None,
