@@ -516,30 +516,38 @@ def execute_run(task: dict) -> dict:
     rec = {"run_key": task["run_key"], "trace": task["trace"], "model": task["model"],
            "batch": int(task["batch"]), "policy": task["policy"], "grid": task["grid"],
            "config_hash": task["config_hash"], "trace_digest": task["trace_digest"]}
+    phases: dict = {}
     try:
-        rec.update(_simulate(task))
+        rec.update(_simulate(task, phases))
         rec["error"] = None
     except Exception as exc:  # noqa: BLE001 - recorded, the sweep goes on
         rec.update(time_s=None, ideal_time_s=None, normalized_performance=None, failed=True,
                    failure_reason=None, error=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
     rec["meta"] = {"wall_s": round(time.perf_counter() - t0, 4), "cpu_s": round(time.process_time() - c0, 4),
-                   "worker": f"{socket.gethostname()}:{os.getpid()}",
+                   "phases_s": phases, "worker": f"{socket.gethostname()}:{os.getpid()}",
                    "g10core_version": __version__, "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     rec["schema_version"] = RECORD_SCHEMA_VERSION
     return rec
 
 
-def _simulate(task: dict) -> dict:
+def _simulate(task: dict, phases: dict) -> dict:
+    """The numbers of one run; ``phases`` gets where its time went (seconds, for benchmarks)."""
     from .analysis import CannotFit
     from .simulator import Simulator, run_kernel_cycles
 
     cache = worker_cache()
+    t0 = time.perf_counter()
     cfg = config_from_dict(task["config"])
     trace = cache.trace(task["trace_path"])
     sim = Simulator(cfg)
     pol = cache.policy(task["policy"], cfg, task["config"], task["trace_digest"])
+    phases["setup"] = round(time.perf_counter() - t0, 4)
     try:
         r = sim.run(trace, pol)
+        for k in ("hints_wall_s", "simulate_wall_s", "wall_s"):
+            if k in r.metadata:
+                phases[{"hints_wall_s": "plan", "simulate_wall_s": "simulate", "wall_s": "run"}[k]] = \
+                    round(r.metadata[k], 4)
     except CannotFit as exc:
         t11 = run_kernel_cycles(trace, cfg)[0]
         return {"time_s": None, "ideal_time_s": int(t11.sum()) / sim.constants.freq_hz,
