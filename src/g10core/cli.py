@@ -450,10 +450,118 @@ def _cmd_reproduce_fig11(args) -> int:
     return EXIT_OK
 
 
+def _figure_outputs(args, figure: str, rows, meta) -> None:
+    """Table (stdout), ``--json`` and ``--plot`` of a reproduced figure (Figs. 12-19)."""
+    from .report import figure_document, format_figure_table, plot_figure, write_figure_json
+
+    if human(args):
+        print(format_figure_table(figure, rows))
+    if args.json_path == "-":
+        sys.stdout.write(json.dumps(figure_document(figure, rows, meta=meta), indent=1, allow_nan=False) + "\n")
+    elif args.json_path is not None:
+        write_figure_json(figure, rows, args.json_path, meta=meta)
+    if args.plot:
+        plot_figure(figure, rows, args.plot)
+        if human(args):
+            print(f"wrote {args.plot}")
+
+
+def _cmd_reproduce_figure(args) -> int:
+    import time
+
+    from .reproduce import default_jobs, reproduce_figure
+
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    cfg = _config(args)
+    t0 = time.perf_counter()
+    rows = reproduce_figure(args.figure, args.out, traces_dir=args.traces, jobs=jobs, dask=args.dask,
+                            progress=not args.no_progress, config=cfg, models=args.models)
+    wall = time.perf_counter() - t0
+    meta = {"wall_s": wall, "jobs": jobs, "dask": args.dask, "store": args.out, "preset": cfg.preset,
+            "config_hash": cfg.hash, "g10core_version": __version__}
+    _figure_outputs(args, args.figure, rows, meta)
+    if human(args):
+        print(f"{len(rows)} rows in {wall:.1f} s wall with {jobs} job(s)"
+              + (f" (store {args.out})" if args.out else ""))
+    errors = [r for r in rows if r.get("error")]
+    for r in errors[:3]:
+        print(f"g10sim: error: {r['model']}-b{r['batch']} {r['policy']}: {r['error']}", file=sys.stderr)
+    return EXIT_FAILURE if errors else EXIT_OK
+
+
+def _cmd_reproduce_all(args) -> int:
+    import time
+
+    from .report import (
+        figure_cells, figure_summary, format_fig11_table, format_figure_summary, format_figure_table, plot_figure,
+        write_fig11_json, write_figure_json,
+    )
+    from .reproduce import default_jobs, reproduce_all
+    from .results import write_text_atomic
+
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    figures = reproduce_all(out, traces_dir=args.traces, jobs=jobs, dask=args.dask, progress=not args.no_progress)
+    wall = time.perf_counter() - t0
+    meta = {"wall_s": wall, "jobs": jobs, "dask": args.dask, "store": str(out), "g10core_version": __version__}
+    plots = not args.no_plots
+    lines = []
+    for name, rows in figures.items():
+        if name == "fig11":
+            write_fig11_json(rows, out / "fig11.json", meta=meta)
+            write_text_atomic(out / "fig11.txt", format_fig11_table(rows) + "\n")
+        else:
+            write_figure_json(name, rows, out / f"{name}.json", meta=meta)
+            write_text_atomic(out / f"{name}.txt", format_figure_table(name, rows) + "\n")
+        summary = figure_summary(name, figure_cells(name, rows))
+        if plots:
+            plot_figure(name, rows, out / f"{name}.png")
+        lines.append(format_figure_summary(summary))
+    if human(args):
+        print("\n".join(lines))
+        print(f"wrote {out}/fig11..fig19 .json, .txt{', .png' if plots else ''}; {wall:.1f} s wall with {jobs} job(s)")
+    return EXIT_OK
+
+
+def _add_run_options(f, *, out_required: bool) -> None:
+    f.add_argument("--traces", metavar="DIR", help="where shipped trace names resolve (default: the shipped traces/)")
+    f.add_argument("--out", metavar="DIR", required=out_required,
+                   help="results store (resumable; runs already there are not run again)"
+                        + ("" if out_required else "; default: a temporary folder"))
+    f.add_argument("--jobs", type=positive_int, metavar="N", help="worker processes (default: number of CPUs)")
+    f.add_argument("--dask", metavar="local|ADDRESS",
+                   help="run on dask.distributed: 'local' starts a LocalCluster of --jobs workers, an address "
+                        "(tcp://host:8786) joins a scheduler (needs the 'sweep' extra)")
+    f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
 def add_reproduce_parser(subparsers) -> None:
+    from .reproduce import FIGURES, SWEEP_FIGURES
+
     p = subparsers.add_parser("reproduce", help="reproduce the paper's figures",
                               description="Re-run the experiments of the G10 paper and compare with its numbers.")
     sub = p.add_subparsers(dest="figure", metavar="FIGURE", required=True)
+    for name in SWEEP_FIGURES:
+        f = sub.add_parser(
+            name, help=FIGURES[name].title,
+            description=f"{FIGURES[name].title}. Runs the sweep file shipped as g10core/sweeps/{name}.toml "
+                        "(g10-artifact preset) and prints each published cell beside ours with the difference, "
+                        "then the worst cell. Exit 1 when a run raised (its error is printed).")
+        _add_run_options(f, out_required=False)
+        f.add_argument("--models", nargs="+", metavar="MODEL-bB", help="only these workloads, e.g. bert_base-b256")
+        f.add_argument("--plot", metavar="PATH.png", help="also draw the figure with the paper's axes (matplotlib)")
+        add_config_options(f)
+        add_json_option(f)
+        f.set_defaults(func=_cmd_reproduce_figure)
+    a = sub.add_parser(
+        "all", help="the whole published evaluation (1,410 runs), then Figs. 11-19",
+        description="Run the published simulator's whole run set (its genconfigs.py: main, host-memory, "
+                    "SSD-bandwidth and kernel-time-noise sweeps; g10core/sweeps/all.toml) into the store "
+                    "DIR, resumably, then write fig11..fig19 .json, .txt (table) and .png there.")
+    _add_run_options(a, out_required=True)
+    a.add_argument("--no-plots", action="store_true", help="write no .png")
+    a.set_defaults(func=_cmd_reproduce_all, json_path=None)
     f = sub.add_parser(
         "fig11", help="Fig. 11: five models x seven policies, normalised performance",
         description="Run the five models at their Fig. 11 batch size (bert_base-b256, vit-b1280, "
@@ -479,15 +587,161 @@ def _cmd_report_fig11(args) -> int:
     return EXIT_OK
 
 
+def _cmd_report_figure(args) -> int:
+    from .report import load_figure_json
+    from .reproduce import rows_from_store
+
+    path = Path(args.path)
+    if path.is_dir():
+        rows, missing = rows_from_store(args.figure, path)
+        meta = {"source": str(path), "missing_runs": missing}
+        if missing and human(args):
+            print(f"note: {missing} run(s) of {args.figure} are not in {path} yet", file=sys.stderr)
+    else:
+        figure, rows = load_figure_json(path)
+        if figure != args.figure:
+            raise ValueError(f"{path}: holds {figure}, not {args.figure}")
+        meta = {"source": str(path)}
+    _figure_outputs(args, args.figure, rows, meta)
+    return EXIT_OK
+
+
 def add_report_parser(subparsers) -> None:
+    from .reproduce import FIGURES, SWEEP_FIGURES
+
     p = subparsers.add_parser("report", help="re-print or re-plot saved results",
                               description="Print the table (and draw the chart) of a saved reproduction.")
     sub = p.add_subparsers(dest="figure", metavar="FIGURE", required=True)
+    for name in SWEEP_FIGURES:
+        f = sub.add_parser(name, help=f"{FIGURES[name].title}: table and plot of saved results",
+                           description=f"Print the {name} table (published cells beside ours) from PATH: a "
+                                       f"`g10sim reproduce {name} --json` file, or a results store "
+                                       f"(`--out DIR` of reproduce {name} or reproduce all).")
+        f.add_argument("path", metavar="PATH", help=f"{name}.json or a store folder")
+        f.add_argument("--plot", metavar="PATH.png", help="draw the figure with the paper's axes")
+        add_json_option(f)
+        f.set_defaults(func=_cmd_report_figure)
     f = sub.add_parser("fig11", help="the Fig. 11 table of a `g10sim reproduce fig11 --json` file")
     f.add_argument("path", metavar="FIG11.json", help="written by g10sim reproduce fig11 --json")
     f.add_argument("--plot", metavar="PATH.png", help="also draw the bar chart")
     add_json_option(f)
     f.set_defaults(func=_cmd_report_fig11)
+
+
+# ---- sweep ---------------------------------------------------------------------------
+
+def _sweep_run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="g10sim sweep", description="Run a sweep file into a results store.")
+    p.add_argument("file", metavar="FILE.toml", help="sweep file (format: g10core.sweep)")
+    _add_run_options(p, out_required=True)
+    p.add_argument("--retry-errors", action="store_true", help="run again the runs that raised an error")
+    add_json_option(p)
+    return p
+
+
+def _sweep_status_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="g10sim sweep status",
+                                description="Runs planned, done and failed in a store, one row per run.")
+    p.add_argument("dir", metavar="DIR", help="the store (--out of g10sim sweep)")
+    add_json_option(p)
+    return p
+
+
+def _sweep_export_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="g10sim sweep export", description="Write a store's rows as CSV.")
+    p.add_argument("dir", metavar="DIR", help="the store")
+    p.add_argument("-o", "--output", metavar="FILE.csv", required=True, help="CSV to write ('-': stdout)")
+    return p
+
+
+def _print_status(st: dict, *, limit: int = 40) -> None:
+    errors = sum(1 for r in st["rows"] if r.get("error"))
+    print(f"{st['done']} of {st['total']} runs done, {st['failed']} failed ({errors} raised an error)")
+    rows = st["rows"]
+    if not rows:
+        return
+    grid = [k for k in rows[0] if k not in ROW_FIELDS_SET]
+    print(f"  {'trace':<22} {'policy':<12}" + "".join(f" {k:>24}" for k in grid) + f" {'time_s':>12}  status")
+    for r in rows[:limit]:
+        state = "error: " + r["error"] if r.get("error") else ("failed: " + (r.get("failure_reason") or "")
+                                                               if r["failed"] else "ok")
+        t = "–" if r["time_s"] is None else f"{r['time_s']:.4f}"
+        print(f"  {r['trace']:<22} {r['policy']:<12}" + "".join(f" {str(r.get(k, '')):>24}" for k in grid)
+              + f" {t:>12}  {state[:80]}")
+    if len(rows) > limit:
+        print(f"  ... {len(rows) - limit} more (--json - for all, or g10sim sweep export)")
+
+
+ROW_FIELDS_SET = frozenset(("run_key", "trace", "model", "batch", "policy", "time_s", "ideal_time_s",
+                            "normalized_performance", "failed", "failure_reason", "error"))
+
+
+def _cmd_sweep(args) -> int:
+    import time
+
+    from .reproduce import default_jobs
+    from .sweep import export_csv, load_sweep, run_sweep, sweep_status
+
+    argv = list(args.sweep_args)
+    if not argv:
+        raise ValueError("give a sweep file (g10sim sweep FILE --out DIR), or 'status DIR' / 'export DIR -o FILE'")
+    if argv[0] == "status":
+        a = _parse_or_exit(_sweep_status_parser(), argv[1:])
+        st = sweep_status(a.dir)
+        if human(a):
+            _print_status(st)
+        emit_json(st, a.json_path)
+        return EXIT_OK
+    if argv[0] == "export":
+        a = _parse_or_exit(_sweep_export_parser(), argv[1:])
+        if a.output == "-":
+            import tempfile
+
+            with tempfile.TemporaryDirectory() as tmp:
+                sys.stdout.write(Path(export_csv(a.dir, Path(tmp) / "rows.csv")).read_text())
+        else:
+            export_csv(a.dir, a.output)
+            print(f"wrote {a.output}")
+        return EXIT_OK
+    a = _parse_or_exit(_sweep_run_parser(), argv)
+    sweep = load_sweep(a.file, traces_dir=a.traces)     # refuses a malformed file before any run
+    jobs = default_jobs() if a.jobs is None else a.jobs
+    t0 = time.perf_counter()
+    st = run_sweep(sweep, a.out, jobs=jobs, dask=a.dask, progress=not a.no_progress, retry_errors=a.retry_errors)
+    wall = time.perf_counter() - t0
+    errors = [r for r in st["rows"] if r.get("error")]
+    if human(a):
+        print(f"{sweep.name}: {st['done']} of {st['total']} runs done, {st['failed']} failed "
+              f"({len(errors)} raised an error); {wall:.1f} s wall with {jobs} job(s); store {a.out}")
+        for r in errors[:3]:
+            print(f"  error: {r['trace']} {r['policy']}: {r['error']}")
+    emit_json(st, a.json_path)
+    return EXIT_FAILURE if errors else EXIT_OK
+
+
+class _UsageError(ValueError):
+    """An argument error of a sub-command parsed by hand (argparse printed the usage)."""
+
+
+def _parse_or_exit(parser: argparse.ArgumentParser, argv: list[str]):
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        if exc.code in (0, None):
+            raise
+        raise _UsageError("") from None
+
+
+def add_sweep_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sweep", help="run a sweep file; its status; export its rows",
+        description="g10sim sweep FILE.toml --out DIR [--jobs N] [--dask local|ADDRESS]: run every "
+                    "(trace, policy, grid point) of a sweep file that DIR lacks (resumable; a malformed file "
+                    "is refused before any run). g10sim sweep status DIR [--json -]: runs planned, done, failed "
+                    "and one row per run. g10sim sweep export DIR -o rows.csv. Exit 1 when a run raised.",
+        add_help=True)
+    p.add_argument("sweep_args", nargs=argparse.REMAINDER, metavar="FILE|status|export ...")
+    p.set_defaults(func=_cmd_sweep, json_path=None)
 
 
 # ---- the command --------------------------------------------------------------
@@ -500,6 +754,7 @@ COMMAND_GROUPS = [
     add_reproduce_parser,
     add_report_parser,
     add_ssd_parser,
+    add_sweep_parser,
 ]
 
 
@@ -524,6 +779,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
         return int(args.func(args) or EXIT_OK)
+    except _UsageError:
+        return EXIT_BAD_INPUT
     except EXPECTED_ERRORS as exc:
         if isinstance(exc, BrokenPipeError):
             return _broken_pipe()

@@ -488,6 +488,10 @@ def format_figure_table(figure: str, rows, cells=None) -> str:
     last = None
     shown = sorted((c for c in cells if figure != "fig12" or c.get("quantile") in FIG12_TABLE_QUANTILES),
                    key=lambda c: _cell_order(c, param))
+    ran = {(r["model"], int(r["batch"])) for r in rows}
+    not_run = sum(1 for c in shown if c["status"] == "missing" and (c["model"], c["batch"]) not in ran)
+    shown = [c for c in shown if c["status"] != "missing" or (c["model"], c["batch"]) in ran]
+    digits = 3 if TOLERANCE_PCT.get(figure, DEFAULT_TOLERANCE_PCT) < 1 else 2
     for c in shown:
         key = (c["model"], c["batch"])
         if last is not None and key != last:
@@ -495,7 +499,7 @@ def format_figure_table(figure: str, rows, cells=None) -> str:
         last = key
         published_keys.add((c["model"], c["batch"], c["policy"], c.get(param) if param else None))
         if c["error_pct"] is not None:
-            diff = f"{c['error_pct']:+.2f} %"
+            diff = f"{c['error_pct']:+.{digits}f} %"
             if c["status"] == "off":
                 diff += " !"
         else:
@@ -523,6 +527,8 @@ def format_figure_table(figure: str, rows, cells=None) -> str:
             lines.append(line)
     s = figure_summary(figure, cells)
     lines.append("")
+    if not_run:
+        lines.append(f"({not_run} published cells of workloads not run here are not shown)")
     lines.append(format_figure_summary(s))
     return "\n".join(lines)
 

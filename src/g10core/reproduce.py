@@ -356,13 +356,14 @@ def fig11_rows_from_records(sweep, records: dict) -> list[dict]:
 
 
 def reproduce_figure(name: str, out=None, *, traces_dir=None, jobs: int | None = None, dask: str | None = None,
-                     progress: bool = True, config: SimConfig | None = None) -> list[dict]:
+                     progress: bool = True, config: SimConfig | None = None, models=None) -> list[dict]:
     """Run figure ``name``'s sweep into the store ``out`` (a temporary folder when None); its rows.
 
     Resumable: runs already in ``out`` (from this figure, another one, or ``all``) are
-    not run again.
+    not run again.  ``models``: only these workloads (``["bert_base-b256", ...]``).
     """
     import tempfile
+    from dataclasses import replace as _replace
 
     from .sweep import ResultStore, run_sweep
 
@@ -370,6 +371,13 @@ def reproduce_figure(name: str, out=None, *, traces_dir=None, jobs: int | None =
         raise ValueError(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
     sweep = (_fig11_sweep(traces_dir=traces_dir, config=config) if name == "fig11"
              else figure_sweep(name, traces_dir=traces_dir, config=config))
+    if models:
+        names = {f"{r.model}-b{r.batch}" for r in sweep.runs}
+        unknown = [m for m in models if m not in names]
+        if unknown:
+            raise ValueError(f"--models {unknown[0]!r}: not a workload of {name}; its workloads: "
+                             f"{', '.join(sorted(names))}")
+        sweep = _replace(sweep, runs=tuple(r for r in sweep.runs if f"{r.model}-b{r.batch}" in models))
     with contextlib.ExitStack() as stack:
         if out is None:
             out = stack.enter_context(tempfile.TemporaryDirectory(prefix=f"g10sim-{name}-"))
