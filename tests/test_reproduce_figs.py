@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 
 import pytest
 
@@ -35,15 +36,26 @@ def run_rows(figure, sweep, out):
     return reproduce.figure_rows(figure, sweep, ResultStore(out).records())
 
 
-# Cells off by more than the tolerance, with the reason.  FlashNeuron on BERT: g10core's
-# tensor-level simulator ends 3 of the 1369 kernels of BERT-256 later than the published one
-# (kernels 1182, 1192, 1212: a prefetch lands later), +0.34 % on the iteration time
-# (tensorsim.VISIT_ORDERS); the breakdown's overlap and stall and the CDF's 97 % point show it.
+# Cells off by more than the tolerance, with the reason: FlashNeuron's per-kernel timeline.
+# g10core's tensor-level simulator ends a few kernels later than the published one (a prefetch
+# lands later): 3 of the 1369 kernels of BERT-256 (1182, 1192, 1212; +0.34 % on the iteration
+# time), 3 of the 1299 of ResNet152-1280 (54, 61, 62; -0.0001 %), 20 of the 2319 of
+# SENet154-1024 (+0.13 %).  Iteration times stay within 1 %; the quantiles of the Fig. 12 CDF
+# where the few shifted kernels sit, and BERT's overlap/stall split (Fig. 13), do not.
 KNOWN_OFF = {
     ("fig12", "bert_base", 256, "flashneuron", "slowdown@0.97"),
+    *{("fig12", "resnet152", 1280, "flashneuron", f"slowdown@{q}") for q in
+      ("0.84", "0.85", "0.86", "0.87", "0.92", "0.94", "0.97", "0.98")},
+    *{("fig12", "senet154", 1024, "flashneuron", f"slowdown@{q}") for q in
+      ("0.86", "0.89", "0.91", "0.95", "0.98", "0.99", "0.995", "0.999")},
     ("fig13", "bert_base", 256, "flashneuron", "overlap"),
     ("fig13", "bert_base", 256, "flashneuron", "stall"),
 }
+# Fig. 17 cells the published figure has no number for although the run completes: the
+# artifact's example_results lack them (not failures: the published simulator run on
+# FlashNeuron BERT-384 gives 22803.4 ms, our 22.8034 s; DeepUM+ has numbers only at 128 GB and
+# for a few workloads, e.g. BERT-256 has none at 256 GB but one at 128 GB, where ours are equal).
+FIG17_PUBLISHED_NO_NUMBER_FLASHNEURON = {("bert_base", 384), ("resnet152", 1536)}
 
 
 def assert_reproduced(figure, rows, *, expect_compared):
@@ -162,7 +174,9 @@ def test_published_cells_cover_every_figure():
 # ---- every cell (slow) ---------------------------------------------------------------------
 
 def check_whole_figure(figure, traces_dir, tmp_path):
-    rows = reproduce.reproduce_figure(figure, tmp_path / "store", traces_dir=traces_dir, progress=False)
+    # G10_REPRODUCE_STORE: a store that already holds the runs (e.g. `g10sim reproduce all --out DIR`)
+    store = os.environ.get("G10_REPRODUCE_STORE") or tmp_path / "store"
+    rows = reproduce.reproduce_figure(figure, store, traces_dir=traces_dir, progress=False)
     cells = figure_cells(figure, rows)
     s = figure_summary(figure, cells)
     assert s["by_status"].get("missing", 0) == 0, s
@@ -179,5 +193,18 @@ def test_whole_figure_matches_the_published_cells(figure, traces_dir, tmp_path):
     rows, cells, s = check_whole_figure(figure, traces_dir, tmp_path)
     assert s["failures_match"], [c for c in cells if c["status"] == "published fails"][:5]
     doc = figure_document(figure, rows)
-    assert doc["summary"]["within_tolerance"] == doc["summary"]["compared"]
+    known = sum(1 for c in cells if (figure, c["model"], c["batch"], c["policy"], c["metric"]) in KNOWN_OFF)
+    assert doc["summary"]["within_tolerance"] + known == doc["summary"]["compared"]
     assert math.isfinite(doc["summary"]["worst"]["error_pct"])
+
+
+@pytest.mark.slow
+def test_whole_fig17_matches_where_published(traces_dir, tmp_path):
+    rows, cells, s = check_whole_figure("fig17", traces_dir, tmp_path)
+    assert s["within_tolerance"] == s["compared"] == 245
+    no_number = [c for c in cells if c["status"] == "published fails"]
+    assert {c["policy"] for c in no_number} == {"deepum", "flashneuron"}
+    assert {(c["model"], c["batch"]) for c in no_number if c["policy"] == "flashneuron"} == \
+        FIG17_PUBLISHED_NO_NUMBER_FLASHNEURON
+    # and DeepUM+ equals the published value wherever the paper has one
+    assert all(c["status"] == "ok" for c in cells if c["policy"] == "deepum" and math.isfinite(c["published"]))
