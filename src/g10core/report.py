@@ -349,7 +349,7 @@ def _cell_status(ours, published, tol) -> tuple[str, float | None]:
         return "both fail", None
     if not ours_ok:
         return "we fail", None
-    return "published fails", None
+    return "unpublished", None
 
 
 def _breakdown_as_published(row) -> dict | None:
@@ -379,8 +379,8 @@ def figure_cells(figure: str, rows) -> list[dict]:
     Each cell: ``model``, ``batch``, ``policy``, the figure's parameter, ``metric``,
     ``ours``, ``published`` (in seconds, pages or a ratio), ``error_pct``, ``status``
     (``ok``: within the tolerance; ``off``: not; ``both fail``; ``we fail``;
-    ``published fails``: the artifact has no result; ``missing``: not run here) and
-    ``tolerance_pct``.
+    ``unpublished``: the artifact has no number here (its run failed or never finished)
+    but ours ran; ``missing``: not run here) and ``tolerance_pct``.
     """
     from .published import published_cells, published_fig12
 
@@ -445,7 +445,7 @@ def figure_summary(figure: str, cells) -> dict:
     return {"figure": figure, "cells": len(cells), "by_status": counts, "compared": len(compared),
             "within_tolerance": counts.get("ok", 0),
             "tolerance_pct": TOLERANCE_PCT.get(figure, DEFAULT_TOLERANCE_PCT),
-            "worst": worst, "failures_match": counts.get("we fail", 0) == 0 and counts.get("published fails", 0) == 0}
+            "worst": worst, "failures_match": counts.get("we fail", 0) == 0 and counts.get("unpublished", 0) == 0}
 
 
 def _fmt_cell_value(metric: str, v) -> str:
@@ -503,7 +503,7 @@ def format_figure_table(figure: str, rows, cells=None) -> str:
             if c["status"] == "off":
                 diff += " !"
         else:
-            diff = {"both fail": "both fail", "we fail": "MISMATCH", "published fails": "pub: none",
+            diff = {"both fail": "both fail", "we fail": "MISMATCH", "unpublished": "no pub.",
                     "missing": "not run"}[c["status"]]
         line = f"{c['model']:<12} {c['batch']:>5}  {c['policy']:<12}"
         if param:
@@ -549,7 +549,7 @@ def format_figure_summary(s: dict) -> str:
     w = s["worst"]
     if w is not None:
         text += f"; worst {w['error_pct']:+.3f} % ({_describe_cell(s['figure'], w)})"
-    fails = ", ".join(f"{by[k]} {k}" for k in ("both fail", "we fail", "published fails", "missing") if by.get(k))
+    fails = ", ".join(f"{by[k]} {k}" for k in ("both fail", "we fail", "unpublished", "missing") if by.get(k))
     if fails:
         text += f"; {fails}"
     return text
@@ -594,7 +594,7 @@ _COLORS = {"base-uvm": "#9e9e9e", "flashneuron": "#f2b134", "deepum": "#4daf4a",
            "g10-host": "#377eb8", "g10": "#e41a1c", "ideal": "#222222"}
 _MARKERS = {"base-uvm": "o", "flashneuron": "s", "deepum": "^", "g10": "D", "ideal": "x"}
 _MODEL_ORDER = ("bert_base", "vit", "inceptionv3", "resnet152", "senet154")
-_FIG_POLICIES = ("base-uvm", "flashneuron", "deepum", "g10", "ideal")
+_SHORT_LABELS = {"base-uvm": "UVM", "flashneuron": "FN", "deepum": "DU+", "g10": "G10"}
 
 
 def _new_figure(width: float, height: float):
@@ -699,7 +699,7 @@ def _plot_fig13(rows):
                 ax.bar(x, h, width * 0.92, bottom=bottom, color=color, edgecolor="white", linewidth=0.4,
                        label=label if (j == 0 and g == 0) else None)
                 bottom += h
-            ax.text(x, 1.01, POLICY_LABELS[p][:4], ha="center", va="bottom", fontsize=5, rotation=90)
+            ax.text(x, 1.01, _SHORT_LABELS.get(p, p), ha="center", va="bottom", fontsize=6)
     ax.set_xticks(range(len(models)))
     ax.set_xticklabels([f"{MODEL_LABELS.get(m, m)}\nb{next(r['batch'] for r in rows if r['model'] == m)}"
                         for m in models], fontsize=8)
@@ -762,7 +762,8 @@ def _plot_lines(rows, x_of, y_of, *, xlabel, ylabel_of, series_of, series_label,
                     ax.plot([x], [0], marker="x", color="#c00000", markersize=5)
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel(ylabel_of(m), fontsize=8)
-        ax.set_title(MODEL_LABELS.get(m, m), fontsize=8)
+        batches = {r["batch"] for r in mine}
+        ax.set_title(MODEL_LABELS.get(m, m) + (f" (b{batches.pop()})" if len(batches) == 1 else ""), fontsize=8)
         ax.tick_params(labelsize=7)
         if ylim0:
             ax.set_ylim(bottom=0)
