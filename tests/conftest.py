@@ -4,7 +4,7 @@
 * ``load_shipped("bert_base-b256")``: a shipped trace, read once per session.
   The arrays are shared between tests: do not modify them (copy first).
 * ``small_trace``: a 64-kernel synthetic training trace (256 MiB footprint).
-* ``SHIPPED_WORKLOADS``, ``SHIPPED_NAMES``, ``assert_same_trace``: plain names,
+* ``SHIPPED_WORKLOADS``, ``SHIPPED_NAMES``, ``SHIPPED_LLM_NAMES``, ``assert_same_trace``: plain names,
   ``from conftest import ...``.
 * ``artifact_dir``: the published G10 inputs (``$G10_ARTIFACT_DIR``, default
   ``<repo>/../shared/g10_artifact``).  Tests that need them are skipped when they
@@ -30,6 +30,12 @@ SHIPPED_WORKLOADS = (
     + [("senet154", b) for b in (256, 512, 768, 1024)]
 )
 SHIPPED_NAMES = [f"{m}-b{b}" for m, b in SHIPPED_WORKLOADS]
+
+# The LLM traces captured by g10core.capture, shipped next to them (<family>-<size>-s<seq>-b<batch>).
+SHIPPED_LLM_NAMES = [
+    "gpt2-small-s1024-b5", "gpt2-small-s1024-b16", "gpt2-medium-s1024-b8", "gpt2-medium-s1024-b16",
+    "llama-1b-s2048-b2", "llama-1b-s2048-b4", "llama-7b-s2048-b1", "llama-7b-s2048-b3",
+]
 
 
 TRACE_ARRAY_FIELDS = [

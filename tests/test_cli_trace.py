@@ -178,8 +178,8 @@ def test_a_command_group_is_one_function_and_one_list_entry(monkeypatch, capsys)
     assert "hello" in build_parser().format_help()
     assert run(capsys, "hello") == (0, "hi\n", "")
     assert run(capsys, "hello", "--fail", "value") == (2, "", "g10sim: error: bad value\n")
-    with pytest.raises(RuntimeError):
-        main(["hello", "--fail", "bug"])
+    with pytest.raises(RuntimeError):    # with --debug; without it, exit 3 and a report (test_cli_errors.py)
+        main(["--debug", "hello", "--fail", "bug"])
 
 
 def test_python_dash_m_is_the_same_command(traces_dir, tmp_path):

@@ -95,7 +95,7 @@ def test_cached_keys_equal_exact_keys(model, batch, variant, artifact_dir):
 
 def test_registered_policy(bert256):
     cls = policies.get("g10")
-    assert (cls.name, cls.level, cls.eviction) == ("g10", "page", "lru")
+    assert (cls.name, cls.level, cls.eviction) == ("g10", "page", "arrival")
     h = cls(CFG).hints(bert256)
     assert h.dtype == HINT_DTYPE
     np.testing.assert_array_equal(h, schedule(bert256, CFG, "g10"))

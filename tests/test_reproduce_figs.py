@@ -195,9 +195,15 @@ def test_published_cells_cover_every_figure():
 
 # ---- every cell (slow) ---------------------------------------------------------------------
 
-def check_whole_figure(figure, traces_dir, tmp_path):
-    # G10_REPRODUCE_STORE: a store that already holds the runs (e.g. `g10sim reproduce all --out DIR`)
-    store = os.environ.get("G10_REPRODUCE_STORE") or tmp_path / "store"
+@pytest.fixture(scope="session")
+def figure_store(tmp_path_factory):
+    """One store for every whole-figure test, so figures share their runs (Figs. 12-14 are the same
+    20 runs, Fig. 16's are in Fig. 17, ...); G10_REPRODUCE_STORE names one that already holds
+    them (e.g. the --out DIR of `g10sim reproduce all`)."""
+    return os.environ.get("G10_REPRODUCE_STORE") or tmp_path_factory.mktemp("figures")
+
+
+def check_whole_figure(figure, traces_dir, store):
     rows = reproduce.reproduce_figure(figure, store, traces_dir=traces_dir, progress=False)
     cells = figure_cells(figure, rows)
     s = figure_summary(figure, cells)
@@ -211,8 +217,8 @@ def check_whole_figure(figure, traces_dir, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("figure", ["fig12", "fig13", "fig14", "fig15", "fig16", "fig18", "fig19"])
-def test_whole_figure_matches_the_published_cells(figure, traces_dir, tmp_path):
-    rows, cells, s = check_whole_figure(figure, traces_dir, tmp_path)
+def test_whole_figure_matches_the_published_cells(figure, traces_dir, figure_store):
+    rows, cells, s = check_whole_figure(figure, traces_dir, figure_store)
     assert s["failures_match"], [c for c in cells if c["status"] == "unpublished"][:5]
     doc = figure_document(figure, rows)
     known = sum(1 for c in cells if (figure, c["model"], c["batch"], c["policy"], c["metric"]) in KNOWN_OFF)
@@ -221,8 +227,8 @@ def test_whole_figure_matches_the_published_cells(figure, traces_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_whole_fig17_matches_where_published(traces_dir, tmp_path):
-    rows, cells, s = check_whole_figure("fig17", traces_dir, tmp_path)
+def test_whole_fig17_matches_where_published(traces_dir, figure_store):
+    rows, cells, s = check_whole_figure("fig17", traces_dir, figure_store)
     assert s["within_tolerance"] == s["compared"] == 245
     no_number = [c for c in cells if c["status"] == "unpublished"]
     assert {c["policy"] for c in no_number} == {"deepum", "flashneuron"}

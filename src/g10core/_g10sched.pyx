@@ -19,6 +19,8 @@ one (``-march=native``), rounds differently.
 """
 from libc.math cimport fabs
 from libc.stdint cimport int64_t
+
+from ._types cimport HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE
 from libcpp cimport bool as cbool
 
 cdef extern from "<algorithm>" nogil:
@@ -36,13 +38,6 @@ cdef enum:
     DIR_G2S = 1        # GPU -> SSD (pre-evict to SSD)
     DIR_H2G = 2        # host -> GPU over PCIe
     DIR_G2H = 3        # GPU -> host over PCIe
-
-# hint actions, equal to g10core.policies.HINT_* (and to _types.pxd's HintAction)
-cdef enum:
-    ACT_TO_GPU = 0
-    ACT_TO_SSD = 1
-    ACT_TO_HOST = 2
-    ACT_FREE = 3
 
 # comparator modes of the sort emulation
 cdef enum:
@@ -72,7 +67,7 @@ cdef double TIE_PAD = 0.000001     # the comparator's tolerance
 
 # the same constants for the Python layer (g10.py builds cap/est/full with these rows)
 S2G, G2S, H2G, G2H = DIR_S2G, DIR_G2S, DIR_H2G, DIR_G2H
-A_TO_GPU, A_TO_SSD, A_TO_HOST, A_FREE = ACT_TO_GPU, ACT_TO_SSD, ACT_TO_HOST, ACT_FREE
+A_TO_GPU, A_TO_SSD, A_TO_HOST, A_FREE = HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE
 CMP_AREA, CMP_LESS, CMP_GREATER = MODE_AREA, MODE_LESS, MODE_GREATER
 
 
@@ -724,10 +719,10 @@ cdef int64_t prealloc_pass_c(int64_t* mem, int64_t K, const double* table, const
             for j in range(issue):
                 mem[j] -= size
         if emit:
-            push_hint(h, issue, t, ACT_TO_GPU)
+            push_hint(h, issue, t, HINT_TO_GPU)
         death = d if d != -1 else b + 1
         if emit:
-            push_hint(h, death, t, ACT_FREE)
+            push_hint(h, death, t, HINT_FREE)
         free_time = table[death]
         if free_time < table[K]:
             finish = find_slot(table, free_time, death, K)
@@ -862,7 +857,7 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
                     pre = walk_backward_c(bud, DIR_H2G, size, e)
                     evf = walk_forward_c(bud, DIR_G2H, size, s)
                     if pre > evf:
-                        push_hint(h, s, iv.tensor[c], ACT_TO_HOST)
+                        push_hint(h, s, iv.tensor[c], HINT_TO_HOST)
                         really[c] = True
                         loc_iv[n_loc[0]] = c
                         loc_pre[n_loc[0]] = pre
@@ -882,7 +877,7 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
                     pre = walk_backward_c(bud, DIR_S2G, size, e)
                     evf = walk_forward_c(bud, DIR_G2S, size, s)
                     if pre > evf:
-                        push_hint(h, s, iv.tensor[c], ACT_TO_SSD)
+                        push_hint(h, s, iv.tensor[c], HINT_TO_SSD)
                         really[c] = True
                         loc_iv[n_loc[0]] = c
                         loc_pre[n_loc[0]] = pre
@@ -909,9 +904,9 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
                     offloaded[c] = True
                     continue
                 if pidx != s:
-                    push_hint(h, s, iv.tensor[c], ACT_TO_SSD)
+                    push_hint(h, s, iv.tensor[c], HINT_TO_SSD)
                     really[c] = True
-                    push_hint(h, pidx % K, iv.tensor[c], ACT_TO_GPU)
+                    push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
                     stats[5] += 1
                 for j in range(clear + 1, pidx):
                     mem[j % K] -= size
@@ -925,7 +920,7 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
                 evf = walk_forward_c(bud, DIR_G2H, size, s)
                 pre = walk_backward_c(bud, DIR_H2G, size, e)
                 if pre > evf:
-                    push_hint(h, s, iv.tensor[c], ACT_TO_HOST)
+                    push_hint(h, s, iv.tensor[c], HINT_TO_HOST)
                     really[c] = True
                     loc_iv[n_loc[0]] = c
                     loc_pre[n_loc[0]] = pre
@@ -949,9 +944,9 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
                     offloaded[c] = True
                     continue
                 if pidx != s:
-                    push_hint(h, s, iv.tensor[c], ACT_TO_HOST)
+                    push_hint(h, s, iv.tensor[c], HINT_TO_HOST)
                     really[c] = True
-                    push_hint(h, pidx % K, iv.tensor[c], ACT_TO_GPU)
+                    push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
                     stats[5] += 1
                 for j in range(clear + 1, pidx):
                     mem[j % K] -= size
@@ -1001,7 +996,7 @@ cdef void place_prefetches_c(int64_t* mem, int64_t target, const int64_t* loc_iv
         k = pre
         while k > evf + 1 and target > mem[k - 1]:
             k -= 1
-        push_hint(h, k, iv_tensor[c], ACT_TO_GPU)
+        push_hint(h, k, iv_tensor[c], HINT_TO_GPU)
         for j in range(k, pre):
             mem[j] += iv_size[c]
 
@@ -1024,7 +1019,7 @@ cdef int64_t shave_peak_c(int64_t* mem, int64_t* perm, const interval_table* iv,
         if really[c]:
             continue
         if not iv.looped[c] and iv.start[c] <= hill_index and iv.end[c] > hill_index:
-            push_hint(h, iv.start[c], iv.tensor[c], ACT_TO_SSD)
+            push_hint(h, iv.start[c], iv.tensor[c], HINT_TO_SSD)
             for j in range(iv.start[c] + 1, iv.end[c]):
                 mem[j] -= iv.size[c]
             hill_mem -= iv.size[c]

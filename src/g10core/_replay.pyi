@@ -1,9 +1,12 @@
-"""Type stub of the compiled page-level replay (``_replay.pyx``)."""
+"""Type stub of the compiled page-level replay (``_replay.pyx``): the event loop and the
+kernel state machine over the components."""
 from typing import Any
 
 import numpy as np
 
-BULK_STAT_NAMES: tuple[str, ...]
+from ._pagetable import PageTable
+
+def layout() -> dict[str, Any]: ...
 
 class Replay:
     def __init__(self, c: dict[str, Any], arrays: dict[str, np.ndarray], ssd: Any = ..., link: Any = ...) -> None: ...
@@ -11,3 +14,5 @@ class Replay:
     def dump(self) -> dict[str, Any]: ...
     def debug_rows(self) -> np.ndarray: ...
     def tensor_counts(self) -> tuple[np.ndarray, np.ndarray]: ...
+    @property
+    def page_table(self) -> PageTable: ...

@@ -9,18 +9,42 @@ ctypedef int32_t tensor_t      # tensor index into the trace's tensor table
 ctypedef int32_t kernel_t      # kernel index into one iteration's kernel list
 
 # Where a page lives.
-cdef enum Tier:
-    TIER_NOT_PRESENT = 0       # never allocated (or freed)
+cdef enum:                     # Tier
+    TIER_NONE = -1             # "no tier": no forced source/destination in a transfer slot
+    TIER_NOT_PRESENT = 0       # never allocated (or freed, or dropped)
     TIER_SSD = 1
     TIER_HOST = 2
     TIER_GPU = 3
 
 # What a migration hint asks for, applied when its kernel begins.
-cdef enum HintAction:
+cdef enum:                     # HintAction
     HINT_TO_GPU = 0            # prefetch, or pre-allocate when not present
     HINT_TO_SSD = 1            # pre-evict to SSD
     HINT_TO_HOST = 2           # pre-evict to host memory
     HINT_FREE = 3              # pre-deallocate (drop, no transfer)
+
+# The batcher's transfer queues, in no particular order (a tick serves them in the
+# artifact's order: pre-evictions, fault fetches, fault allocations, prefetches,
+# pre-allocations).
+cdef enum:                     # TransferQueue
+    Q_FAULT_SSD = 0            # faulted pages on the SSD
+    Q_FAULT_HOST = 1           # faulted pages in host memory
+    Q_FAULT_ALLOC = 2          # faulted pages never allocated
+    Q_PREFETCH_SSD = 3         # hinted pages on the SSD
+    Q_PREFETCH_HOST = 4        # hinted pages in host memory
+    Q_PREALLOC = 5             # hinted pages never allocated
+    Q_EVICT_SSD = 6            # pre-evictions to the SSD
+    Q_EVICT_HOST = 7           # pre-evictions to host memory
+    N_QUEUES = 8
+
+# Kinds of events on the engine's queue (_engine.pxd).  Kernel and tick events share
+# one priority, so at the same cycle they fire in scheduling order (the artifact's rule).
+cdef enum:                     # EventKind
+    EV_KERNEL_BEGIN = 0        # arg: kernel index
+    EV_SLOT = 1                # a transfer slot (the batcher's tick)
+    EV_DEVICE = 2              # a device's own event; arg: device index
+cdef enum:
+    EV_PRIORITY = 0
 
 # One migration hint, as stored in a hint table (numpy dtype HINT_DTYPE).
 cdef packed struct hint_rec:
@@ -146,6 +170,8 @@ cdef struct lru_node:
     int32_t tensor             # owner
     int32_t prev               # previous node (older), -1 at the head
     int32_t next               # next node (newer), -1 at the tail
+    int32_t tprev              # previous node of the same tensor (older), -1 at its head
+    int32_t tnext              # next node of the same tensor (newer), -1 at its tail
 
 # A run of pages waiting in one of the transfer queues.
 cdef struct queue_run:
@@ -153,3 +179,32 @@ cdef struct queue_run:
     int64_t count              # pages, consecutive, one tensor
     int32_t tensor             # owner
     int8_t src                 # Tier the pages were in when queued
+
+# Where the next eviction victims are (an Evictor's answer to find_victim).
+cdef struct victim_t:
+    int64_t page               # first victim page
+    int64_t seglen             # victims available from `page` with the same treatment
+    int32_t tensor             # owner of the segment
+    int8_t dest                # natural destination (before a forced override): Tier
+    bint found                 # 0: no victim (all GPU pages in transfer, or a window stall)
+
+# One executed kernel, as the replay records it (numpy dtype types.KERNEL_ROW_DTYPE).
+cdef struct kernel_row:
+    int64_t iteration          # iteration index
+    int64_t kernel             # kernel index within the iteration
+    int64_t start_cycles       # when it began (its first attempt, if it faulted)
+    int64_t end_cycles         # when it ended
+    int64_t in_transfer_pages  # its pages found in transfer at its attempts
+    int64_t host_faults_pages  # its pages faulted from host memory
+    int64_t ssd_faults_pages   # its pages faulted from the SSD
+    int64_t unallocated_faults_pages  # its pages allocated on first touch
+    int64_t host_used_pages    # host memory in use when it ran
+    int64_t gpu_used_pages     # GPU frames in use when it ran
+
+# Traffic of one iteration, in pages (numpy dtype types.TRAFFIC_ROW_DTYPE).
+cdef struct traffic_row:
+    int64_t alloc              # GPU frames given (allocations and fetches) in slots that moved pages
+    int64_t ssd_to_gpu         # pages fetched from the SSD
+    int64_t host_to_gpu        # pages fetched from host memory
+    int64_t gpu_to_ssd         # pages evicted to the SSD
+    int64_t gpu_to_host        # pages evicted to host memory

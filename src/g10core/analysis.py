@@ -41,26 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import CannotFit  # noqa: F401 (defined in errors.py; importable from here)
 from .trace import ACCESS_READ, Trace
-
-
-class CannotFit(ValueError):
-    """Some kernel's own working set exceeds GPU memory: no schedule can run it.
-
-    The published simulator aborts in this case.  ``kernel`` is the first kernel with
-    the largest working set, ``working_set_bytes`` its page-rounded inputs and outputs,
-    ``gpu_memory_bytes`` the capacity it was checked against.
-    """
-
-    def __init__(self, kernel: int, working_set_bytes: int, gpu_memory_bytes: int, model: str = ""):
-        self.kernel = int(kernel)
-        self.working_set_bytes = int(working_set_bytes)
-        self.gpu_memory_bytes = int(gpu_memory_bytes)
-        where = f"{model}: " if model else ""
-        super().__init__(
-            f"{where}cannot fit: kernel {self.kernel} alone needs {self.working_set_bytes} B "
-            f"({self.working_set_bytes / 2**30:.3f} GiB) of inputs and outputs, more than the "
-            f"{self.gpu_memory_bytes} B ({self.gpu_memory_bytes / 2**30:.3f} GiB) of GPU memory")
 
 
 @dataclass(frozen=True, eq=False)

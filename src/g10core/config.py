@@ -1,10 +1,28 @@
-"""Simulation configuration: one frozen dataclass per component, units in the names.
+"""Simulation configuration: one frozen dataclass per component; every parameter is data.
 
-A configuration is a preset (``g10-artifact`` or ``detailed``) with overrides.
-Overrides come from a TOML file (``[gpu] memory_GiB = 80``) or ``section.key=value``
-strings (``--set gpu.memory_GiB=80``).  Every unknown section or key is an error
-that names it; every value is checked for type and range.  ``SimConfig.to_dict()``
-is the resolved configuration a result records, and ``config_hash`` its identity.
+Each field is declared once with :func:`param`: its default, unit, allowed range
+(or choices) and a one-line description, in the dataclass field's metadata (in
+the spirit of gem5's ``Param``).  Validation comes from that metadata, not from
+code per section: :meth:`SimConfig.check` tests every field's type and range,
+then the few rules that tie parameters together (:func:`check_cross`), and every
+error names ``section.key``, the value and what is allowed.  ``g10sim config
+show`` prints the same table (:func:`parameters`).
+
+The ranges are those within which the model computes correctly: no integer
+overflow of the simulator's int64 cycles, no division by zero, no allocation of
+more than a few hundred MB, every transfer slot able to move a page.
+
+A configuration is a preset (``g10-artifact`` or ``detailed``) with overrides,
+from a TOML file (``[gpu] memory_GiB = 80``; values must have the key's type:
+a string is not a number, a number is not a boolean) or from ``section.key=value``
+strings (``--set gpu.memory_GiB=80``; parsed, as a command line has only
+strings).  Unknown sections and keys are errors that name them.
+``SimConfig.to_dict()`` is the resolved configuration a result records, and
+``config_hash`` its identity.
+
+The ``[ssd]`` keys of the FTL device (geometry, flash timing, GC rules; used when
+``ssd.model = "ftl"``, the ``detailed`` preset) default to ``None``: "the value of
+the ``ssd.device`` preset" (``zssd`` or ``mlc``, see ``ssd.py``).
 """
 from __future__ import annotations
 
@@ -12,129 +30,286 @@ import dataclasses
 import hashlib
 import json
 import math
+import numbers
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+from .errors import ConfigError  # noqa: F401 (defined in errors.py; importable from here)
+from .pcie import GENERATIONS, LANES, PAYLOADS
+from .ssd import SSD_PRESETS, device_spec, parse_victim, ssd_preset
 
 GiB = 1 << 30
 
+# What one parameter is allowed to be; ``param()`` puts it in the field's metadata.
+_META = "g10core.param"
 
-class ConfigError(ValueError):
-    """A configuration value or key is invalid; the message names it."""
+
+@dataclass(frozen=True)
+class Param:
+    """The declaration of one configuration parameter (what ``config show`` lists)."""
+
+    type: type                       # bool, int, float or str
+    unit: str                        # "GiB", "GB/s", "us", "pages", "1" (a pure number); "" for str and bool
+    doc: str                         # one line: what it is, which presets and policies use it
+    min: float | None = None         # lowest allowed value (None: no bound)
+    max: float | None = None         # highest allowed value (None: no bound)
+    min_exclusive: bool = False      # the range is (min, max] instead of [min, max]
+    choices: tuple | None = None     # the only allowed values (strings, or numbers)
+    validate: Callable[[Any, str], None] | None = None   # extra rule: raises ConfigError naming the key
+    rule: str = ""                   # that rule in words, for the range column
+    from_device: bool = False        # None (the default) means: the ssd.device preset's value
+
+    def range_text(self) -> str:
+        """The allowed values in words: ``(0, 65536]``, ``one of zssd, mlc``, ``true or false``."""
+        if self.type is bool:
+            return "true or false"
+        if self.choices is not None:
+            return "one of " + ", ".join(map(str, self.choices))
+        if self.min is None and self.max is None:
+            return self.rule or "any"
+        if self.min == self.max and not self.min_exclusive:
+            return f"only {_num(self.min)}"
+        lo = "(" if self.min_exclusive else "["
+        text = f"{lo}{_num(self.min)}, {_num(self.max)}]"
+        return f"{text}; {self.rule}" if self.rule else text
+
+    def bound_words(self) -> str:
+        """The range as a sentence: ``> 0 and <= 65536``."""
+        if self.min is not None and self.min == self.max and not self.min_exclusive:
+            return _num(self.min)
+        parts = []
+        if self.min is not None:
+            parts.append(f"{'>' if self.min_exclusive else '>='} {_num(self.min)}")
+        if self.max is not None:
+            parts.append(f"<= {_num(self.max)}")
+        return " and ".join(parts)
 
 
-# ---- component specs --------------------------------------------------------
+def _num(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e16:
+        x = int(x)
+    if isinstance(x, int) and x >= 1 << 20 and x & (x - 1) == 0:
+        return f"2^{x.bit_length() - 1}"
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def param(default, *, unit: str = "", doc: str, min=None, max=None, min_exclusive: bool = False,
+          choices=None, validate=None, rule: str = "", type=None, from_device: bool = False):
+    """A dataclass field with its unit, range and description (see :class:`Param`)."""
+    typ = type if type is not None else default.__class__
+    if typ not in (bool, int, float, str):
+        raise TypeError(f"param type must be bool, int, float or str, not {typ!r}")
+    meta = Param(type=typ, unit=unit, doc=doc, min=min, max=max, min_exclusive=min_exclusive,
+                 choices=None if choices is None else tuple(choices), validate=validate, rule=rule,
+                 from_device=from_device)
+    return field(default=default, metadata={_META: meta})
+
+
+def param_of(spec_or_cls, name: str) -> Param:
+    for f in fields(spec_or_cls):
+        if f.name == name:
+            return f.metadata[_META]
+    raise KeyError(name)
+
+
+# ---- rules beyond a range ---------------------------------------------------------------
+
+def _victim_rule(value, name):
+    parse_victim(value, name)
+
+
+def _multiple_of_512(value, name):
+    if value % 512:
+        raise ConfigError(f"{name} = {value!r}: must be a multiple of 512")
+
+
+# ---- component specs --------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class GPUSpec:
-    memory_GiB: float = 40.0               # GPU memory capacity (A100-40GB)
-    frequency_GHz: float = 1.2             # cycle unit of the whole simulation
-    page_size_bytes: int = 4096            # page (PTE) size
-    malloc_us_per_byte: float = 8.14e-7    # allocation cost (4 cycles per 4 KiB page at 1.2 GHz)
-
-    def check(self):
-        _positive(self, "memory_GiB", "frequency_GHz", "page_size_bytes")
-        _nonnegative(self, "malloc_us_per_byte")
-        if self.page_size_bytes & (self.page_size_bytes - 1):
-            raise ConfigError(f"gpu.page_size_bytes = {self.page_size_bytes}: must be a power of two")
+    memory_GiB: float = param(
+        40.0, unit="GiB", min=0, max=65536, min_exclusive=True,
+        doc="GPU memory capacity (A100-40GB); every preset and policy")
+    frequency_GHz: float = param(
+        1.2, unit="GHz", min=0.1, max=10,
+        doc="GPU clock: the cycle unit of the whole simulation (kernel times, slots, devices)")
+    page_size_bytes: int = param(
+        4096, unit="B", min=4096, max=4096,
+        doc="page (PTE) size; traces are laid out in 4 KiB pages, so only 4096 is supported")
+    malloc_us_per_byte: float = param(
+        8.14e-7, unit="us/B", min=0, max=1e-3,
+        doc="allocation cost (4 cycles per 4 KiB page at 1.2 GHz): page-level allocations per slot, "
+            "G10's pre-allocation lead time")
 
 
 @dataclass(frozen=True)
 class HostSpec:
-    memory_GiB: float = 128.0              # host memory available for evicted pages
-    bandwidth_GBps: float = 15.754         # host<->GPU bandwidth (PCIe 3.0 x16 raw)
-
-    def check(self):
-        _nonnegative(self, "memory_GiB")
-        _positive(self, "bandwidth_GBps")
+    memory_GiB: float = param(
+        128.0, unit="GiB", min=0, max=65536,
+        doc="host memory available for evicted pages (page-level policies, G10-Host)")
+    bandwidth_GBps: float = param(
+        15.754, unit="GB/s", min=0.1, max=10000,
+        doc="host<->GPU bandwidth (PCIe 3.0 x16 raw): host pages per slot (page level), the "
+            "G10 scheduler and the tensor-level host path")
 
 
 @dataclass(frozen=True)
 class SSDSpec:
-    bandwidth_GBps: float = 3.2            # SSD<->GPU bandwidth, read = write (Z-SSD-like)
-    latency_us: float = 20.0               # per-access latency the scheduler and fault model assume
-    read_latency_us: float = 12.0          # device read latency (detailed preset)
-    write_latency_us: float = 16.0         # device write latency (detailed preset)
-    model: str = "bandwidth"               # "bandwidth" (g10-artifact) or "ftl" (detailed)
-    device: str = "zssd"                   # ssd.py preset the FTL model builds (detailed): zssd | mlc
-    capacity_GiB: float = 0.0              # user capacity of the FTL SSD (detailed); 0: the device's,
-                                           # or the trace's footprint when that is larger
-
-    def check(self):
-        _positive(self, "bandwidth_GBps")
-        _nonnegative(self, "latency_us", "read_latency_us", "write_latency_us", "capacity_GiB")
-        _choice(self, "model", ("bandwidth", "ftl"))
-        from .ssd import SSD_PRESETS               # here, not at the top: ssd.py imports this module
-        _choice(self, "device", tuple(SSD_PRESETS))
+    bandwidth_GBps: float = param(
+        3.2, unit="GB/s", min=0.1, max=10000,
+        doc="SSD<->GPU bandwidth, read = write (Z-SSD-like): SSD pages per slot, the fault-time model, "
+            "the schedulers and the tensor-level simulator (not the FTL device, whose bandwidth emerges)")
+    latency_us: float = param(
+        20.0, unit="us", min=0, max=1e6,
+        doc="SSD access latency of the fault-time model (l_ssd) and the G10 scheduler's safe time")
+    model: str = param(
+        "bandwidth", choices=("bandwidth", "ftl"),
+        doc="bandwidth: slots at ssd.bandwidth_GBps (g10-artifact); ftl: the ssd.device with its FTL "
+            "(detailed, with link.model = pcie)")
+    device: str = param(
+        "zssd", choices=tuple(SSD_PRESETS),
+        doc="FTL device preset (detailed): zssd (Z-SSD-like, 12/16 us) or mlc (MQSim-like MLC); gives "
+            "every ssd key below that is left unset")
+    capacity_GiB: float = param(
+        0.0, unit="GiB", min=0, max=16384,
+        doc="user capacity of the FTL device (detailed); 0: the device's, or the trace's footprint "
+            "when that is larger")
+    # -- the FTL device (detailed); None: the ssd.device preset's value --
+    n_channels: int | None = param(
+        None, type=int, unit="channels", min=1, max=128, from_device=True, doc="flash channels (detailed)")
+    chips_per_channel: int | None = param(
+        None, type=int, unit="chips", min=1, max=64, from_device=True, doc="flash packages (ways) per channel (detailed)")
+    dies_per_chip: int | None = param(
+        None, type=int, unit="dies", min=1, max=16, from_device=True, doc="dies per package (detailed)")
+    planes_per_die: int | None = param(
+        None, type=int, unit="planes", min=1, max=16, from_device=True,
+        doc="planes per die; each plane is one GC domain (detailed)")
+    blocks_per_plane: int | None = param(
+        None, type=int, unit="blocks", min=4, max=1 << 24, from_device=True,
+        doc="erase blocks per plane (detailed); raised to hold ssd.capacity_GiB or the footprint")
+    pages_per_block: int | None = param(
+        None, type=int, unit="pages", min=1, max=65536, from_device=True,
+        doc="flash pages per erase block (detailed)")
+    page_size_bytes: int | None = param(
+        None, type=int, unit="B", min=512, max=1 << 20, from_device=True, validate=_multiple_of_512,
+        rule="a multiple of 512", doc="flash page, the FTL's mapping unit (detailed)")
+    overprovisioning: float | None = param(
+        None, type=float, unit="1", min=0.01, max=100, from_device=True,
+        doc="over-provisioning OP = (T - U) / U, T without the reserved blocks (ssd.py; detailed)")
+    gc_free_blocks_min: int | None = param(
+        None, type=int, unit="blocks", min=2, max=1024, from_device=True,
+        doc="erased blocks each plane keeps; GC runs below it (>= 2: host and GC frontier; detailed)")
+    victim_policy: str | None = param(
+        None, type=str, from_device=True, validate=_victim_rule,
+        rule="greedy, fifo, random or d-choices:N (N in 1..1024)",
+        doc="GC victim rule: fewest valid pages, oldest, random, or fewest valid of N random (detailed)")
+    gc_frontier: str | None = param(
+        None, type=str, choices=("separate", "shared"), from_device=True,
+        doc="GC copies fill their own block (separate) or join the host's write stream (detailed)")
+    t_read_us: float | None = param(
+        None, type=float, unit="us", min=0, max=1e3, from_device=True, doc="flash page read time tR (detailed)")
+    t_program_us: float | None = param(
+        None, type=float, unit="us", min=0, max=5000, from_device=True,
+        doc="flash page program time tPROG (detailed)")
+    t_erase_us: float | None = param(
+        None, type=float, unit="us", min=0, max=1e5, from_device=True, doc="block erase time tBERS (detailed)")
+    channel_MTps: float | None = param(
+        None, type=float, unit="MT/s", min=50, max=1e5, from_device=True,
+        doc="flash bus transfer rate (detailed)")
+    channel_width_bits: int | None = param(
+        None, type=int, unit="bit", min=8, max=64, from_device=True, doc="flash bus width (detailed)")
+    read_overhead_us: float | None = param(
+        None, type=float, unit="us", min=0, max=1e3, from_device=True,
+        doc="controller time per read command (detailed)")
+    write_overhead_us: float | None = param(
+        None, type=float, unit="us", min=0, max=1e3, from_device=True,
+        doc="controller time per write command, until it is acknowledged (detailed)")
+    queue_depth: int | None = param(
+        None, type=int, unit="commands", min=1, max=65536, from_device=True,
+        doc="NVMe commands in flight at most (detailed)")
+    max_command_bytes: int | None = param(
+        None, type=int, unit="B", min=512, max=1 << 30, from_device=True,
+        doc="a request is split into commands of at most this (MDTS; detailed)")
+    write_buffer_bytes: int | None = param(
+        None, type=int, unit="B", min=512, max=16 * GiB, from_device=True,
+        doc="DRAM write buffer; a write is acknowledged once buffered (detailed)")
+    link_generation: int | None = param(
+        None, type=int, unit="gen", choices=tuple(GENERATIONS), from_device=True,
+        doc="PCIe generation of the SSD's own link (detailed)")
+    link_lanes: int | None = param(
+        None, type=int, unit="lanes", choices=LANES, from_device=True, doc="lanes of the SSD's own PCIe link (detailed)")
+    seed: int | None = param(
+        None, type=int, unit="1", min=0, max=2**63 - 1, from_device=True,
+        doc="seed of the random GC victim rules (detailed)")
 
 
 @dataclass(frozen=True)
 class LinkSpec:
-    bandwidth_GBps: float = 15.754         # GPU's PCIe link, per direction
-    batch_pages: int = 50                  # pages per transfer slot (g10-artifact batcher)
-    latency_us: float = 5.0                # per-transfer latency (unused by g10-artifact)
-    model: str = "slots"                   # "slots" (g10-artifact) or "pcie" (detailed)
-    generation: int = 3                    # PCIe generation 1..5 (detailed)
-    lanes: int = 16                        # x1, x2, x4, x8, x16 (detailed)
-    max_payload_bytes: int = 256           # max TLP payload, MPS (detailed)
-
-    def check(self):
-        _positive(self, "bandwidth_GBps", "batch_pages")
-        _nonnegative(self, "latency_us")
-        _choice(self, "model", ("slots", "pcie"))
-        from .pcie import GENERATIONS, LANES, PAYLOADS   # here, not at the top: pcie.py imports this module
-        for name, allowed in (("generation", tuple(GENERATIONS)), ("lanes", LANES),
-                              ("max_payload_bytes", PAYLOADS)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or v not in allowed:
-                raise ConfigError(f"link.{name} = {v!r}: must be one of {', '.join(map(str, allowed))}")
+    bandwidth_GBps: float = param(
+        15.754, unit="GB/s", min=0.1, max=10000,
+        doc="GPU's PCIe link per direction: the slot period and the fault-time model (g10-artifact; "
+            "the detailed link's bandwidth follows from generation and lanes)")
+    batch_pages: int = param(
+        50, unit="pages", min=1, max=65536,
+        doc="pages per transfer slot: its period is their time on the link (page-level policies)")
+    latency_us: float = param(
+        5.0, unit="us", min=0, max=1e4,
+        doc="per-transfer setup latency of the PCIe link (detailed only; g10-artifact reads none, "
+            "as the published simulator)")
+    model: str = param(
+        "slots", choices=("slots", "pcie"),
+        doc="slots: bandwidth-only transfer slots (g10-artifact); pcie: the PCIe link model "
+            "(detailed, with ssd.model = ftl)")
+    generation: int = param(
+        3, unit="gen", choices=tuple(GENERATIONS), doc="PCIe generation of the GPU's link (detailed)")
+    lanes: int = param(16, unit="lanes", choices=LANES, doc="lanes of the GPU's link (detailed)")
+    max_payload_bytes: int = param(
+        256, unit="B", choices=PAYLOADS, doc="max TLP payload, MPS, of the GPU's link (detailed)")
 
 
 @dataclass(frozen=True)
 class FaultSpec:
-    system_latency_us: float = 45.0        # far-fault handling latency (l_sys)
-    model: str = "profile"                 # "profile": fault time from the profiled t00/t10/t11
-
-    def check(self):
-        _nonnegative(self, "system_latency_us")
-        _choice(self, "model", ("profile",))
+    system_latency_us: float = param(
+        45.0, unit="us", min=1, max=1e6,
+        doc="far-fault handling latency (l_sys) of the fault-time model (in whole us, as the published "
+            "simulator; SSD faults get l_sys / (l_sys + l_ssd) of the bandwidth) and the G10 scheduler's safe time")
 
 
 @dataclass(frozen=True)
 class SchedulerSpec:
-    delta: float = 0.5                     # safety margin on migration-time estimates
-    target_fraction: float = 0.99          # plan against this fraction of GPU memory
-    prefetch_degree: int = 8               # DeepUM+ look-ahead, kernels
-    artifact_quirks: bool = True           # copy the artifact's hand-tuned target factors
-
-    def check(self):
-        _nonnegative(self, "delta")
-        _positive(self, "target_fraction", "prefetch_degree")
+    delta: float = param(
+        0.5, unit="1", min=0, max=10, doc="G10 scheduler's safety margin on migration-time estimates (delta)")
+    target_fraction: float = param(
+        0.99, unit="1", min=0, max=1, min_exclusive=True,
+        doc="G10 scheduler plans against this fraction of GPU memory")
+    prefetch_degree: int = param(
+        8, unit="kernels", min=1, max=1024, doc="DeepUM+ look-ahead: prefetch and eviction window")
+    artifact_quirks: bool = param(
+        True, doc="apply the published artifact's hand-tuned factors (G10, G10-GDS/Host, FlashNeuron, DeepUM+)")
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    iterations: int = 2                    # training iterations simulated (iteration 0 is the cold start)
-
-    def check(self):
-        _positive(self, "iterations")
+    iterations: int = param(
+        2, unit="iterations", min=1, max=1000,
+        doc="training iterations simulated (iteration 0 is the cold start)")
 
 
 @dataclass(frozen=True)
 class NoiseSpec:
-    kernel_time_sigma: float = 0.0         # Fig. 19: each kernel's three times scaled by one ratio drawn
-                                           # from U(1 - sigma, 1 + sigma), clipped to [0.1, 1.9], after the
-                                           # policy has planned on the profiled times; 0: no noise
-    seed: int = -1                         # std::mt19937 seed of the draws; -1: the published per-model
-                                           # seed (BERT 15, ResNet152 10, SENet154 25, others 5489)
-
-    def check(self):
-        if not 0 <= self.kernel_time_sigma <= 1:
-            raise ConfigError(f"noise.kernel_time_sigma = {self.kernel_time_sigma}: must be in [0, 1]")
-        if not (self.seed == -1 or 0 <= self.seed < 2**32):
-            raise ConfigError(f"noise.seed = {self.seed}: must be -1 (the published per-model seed) "
-                              "or in [0, 2^32)")
+    kernel_time_sigma: float = param(
+        0.0, unit="1", min=0, max=1,
+        doc="Fig. 19 kernel-time noise: each kernel's three times scaled by one ratio drawn from "
+            "U(1 - sigma, 1 + sigma), clipped to [0.1, 1.9], after the policy planned on the profiled "
+            "times (as the published simulator: std::mt19937, libstdc++ uniform_real_distribution); 0: none")
+    seed: int = param(
+        -1, unit="1", min=-1, max=2**32 - 1,
+        doc="std::mt19937 seed of the noise; -1: the published per-model seed (BERT 15, ResNet152 10, "
+            "SENet154 25, the others the engine's default 5489)")
 
 
 SECTIONS = {
@@ -147,6 +322,9 @@ SECTIONS = {
     "run": RunSpec,
     "noise": NoiseSpec,
 }
+
+# [ssd] keys of the FTL device (ssd.device_spec maps them onto ssd.py's SSDSpec)
+FTL_KEYS = tuple(f.name for f in fields(SSDSpec) if f.metadata[_META].from_device)
 
 
 @dataclass(frozen=True)
@@ -162,15 +340,22 @@ class SimConfig:
     noise: NoiseSpec = field(default_factory=NoiseSpec)
 
     def check(self) -> "SimConfig":
+        """Every field's type and range, then the rules between fields; returns self."""
         for name in SECTIONS:
-            getattr(self, name).check()
+            check_spec(getattr(self, name), name)
+        check_cross(self)
         return self
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def with_overrides(self, overrides: dict[str, dict[str, Any]]) -> "SimConfig":
-        """Return a copy with ``{section: {key: value}}`` applied (validated)."""
+    def with_overrides(self, overrides: dict[str, dict[str, Any]], *, from_strings: bool = False) -> "SimConfig":
+        """Return a copy with ``{section: {key: value}}`` applied (validated).
+
+        Values must have the key's type (an int is a float too; a float with an integral
+        value is an int), as in a TOML file; ``from_strings=True`` parses strings instead
+        (``--set``, a command line).
+        """
         changes = {}
         for section, values in overrides.items():
             if section == "preset":
@@ -180,13 +365,17 @@ class SimConfig:
             if not isinstance(values, dict):
                 raise ConfigError(f"config section [{section}] must be a table of key = value")
             spec = getattr(self, section)
-            known = {f.name: f for f in fields(spec)}
+            known = {f.name: f.metadata[_META] for f in fields(spec)}
             kw = {}
             for key, value in values.items():
                 if key not in known:
                     raise ConfigError(
                         f"unknown config key {section}.{key}; known keys of [{section}]: {', '.join(known)}")
-                kw[key] = _coerce(section, key, value, type(getattr(spec, key)))
+                name = f"{section}.{key}"
+                kw[key] = _coerce(name, value, known[key], from_strings)
+                # a parsed --set value as parsed (-1.0), unless that is unreadable (1.7e308 as an int)
+                shown = repr(value) if isinstance(value, str) and len(repr(kw[key])) > 24 else None
+                check_value(name, kw[key], known[key], shown)
             changes[section] = replace(spec, **kw)
         return replace(self, **changes).check()
 
@@ -200,7 +389,73 @@ def config_hash(cfg: SimConfig) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-# ---- presets ----------------------------------------------------------------
+# ---- validation from the metadata ---------------------------------------------------------
+
+def check_spec(spec, section: str) -> None:
+    """Type, range and rule of every field of one section; errors name ``section.key``."""
+    for f in fields(spec):
+        check_value(f"{section}.{f.name}", getattr(spec, f.name), f.metadata[_META])
+
+
+def check_value(name: str, value, p: Param, shown: str | None = None) -> None:
+    """One value against its declaration; ``shown``: how the user wrote it (for the message)."""
+    if value is None and p.from_device:
+        return
+    if shown is None:
+        shown = repr(value)
+    if p.type is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name} = {shown}: expected true or false")
+    elif p.type is int:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ConfigError(f"{name} = {shown}: expected an integer")
+    elif p.type is float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ConfigError(f"{name} = {shown}: expected a number")
+        if not math.isfinite(value):
+            raise ConfigError(f"{name} = {shown}: must be finite")
+    elif not isinstance(value, str):
+        raise ConfigError(f"{name} = {shown}: expected a string")
+    if p.choices is not None and value not in p.choices:
+        raise ConfigError(f"{name} = {shown}: must be one of {', '.join(map(str, p.choices))}")
+    if p.min is not None or p.max is not None:
+        low = p.min is not None and (value <= p.min if p.min_exclusive else value < p.min)
+        high = p.max is not None and value > p.max
+        if low or high:
+            unit = f" {p.unit}" if p.unit else ""
+            raise ConfigError(f"{name} = {shown}: must be {p.bound_words()}{unit}")
+    if p.validate is not None:
+        p.validate(value, name)
+
+
+def check_cross(cfg: SimConfig) -> None:
+    """The rules that tie parameters together; each error names every key involved."""
+    # the SSD's slot quota, the host's and the GPU's at least one page, and an allocation per
+    # slot: the replay's constants (simulator.check_constants) refuse those with the keys named.
+    ssd_device_spec(cfg)
+
+
+def ssd_device_spec(cfg: SimConfig, user_capacity_bytes: int | None = None):
+    """The FTL device of ``cfg`` (``ssd.py``'s ``SSDSpec``), checked: the ``ssd.device`` preset on
+    the simulation clock with every ``[ssd]`` device key that is set, scaled to hold
+    ``user_capacity_bytes`` (else ``ssd.capacity_GiB`` when that is set).  ``check`` builds it for
+    every configuration, so a bad device key is refused at once, naming the keys involved."""
+    s = cfg.ssd
+    explicit = [f"ssd.{k}" for k in FTL_KEYS if getattr(s, k) is not None]
+    where = f"ssd.device = {s.device!r}" + (f" with {', '.join(explicit)}" if explicit else "")
+    try:
+        spec = device_spec(s, cfg.gpu.frequency_GHz)
+        if user_capacity_bytes is None and s.capacity_GiB > 0:
+            user_capacity_bytes = int(s.capacity_GiB * GiB)
+            where = f"ssd.capacity_GiB = {s.capacity_GiB:g} on {where}"
+        if user_capacity_bytes is not None:
+            spec = spec.with_user_capacity(int(user_capacity_bytes))
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} ({where})") from None
+    return spec
+
+
+# ---- presets ------------------------------------------------------------------------------
 
 def _artifact() -> SimConfig:
     return SimConfig(preset="g10-artifact")
@@ -225,7 +480,7 @@ def preset(name: str) -> SimConfig:
 
 
 def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:
-    """``["gpu.memory_GiB=80", ...]`` -> ``{"gpu": {"memory_GiB": "80"}}`` (values coerced later)."""
+    """``["gpu.memory_GiB=80", ...]`` -> ``{"gpu": {"memory_GiB": "80"}}`` (values parsed later)."""
     out: dict[str, dict[str, Any]] = {}
     for item in items:
         if "=" not in item or "." not in item.split("=", 1)[0]:
@@ -255,7 +510,7 @@ def load_toml(path) -> dict[str, dict[str, Any]]:
 
 
 def resolve(preset_name: str = "g10-artifact", toml_path=None, sets: list[str] | None = None) -> SimConfig:
-    """Preset, then the TOML file, then ``--set`` overrides."""
+    """Preset, then the TOML file (typed values), then ``--set`` overrides (strings)."""
     cfg = preset(preset_name)
     if toml_path is not None:
         try:
@@ -264,67 +519,101 @@ def resolve(preset_name: str = "g10-artifact", toml_path=None, sets: list[str] |
             msg = str(exc)
             raise ConfigError(msg if msg.startswith(str(toml_path)) else f"{toml_path}: {msg}") from None
     if sets:
-        cfg = cfg.with_overrides(parse_set(sets))
+        cfg = cfg.with_overrides(parse_set(sets), from_strings=True)
     return cfg
 
 
-# ---- validation helpers -----------------------------------------------------
+# ---- coercion -------------------------------------------------------------------------------
 
-def _coerce(section, key, value, typ):
-    name = f"{section}.{key}"
-    if typ is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "1", "yes", "false", "0", "no"):
-            return value.lower() in ("true", "1", "yes")
-        raise ConfigError(f"{name} = {value!r}: expected true or false")
-    if typ is int:
-        if isinstance(value, bool):
-            raise ConfigError(f"{name} = {value!r}: expected an integer")
-        try:
-            f = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{name} = {value!r}: expected an integer") from None
-        if not f.is_integer():
-            raise ConfigError(f"{name} = {value!r}: expected an integer")
-        return int(f)
-    if typ is float:
-        if isinstance(value, bool):
-            raise ConfigError(f"{name} = {value!r}: expected a number")
-        try:
-            f = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{name} = {value!r}: expected a number") from None
-        if not math.isfinite(f):
-            raise ConfigError(f"{name} = {value!r}: must be finite")
-        return f
-    if typ is str:
-        return str(value)
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def _coerce(name: str, value, p: Param, from_strings: bool):
+    """``value`` as the key's type: strict for typed values, parsed for strings (``--set``)."""
+    if from_strings and isinstance(value, str):
+        return _parse(name, value, p)
+    if p.type is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name} = {value!r}: expected true or false (a boolean, not {_kind(value)})")
+        return value
+    if p.type in (int, float):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ConfigError(f"{name} = {value!r}: expected {'an integer' if p.type is int else 'a number'}, "
+                              f"not {_kind(value)}")
+        if p.type is int:
+            if isinstance(value, numbers.Integral):
+                return int(value)
+            if not (math.isfinite(value) and float(value).is_integer()):
+                raise ConfigError(f"{name} = {value!r}: expected an integer")
+            return int(value)
+        return float(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} = {value!r}: expected a string, not {_kind(value)}")
     return value
 
 
-def _section_of(spec) -> str:
-    for name, cls in SECTIONS.items():
-        if isinstance(spec, cls):
-            return name
-    return type(spec).__name__
+def _parse(name: str, text: str, p: Param):
+    if p.type is bool:
+        t = text.lower()
+        if t in _TRUE or t in _FALSE:
+            return t in _TRUE
+        raise ConfigError(f"{name} = {text!r}: expected true or false")
+    if p.type is int:
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            f = float(text)
+        except ValueError:
+            raise ConfigError(f"{name} = {text!r}: expected an integer") from None
+        if not (math.isfinite(f) and f.is_integer()):
+            raise ConfigError(f"{name} = {text!r}: expected an integer")
+        return int(f)
+    if p.type is float:
+        try:
+            f = float(text)
+        except ValueError:
+            raise ConfigError(f"{name} = {text!r}: expected a number") from None
+        if not math.isfinite(f):
+            raise ConfigError(f"{name} = {text!r}: must be finite")
+        return f
+    return text
 
 
-def _positive(spec, *names):
-    for n in names:
-        v = getattr(spec, n)
-        if not (v > 0):
-            raise ConfigError(f"{_section_of(spec)}.{n} = {v}: must be > 0")
+def _kind(value) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, numbers.Number):
+        return "a number"
+    return f"a {type(value).__name__}"
 
 
-def _nonnegative(spec, *names):
-    for n in names:
-        v = getattr(spec, n)
-        if not (v >= 0):
-            raise ConfigError(f"{_section_of(spec)}.{n} = {v}: must be >= 0")
+# ---- the parameter table (g10sim config show) ------------------------------------------------
 
-
-def _choice(spec, name, allowed):
-    v = getattr(spec, name)
-    if v not in allowed:
-        raise ConfigError(f"{_section_of(spec)}.{name} = {v!r}: must be one of {', '.join(allowed)}")
+def parameters(cfg: SimConfig | None = None) -> list[dict]:
+    """One row per parameter: ``key`` (section.key), ``value`` (in ``cfg``; None = from the
+    device preset, whose value is ``device_value``), ``default`` (the dataclass default),
+    ``unit``, ``range``, ``min``, ``max``, ``choices``, ``doc``."""
+    cfg = preset("g10-artifact") if cfg is None else cfg
+    device = None
+    rows = []
+    for section, cls in SECTIONS.items():
+        spec = getattr(cfg, section)
+        for f in fields(cls):
+            p: Param = f.metadata[_META]
+            value = getattr(spec, f.name)
+            row = {"key": f"{section}.{f.name}", "value": value, "default": f.default,
+                   "type": p.type.__name__, "unit": p.unit, "range": p.range_text(),
+                   "min": p.min, "max": p.max, "min_exclusive": p.min_exclusive,
+                   "choices": None if p.choices is None else list(p.choices), "doc": p.doc}
+            if p.from_device:
+                if device is None:
+                    device = ssd_preset(cfg.ssd.device)
+                row["from_device"] = cfg.ssd.device
+                attr = {"link_generation": "generation", "link_lanes": "lanes"}.get(f.name)
+                row["device_value"] = getattr(device.link, attr) if attr else getattr(device, f.name)
+            rows.append(row)
+    return rows

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import ArtifactError  # noqa: F401 (defined in errors.py; importable from here)
 from .trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace
 
 # artifact folder name -> our model name (trace file names, CLI, JSON)
@@ -37,10 +38,6 @@ _TENSOR_RE = re.compile(
 )
 _KERNEL_RE = re.compile(r"Kernel ID: (\d+), Name: (\S+)")
 _PROFILE_RE = re.compile(r"(\d+)\s+(\S+)\s+(ms|B)\s*$")
-
-
-class ArtifactError(ValueError):
-    """A file of the G10 artifact does not parse; the message names file and line."""
 
 
 def ms_to_cycles(ms: float, ghz: float = 1.2) -> int:

@@ -33,35 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .policies import HINT_DTYPE
+from .codes import HINT_DTYPE
+from .errors import HintError  # noqa: F401 (defined in errors.py; importable from here)
 from .trace import Trace
 
 SCHEMA = "g10core-hints"
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = (1,)
 ACTIONS = {0: "to_gpu", 1: "to_ssd", 2: "to_host", 3: "free"}
-
-
-class HintError(ValueError):
-    """A hint table or hint file is invalid; ``str()`` is one line naming file, row and field."""
-
-    def __init__(self, path, reason: str, row: int | None = None, field: str | None = None):
-        self.path = None if path is None else os.fspath(path)
-        self.row = None if row is None else int(row)
-        self.field = field
-        self.reason = " ".join(str(reason).split())
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = [self.path or "<hint table>", "/hints"]
-        if self.row is not None:
-            where.append(f"row {self.row}")
-        if self.field:
-            where.append(f"field {self.field}")
-        return f"{', '.join(where)}: {self.reason}"
-
-    def __reduce__(self):
-        return (HintError, (self.path, self.reason, self.row, self.field))
 
 
 @dataclass(frozen=True, eq=False)

@@ -39,7 +39,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 
-from .config import ConfigError
+from .errors import ConfigError
 
 __all__ = [
     "PcieSpec", "PcieLink", "PCIE_PRESETS", "pcie_preset", "link_spec_from_config", "link_from_config",

@@ -15,70 +15,18 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass
 
 import numpy as np
 
-from .policies import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
+from .artifact_constants import ArtifactConstants, kernel_cycles, liveness  # noqa: F401 (re-exported)
+from .codes import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_NONE
+from .codes import TIER_GPU as GPU, TIER_HOST as HOST, TIER_NOT_PRESENT as NP, TIER_SSD as SSD
 from .results import breakdown, summarize  # noqa: F401 (moved to results.py; re-exported)
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace
 
-NP, SSD, HOST, GPU = 0, 1, 2, 3          # page location
-UNKNOWN = -1                             # "no forced source/destination" in a tick
+UNKNOWN = TIER_NONE                      # "no forced source/destination" in a tick
 
 EVICT_LRU, EVICT_DEEPUM = 0, 1
-
-
-@dataclass(frozen=True)
-class ArtifactConstants:
-    """The artifact's derived integers, computed with its own conversions."""
-
-    freq_hz: int              # GPU_frequency_Hz (unsigned long)
-    gpu_pages: int            # GPU frames
-    host_pages: int           # host memory line, pages
-    tick_cycles: int          # batcher period
-    gpu_batch: int            # pages in (and out) per tick
-    host_batch: int           # host pages per tick and direction
-    ssd_batch: int            # SSD pages per tick and direction
-    alloc_batch: int          # allocations (and fetches) per tick
-    bw_pcie_Bpms: float       # perf model PCIe bandwidth, B/ms
-    bw_ssd_Bpms: float        # perf model SSD bandwidth, B/ms
-    l_sys_us: int             # perf model far-fault latency (int, as the artifact passes it)
-    l_ssd_us: int             # perf model SSD latency
-
-    @classmethod
-    def from_config(cls, cfg) -> "ArtifactConstants":
-        g, h, s, link = cfg.gpu, cfg.host, cfg.ssd, cfg.link
-        page = g.page_size_bytes
-        freq_hz = int(g.frequency_GHz * 1e9)
-        gpu_bpc = link.bandwidth_GBps * 1e9 / freq_hz
-        ssd_bpc = s.bandwidth_GBps * 1e9 / freq_hz
-        tick = int((link.batch_pages * page) / gpu_bpc)
-        malloc_cpp = round(g.malloc_us_per_byte * page / 1e6 * freq_hz)
-        return cls(
-            freq_hz=freq_hz,
-            gpu_pages=round(g.memory_GiB / page * 1024.0 ** 3),
-            host_pages=int(h.memory_GiB * 1024.0 ** 3 / page),
-            tick_cycles=max(tick, 1),
-            gpu_batch=link.batch_pages,
-            host_batch=int(link.batch_pages / link.bandwidth_GBps * h.bandwidth_GBps),
-            ssd_batch=int(link.batch_pages / link.bandwidth_GBps * s.bandwidth_GBps),
-            alloc_batch=(tick // malloc_cpp) if malloc_cpp > 0 else (1 << 62),
-            bw_pcie_Bpms=gpu_bpc * freq_hz / 1000,
-            bw_ssd_Bpms=ssd_bpc * freq_hz / 1000,
-            l_sys_us=int(cfg.fault.system_latency_us),
-            l_ssd_us=int(s.latency_us),
-        )
-
-
-def kernel_cycles(trace: Trace, freq_GHz: float = 1.2):
-    """(t11, t10, t00) in cycles with the artifact's conversion and clamping."""
-    from .analysis import ns_to_cycles
-
-    t11 = ns_to_cycles(trace.kernel_time_ideal_ns, freq_GHz)
-    t10 = np.maximum(ns_to_cycles(trace.kernel_time_fault_outputs_ns, freq_GHz), t11)
-    t00 = np.maximum(ns_to_cycles(trace.kernel_time_fault_all_ns, freq_GHz), t10)
-    return t11, t10, t00
 
 
 def fault_model_cycles(c: ArtifactConstants, t00, t10, t11, in_faults, in_ssd, in_total,
@@ -148,21 +96,6 @@ def _artifact_ulong(x: float) -> int:
     if not x < 18446744073709551616.0:
         return 0
     return int(x)
-
-
-def liveness(trace: Trace):
-    """(birth, death) per tensor with the artifact's conventions (death -1: never read)."""
-    T = trace.n_tensors
-    birth = np.full(T, -1, np.int64)
-    death = np.full(T, -1, np.int64)
-    for k in range(trace.n_kernels):
-        ts, ms = trace.kernel_accesses(k)
-        for t, m in zip(ts.tolist(), ms.tolist()):
-            if birth[t] < 0:
-                birth[t] = k
-            if m & ACCESS_READ:
-                death[t] = k + 1
-    return birth, death
 
 
 def is_alive(trace, birth, death, t, k) -> bool:

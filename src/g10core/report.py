@@ -268,6 +268,8 @@ def format_run_summary(result) -> str:
     tr = result.trace
     name = f"{tr.get('model')}-b{tr.get('batch_size')}"
     head = f"{name} under {result.policy} (preset {result.preset}, config {result.config_hash})"
+    if result.level == "page" and result.metadata.get("eviction_override"):
+        head += f", eviction {result.counters.get('eviction')}"
     page = int(result.config.get("gpu", {}).get("page_size_bytes", 4096))
     lines = [head]
     meta = result.metadata

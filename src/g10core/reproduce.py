@@ -78,7 +78,7 @@ def run_task(task: RunTask) -> dict:
         failed, reason = r.failed, r.failure_reason
         wall, rss = r.metadata.get("wall_s"), r.metadata.get("peak_rss_MB")
     except CannotFit as exc:
-        from .reference import kernel_cycles
+        from .artifact_constants import kernel_cycles
         from .trace import read_trace
 
         trace = read_trace(task.trace_path)

@@ -35,10 +35,9 @@ FAULT_KEYS = ("host", "ssd", "unallocated")
 TRAFFIC_KEYS = ("ssd_to_gpu", "gpu_to_ssd", "host_to_gpu", "gpu_to_host")
 BREAKDOWN_KEYS = ("compute", "overlap", "stall")
 
-# columns of the compiled replay's per-kernel rows (``_replay.Replay.run()["kernels"]``)
-KERNEL_COLUMNS = ("iteration", "kernel", "start_cycles", "end_cycles", "in_transfer_pages",
-                  "host_faults_pages", "ssd_faults_pages", "unallocated_faults_pages",
-                  "host_used_pages", "gpu_used_pages")
+# columns of the compiled replay's per-kernel rows (``_replay.Replay.run()["kernels"]``):
+# the fields of struct kernel_row (_types.pxd), mirrored in types.KERNEL_ROW_DTYPE
+from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, as_columns  # noqa: E402
 
 
 # ---- the artifact's statistics (moved here from reference.py) -------------------
@@ -338,7 +337,7 @@ def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, **common)
             time_cycles=int(d["exe_cycles"]),
             ideal_cycles=int(d["ideal_cycles"]),
         ))
-    rows = np.asarray(raw["kernels"], np.int64).reshape(-1, len(KERNEL_COLUMNS))
+    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
     kern = {name: rows[:, j].copy() for j, name in enumerate(KERNEL_COLUMNS)}
     pk = np.asarray(s["per_kernel_breakdown"], np.int64).reshape(-1, 5)
     kern["compute_cycles"], kern["overlap_cycles"], kern["stall_cycles"] = pk[:, 2], pk[:, 3], pk[:, 4]

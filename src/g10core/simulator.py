@@ -23,18 +23,19 @@ import time
 
 import numpy as np
 
-from . import __version__, policies, results
+from . import __version__, evictors, policies, results
 from ._replay import Replay
 from .analysis import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
-from .config import ConfigError, SimConfig, preset, resolve
+from .artifact_constants import ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
+from .config import SimConfig, preset, resolve
+from .errors import ConfigError, SimulationError  # noqa: F401 (SimulationError: part of this module's API)
 from .hints import HintFile, action_counts, check_belongs, trace_digest, validate_hints
 from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
-from .policies import HINT_FREE, Policy, empty_hints
-from .reference import ArtifactConstants, kernel_cycles, liveness
+from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
+from .codes import KERNEL_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 
-EVICTION_CODES = {"lru": 0, "deepum": 1}
 GiB = 1 << 30
 
 
@@ -81,10 +82,14 @@ def detailed_quotas(cfg, ssd, link) -> dict:
 
 def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
     """What the detailed preset's devices saw over the whole run (both iterations)."""
-    rows = np.asarray(raw["kernels"], np.int64).reshape(-1, 10)
+    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
     elapsed = int(rows[-1, 3]) if rows.size else 0
+    # the slot model lets a page count as arrived before its transfer completes, so the
+    # link may still be busy when the last kernel ends: its utilisation is over the span
+    # until it is idle too (never above 1)
+    busy_until = max((d["last_completion_cycle"] for d in link.core.stats().values()), default=0)
     st = ssd.stats()
-    ls = link.stats(elapsed)
+    ls = link.stats(max(elapsed, busy_until))
     return {
         "ssd": st,
         "link": ls,
@@ -102,8 +107,8 @@ def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
 # ---- kernel-time noise (noise.*, Fig. 19) --------------------------------------
 # Policies plan on the trace's profiled times; only the simulation runs on the perturbed
 # ones, as in the published simulator.  Page level: the replay's cycles (replay_inputs, and
-# the ideal policy's sum).  Tensor level: the policy's plan is made on the trace, then
-# simulated on noisy_trace (Simulator._run_tensor).
+# the ideal policy's sum).  Tensor level: the policy's schedule is made on the trace, then
+# simulated on noisy_trace (noisy_tensor_plan).
 
 def run_kernel_cycles(trace: Trace, cfg):
     """(t11, t10, t00) in cycles that a run simulates: the profiled times with ``noise.*`` applied."""
@@ -122,7 +127,24 @@ def noisy_trace(trace: Trace, cfg) -> Trace:
                                kernel_time_fault_outputs_ns=trace.kernel_time_fault_outputs_ns * r)
 
 
-def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=False, bulk=True,
+def noisy_tensor_plan(pol: TensorPolicy, trace: Trace, cfg) -> TensorPlan:
+    """A tensor-level policy's plan under noise: scheduled on ``trace``, simulated on :func:`noisy_trace`."""
+    from . import tensorsim
+
+    def simulate() -> dict:
+        try:
+            hints = np.asarray(pol.schedule(trace))
+        except ValueError as exc:      # the policy has no schedule: it cannot fit (FlashNeuron)
+            mode = "flashneuron" if pol.name == "flashneuron" else "gds"
+            return tensorsim.failed_result(" ".join(str(exc).split()), mode=mode, trace=trace, config=cfg)
+        d = dict(pol.simulate(noisy_trace(trace, cfg), hints))
+        d.setdefault("schedule", {"n_hints": int(hints.size), "planned_on": "the profiled kernel times"})
+        return d
+
+    return TensorPlan(simulate=simulate)
+
+
+def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hints=False, bulk=True,
                   devices=None):
     """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated).
 
@@ -152,7 +174,8 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=
         alloc_batch=min(c.alloc_batch, 1 << 62), freq_hz=c.freq_hz,
         bw_pcie_Bpms=c.bw_pcie_Bpms, bw_ssd_Bpms=c.bw_ssd_Bpms,
         l_sys_us=c.l_sys_us, l_ssd_us=c.l_ssd_us,
-        eviction=EVICTION_CODES[eviction], window=cfg.scheduler.prefetch_degree,
+        eviction=evictors.resolve(eviction), window=cfg.scheduler.prefetch_degree,
+        page_bytes=cfg.gpu.page_size_bytes,
         apply_hints=bool(apply_hints), bulk=bool(bulk),
     )
     if devices is not None:
@@ -173,10 +196,6 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="lru", apply_hints=
 # ============================================================================
 # Simulator: validation, policy dispatch, invariants, Result
 # ============================================================================
-
-class SimulationError(RuntimeError):
-    """An internal invariant of a run broke: a bug in g10core, never bad input."""
-
 
 def _as_config(config) -> SimConfig:
     if config is None:
@@ -216,6 +235,13 @@ def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
     if c.host_batch < 1:
         raise ConfigError(f"host.bandwidth_GBps = {cfg.host.bandwidth_GBps:g} with {link} gives 0 host pages "
                           "per transfer slot; raise host.bandwidth_GBps or link.batch_pages")
+    if c.alloc_batch < 1:
+        page = cfg.gpu.page_size_bytes
+        malloc = round(cfg.gpu.malloc_us_per_byte * page / 1e6 * c.freq_hz)
+        raise ConfigError(f"gpu.malloc_us_per_byte = {cfg.gpu.malloc_us_per_byte:g} makes one {page}-byte page "
+                          f"take {malloc} cycles to allocate, longer than a transfer slot ({c.tick_cycles} cycles "
+                          f"for {link}): no page could ever be allocated; lower gpu.malloc_us_per_byte or raise "
+                          "link.batch_pages")
     if c.gpu_pages < 1:
         raise ConfigError(f"gpu.memory_GiB = {cfg.gpu.memory_GiB:g} is less than one "
                           f"{cfg.gpu.page_size_bytes}-byte page")
@@ -269,9 +295,11 @@ def tick_budget(consts: dict, trace: Trace, t00, hint_pages: int) -> int:
     """
     ws_pages = int(kernel_working_set_bytes(trace).sum()) // PAGE_SIZE_BYTES
     quota = max(1, min(consts["ssd_batch"], consts["host_batch"], consts["gpu_batch"]))
-    per_iter = ((ws_pages + hint_pages) // quota + int(np.sum(t00)) // max(consts["tick_cycles"], 1)
+    # Python integers: the sum of t00 may exceed int64 (the budget is capped instead)
+    t00_total = sum(int(x) for x in np.asarray(t00, np.int64).tolist())
+    per_iter = ((ws_pages + hint_pages) // quota + t00_total // max(consts["tick_cycles"], 1)
                 + 4 * trace.n_kernels)
-    return 4 * consts["iterations"] * per_iter + 100_000
+    return min(4 * consts["iterations"] * per_iter + 100_000, 1 << 62)
 
 
 def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: int | None,
@@ -296,7 +324,7 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
     K, n_iter = int(consts["kernels"]), int(consts["iterations"])
     gpu_pages, host_line = int(consts["gpu_pages"]), int(consts["host_pages"])
     overflow = bool(raw["host_overflow"])
-    rows = np.asarray(raw["kernels"], np.int64).reshape(-1, 10)
+    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
     n = rows.shape[0]
     if n != K * n_iter:
         out.append(f"{n} kernel executions recorded, expected {K} kernels x {n_iter} iterations "
@@ -335,7 +363,7 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
         out.append(f"{gpu_end} GPU-resident pages at the end, capacity {gpu_pages}")
     if host_end < 0 or (host_end > host_line and not overflow):
         out.append(f"{host_end} host-resident pages at the end, host line {host_line}")
-    pc = np.asarray(raw["pcie"], np.int64).reshape(-1, 5)
+    pc = as_columns(raw["pcie"], TRAFFIC_ROW_DTYPE)
     alloc, in_ssd, in_host, out_ssd, out_host = (int(x) for x in pc.sum(axis=0))
     over = np.flatnonzero(pc[:, 1] + pc[:, 2] > pc[:, 0])
     if over.size:
@@ -393,17 +421,22 @@ class Simulator:
     def gpu_memory_bytes(self) -> int:
         return self.constants.gpu_pages * self.config.gpu.page_size_bytes
 
-    def run(self, trace, policy, hints=None) -> Result:
+    def run(self, trace, policy, hints=None, *, eviction=None) -> Result:
         """Simulate ``trace`` (a Trace or a trace file path) under ``policy`` (a name).
 
         ``hints``: None (the policy makes its own), a HINT_DTYPE table, or a
         :class:`~g10core.hints.HintFile`; given hints replace the policy's, which then
         only decides the eviction rule (page level) or the simulation mode (tensor level).
+        ``eviction``: an eviction rule replacing the policy's (page level): a name of
+        ``g10core.evictors`` (``arrival``, ``deepum``, ``belady``) or ``FILE.py:FUNC``, a
+        score function compiled with numba.
         """
         t_start = time.perf_counter()
         cfg = self.config
         trace, path = _resolve_trace(trace)
         pol = _resolve_policy(policy, cfg)
+        if eviction is not None:
+            eviction = evictors.resolve(eviction)
         ident = trace_identity(trace, path)
         hint_info = {"source": "policy", "policy": pol.name}
         if isinstance(hints, HintFile):
@@ -414,43 +447,48 @@ class Simulator:
             hint_info = {"source": "array", "policy": ""}
         if hints is not None:
             hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, hint_info.get("path"))
-            if pol.level == "page" and (pol.ideal or not pol.apply_hints):
-                raise ValueError(f"policy {pol.name!r} applies no hints; replay a hint table with "
-                                 "--policy g10 (LRU fallback) or deepum (window-aware eviction)")
         check_fits(trace, self.gpu_memory_bytes)
+        check_cycles_fit(trace, cfg, path)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
                       trace=ident)
-        hz = self.constants.freq_hz
         meta = {}
-        if pol.level == "tensor":
-            result = self._run_tensor(trace, pol, hints, hint_info, common, meta)
-        elif pol.ideal:
+        t0 = time.perf_counter()
+        plan = pol.plan(trace, cfg, hints=hints, eviction=eviction)
+        meta["plan_wall_s"] = time.perf_counter() - t0
+        if isinstance(plan, TensorPlan) and hints is None and cfg.noise.kernel_time_sigma > 0:
+            plan = noisy_tensor_plan(pol, trace, cfg)
+        if eviction is not None:
+            meta["eviction_override"] = evictors.label(eviction)
+        if isinstance(eviction, evictors.UserScore):
+            meta["eviction_compile_s"] = eviction.compile_s
+        if isinstance(plan, TensorPlan):
+            result = self._run_tensor(trace, plan, hints, hint_info, common, meta)
+        elif isinstance(plan, IdealPlan):
             t11, _t10, _t00 = run_kernel_cycles(trace, cfg)
             hint_info = {"source": "none", "policy": pol.name, "n_hints": 0}
-            result = results.ideal(t11, freq_hz=hz, iterations=cfg.run.iterations, hints=hint_info,
-                                   metadata=meta, **common)
+            result = results.ideal(t11, freq_hz=self.constants.freq_hz, iterations=cfg.run.iterations,
+                                   hints=hint_info, metadata=meta, **common)
+        elif isinstance(plan, PagePlan):
+            result = self._run_page(trace, plan, hint_info, common, meta)
         else:
-            result = self._run_page(trace, pol, hints, hint_info, common, meta)
+            raise TypeError(f"policy {pol.name!r}: plan() returned {type(plan).__name__}, not a plan")
         meta.update(wall_s=time.perf_counter() - t_start, peak_rss_MB=_peak_rss_MB(),
                     g10core_version=__version__, python=platform.python_version(),
                     created_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
         return result
 
     # ---- page level -------------------------------------------------------------
-    def _run_page(self, trace, pol, hints, hint_info, common, meta) -> Result:
+    def _run_page(self, trace, plan: PagePlan, hint_info, common, meta) -> Result:
         cfg = self.config
-        t0 = time.perf_counter()
-        if hints is None:
-            hints = pol.hints(trace) if pol.apply_hints else empty_hints()
-            hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, f"<hints of policy {pol.name}>")
-        meta["hints_wall_s"] = time.perf_counter() - t0
+        name = common["policy"]
+        hints = validate_hints(plan.hints, trace.n_kernels, trace.n_tensors, f"<hints of policy {name}>")
         hint_info.update(n_hints=int(hints.shape[0]), by_action=action_counts(hints),
-                         applied=bool(pol.apply_hints))
+                         applied=bool(plan.apply_hints))
         t1 = time.perf_counter()
         devices = detailed_devices(trace, cfg) if is_detailed(cfg) else None
-        consts, arrays, (t11, t00) = replay_inputs(trace, cfg, hints, eviction=pol.eviction,
-                                                   apply_hints=pol.apply_hints, devices=devices)
-        hinted = trace.tensor_pages[hints["tensor"]].sum() if hints.size and pol.apply_hints else 0
+        consts, arrays, (t11, t00) = replay_inputs(trace, cfg, hints, eviction=plan.eviction,
+                                                   apply_hints=plan.apply_hints, devices=devices)
+        hinted = trace.tensor_pages[hints["tensor"]].sum() if hints.size and plan.apply_hints else 0
         consts["max_ticks"] = tick_budget(consts, trace, t00, int(hinted))
         try:
             raw = Replay(consts, arrays, *(devices or ())).run()
@@ -460,27 +498,30 @@ class Simulator:
                 # given hints can livelock the artifact's semantics (e.g. evicting, every
                 # kernel, pages the waiting kernel needs): bad input, not a bug
                 raise ValueError(
-                    f"{trace.model}-b{trace.batch_size} under {pol.name} with the given hints: the replay made no "
+                    f"{trace.model}-b{trace.batch_size} under {name} with the given hints: the replay made no "
                     f"progress within {consts['max_ticks']} transfer ticks (hints that keep evicting or freeing "
                     f"what a waiting kernel needs never let it start); replay state: {state}") from None
-            raise SimulationError(f"{trace.model}-b{trace.batch_size} under {pol.name}: the replay stopped: "
+            raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: the replay stopped: "
                                   f"{state}") from exc
         meta["simulate_wall_s"] = time.perf_counter() - t1
-        applied = hints if pol.apply_hints else hints[:0]
+        applied = hints if plan.apply_hints else hints[:0]
         frees = bool(np.any(applied["action"] == HINT_FREE))
         fresh = None
-        if pol.eviction == "lru" and applied.size == 0:
+        if consts["eviction"] == "arrival" and applied.size == 0:
             touched = np.zeros(trace.n_tensors, bool)
             touched[trace.access_tensor] = True
             fresh = int(trace.tensor_pages[touched & ~trace.tensor_is_global].sum())
         problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees)
         if problems:
-            raise SimulationError(f"{trace.model}-b{trace.batch_size} under {pol.name}: " + "; ".join(problems))
+            raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: " + "; ".join(problems))
         final = raw["final"]
-        counters = {"ticks": dict(raw["ticks"]), "events": dict(raw["events"]), "final_gpu_used_pages": consts["gpu_pages"] - final["gpu_free"],
+        counters = {"ticks": dict(raw["ticks"]), "events": dict(raw["events"]),
+                    "final_gpu_used_pages": consts["gpu_pages"] - final["gpu_free"],
                     "final_host_used_pages": final["host_used"], "gpu_pages": consts["gpu_pages"],
-                    "host_line_pages": consts["host_pages"], "eviction": pol.eviction,
+                    "host_line_pages": consts["host_pages"], "eviction": evictors.label(plan.eviction),
                     "tick_cycles": consts["tick_cycles"]}
+        if raw.get("evictor"):
+            counters["evictor"] = dict(raw["evictor"])
         if devices is not None:
             counters.update(device_counters(raw, *devices, consts))
         if raw["host_overflow"]:
@@ -494,64 +535,18 @@ class Simulator:
                                    metadata=meta, **common)
 
     # ---- tensor level -----------------------------------------------------------
-    def _run_tensor(self, trace, pol, hints, hint_info, common, meta) -> Result:
+    def _run_tensor(self, trace, plan: TensorPlan, hints, hint_info, common, meta) -> Result:
         cfg = self.config
         t0 = time.perf_counter()
-        if hints is None and cfg.noise.kernel_time_sigma > 0:
-            # plan on the profiled times, simulate on the perturbed ones (noisy_trace)
-            hints, reason = _tensor_plan(trace, pol, cfg)
-            if reason is not None:
-                from . import tensorsim
-
-                d = tensorsim.failed_result(reason, mode="flashneuron" if pol.name == "flashneuron" else "gds",
-                                            trace=trace, config=cfg)
-                meta["simulate_wall_s"] = time.perf_counter() - t0
-                return results.from_tensor_level(d, page_size_bytes=cfg.gpu.page_size_bytes, hints=hint_info,
-                                                 metadata=meta, **common)
-            hint_info["n_hints"] = int(hints.shape[0])
-            trace = noisy_trace(trace, cfg)
+        d = plan.simulate()
         if hints is None:
-            d = pol.simulate(trace)
             sched = d.get("schedule", {}) or {}
             hint_info["n_hints"] = int(sched.get("n_hints", sched.get("n_offloads", 0)))
         else:
-            from . import tensorsim
-            from .policies.flashneuron import loss_kernel
-
             hint_info.update(n_hints=int(hints.shape[0]), by_action=action_counts(hints))
-            if pol.name == "flashneuron":
-                loss = loss_kernel(trace)
-                if loss < 0:
-                    raise ValueError(f"flashneuron needs a loss kernel (named 'makeLoss' or containing 'loss') "
-                                     f"in {trace.model}-b{trace.batch_size} to replay hints")
-                d = tensorsim.simulate(trace, cfg, hints, mode="flashneuron", backward_start_kernel=loss)
-            elif pol.name in ("g10-gds", "g10-host"):
-                d = tensorsim.simulate(trace, cfg, hints, mode="gds")
-            else:
-                raise ValueError(f"tensor-level policy {pol.name!r} cannot replay a hint table")
         meta["simulate_wall_s"] = time.perf_counter() - t0
         return results.from_tensor_level(d, page_size_bytes=cfg.gpu.page_size_bytes, hints=hint_info,
                                          metadata=meta, **common)
-
-
-def _tensor_plan(trace: Trace, pol: Policy, cfg) -> tuple[np.ndarray | None, str | None]:
-    """(hints, None) of a tensor-level policy's plan for ``trace``, or (None, why it cannot run)."""
-    from . import tensorsim
-
-    if pol.name == "flashneuron":
-        from .policies.flashneuron import flashneuron_schedule
-
-        plan = flashneuron_schedule(trace, cfg)
-        return (None, plan["failure_reason"]) if plan["failed"] else (plan["hints"], None)
-    if pol.name in ("g10-gds", "g10-host"):
-        from .policies.g10 import schedule
-
-        reason = tensorsim.working_set_check(trace, cfg)
-        if reason is not None:
-            return None, reason
-        return np.asarray(schedule(trace, cfg, variant="gds" if pol.name == "g10-gds" else "host")), None
-    raise ValueError(f"tensor-level policy {pol.name!r}: noise.kernel_time_sigma > 0 needs its plan as a hint "
-                     "table (flashneuron, g10-gds, g10-host)")
 
 
 def simulate(trace, policy: str, *, config=None, preset_name: str = "g10-artifact", config_file=None,
@@ -564,7 +559,7 @@ def simulate(trace, policy: str, *, config=None, preset_name: str = "g10-artifac
 def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, str | None]:
     """The hint table a policy would apply to ``trace`` (for ``g10sim hints``).
 
-    Page-level policies: their ``hints()``.  Tensor-level ones: their schedule
+    Page-level policies: their plan's hints.  Tensor-level ones: their schedule
     (``flashneuron``: its offloads; ``g10-gds``/``g10-host``: the G10 schedule variant).
     Returns (hints, trace, trace path or None).
     """
@@ -573,19 +568,12 @@ def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, st
     trace, path = _resolve_trace(trace)
     pol = _resolve_policy(policy, cfg)
     check_fits(trace, sim.gpu_memory_bytes)
-    if pol.level == "page":
-        h = pol.hints(trace) if pol.apply_hints and not pol.ideal else empty_hints()
-    elif pol.name == "flashneuron":
-        from .policies.flashneuron import flashneuron_schedule
-
-        plan = flashneuron_schedule(trace, cfg)
-        if plan["failed"]:
-            raise ValueError(plan["failure_reason"])
-        h = plan["hints"]
-    elif pol.name in ("g10-gds", "g10-host"):
-        from .policies.g10 import schedule
-
-        h = schedule(trace, cfg, variant="gds" if pol.name == "g10-gds" else "host")
+    check_cycles_fit(trace, cfg, path)
+    plan = pol.plan(trace, cfg) if pol.level == "page" else None
+    if isinstance(plan, PagePlan):
+        h = plan.hints if plan.apply_hints else empty_hints()
+    elif isinstance(pol, TensorPolicy):
+        h = pol.schedule(trace)
     else:
         raise ValueError(f"policy {pol.name!r} has no hint table")
     return validate_hints(h, trace.n_kernels, trace.n_tensors, f"<hints of policy {pol.name}>"), trace, path

@@ -49,16 +49,20 @@ other planes (``_ssd.pyx`` has the details).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from fractions import Fraction
 
 import numpy as np
 
-from .config import ConfigError
+from .errors import ConfigError
 from .pcie import PcieLink, PcieSpec
 
-__all__ = ["SSDSpec", "SSD", "SSD_PRESETS", "ssd_preset", "ssd_spec_from_config", "ssd_from_config",
-           "parse_victim", "percentile_us", "VICTIM_POLICIES"]
+__all__ = ["SSDSpec", "SSD", "SSD_PRESETS", "ssd_preset", "device_spec", "ssd_spec_from_config",
+           "ssd_from_config", "parse_victim", "percentile_us", "VICTIM_POLICIES"]
+
+# What the compiled FTL allocates up front stays within a few hundred MB.
+MAX_ERASE_BLOCKS = 1 << 24     # per-block tables, ~40 B each
+MAX_BUFFER_PAGES = 1 << 22     # write-buffer entries
 
 # Names of the GC victim rules, as the compiled layer numbers them.
 VICTIM_POLICIES = {"greedy": 0, "fifo": 1, "random": 2, "d-choices": 3}
@@ -241,19 +245,21 @@ class SSDSpec:
                 f"{p}.blocks_per_plane = {self.blocks_per_plane}: no user-visible page is left "
                 f"after gc_free_blocks_min = {θ} reserved blocks and over-provisioning {op}")
         if self.physical_pages >= 2**32 - 1:
-            raise ConfigError(f"{p}: {self.physical_pages} flash pages; at most 2^32 - 2 are supported "
-                              "(use larger pages or fewer blocks)")
-        if self.physical_pages // self.pages_per_block >= 2**31 - 1:
-            raise ConfigError(f"{p}: {self.physical_pages // self.pages_per_block} erase blocks; at most "
-                              "2^31 - 2 are supported (use more pages per block)")
+            raise ConfigError(f"{p}.blocks_per_plane = {self.blocks_per_plane}: {self.physical_pages} flash pages "
+                              "in all; at most 2^32 - 2 are supported (use larger pages or fewer blocks)")
+        if self.physical_pages // self.pages_per_block > MAX_ERASE_BLOCKS:
+            raise ConfigError(f"{p}.blocks_per_plane = {self.blocks_per_plane}: {self.n_planes} planes of it make "
+                              f"{self.physical_pages // self.pages_per_block} erase blocks; at most 2^24 are "
+                              "supported (their tables take about 40 B each: use more pages per block)")
         greedy = parse_victim(self.victim_policy)[0] == VICTIM_POLICIES["greedy"]
         n_lists = self.pages_per_block + 1 if greedy else 1          # victim lists per plane
         if self.physical_pages // self.pages_per_block + self.n_planes * n_lists >= 2**31 - 1:
             raise ConfigError(f"{p}: {self.physical_pages // self.pages_per_block} erase blocks and "
                               f"{self.n_planes * n_lists} victim lists; at most 2^31 - 2 together are "
                               "supported (use more pages per block or fewer planes)")
-        if self.write_buffer_bytes // self.page_size_bytes >= 2**30:
-            raise ConfigError(f"{p}.write_buffer_bytes = {self.write_buffer_bytes}: at most 2^30 pages")
+        if self.write_buffer_bytes // self.page_size_bytes > MAX_BUFFER_PAGES:
+            raise ConfigError(f"{p}.write_buffer_bytes = {self.write_buffer_bytes}: at most 2^22 pages of "
+                              f"{self.page_size_bytes} B")
         if self.max_command_bytes < self.page_size_bytes:
             raise ConfigError(f"{p}.max_command_bytes = {self.max_command_bytes}: smaller than one page "
                               f"({self.page_size_bytes} B)")
@@ -352,19 +358,40 @@ def ssd_preset(name: str, **overrides) -> SSDSpec:
     return spec.check()
 
 
+# keys of a configuration's [ssd] section that set the device's own link
+_LINK_KEYS = {"link_generation": "generation", "link_lanes": "lanes"}
+_NOT_DEVICE_KEYS = ("link", "clock_GHz")
+
+
+def device_spec(ssd_section, clock_GHz: float) -> SSDSpec:
+    """The ``ssd.device`` preset of a configuration's ``[ssd]`` section on the clock
+    ``clock_GHz``, with every device key of the section that is set (not None): each
+    field of :class:`SSDSpec` by its name, the SSD's link by ``link_generation`` and
+    ``link_lanes``.  Checked; errors name ``ssd.<key>``."""
+    base = ssd_preset(ssd_section.device)
+    over = {}
+    for f in fields(SSDSpec):
+        if f.name not in _NOT_DEVICE_KEYS and getattr(ssd_section, f.name, None) is not None:
+            over[f.name] = getattr(ssd_section, f.name)
+    link_over = {attr: getattr(ssd_section, key) for key, attr in _LINK_KEYS.items()
+                 if getattr(ssd_section, key, None) is not None}
+    link = replace(base.link, clock_GHz=clock_GHz, **link_over)
+    return replace(base, clock_GHz=clock_GHz, link=link, **over).check()
+
+
 def ssd_spec_from_config(cfg, user_capacity_bytes: int | None = None) -> SSDSpec:
     """The FTL device of a ``SimConfig``: the ``ssd.device`` preset on the simulation clock
-    (``gpu.frequency_GHz``), scaled to ``user_capacity_bytes`` when given (else the preset's
-    full size; FTL tables cost memory only for pages that are written).
+    (``gpu.frequency_GHz``) with the ``[ssd]`` device keys that are set (:func:`device_spec`),
+    scaled to ``user_capacity_bytes`` when given (else the preset's full size; FTL tables cost
+    memory only for pages that are written).
 
     Its bandwidth and latencies emerge from the preset's geometry and timing (zssd: 3.2 GB/s,
-    12/16 us for an idle 4 KiB read/write), so ``ssd.bandwidth_GBps``, ``ssd.latency_us``,
-    ``ssd.read_latency_us`` and ``ssd.write_latency_us`` (the bandwidth model's and the
-    scheduler's figures) are not used.  Its flash page (zssd 4 KiB, mlc 8 KiB) is the unit
+    12/16 us for an idle 4 KiB read/write), so ``ssd.bandwidth_GBps`` and ``ssd.latency_us``
+    (the bandwidth model's and the scheduler's figures) are not used by the device.  Its flash page (zssd 4 KiB, mlc 8 KiB) is the unit
     of ``SSD.read``/``SSD.write``; callers with other page sizes convert their ranges.
     """
     cfg.check()
-    spec = ssd_preset(cfg.ssd.device, clock_GHz=cfg.gpu.frequency_GHz)
+    spec = device_spec(cfg.ssd, cfg.gpu.frequency_GHz)
     if user_capacity_bytes is not None:
         if isinstance(user_capacity_bytes, bool) or not isinstance(user_capacity_bytes, (int, np.integer)):
             raise ConfigError(f"user_capacity_bytes = {user_capacity_bytes!r}: must be an integer number of bytes")

@@ -160,10 +160,25 @@ def run_key(config: dict, trace_digest: str, policy: str, version: str = __versi
 
 
 def config_from_dict(d: dict) -> SimConfig:
-    """Rebuild a :class:`SimConfig` from ``SimConfig.to_dict()`` (validated like any override)."""
-    d = dict(d)
-    name = d.pop("preset", "g10-artifact")
-    return preset(name).with_overrides({k: v for k, v in d.items() if isinstance(v, dict)})
+    """Rebuild a :class:`SimConfig` from ``SimConfig.to_dict()`` (validated like any override).
+
+    The keys that differ from the preset's own values are applied as overrides (a key left
+    at its preset default, e.g. an FTL parameter meaning "the device's value", is not).
+    """
+    base = preset(d.get("preset", "g10-artifact"))
+    ref = base.to_dict()
+    diff = {}
+    for section, values in d.items():
+        if not isinstance(values, dict):
+            continue
+        changed = {k: v for k, v in values.items() if ref.get(section, {}).get(k, object()) != v}
+        if changed:
+            diff[section] = changed
+    cfg = base.with_overrides(diff) if diff else base
+    if cfg.to_dict() != d:
+        raise SweepError(f"a run's configuration does not rebuild to itself (g10core {__version__}): "
+                         f"{json.dumps(d, sort_keys=True)[:200]}")
+    return cfg
 
 
 def default_traces_dir() -> Path:
@@ -470,7 +485,7 @@ class WorkerCache:
         from . import policies
 
         pol = policies.get(name)(cfg)
-        if pol.level != "page" or pol.ideal or not pol.apply_hints:
+        if pol.level != "page" or not getattr(pol, "apply_hints", False):
             return pol
         plan_config = {k: v for k, v in config.items() if k != "noise"}
         key = (digest, name, json.dumps(plan_config, sort_keys=True))

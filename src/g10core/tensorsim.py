@@ -67,7 +67,8 @@ import numpy as np
 
 from . import analysis
 from .analysis import kernel_cycles
-from .policies import ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
+from .codes import ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
+from .errors import TensorSimError  # noqa: F401 (defined in errors.py; importable from here)
 from .trace import Trace
 
 GiB = 1 << 30
@@ -87,10 +88,6 @@ VISIT_ORDERS = ("artifact", "access", "reverse")
 GPU_TO_SSD, SSD_TO_GPU, GPU_TO_HOST, HOST_TO_GPU = range(4)
 QUEUE_NAMES = ("gpu_to_ssd", "ssd_to_gpu", "gpu_to_host", "host_to_gpu")
 _KERNEL_EVENT = 4
-
-
-class TensorSimError(ValueError):
-    """An input of the tensor-level simulator is invalid; the message names it."""
 
 
 # ---- contiguous page allocator ------------------------------------------------

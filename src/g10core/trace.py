@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import TraceError  # noqa: F401 (defined in errors.py; importable from here)
+
 PAGE_SIZE_BYTES = 4096
 
 # Access mode bits in ``access_mode``.
@@ -184,36 +186,6 @@ _GZIP_LEVEL = 4
 _IN_MEMORY = "<in-memory trace>"
 
 
-class TraceError(ValueError):
-    """A trace file or in-memory trace breaks the format.
-
-    Attributes: ``path`` (None for an in-memory trace), ``dataset`` (HDF5 name, "/"
-    for the root attributes), ``row`` (None when the problem is not one row),
-    ``field`` (a compound field or attribute name, or None) and ``reason``.
-    ``str()`` is one line naming all of them.
-    """
-
-    def __init__(self, path, dataset: str, reason: str, row: int | None = None,
-                 field: str | None = None):
-        self.path = None if path is None else os.fspath(path)
-        self.dataset = dataset
-        self.row = None if row is None else int(row)
-        self.field = field
-        self.reason = " ".join(str(reason).split())  # one line
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        parts = [self.dataset]
-        if self.row is not None:
-            parts.append(f"row {self.row}")
-        if self.field:
-            parts.append(("attribute " if self.dataset == "/" else "field ") + self.field)
-        return f"{self.path or _IN_MEMORY}: {', '.join(parts)}: {self.reason}"
-
-    def __reduce__(self):  # picklable across sweep workers
-        return (TraceError, (self.path, self.dataset, self.reason, self.row, self.field))
-
-
 # ---- validation ---------------------------------------------------------------
 
 # Trace column -> (dataset, field, dtype, length key): where it lives in the file.
@@ -349,7 +321,7 @@ def validate_trace(trace: Trace, path=None) -> None:
 
 
 def _validate_hints(hints, K: int, T: int, path) -> None:
-    from .policies import HINT_DTYPE
+    from .codes import HINT_DTYPE
 
     if not isinstance(hints, np.ndarray) or hints.ndim != 1 or hints.dtype != HINT_DTYPE:
         got = f"{type(hints).__name__} {getattr(hints, 'dtype', '')} {getattr(hints, 'shape', '')}"
@@ -614,7 +586,7 @@ def read_trace(path) -> Trace:
 
         hints, hints_policy = None, ""
         if "hints" in f:
-            from .policies import HINT_DTYPE
+            from .codes import HINT_DTYPE
 
             ds = _dataset(f, path, "hints")
             raw = _load(ds, path)

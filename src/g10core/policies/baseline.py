@@ -1,20 +1,32 @@
-"""Page-level baselines that need no scheduler: Base UVM, DeepUM+ and Ideal."""
+"""Baselines that need no scheduler: Base UVM, DeepUM+, Belady's MIN and Ideal."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import HINT_DTYPE, HINT_TO_GPU, Policy, empty_hints, register
+from ..codes import HINT_DTYPE, HINT_TO_GPU
+from .base import IdealPlan, Policy, register
 
 
 @register
 class BaseUVM(Policy):
-    """Demand paging only; LRU (arrival-order) eviction; dead tensors are never freed."""
+    """Demand paging only; arrival-order eviction (the artifact's "LRU"); dead tensors are never freed."""
 
     name = "base-uvm"
     level = "page"
-    eviction = "lru"
+    eviction = "arrival"
     apply_hints = False
-    description = "Base UVM: demand paging, LRU eviction, no hints"
+    description = "Base UVM: demand paging, arrival-order ('LRU') eviction, no hints"
+
+
+@register
+class Belady(Policy):
+    """Demand paging with Belady's MIN eviction: the fewest-faults bound for demand paging."""
+
+    name = "belady"
+    level = "page"
+    eviction = "belady"
+    apply_hints = False
+    description = "Belady: demand paging, evicting the tensor used farthest in the future (MIN)"
 
 
 def deepum_hints(trace, config) -> np.ndarray:
@@ -62,10 +74,11 @@ class Ideal(Policy):
     """Every tensor resident: the iteration takes the sum of ideal kernel times."""
 
     name = "ideal"
-    level = "page"
-    ideal = True
+    level = "ideal"
     apply_hints = False
     description = "Ideal: infinite GPU memory"
 
-    def hints(self, trace):
-        return empty_hints()
+    def plan(self, trace, config=None, *, hints=None, eviction=None):
+        if hints is not None or eviction is not None:
+            raise ValueError("policy 'ideal' simulates nothing: it takes no hints and no eviction rule")
+        return IdealPlan()

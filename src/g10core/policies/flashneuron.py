@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import analysis, tensorsim
+from ..codes import ACTION_NAMES, HINT_DTYPE, HINT_TO_SSD
 from ..trace import Trace
-from . import ACTION_NAMES, HINT_DTYPE, HINT_TO_SSD, Policy, register
+from .base import TensorPolicy, register
 
 GiB = 1 << 30
 LOSS_KERNEL_NAME = "makeLoss"
@@ -130,13 +131,24 @@ def _with_policy(result: dict, name: str, schedule: dict) -> dict:
 
 
 @register
-class FlashNeuron(Policy):
+class FlashNeuron(TensorPolicy):
     name = "flashneuron"
-    level = "tensor"
     description = ("FlashNeuron: forward activations offloaded to SSD (FIFO, tensor granularity, "
                    "first-fit contiguous allocator); fails when the model cannot fit")
 
-    def simulate(self, trace: Trace) -> dict:
+    def schedule(self, trace: Trace) -> np.ndarray:
+        plan = flashneuron_schedule(trace, self.config)
+        if plan["failed"]:
+            raise ValueError(plan["failure_reason"])
+        return plan["hints"]
+
+    def simulate(self, trace: Trace, hints=None) -> dict:
+        if hints is not None:       # a given hint table (its offloads) replaces the schedule
+            loss = loss_kernel(trace)
+            if loss < 0:
+                raise ValueError(f"flashneuron needs a loss kernel (named 'makeLoss' or containing 'loss') "
+                                 f"in {trace.model}-b{trace.batch_size} to replay hints")
+            return tensorsim.simulate(trace, self.config, hints, mode="flashneuron", backward_start_kernel=loss)
         plan = flashneuron_schedule(trace, self.config)
         info = {k: v for k, v in plan.items() if k not in ("hints", "failed", "failure_reason")}
         info["n_offloads"] = int(plan["hints"].size)
@@ -148,18 +160,22 @@ class FlashNeuron(Policy):
         return _with_policy(res, self.name, info)
 
 
-class _G10TensorLevel(Policy):
-    level = "tensor"
+class _G10TensorLevel(TensorPolicy):
     variant: str = ""
 
-    def simulate(self, trace: Trace) -> dict:
+    def schedule(self, trace: Trace) -> np.ndarray:
         from .g10 import schedule   # at call time: the registry imports this module first
 
+        return schedule(trace, self.config, variant=self.variant)
+
+    def simulate(self, trace: Trace, hints=None) -> dict:
+        if hints is not None:       # a given hint table replaces G10's schedule
+            return tensorsim.simulate(trace, self.config, hints, mode="gds")
         reason = tensorsim.working_set_check(trace, self.config)
         if reason is not None:
             return _with_policy(tensorsim.failed_result(reason, mode="gds", trace=trace, config=self.config),
                                 self.name, {})
-        hints = np.asarray(schedule(trace, self.config, variant=self.variant))
+        hints = np.asarray(self.schedule(trace))
         res = tensorsim.simulate(trace, self.config, hints, mode="gds")
         counts = {ACTION_NAMES[a]: int((hints["action"] == a).sum()) for a in np.unique(hints["action"]).tolist()}
         return _with_policy(res, self.name, {"n_hints": int(hints.size), "hints_by_action": counts})

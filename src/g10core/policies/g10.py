@@ -43,8 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis import CannotFit, Vitality, analyze, check_fits  # noqa: F401 (CannotFit re-exported)
+from ..codes import HINT_DTYPE
 from ..trace import Trace
-from . import HINT_DTYPE, Policy, register
+from .base import Policy, register
 
 __all__ = ["CannotFit", "Schedule", "SchedulerParams", "VARIANTS", "plan", "schedule", "scheduler_params", "G10"]
 
@@ -89,7 +90,7 @@ class Schedule:
 
     def counts(self) -> dict:
         """Hints per action name."""
-        from . import ACTION_NAMES
+        from ..codes import ACTION_NAMES
         return {name: int(np.count_nonzero(self.hints["action"] == a)) for a, name in ACTION_NAMES.items()}
 
 
@@ -317,12 +318,13 @@ def schedule(trace: Trace, config, variant: str = "g10") -> np.ndarray:
 
 @register
 class G10(Policy):
-    """G10: smart-migration hints, LRU for the rest (the artifact's ``prefetch_lru``)."""
+    """G10: smart-migration hints, arrival-order ("LRU") eviction for the rest (``prefetch_lru``)."""
 
     name = "g10"
     level = "page"
-    eviction = "lru"
-    description = "G10 smart tensor migration: pre-alloc/free, pre-evict to SSD/host, prefetch; LRU fallback"
+    eviction = "arrival"
+    description = ("G10 smart tensor migration: pre-alloc/free, pre-evict to SSD/host, prefetch; "
+                   "arrival-order ('LRU') fallback")
 
     def hints(self, trace: Trace) -> np.ndarray:
         return schedule(trace, self.config, "g10")

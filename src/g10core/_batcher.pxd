@@ -1,0 +1,143 @@
+# The transfer batcher: eight queues of page runs and the slot that serves them with
+# per-slot quotas, plus the recorder that repeats identical slots in bulk.
+# See _batcher.pyx.
+from libc.stdint cimport int8_t, int32_t, int64_t
+from libcpp.deque cimport deque
+from libcpp.vector cimport vector
+
+from g10core._types cimport queue_run, victim_t, traffic_row, N_QUEUES
+from g10core._pagetable cimport PageTable
+from g10core._evict cimport Evictor
+from g10core._device cimport Device
+
+# recorded slot operations (for bulk repeats)
+cdef enum:
+    OPS_MAX = 48
+    SEQ_MAX = 32
+    OP_VICTIMS = 1
+    OP_IN = 2
+    OP_PREEVICT = 3
+
+# Why a busy slot was or was not repeated in bulk (``stats()['bulk']``).
+cdef enum:                     # BulkReason
+    B_IRREGULAR
+    B_NOTHING
+    B_KERNEL_NEXT
+    B_QUEUE_DRAINS
+    B_KERNEL_READY
+    B_FRAMES_RUN_OUT
+    B_FRAMES_FREED_IN
+    B_FRAMES_FREED_BLOCKED
+    B_HOST_LINE
+    B_LESS_THAN_ONE
+    B_MIXED_VICTIMS
+    B_STALL_MOVES
+    B_REQUEUE
+    B_MIXED_PAGES
+    B_OPS_OVERFLOW
+    B_PREEVICT_REQUEUE
+    B_REDIRECT
+    B_LOCKUP
+    B_RESTART
+    B_MERGED
+    B_TICKWISE
+    B_COUNT
+
+cimport cython
+
+
+@cython.final
+cdef class Batcher:
+    cdef PageTable pt
+    cdef Evictor ev
+    cdef Device link                       # the GPU's link (a no-op Device in the slot model)
+    cdef Device ssd                        # the SSD (a no-op Device in the slot model)
+    cdef bint devices                      # False: both are no-op Devices
+
+    # ---- per-slot quotas (pages) ----
+    cdef readonly int64_t tick             # slot period, cycles
+    cdef int64_t gpu_batch                 # pages in, and pages out, per slot
+    cdef int64_t host_batch                # host pages per slot and direction
+    cdef int64_t ssd_batch                 # SSD pages per slot and direction
+    cdef int64_t alloc_batch               # frames given (allocations and fetches) per slot
+    cdef int64_t ssd_q                     # SSD pages per direction in the current slot
+    cdef bint ssd_throttled                # the SSD takes no command in the current slot
+
+    # ---- queues ----
+    cdef vector[deque[queue_run]] qs
+    cdef int64_t qlen[N_QUEUES]
+
+    # ---- the current slot ----
+    cdef public int64_t tb                 # time of the current (or next) slot
+    cdef int64_t alloc_n, in_n, out_n, in_ssd, in_cpu, out_ssd, out_cpu
+    cdef int forced_fetch, forced_evict    # Tier forced by a spent quota (TIER_NONE: none)
+    cdef int64_t host_peak                 # highest host_used seen inside the slot
+    cdef public bint irregular             # the slot did something a bulk repeat cannot copy
+    cdef bint stalled                      # no victim outside the eviction window this slot
+    cdef int64_t consumed[N_QUEUES]        # pages taken from each queue in the slot
+    cdef int64_t tick_victims              # victims taken in the slot
+    cdef int victim_src                    # 0 none, 1 cursor, 2 head, 3 both
+    cdef public bint waiting               # a kernel waits for its faults (the artifact's has_resched)
+    cdef public bint started               # ... and its restart event is scheduled
+
+    # ---- the slot's operations, for bulk repeats ----
+    cdef int n_ops
+    cdef int8_t op_kind[OPS_MAX]
+    cdef int8_t op_q[OPS_MAX]
+    cdef int8_t op_dest[OPS_MAX]
+    cdef int64_t op_k[OPS_MAX]
+    cdef int8_t rec_vdest                  # natural destination of the slot's first victims (-2: mixed)
+    cdef bint rec_vpf                      # were they chosen as page-fault victims
+    cdef bint rec_vreq                     # did they belong to the running kernel
+    cdef int8_t rec_in_req                 # did the pages brought in (-1 none yet, -2 mixed)
+    cdef int n_sq_v, n_sq_in, n_sq_pre
+    cdef int8_t sq_vdest[SEQ_MAX]
+    cdef int64_t sq_vk[SEQ_MAX]
+    cdef int8_t sq_inq[SEQ_MAX]
+    cdef int64_t sq_ink[SEQ_MAX]
+    cdef int8_t sq_preq[SEQ_MAX]
+    cdef int8_t sq_predest[SEQ_MAX]
+    cdef int64_t sq_prek[SEQ_MAX]
+    cdef bint seq_overflow
+    cdef bint replaying                    # inside apply_bulk: do not record
+    cdef int64_t tick_host0, tick_free0
+    cdef int64_t qlen0[N_QUEUES]
+
+    # ---- outputs ----
+    cdef vector[traffic_row] traffic       # per iteration
+    cdef public int64_t iteration          # the iteration traffic is counted in
+    cdef vector[int64_t] bounds            # (cycle, 1 busy / 0 idle) of transfer-busy periods
+    cdef bint transferring
+    cdef public int64_t n_slots_detailed, n_slots_bulk, n_slots_idle
+    cdef int64_t bulk_stat[B_COUNT]
+    cdef public bint debug_log
+    cdef vector[int64_t] log               # debug rows (kind, slot, first page, pages, tier)
+
+    # queues
+    cdef int push(self, int q, int64_t start, int64_t count, int32_t t, int8_t src) except -1 nogil
+    cdef int pop(self, int q, int64_t k) except -1 nogil
+    cdef bint faults_empty(self) noexcept nogil
+    cdef bint all_empty(self) noexcept nogil
+    cdef int apply_hint(self, int32_t t, int8_t action) except -1 nogil
+    cdef int fault_tensor(self, int32_t t, int64_t* info) except -1 nogil
+
+    # the slot
+    cdef int slot(self, int64_t now) except -1 nogil
+    cdef int try_bulk(self, int64_t next_kernel) except -1 nogil
+    cdef void note(self, int reason) noexcept nogil
+    cdef int skip_idle(self, int64_t next_kernel) except -1 nogil
+
+    # internals
+    cdef int take_victims(self, victim_t* v, int64_t k, int8_t dest, bint is_pf, int64_t appended) except -1 nogil
+    cdef void record_op(self, int8_t kind, int8_t q, int8_t dest, int64_t k) noexcept nogil
+    cdef void rec_evict(self, int8_t dest) noexcept nogil
+    cdef void rec_fetch(self, int8_t src) noexcept nogil
+    cdef bint room(self) noexcept nogil
+    cdef int64_t bring_in(self, int q, int64_t kmax, int kind, bint is_pf) except -2 nogil
+    cdef int evict_queue(self, int q, int8_t default_dest) except -1 nogil
+    cdef int pf_fetch(self, int q, int8_t src) except -1 nogil
+    cdef int alloc_queue(self, int q, bint is_pf) except -1 nogil
+    cdef int prefetch(self) except -1 nogil
+    cdef int64_t queue_span(self, int q, int64_t need, int8_t src, bint check_req, bint req) noexcept nogil
+    cdef int64_t bulk_before_ready(self, int q, int64_t n) noexcept nogil
+    cdef int apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil

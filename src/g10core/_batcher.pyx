@@ -1,0 +1,942 @@
+# cython: language_level=3
+"""The transfer batcher: queues of page runs and the slot that serves them.
+
+A slot (the published simulator's batcher tick) fires every ``tick`` cycles whether or
+not there is work.  Each slot moves at most ``gpu_batch`` pages into and as many out of
+the GPU; SSD pages are capped at ``ssd_batch`` per direction, host pages at
+``host_batch``, frames given at ``alloc_batch``.  Order inside a slot: pre-evictions
+(SSD, then host), fault fetches (SSD, then host), fault allocations, prefetches (SSD,
+then host), pre-allocations.  A page moved in a slot is there at once.  When the GPU is
+full, the evictor names victims; they go to their natural destination unless a spent
+quota or the host line forces the other tier.
+
+Work is done in chunks of pages that are provably treated alike; the per-page scalar
+bookkeeping (quotas, the host-full flag, the forced source/destination) is stepped page
+by page, but only inside a slot (a few tens of pages).  Identical consecutive slots are
+repeated in bulk (``try_bulk``): the slot just done recorded what it did, and if the same
+start state recurs and the next pages are treated alike, the next n slots do exactly the
+same; their effect is applied at once (or slot by slot when streams interleave).  Every
+rule mirrors ``reference.py``, the page-by-page specification; tests require identical
+results.
+"""
+from libc.stdint cimport int8_t, int32_t, int64_t
+
+from ._types cimport (queue_run, victim_t, traffic_row,
+                      TIER_NONE, TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
+                      HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE,
+                      Q_FAULT_SSD, Q_FAULT_HOST, Q_FAULT_ALLOC, Q_PREFETCH_SSD, Q_PREFETCH_HOST,
+                      Q_PREALLOC, Q_EVICT_SSD, Q_EVICT_HOST, N_QUEUES)
+
+import numpy as np
+
+BULK_REASONS = (
+    'irregular tick (see the other reasons)',
+    'nothing moved',
+    'a kernel event comes first',
+    'a queue drains',
+    'the waiting kernel could become ready',
+    'free GPU frames run out',
+    'frames freed while pages come in',
+    'frames freed with a blocked queue',
+    'host memory near its line',
+    'not even one identical tick',
+    'mixed victims or pages in transfer in GPU',
+    'a stall that would move',
+    're-queued victims change a queue',
+    "running kernel's and other pages mixed",
+    'too many operations in one tick',
+    'pre-evicted pages re-queued as faults',
+    'prefetch redirected between tiers',
+    'DeepUM lock-up fallback',
+    'a waiting kernel restarted',
+    'ticks repeated as merged streams (count of repeats)',
+    'ticks repeated tick by tick (count of repeats)',
+)
+
+cdef int64_t BIG = (<int64_t>1) << 62      # "no limit"
+cdef int64_t HUGE_N = (<int64_t>1) << 40   # bounds above this are "not yet bounded"
+
+
+cdef inline int fault_queue_of(int8_t tier) noexcept nogil:
+    return Q_FAULT_HOST if tier == TIER_HOST else (Q_FAULT_SSD if tier == TIER_SSD else Q_FAULT_ALLOC)
+
+
+cdef class Batcher:
+    """Queues and slots.  ``quotas``: tick_cycles, gpu_batch, host_batch, ssd_batch,
+    alloc_batch (validated by the Python layer); ``link``/``ssd``: Devices."""
+
+    def __init__(self, PageTable pt, Evictor ev, Device link, Device ssd, dict quotas,
+                 int64_t iterations, bint debug_log=False):
+        self.pt = pt
+        self.ev = ev
+        self.link = link
+        self.ssd = ssd
+        # the slot model's devices do nothing: skip their hooks (calls per chunk and slot)
+        self.devices = type(link) is not Device or type(ssd) is not Device
+        self.tick = quotas["tick_cycles"]
+        self.gpu_batch = quotas["gpu_batch"]
+        self.host_batch = quotas["host_batch"]
+        self.ssd_batch = quotas["ssd_batch"]
+        self.alloc_batch = quotas["alloc_batch"]
+        self.ssd_q = self.ssd_batch
+        self.ssd_throttled = False
+        self.qs.resize(N_QUEUES)
+        cdef int i
+        for i in range(N_QUEUES):
+            self.qlen[i] = 0
+        cdef traffic_row zero
+        zero.alloc = zero.ssd_to_gpu = zero.host_to_gpu = zero.gpu_to_ssd = zero.gpu_to_host = 0
+        self.traffic.assign(iterations + 1, zero)
+        self.iteration = 0
+        self.tb = 0
+        self.waiting = self.started = False
+        self.transferring = False
+        self.replaying = False
+        self.n_slots_detailed = self.n_slots_bulk = self.n_slots_idle = 0
+        for i in range(B_COUNT):
+            self.bulk_stat[i] = 0
+        self.debug_log = debug_log
+
+    # ======================================================================
+    # queues
+    # ======================================================================
+    cdef int push(self, int q, int64_t start, int64_t count, int32_t t, int8_t src) except -1 nogil:
+        cdef queue_run r
+        cdef queue_run* b
+        if self.qs[q].size():
+            b = &self.qs[q].back()
+            if b.start + b.count == start and b.tensor == t and b.src == src:
+                b.count += count
+                self.qlen[q] += count
+                return 0
+        r.start = start
+        r.count = count
+        r.tensor = t
+        r.src = src
+        self.qs[q].push_back(r)
+        self.qlen[q] += count
+        return 0
+
+    cdef int pop(self, int q, int64_t k) except -1 nogil:
+        cdef queue_run* f = &self.qs[q].front()
+        f.start += k
+        f.count -= k
+        self.qlen[q] -= k
+        if f.count == 0:
+            self.qs[q].pop_front()
+        return 0
+
+    cdef bint faults_empty(self) noexcept nogil:
+        return self.qlen[Q_FAULT_SSD] == 0 and self.qlen[Q_FAULT_HOST] == 0 and self.qlen[Q_FAULT_ALLOC] == 0
+
+    cdef bint all_empty(self) noexcept nogil:
+        cdef int i
+        for i in range(N_QUEUES):
+            if self.qlen[i]:
+                return False
+        return True
+
+    cdef int apply_hint(self, int32_t t, int8_t action) except -1 nogil:
+        """A hint at kernel begin (the artifact's guidedTransfer): pages in transfer are left alone."""
+        cdef int64_t s, e
+        cdef int8_t l
+        cdef vector[int64_t] segs
+        self.pt.idle_runs(t, segs)
+        cdef size_t i = 0
+        while i < segs.size():
+            s = segs[i]
+            e = segs[i + 1]
+            l = <int8_t>segs[i + 2]
+            i += 3
+            if action == HINT_TO_GPU:
+                if l == TIER_NOT_PRESENT:
+                    self.push(Q_PREALLOC, s, e - s, t, TIER_NOT_PRESENT)
+                elif l == TIER_SSD:
+                    self.push(Q_PREFETCH_SSD, s, e - s, t, TIER_SSD)
+                elif l == TIER_HOST:
+                    self.push(Q_PREFETCH_HOST, s, e - s, t, TIER_HOST)
+                else:
+                    continue
+                self.pt.assign(t, s, e, l, 1)
+            elif action == HINT_TO_SSD or action == HINT_TO_HOST:
+                if l == TIER_GPU:
+                    self.push(Q_EVICT_SSD if action == HINT_TO_SSD else Q_EVICT_HOST, s, e - s, t, TIER_GPU)
+                    self.pt.assign(t, s, e, TIER_GPU, 1)
+            elif action == HINT_FREE:
+                if l == TIER_GPU:
+                    self.pt.depart(s, e - s)
+                    self.pt.gpu_free += e - s
+                    self.pt.n_freed_gpu += e - s
+                elif l == TIER_HOST:
+                    self.pt.host_used -= e - s
+                    self.pt.n_freed_host += e - s
+                if self.devices:
+                    self.ssd.pages_freed(s, e - s)
+                    self.link.pages_freed(s, e - s)
+                self.pt.assign(t, s, e, TIER_NOT_PRESENT, 0)
+        return 0
+
+    cdef int fault_tensor(self, int32_t t, int64_t* info) except -1 nogil:
+        """Queue every missing page of t; info: total, never allocated, SSD, host, in transfer."""
+        cdef int64_t s, e
+        cdef int8_t l
+        cdef vector[int64_t] segs
+        info[0] += self.pt.t_np[t]
+        info[4] += self.pt.idle_runs(t, segs)
+        cdef size_t i = 0
+        while i < segs.size():
+            s = segs[i]
+            e = segs[i + 1]
+            l = <int8_t>segs[i + 2]
+            i += 3
+            if l == TIER_GPU:
+                continue
+            if l == TIER_NOT_PRESENT:
+                info[1] += e - s
+            elif l == TIER_SSD:
+                info[2] += e - s
+            else:
+                info[3] += e - s
+            self.push(fault_queue_of(l), s, e - s, t, l)
+            self.pt.assign(t, s, e, l, 1)
+        return 0
+
+    # ======================================================================
+    # victims
+    # ======================================================================
+    cdef int take_victims(self, victim_t* v, int64_t k, int8_t dest, bint is_pf,
+                          int64_t appended) except -1 nogil:
+        """Evict victims [v.page, v.page+k) to dest (the artifact's processEvict, k times).
+
+        The caller has already done the scalar bookkeeping (host pages, slot counters).
+        ``appended`` is the first page the same chunk appends to the list (-1: none): page
+        by page, the artifact appends each fetched page right after its victim, so when
+        the last victim is the list's tail the cursor lands on the chunk's first page.
+        """
+        cdef int64_t last = v.page + k - 1, nxt
+        cdef bint requeue = self.pt.pinned_now(v.tensor)
+        nxt = self.pt.next_page(last)
+        if nxt < 0 and k >= 2 and appended >= 0:
+            nxt = appended
+        if not self.replaying:
+            if self.tick_victims == 0:
+                self.rec_vdest = v.dest
+                self.rec_vpf = is_pf
+                self.rec_vreq = requeue
+            elif v.dest != self.rec_vdest or is_pf != self.rec_vpf or requeue != self.rec_vreq:
+                self.rec_vdest = -2          # mixed: a bulk repeat cannot copy this slot
+        self.victim_src |= self.ev.taken(v, k, is_pf, nxt)
+        if not self.replaying:
+            self.record_op(OP_VICTIMS, -1, dest, k)
+            if self.n_sq_v and self.sq_vdest[self.n_sq_v - 1] == dest:
+                self.sq_vk[self.n_sq_v - 1] += k
+            elif self.n_sq_v == SEQ_MAX:
+                self.seq_overflow = True
+            else:
+                self.sq_vdest[self.n_sq_v] = dest
+                self.sq_vk[self.n_sq_v] = k
+                self.n_sq_v += 1
+        self.pt.assign(v.tensor, v.page, v.page + k, dest, 1 if requeue else 0)
+        if requeue:
+            self.push(fault_queue_of(dest), v.page, k, v.tensor, dest)
+        if dest == TIER_NOT_PRESENT:
+            self.pt.n_dropped += k
+        if self.devices:
+            self.ssd.pages_out(v.page, k, dest, self.tb)
+            self.link.pages_out(v.page, k, dest, self.tb)
+        if self.debug_log:
+            self.log.push_back(1); self.log.push_back(self.tb); self.log.push_back(v.page)
+            self.log.push_back(k); self.log.push_back(dest)
+        self.pt.depart(v.page, k)
+        self.pt.gpu_free += k
+        self.tick_victims += k
+        v.page += k
+        v.seglen -= k
+        return 0
+
+    cdef void record_op(self, int8_t kind, int8_t q, int8_t dest, int64_t k) noexcept nogil:
+        """Add k pages to the slot's total for one stream (kind, queue, destination)."""
+        cdef int i
+        for i in range(self.n_ops):
+            if self.op_kind[i] == kind and self.op_q[i] == q and self.op_dest[i] == dest:
+                self.op_k[i] += k
+                return
+        i = self.n_ops
+        if i == OPS_MAX:
+            self.irregular = True
+            self.bulk_stat[B_OPS_OVERFLOW] += 1
+            return
+        self.op_kind[i] = kind
+        self.op_q[i] = q
+        self.op_dest[i] = dest
+        self.op_k[i] = k
+        self.n_ops += 1
+
+    # ======================================================================
+    # per-slot scalar bookkeeping (the artifact's recordFetch / recordEvict)
+    # ======================================================================
+    cdef void rec_evict(self, int8_t dest) noexcept nogil:
+        if dest == TIER_SSD:
+            self.out_ssd += 1
+            self.out_n += 1
+            if self.out_ssd == self.ssd_q:
+                self.forced_evict = TIER_HOST
+        elif dest == TIER_HOST:
+            self.out_cpu += 1
+            self.out_n += 1
+            if self.out_cpu == self.host_batch or self.pt.host_full():
+                self.forced_evict = TIER_SSD
+
+    cdef void rec_fetch(self, int8_t src) noexcept nogil:
+        if src == TIER_SSD:
+            self.in_ssd += 1
+            if self.in_ssd == self.ssd_q:
+                self.forced_fetch = TIER_HOST
+        else:
+            self.in_cpu += 1
+            if self.in_cpu == self.host_batch:
+                self.forced_fetch = TIER_SSD
+        self.alloc_n += 1
+        self.in_n += 1
+
+    cdef bint room(self) noexcept nogil:
+        if self.pt.gpu_free > 0:
+            return True
+        if self.pt.host_full():
+            return self.out_n < self.gpu_batch and self.out_ssd < self.ssd_q
+        return self.out_n < self.gpu_batch
+
+    # ======================================================================
+    # bringing pages into the GPU, a chunk at a time
+    # ======================================================================
+    cdef int64_t bring_in(self, int q, int64_t kmax, int kind, bint is_pf) except -2 nogil:
+        """Move up to kmax pages from the front run of queue q into GPU frames.
+
+        kind: 0 = page-fault fetch, 1 = allocation, 2 = prefetch.  Returns the pages
+        moved (>= 1), 0 if the loop condition failed before the first page, or -1 if
+        the evictor found no victim and may stall.  Pages are taken while every one of
+        them is treated exactly as the first: same victim segment and destination,
+        loop condition true, no break condition before the last one.
+        """
+        cdef queue_run f = self.qs[q].front()
+        cdef int8_t src = f.src
+        cdef int64_t k = 0, room_k
+        cdef victim_t v
+        cdef int8_t d0 = -2, d
+        cdef bint need_victim = self.pt.gpu_free == 0
+        cdef bint pf_eff = is_pf
+        if kmax > f.count:
+            kmax = f.count
+        if need_victim:
+            if not pf_eff and self.pt.pinned_now(f.tensor):
+                pf_eff = True
+            v = self.ev.find_victim(pf_eff)
+            if not v.found:
+                if self.ev.may_stall(pf_eff):
+                    return -1
+                with gil:
+                    raise RuntimeError("no eviction candidate in GPU memory")
+            if kmax > v.seglen:
+                kmax = v.seglen
+        elif kmax > self.pt.gpu_free:
+            kmax = self.pt.gpu_free
+        # step the scalar state page by page (cheap) to find how many pages share a treatment
+        while k < kmax:
+            if k > 0:
+                # the caller's loop condition, re-checked for page k
+                if kind == 0:
+                    if not (self.in_n < self.gpu_batch and self.alloc_n < self.alloc_batch and self.room()):
+                        break
+                elif kind == 1:
+                    if not (self.room() and self.alloc_n < self.alloc_batch):
+                        break
+                else:
+                    if src == TIER_SSD:
+                        if not (self.in_ssd < self.ssd_q and self.in_n < self.gpu_batch and self.room()):
+                            break
+                    elif not (self.in_cpu < self.host_batch and self.in_n < self.gpu_batch and self.room()):
+                        break
+            if need_victim:
+                d = v.dest
+                if d != TIER_NOT_PRESENT and self.forced_evict != TIER_NONE:
+                    d = self.forced_evict
+                if k == 0:
+                    d0 = d
+                elif d != d0:
+                    break
+                if d == TIER_HOST:
+                    self.pt.host_used += 1
+                    if self.pt.host_used > self.host_peak:
+                        self.host_peak = self.pt.host_used
+                    if self.pt.host_used > self.pt.host_line:
+                        self.pt.host_overflow = True
+                self.rec_evict(d)
+            if src == TIER_HOST:
+                self.pt.host_used -= 1
+                if self.forced_evict == TIER_SSD:
+                    self.forced_evict = TIER_NONE
+            if kind == 1:
+                self.alloc_n += 1
+            else:
+                self.rec_fetch(src)
+            k += 1
+            if kind == 0 and self.forced_fetch != TIER_NONE and self.forced_fetch != src:
+                break
+            if kind == 1 and src != TIER_HOST and (not need_victim or d0 == TIER_NOT_PRESENT):
+                # allocations into free frames, or over victims that are dropped (dead
+                # pages leave without a transfer): nothing the loop tests changes; jump
+                room_k = kmax - k
+                if room_k > self.alloc_batch - self.alloc_n:
+                    room_k = self.alloc_batch - self.alloc_n
+                if room_k > 0:
+                    self.alloc_n += room_k
+                    k += room_k
+                break
+        if k == 0:
+            return 0
+        # host_used and the slot counters are final; now move the pages themselves
+        if need_victim:
+            self.take_victims(&v, k, d0, pf_eff, f.start)
+        self.pt.gpu_free -= k
+        if src == TIER_NOT_PRESENT:
+            self.pt.n_allocated += k
+        if self.devices:
+            self.ssd.pages_in(f.start, k, src, self.tb)
+            self.link.pages_in(f.start, k, src, self.tb)
+        if self.debug_log:
+            self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
+            self.log.push_back(k); self.log.push_back(src)
+        self.pt.assign(f.tensor, f.start, f.start + k, TIER_GPU, 0)
+        self.pt.arrive(f.start, k, f.tensor)
+        self.pop(q, k)
+        self.consumed[q] += k
+        self.record_op(OP_IN, q, src, k)
+        if self.n_sq_in and self.sq_inq[self.n_sq_in - 1] == q:
+            self.sq_ink[self.n_sq_in - 1] += k
+        elif self.n_sq_in == SEQ_MAX:
+            self.seq_overflow = True
+        else:
+            self.sq_inq[self.n_sq_in] = q
+            self.sq_ink[self.n_sq_in] = k
+            self.n_sq_in += 1
+        if self.rec_in_req == -1:
+            self.rec_in_req = self.pt.pinned_now(f.tensor)
+        elif self.rec_in_req != self.pt.pinned_now(f.tensor):
+            self.rec_in_req = -2
+        return k
+
+    # ======================================================================
+    # the queues a slot serves
+    # ======================================================================
+    cdef int evict_queue(self, int q, int8_t default_dest) except -1 nogil:
+        """Pre-evictions from queue q (the artifact's processPreevict, one queue)."""
+        cdef queue_run f
+        cdef int8_t d
+        cdef int64_t k, kmax, n
+        cdef bint requeue
+        while self.qlen[q]:
+            if q == Q_EVICT_SSD:
+                if not (self.out_ssd < self.ssd_q and self.out_n < self.gpu_batch):
+                    break
+            elif not (((self.pt.host_full() and self.out_ssd < self.ssd_q)
+                       or (not self.pt.host_full() and self.out_cpu < self.host_batch))
+                      and self.out_n < self.gpu_batch):
+                break
+            f = self.qs[q].front()
+            d = default_dest if self.forced_evict == TIER_NONE else <int8_t>self.forced_evict
+            # how many pages go out with this destination before a quota or the host line flips it
+            kmax = f.count
+            if d == TIER_SSD:
+                n = self.ssd_q - self.out_ssd
+            else:
+                n = self.host_batch - self.out_cpu
+                if self.pt.host_line - self.pt.host_used < n:
+                    n = self.pt.host_line - self.pt.host_used
+                if n <= 0:
+                    n = 1
+            if kmax > n:
+                kmax = n
+            if kmax > self.gpu_batch - self.out_n:
+                kmax = self.gpu_batch - self.out_n
+            k = 0
+            while k < kmax:
+                if k > 0:
+                    if q == Q_EVICT_SSD:
+                        if not (self.out_ssd < self.ssd_q and self.out_n < self.gpu_batch):
+                            break
+                    elif not (((self.pt.host_full() and self.out_ssd < self.ssd_q)
+                               or (not self.pt.host_full() and self.out_cpu < self.host_batch))
+                              and self.out_n < self.gpu_batch):
+                        break
+                    if (default_dest if self.forced_evict == TIER_NONE else self.forced_evict) != d:
+                        break
+                if d == TIER_HOST:
+                    self.pt.host_used += 1
+                    if self.pt.host_used > self.host_peak:
+                        self.host_peak = self.pt.host_used
+                self.rec_evict(d)
+                k += 1
+            if d == TIER_HOST and self.pt.host_used > self.pt.host_line:
+                self.pt.host_overflow = True
+            requeue = self.pt.pinned_now(f.tensor)
+            if self.devices:
+                self.ssd.pages_out(f.start, k, d, self.tb)
+                self.link.pages_out(f.start, k, d, self.tb)
+            self.pt.assign(f.tensor, f.start, f.start + k, d, 1 if requeue else 0)
+            if requeue:
+                self.push(fault_queue_of(d), f.start, k, f.tensor, d)
+                self.irregular = True
+                self.bulk_stat[B_PREEVICT_REQUEUE] += 1
+            self.pt.depart(f.start, k)
+            self.pt.gpu_free += k
+            self.pop(q, k)
+            self.consumed[q] += k
+            self.record_op(OP_PREEVICT, q, d, k)
+            if self.n_sq_pre and self.sq_preq[self.n_sq_pre - 1] == q and self.sq_predest[self.n_sq_pre - 1] == d:
+                self.sq_prek[self.n_sq_pre - 1] += k
+            elif self.n_sq_pre == SEQ_MAX:
+                self.seq_overflow = True
+            else:
+                self.sq_preq[self.n_sq_pre] = q
+                self.sq_predest[self.n_sq_pre] = d
+                self.sq_prek[self.n_sq_pre] = k
+                self.n_sq_pre += 1
+        return 0
+
+    cdef int pf_fetch(self, int q, int8_t src) except -1 nogil:
+        cdef int64_t r
+        if src == TIER_SSD and self.ssd_throttled:
+            return 0                        # the SSD takes no command this slot
+        while (self.in_n < self.gpu_batch and self.alloc_n < self.alloc_batch and self.room()
+               and self.qlen[q]):
+            r = self.bring_in(q, self.gpu_batch, 0, True)
+            if r <= 0:
+                with gil:
+                    raise RuntimeError("page-fault fetch found no frame")
+            if self.forced_fetch != TIER_NONE and self.forced_fetch != src:
+                break
+        return 0
+
+    cdef int alloc_queue(self, int q, bint is_pf) except -1 nogil:
+        cdef int64_t r
+        while self.room() and self.alloc_n < self.alloc_batch and self.qlen[q]:
+            r = self.bring_in(q, self.alloc_batch, 1, is_pf)
+            if r < 0:
+                self.stalled = True
+                break
+            if r == 0:
+                break
+        return 0
+
+    cdef int prefetch(self) except -1 nogil:
+        cdef int64_t r
+        cdef queue_run f
+        while (self.in_ssd < self.ssd_q and self.in_n < self.gpu_batch and self.room()
+               and self.qlen[Q_PREFETCH_SSD]):
+            f = self.qs[Q_PREFETCH_SSD].front()
+            if f.src == TIER_SSD:
+                r = self.bring_in(Q_PREFETCH_SSD, self.gpu_batch, 2, False)
+                if r < 0:
+                    self.stalled = True
+                    return 0
+            else:  # the page is on the host now: hand it to the host prefetch queue
+                self.pop(Q_PREFETCH_SSD, f.count)
+                self.push(Q_PREFETCH_HOST, f.start, f.count, f.tensor, f.src)
+                self.irregular = True
+                self.bulk_stat[B_REDIRECT] += 1
+        while (self.in_cpu < self.host_batch and self.in_n < self.gpu_batch and self.room()
+               and self.qlen[Q_PREFETCH_HOST]):
+            f = self.qs[Q_PREFETCH_HOST].front()
+            if f.src == TIER_HOST:
+                r = self.bring_in(Q_PREFETCH_HOST, self.gpu_batch, 2, False)
+                if r < 0:
+                    self.stalled = True
+                    return 0
+            else:
+                self.pop(Q_PREFETCH_HOST, f.count)
+                self.push(Q_PREFETCH_SSD, f.start, f.count, f.tensor, f.src)
+                self.irregular = True
+                self.bulk_stat[B_REDIRECT] += 1
+        return 0
+
+    # ======================================================================
+    # the slot
+    # ======================================================================
+    cdef int slot(self, int64_t now) except -1 nogil:
+        """One slot at `now` (the artifact's BatcherEvent::execute)."""
+        cdef int i
+        cdef traffic_row* st
+        self.tb = now
+        self.alloc_n = self.in_n = self.out_n = 0
+        self.in_ssd = self.in_cpu = self.out_ssd = self.out_cpu = 0
+        self.forced_fetch = TIER_NONE
+        self.forced_evict = TIER_NONE
+        self.host_peak = self.pt.host_used
+        self.irregular = False
+        self.stalled = False
+        self.tick_victims = 0
+        self.victim_src = 0
+        self.n_ops = 0
+        self.n_sq_v = self.n_sq_in = self.n_sq_pre = 0
+        self.seq_overflow = False
+        self.rec_in_req = -1
+        self.tick_host0 = self.pt.host_used
+        self.tick_free0 = self.pt.gpu_free
+        for i in range(N_QUEUES):
+            self.consumed[i] = 0
+            self.qlen0[i] = self.qlen[i]
+        self.ssd_q = self.ssd.slot_quota(now, self.tick, self.ssd_batch) if self.devices else self.ssd_batch
+        # (a zero quota from the slot model itself is the artifact's: its counters never
+        # reach it, so SSD fault fetches are not capped; only a device's zero throttles)
+        self.ssd_throttled = self.ssd_q == 0 and self.ssd_batch > 0
+        if not self.all_empty():
+            if self.pt.host_full():
+                self.forced_evict = TIER_SSD
+            self.evict_queue(Q_EVICT_SSD, TIER_SSD)
+            self.evict_queue(Q_EVICT_HOST, TIER_HOST)
+            self.pf_fetch(Q_FAULT_SSD, TIER_SSD)
+            self.pf_fetch(Q_FAULT_HOST, TIER_HOST)
+            self.alloc_queue(Q_FAULT_ALLOC, True)
+            self.prefetch()
+            self.alloc_queue(Q_PREALLOC, False)
+            if (self.ev.lockup_fallback() and self.waiting and not self.started
+                    and self.in_n + self.out_n == 0 and self.pt.pinned_in_transfer() > 0):
+                self.irregular = True
+                self.bulk_stat[B_LOCKUP] += 1
+                self.pf_fetch(Q_PREFETCH_SSD, TIER_SSD)
+                self.pf_fetch(Q_PREFETCH_HOST, TIER_HOST)
+                self.alloc_queue(Q_PREALLOC, True)
+            if not self.transferring:
+                self.bounds.push_back(now)
+                self.bounds.push_back(1)
+                self.transferring = True
+        elif self.transferring:
+            self.bounds.push_back(now)
+            self.bounds.push_back(0)
+            self.transferring = False
+        if self.devices:
+            self.link.slot_end(now)
+            self.ssd.slot_end(now)
+        if self.in_n or self.out_n:
+            st = &self.traffic[self.iteration]
+            st.alloc += self.alloc_n
+            st.ssd_to_gpu += self.in_ssd
+            st.host_to_gpu += self.in_cpu
+            st.gpu_to_ssd += self.out_ssd
+            st.gpu_to_host += self.out_cpu
+        self.tb = now + self.tick        # the next slot (moved by a bulk repeat or an idle skip)
+        self.n_slots_detailed += 1
+        return 0
+
+    cdef int skip_idle(self, int64_t next_kernel) except -1 nogil:
+        """All queues are empty and nothing waits: jump to the first slot after the next kernel event."""
+        cdef int64_t m
+        if next_kernel < 0 or not self.all_empty() or self.waiting:
+            return 0
+        if self.tb >= next_kernel:
+            return 0
+        m = (next_kernel - self.tb + self.tick - 1) // self.tick   # slots strictly before it
+        # those slots are idle; the last of them schedules the slot at or after next_kernel
+        self.tb += m * self.tick
+        self.n_slots_idle += m
+        return 0
+
+    # ======================================================================
+    # bulk repeats of identical slots
+    # ======================================================================
+    cdef void note(self, int reason) noexcept nogil:
+        """Count a reason a slot was or was not repeated in bulk."""
+        self.bulk_stat[reason] += 1
+
+    cdef int64_t queue_span(self, int q, int64_t need, int8_t src, bint check_req, bint req) noexcept nogil:
+        """Pages at the front of queue q (up to need) that share the front's treatment."""
+        cdef int64_t got = 0
+        cdef size_t j = 0
+        cdef queue_run* r
+        while j < self.qs[q].size() and got < need:
+            r = &self.qs[q][j]
+            if r.src != src:
+                break
+            if check_req and self.pt.pinned_now(r.tensor) != req:
+                break
+            got += r.count
+            j += 1
+        return got if got < need else need
+
+    cdef int64_t bulk_before_ready(self, int q, int64_t n) noexcept nogil:
+        """Slots (<= n) after which the waiting kernel still has a page in transfer."""
+        cdef int64_t R = self.pt.pinned_in_transfer(), c = self.consumed[q], seen = 0, req = 0, take
+        cdef size_t j = 0
+        cdef queue_run* r
+        if R == 0 or c == 0:
+            return 0
+        # walk the queue in steps of whole slots (c pages each)
+        while j < self.qs[q].size() and seen < n * c:
+            r = &self.qs[q][j]
+            take = r.count
+            if seen + take > n * c:
+                take = n * c - seen
+            if self.pt.pinned_now(r.tensor):
+                if req + take >= R:
+                    # the slot that brings in the R-th required page is the last candidate
+                    return (seen + (R - req) - 1) // c
+                req += take
+            seen += take
+            j += 1
+        return n
+
+    cdef int try_bulk(self, int64_t next_kernel) except -1 nogil:
+        """Repeat the slot just done as many times as provably identical, in one pass.
+
+        A slot is a deterministic function of its start state: the scalar state (host
+        pages, free frames, quotas, which queues are empty) and the treatment of the
+        pages at the queues' fronts and at the victim position.  The slot just done
+        recorded what it did: per stream totals (``op_*``) and, in order, which queues
+        brought how many pages in (``sq_in*``) and how many victims went where
+        (``sq_v*``).  If the same start state recurs (or stays clear of every
+        threshold) and the next pages are treated alike, the next n slots do exactly
+        the same; their effect is applied here: all at once when each kind of
+        operation has a single stream, slot by slot otherwise (the arrival order of
+        pages inside a slot interleaves the streams).
+        """
+        cdef int64_t n = BIG, m, d_free, d_host, c, span, need, V = self.tick_victims
+        cdef int i, q, q_in = -1, n_in = 0, cycle = -1
+        cdef int8_t d_vict = -1
+        cdef bint pf_nonempty = False, in_pf, single
+        if self.victim_src == 3 or self.pt.gpu_intr or (V and self.rec_vdest == -2) or self.seq_overflow:
+            self.bulk_stat[B_MIXED_VICTIMS] += 1
+            return 0
+        if self.stalled and (self.victim_src & 1 or self.pt.cursor >= 0):
+            # the stall recurs identically only if it happened with the cursor already at the end
+            self.bulk_stat[B_STALL_MOVES] += 1
+            return 0
+        if self.n_ops == 0 and not self.stalled:
+            self.bulk_stat[B_NOTHING] += 1
+            return 0
+        for i in range(self.n_ops):
+            if self.op_kind[i] == OP_IN:
+                n_in += 1
+                q_in = self.op_q[i]
+            elif self.op_kind[i] == OP_VICTIMS:
+                d_vict = self.op_dest[i] if d_vict == -1 or d_vict == self.op_dest[i] else -3
+        single = n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1
+        if V and self.rec_vreq:
+            # re-queued victims must join a queue whose treatment they cannot change:
+            # the queue being drained, or one that stays non-empty and untouched
+            if d_vict == -3:
+                self.bulk_stat[B_REQUEUE] += 1
+                return 0
+            q = fault_queue_of(d_vict)
+            if single and q == q_in and V == self.consumed[q_in]:
+                # it gets back per slot exactly what it gives: its pages form one stream
+                cycle = q
+            elif not (q == q_in and single) and not (self.qlen0[q] > 0 and self.consumed[q] == 0):
+                self.bulk_stat[B_REQUEUE] += 1
+                return 0
+        # time: only slots strictly before the next kernel event
+        if next_kernel >= 0:
+            if self.tb >= next_kernel:
+                self.bulk_stat[B_KERNEL_NEXT] += 1
+                return 0
+            m = (next_kernel - self.tb + self.tick - 1) // self.tick
+            if m < n:
+                n = m
+        # queues: every consumed queue stays non-empty, with pages treated alike
+        for q in range(N_QUEUES):
+            c = self.consumed[q]
+            if c == 0 or q == cycle:
+                continue
+            if self.qlen[q] <= c:
+                self.bulk_stat[B_QUEUE_DRAINS] += 1
+                return 0
+            m = (self.qlen[q] - 1) // c
+            if m < n:
+                n = m
+            need = n * c + 1
+            if q >= Q_EVICT_SSD:
+                span = self.queue_span(q, need, TIER_GPU, True, False)   # a pinned page would be re-queued
+            else:
+                in_pf = q == Q_FAULT_SSD or q == Q_FAULT_HOST or q == Q_FAULT_ALLOC
+                if self.ev.fault_changes_victims() and not in_pf and self.rec_in_req == -2:
+                    self.bulk_stat[B_MIXED_PAGES] += 1     # the running kernel's pages and others: victims differ
+                    return 0
+                span = self.queue_span(q, need, self.qs[q].front().src,
+                                       self.ev.fault_changes_victims() and not in_pf, self.rec_in_req == 1)
+            m = (span - 1) // c
+            if m < n:
+                n = m
+        # a waiting kernel must not become ready inside the bulk
+        if self.waiting:
+            for q in range(3):
+                if self.qlen[q] and (self.consumed[q] == 0 or q == cycle or self.qlen[q] > n * self.consumed[q]):
+                    pf_nonempty = True
+            if not pf_nonempty and n_in == 1:
+                # it waits for pages still queued for prefetch: stop before the last of them lands
+                m = self.bulk_before_ready(q_in, n)
+                if m < n:
+                    n = m
+                pf_nonempty = n >= 1
+            if not pf_nonempty:
+                self.bulk_stat[B_KERNEL_READY] += 1
+                return 0
+        # free frames and host pages
+        d_free = self.pt.gpu_free - self.tick_free0
+        d_host = self.pt.host_used - self.tick_host0
+        if d_free < 0:
+            if V > 0 or self.pt.gpu_free < 1:
+                self.bulk_stat[B_FRAMES_RUN_OUT] += 1
+                return 0
+            m = (self.pt.gpu_free - 1) // (-d_free)
+            if m < n:
+                n = m
+        elif d_free > 0:
+            if n_in:
+                self.bulk_stat[B_FRAMES_FREED_IN] += 1
+                return 0
+            for q in range(N_QUEUES):
+                if self.consumed[q] == 0 and self.qlen[q]:
+                    self.bulk_stat[B_FRAMES_FREED_BLOCKED] += 1
+                    return 0
+        if d_host != 0:
+            if self.tick_host0 >= self.pt.host_line or self.host_peak >= self.pt.host_line:
+                self.bulk_stat[B_HOST_LINE] += 1
+                return 0
+            if d_host > 0:
+                m = (self.pt.host_line - 1 - self.host_peak) // d_host
+                if m < n:
+                    n = m
+        # victims
+        if V > 0:
+            need = n * V + 1 if n < HUGE_N else BIG
+            span = self.ev.victim_span(self.rec_vpf, need, self.rec_vreq, self.rec_vdest)
+            m = (span - 1) // V if span > 0 else 0
+            if m < n:
+                n = m
+        if n < 1 or n >= HUGE_N:
+            self.bulk_stat[B_LESS_THAN_ONE] += 1
+            return 0
+        if self.debug_log:
+            self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(n)
+            self.log.push_back(q_in * 1000 + (self.consumed[q_in] if q_in >= 0 else 0))
+            self.log.push_back(V * 10 + self.stalled)
+        if single:
+            self.apply_bulk(n, 1)
+            self.bulk_stat[B_MERGED] += 1
+        else:
+            self.apply_bulk(1, n)
+            self.bulk_stat[B_TICKWISE] += 1
+        return 0
+
+    cdef int apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil:
+        """Apply the recorded slot `repeat` times, each with its page counts times `scale`."""
+        cdef int64_t left, k, r, t
+        cdef int i
+        cdef int8_t d
+        cdef victim_t v
+        cdef queue_run f
+        cdef traffic_row* st
+        self.replaying = True
+        for r in range(repeat):
+            # victims, in their recorded order and destinations
+            for i in range(self.n_sq_v):
+                left = scale * self.sq_vk[i]
+                d = self.sq_vdest[i]
+                while left > 0:
+                    v = self.ev.find_victim(self.rec_vpf)
+                    if not v.found or v.seglen <= 0:
+                        with gil:
+                            raise RuntimeError("internal: bulk repeat ran out of victims")
+                    k = v.seglen if v.seglen < left else left
+                    if d == TIER_HOST:
+                        self.pt.host_used += k
+                    self.take_victims(&v, k, d, self.rec_vpf, -1)
+                    left -= k
+            # pages brought in, queue by queue in their recorded order
+            for i in range(self.n_sq_in):
+                left = scale * self.sq_ink[i]
+                while left > 0:
+                    if self.qs[self.sq_inq[i]].empty():
+                        with gil:
+                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.sq_inq[i]}")
+                    f = self.qs[self.sq_inq[i]].front()
+                    k = f.count if f.count < left else left
+                    if f.src == TIER_HOST:
+                        self.pt.host_used -= k
+                    elif f.src == TIER_NOT_PRESENT:
+                        self.pt.n_allocated += k
+                    self.pt.gpu_free -= k
+                    if self.debug_log:
+                        self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
+                        self.log.push_back(k); self.log.push_back(f.src)
+                    self.pt.assign(f.tensor, f.start, f.start + k, TIER_GPU, 0)
+                    self.pt.arrive(f.start, k, f.tensor)
+                    self.pop(self.sq_inq[i], k)
+                    left -= k
+            # pre-evictions
+            for i in range(self.n_sq_pre):
+                left = scale * self.sq_prek[i]
+                d = self.sq_predest[i]
+                while left > 0:
+                    if self.qs[self.sq_preq[i]].empty():
+                        with gil:
+                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.sq_preq[i]}")
+                    f = self.qs[self.sq_preq[i]].front()
+                    k = f.count if f.count < left else left
+                    if d == TIER_HOST:
+                        self.pt.host_used += k
+                    self.pt.assign(f.tensor, f.start, f.start + k, d, 0)
+                    self.pt.depart(f.start, k)
+                    self.pt.gpu_free += k
+                    self.pop(self.sq_preq[i], k)
+                    left -= k
+        self.replaying = False
+        t = scale * repeat
+        if self.in_n or self.out_n:
+            st = &self.traffic[self.iteration]
+            st.alloc += t * self.alloc_n
+            st.ssd_to_gpu += t * self.in_ssd
+            st.host_to_gpu += t * self.in_cpu
+            st.gpu_to_ssd += t * self.out_ssd
+            st.gpu_to_host += t * self.out_cpu
+        self.tb += t * self.tick
+        self.n_slots_bulk += t
+        return 0
+
+    # ======================================================================
+    # Python access
+    # ======================================================================
+    def queue_lengths(self):
+        return [self.qlen[i] for i in range(N_QUEUES)]
+
+    def queues(self):
+        """Each queue's runs as (first page, pages, tensor, source tier)."""
+        cdef size_t j
+        out = []
+        for q in range(N_QUEUES):
+            out.append([(self.qs[q][j].start, self.qs[q][j].count, self.qs[q][j].tensor, self.qs[q][j].src)
+                        for j in range(self.qs[q].size())])
+        return out
+
+    def traffic_rows(self, int64_t iterations):
+        """Per iteration traffic as (alloc, ssd->gpu, host->gpu, gpu->ssd, gpu->host) rows."""
+        cdef int64_t i
+        out = np.zeros((iterations, 5), np.int64)
+        for i in range(iterations):
+            out[i, 0] = self.traffic[i].alloc
+            out[i, 1] = self.traffic[i].ssd_to_gpu
+            out[i, 2] = self.traffic[i].host_to_gpu
+            out[i, 3] = self.traffic[i].gpu_to_ssd
+            out[i, 4] = self.traffic[i].gpu_to_host
+        return out
+
+    def boundaries(self):
+        return np.array(self.bounds, dtype=np.int64).reshape(-1, 2)
+
+    def debug_rows(self):
+        return np.array(self.log, dtype=np.int64).reshape(-1, 5)
+
+    def bulk_reasons(self):
+        return {BULK_REASONS[i]: self.bulk_stat[i] for i in range(B_COUNT) if self.bulk_stat[i]}
+
+    def slot_counts(self):
+        return {"detailed": self.n_slots_detailed, "bulk": self.n_slots_bulk, "idle": self.n_slots_idle}

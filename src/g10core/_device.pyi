@@ -1,0 +1,13 @@
+"""Type stub of the devices behind the transfer path (``_device.pyx``)."""
+from typing import Any
+
+class Device:
+    def stats(self) -> dict[str, Any]: ...
+
+class LinkDevice(Device):
+    def __init__(self, link: Any, page_bytes: int) -> None: ...
+    def stats(self, elapsed_cycles: int = ...) -> dict[str, Any]: ...
+
+class SSDDevice(Device):
+    throttled_slots: int
+    def __init__(self, ssd: Any) -> None: ...

@@ -1,0 +1,375 @@
+# cython: language_level=3
+"""Evictors: which GPU pages leave when the batcher needs a frame.
+
+The batcher asks ``find_victim`` for the next victims (a segment of pages that share a
+treatment), evicts some of them, and reports it with ``taken``.  Rules:
+
+* ``ArrivalOrderEvictor`` ("arrival"): the oldest-arrived page that is not in transfer.
+  This is the published simulator's "LRU": its recency list is touched only when a page
+  arrives, so the order is first-in-first-out by arrival.  The search keeps a cursor
+  that persists within a kernel (reset to the list's head at every kernel begin).
+  Victims go to host memory (the batcher redirects them to the SSD when host memory is
+  full or its slot quota is spent).
+* ``DeepUMWindowEvictor`` ("deepum"): DeepUM+'s rule: skip the tensors of the next
+  ``window`` kernels; dead pages are dropped without a transfer; a fault that finds no
+  victim outside the window takes the oldest page; a prefetch that finds none stalls.
+* ``ScoreEvictor``: the resident tensor with the highest score is evicted next (ties:
+  the tensor that arrived first), its pages oldest first, until it has none left or a
+  kernel begins.  Belady's MIN ("belady") is the score "next use"; a user's rule is a
+  compiled callback (``evictors.py`` compiles Python functions with numba).  Pages of a
+  tensor whose data is dead at the running kernel are dropped without a transfer.
+
+Kernel indices given to scores count on into the next iteration (kernel k of the next
+iteration is K + k); a tensor with no use left in the simulated iterations has next use
+NEVER, beyond every real one.  Dead data (a tensor past its last read) has no use left
+in its iteration, so it comes before every tensor still used in the iteration; its next
+use is its rebirth in the next one, which keeps Belady's rule the true MIN (fewest
+faults): a dead tensor kept on the GPU until its rebirth does not fault there.
+"""
+from libc.stdint cimport int8_t, int32_t, int64_t
+
+from ._types cimport TIER_NOT_PRESENT, TIER_HOST
+
+import numpy as np
+
+NEVER = (<int64_t>1) << 62          # the next use of a tensor never used again
+cdef int64_t C_NEVER = (<int64_t>1) << 62
+
+
+cdef inline victim_t at_page(PageTable pt, int64_t c, int8_t dest) noexcept nogil:
+    cdef victim_t v
+    v.page = c
+    v.seglen = pt.segment_end(c) - c
+    v.tensor = pt.nodes[pt.node_of(c)].tensor
+    v.dest = dest
+    v.found = True
+    return v
+
+
+cdef class Evictor:
+    """Base of the eviction rules; ``pt`` is the page table it picks from."""
+
+    def __init__(self, PageTable pt):
+        self.pt = pt
+        self.kernel = 0
+        self.iteration = 0
+
+    cdef int kernel_begin(self, int64_t k, int64_t iteration) except -1 nogil:
+        """Kernel k begins (its tensors are already pinned in the page table)."""
+        self.kernel = k
+        self.iteration = iteration
+        return 0
+
+    cdef victim_t find_victim(self, bint is_pf) noexcept nogil:
+        """Where the next victims are; ``is_pf``: the frame is for a faulted page."""
+        cdef victim_t v
+        v.found = False
+        return v
+
+    cdef int taken(self, const victim_t* v, int64_t k, bint is_pf, int64_t next_page) noexcept nogil:
+        """k pages from v.page were evicted; ``next_page``: the page after them in arrival
+        order.  Returns where they came from for the bulk recorder (1: the cursor, 2: the
+        list's head)."""
+        return 1
+
+    cdef bint may_stall(self, bint is_pf) noexcept nogil:
+        """True: finding no victim stalls the slot's transfers instead of being an error."""
+        return False
+
+    cdef bint lockup_fallback(self) noexcept nogil:
+        """True: a slot that moved nothing while a kernel waits serves the prefetch queues
+        as faults (DeepUM+'s lock-up fallback in the published simulator)."""
+        return False
+
+    cdef bint fault_changes_victims(self) noexcept nogil:
+        """True: whether a frame is for a fault changes which page is the victim."""
+        return False
+
+    cdef int64_t victim_span(self, bint is_pf, int64_t need, bint pinned, int8_t dest) noexcept nogil:
+        """Victims (up to need) the next find_victim calls yield with this treatment."""
+        return 0
+
+    cdef bint bulk_safe(self) noexcept nogil:
+        return True
+
+    def stats(self):
+        return {}
+
+    def kernel_begin_py(self, int64_t k, int64_t iteration):
+        """kernel_begin for tests."""
+        self.kernel_begin(k, iteration)
+
+
+cdef class ArrivalOrderEvictor(Evictor):
+    """The oldest-arrived GPU page not in transfer (the artifact's "LRU")."""
+
+    cdef int kernel_begin(self, int64_t k, int64_t iteration) except -1 nogil:
+        self.kernel = k
+        self.iteration = iteration
+        self.pt.cursor = self.pt.skip_in_transfer(self.pt.head_page())
+        return 0
+
+    cdef victim_t find_victim(self, bint is_pf) noexcept nogil:
+        cdef victim_t v
+        cdef int64_t c = self.pt.skip_in_transfer(self.pt.cursor)
+        if c < 0:
+            self.pt.cursor = self.pt.skip_in_transfer(self.pt.head_page())   # the artifact's LRUSuggestInitialLRUBase
+            c = self.pt.skip_in_transfer(self.pt.cursor)
+        if c < 0:
+            v.found = False
+            return v
+        return at_page(self.pt, c, TIER_HOST)
+
+    cdef int taken(self, const victim_t* v, int64_t k, bint is_pf, int64_t next_page) noexcept nogil:
+        self.pt.cursor = next_page
+        return 1
+
+    cdef int64_t victim_span(self, bint is_pf, int64_t need, bint pinned, int8_t dest) noexcept nogil:
+        return arrival_span(self.pt, self.pt.cursor, need, pinned)
+
+
+cdef int64_t arrival_span(PageTable pt, int64_t c, int64_t need, bint pinned) noexcept nogil:
+    """Pages from c on (arrival order) whose tensors' pinned flag equals `pinned`."""
+    cdef int64_t got = 0
+    cdef int32_t i
+    if c < 0:
+        return 0
+    i = pt.node_of(c)
+    while i >= 0 and got < need:
+        if pt.pinned_now(pt.nodes[i].tensor) != pinned:
+            break
+        got += pt.nodes[i].start + pt.nodes[i].count - c
+        i = pt.nodes[i].next
+        if i >= 0:
+            c = pt.nodes[i].start
+    return got if got < need else need
+
+
+cdef class DeepUMWindowEvictor(Evictor):
+    """DeepUM+: arrival order, skipping the tensors of the next ``window`` kernels."""
+
+    def __init__(self, PageTable pt, dict kernels, int64_t window):
+        Evictor.__init__(self, pt)
+        keep = {}
+        cdef int64_t[::1] v64
+        cdef int32_t[::1] v32
+        for name, dtype in (("in_off", np.int64), ("in_t", np.int32), ("out_off", np.int64), ("out_t", np.int32)):
+            keep[name] = np.ascontiguousarray(kernels[name], dtype=dtype)
+        v64 = keep["in_off"]; self.in_off = &v64[0]
+        v64 = keep["out_off"]; self.out_off = &v64[0]
+        v32 = keep["in_t"]; self.in_t = &v32[0] if v32.shape[0] else NULL
+        v32 = keep["out_t"]; self.out_t = &v32[0] if v32.shape[0] else NULL
+        self.n_kernels = keep["in_off"].shape[0] - 1
+        keep["win_mark"] = np.full(self.pt.n_tensors, -1, np.int64)
+        v64 = keep["win_mark"]; self.win_mark = &v64[0]
+        self.window = window
+        self.epoch = 0
+        self._keep = keep
+
+    cdef inline bint in_window(self, int32_t t) noexcept nogil:
+        return self.win_mark[t] == self.epoch
+
+    cdef int kernel_begin(self, int64_t k, int64_t iteration) except -1 nogil:
+        cdef int64_t off, kk, j
+        cdef int32_t m
+        self.kernel = k
+        self.iteration = iteration
+        self.epoch += 1
+        for off in range(self.window):
+            kk = (k + off) % self.n_kernels
+            for j in range(self.in_off[kk], self.in_off[kk + 1]):
+                self.win_mark[self.in_t[j]] = self.epoch
+            for j in range(self.out_off[kk], self.out_off[kk + 1]):
+                self.win_mark[self.out_t[j]] = self.epoch
+        self.pt.cursor = self.pt.head_page()
+        while self.pt.cursor >= 0 and self.in_window(self.pt.nodes[self.pt.node_of(self.pt.cursor)].tensor):
+            m = self.pt.nodes[self.pt.node_of(self.pt.cursor)].next
+            self.pt.cursor = self.pt.nodes[m].start if m >= 0 else -1
+        return 0
+
+    cdef victim_t find_victim(self, bint is_pf) noexcept nogil:
+        cdef victim_t v
+        cdef int64_t c
+        cdef int32_t i, t
+        v.found = False
+        if not is_pf:
+            c = self.pt.cursor
+            while c >= 0:
+                i = self.pt.node_of(c)
+                if not self.in_window(self.pt.nodes[i].tensor):
+                    break
+                i = self.pt.nodes[i].next
+                c = self.pt.nodes[i].start if i >= 0 else -1
+            if c < 0:
+                self.pt.cursor = -1
+                return v
+            self.pt.cursor = c     # the skipped window pages stay behind the cursor
+        else:
+            c = self.pt.skip_in_transfer(self.pt.head_page())
+            if c < 0:
+                return v
+        t = self.pt.nodes[self.pt.node_of(c)].tensor
+        return at_page(self.pt, c, TIER_HOST if self.pt.alive(t, self.kernel) else TIER_NOT_PRESENT)
+
+    cdef int taken(self, const victim_t* v, int64_t k, bint is_pf, int64_t next_page) noexcept nogil:
+        if not is_pf:
+            self.pt.cursor = next_page
+            return 1
+        if self.pt.cursor >= v.page and self.pt.cursor <= v.page + k - 1:
+            self.pt.cursor = next_page
+        return 2
+
+    cdef bint may_stall(self, bint is_pf) noexcept nogil:
+        return not is_pf
+
+    cdef bint lockup_fallback(self) noexcept nogil:
+        return True
+
+    cdef bint fault_changes_victims(self) noexcept nogil:
+        return True
+
+    cdef int64_t victim_span(self, bint is_pf, int64_t need, bint pinned, int8_t dest) noexcept nogil:
+        cdef int64_t got = 0
+        cdef int64_t c = self.pt.skip_in_transfer(self.pt.head_page()) if is_pf else self.pt.cursor
+        cdef int32_t i, t
+        if c < 0:
+            return 0
+        i = self.pt.node_of(c)
+        while i >= 0 and got < need:
+            t = self.pt.nodes[i].tensor
+            if self.pt.pinned_now(t) != pinned:
+                break
+            if not is_pf and self.in_window(t):
+                break
+            if (TIER_HOST if self.pt.alive(t, self.kernel) else TIER_NOT_PRESENT) != dest:
+                break
+            got += self.pt.nodes[i].start + self.pt.nodes[i].count - c
+            i = self.pt.nodes[i].next
+            if i >= 0:
+                c = self.pt.nodes[i].start
+        return got if got < need else need
+
+
+cdef double belady_score(int64_t now, int64_t tensor, int64_t resident, int64_t size,
+                         int64_t last_use, int64_t next_use, int64_t arrival) noexcept nogil:
+    return <double>next_use
+
+
+cdef class ScoreEvictor(Evictor):
+    """Evicts the resident tensor with the highest score, its pages in arrival order.
+
+    ``uses``: dict with ``off`` and ``kernels``, every tensor's uses in ascending kernel
+    order (CSR); ``n_iterations``: iterations simulated (no use exists after the last).
+    ``callback``: None for Belady's rule, else an object whose ``address`` is a C
+    function with the signature of ``score_fn_t`` (a numba ``cfunc``).
+    """
+
+    def __init__(self, PageTable pt, dict uses, int64_t n_kernels, int64_t n_iterations, callback=None):
+        Evictor.__init__(self, pt)
+        keep = {}
+        cdef int64_t[::1] v64
+        keep["off"] = np.ascontiguousarray(uses["off"], dtype=np.int64)
+        keep["kernels"] = np.ascontiguousarray(uses["kernels"], dtype=np.int64)
+        if keep["kernels"].shape[0] == 0:
+            keep["kernels"] = np.zeros(1, np.int64)
+        v64 = keep["off"]; self.use_off = &v64[0]
+        v64 = keep["kernels"]; self.use_k = &v64[0]
+        self._keep = keep
+        self.n_kernels = n_kernels
+        self.n_iterations = n_iterations
+        self.chosen = -1
+        self.n_choices = self.n_scores = 0
+        self._callback = callback
+        cdef size_t address
+        if callback is None:
+            self.score = belady_score
+        else:
+            address = <size_t>int(callback.address)
+            self.score = <score_fn_t>address
+
+    cdef int kernel_begin(self, int64_t k, int64_t iteration) except -1 nogil:
+        self.kernel = k
+        self.iteration = iteration
+        self.chosen = -1                  # scores depend on the kernel: choose again
+        return 0
+
+    cdef int64_t next_use(self, int32_t t) noexcept nogil:
+        """First use at or after the running kernel, K + k in the next iteration, or NEVER
+        (no use left in the simulated iterations)."""
+        cdef int64_t lo = self.use_off[t], hi = self.use_off[t + 1], mid
+        if lo == hi:
+            return C_NEVER
+        while lo < hi:                      # first use >= kernel
+            mid = (lo + hi) >> 1
+            if self.use_k[mid] < self.kernel:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self.use_off[t + 1]:
+            return self.use_k[lo]
+        if self.iteration + 1 < self.n_iterations:
+            return self.n_kernels + self.use_k[self.use_off[t]]
+        return C_NEVER
+
+    cdef int64_t last_use(self, int32_t t) noexcept nogil:
+        """Latest use at or before the running kernel (k - K in the previous iteration), or -NEVER."""
+        cdef int64_t lo = self.use_off[t], hi = self.use_off[t + 1], mid
+        if lo == hi:
+            return -C_NEVER
+        while lo < hi:                      # first use > kernel
+            mid = (lo + hi) >> 1
+            if self.use_k[mid] <= self.kernel:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo > self.use_off[t]:
+            return self.use_k[lo - 1]
+        if self.iteration > 0:
+            return self.use_k[self.use_off[t + 1] - 1] - self.n_kernels
+        return -C_NEVER
+
+    cdef int32_t choose(self) noexcept nogil:
+        """The resident tensor with pages to evict and the highest score (ties: oldest arrival)."""
+        cdef int32_t best = -1, t
+        cdef double s, best_s = 0.0
+        cdef size_t j
+        for j in range(self.pt.gpu_tensors.size()):
+            t = self.pt.gpu_tensors[j]
+            if self.pt.cnt_ready[t] == 0:
+                continue
+            s = self.score(self.kernel, t, self.pt.cnt_ready[t], self.pt.t_np[t], self.last_use(t),
+                           self.next_use(t), self.pt.t_arrival[t])
+            self.n_scores += 1
+            if best < 0 or s > best_s or (s == best_s and self.pt.t_arrival[t] < self.pt.t_arrival[best]):
+                best = t
+                best_s = s
+        self.n_choices += 1
+        return best
+
+    cdef victim_t find_victim(self, bint is_pf) noexcept nogil:
+        cdef victim_t v
+        cdef int32_t t = self.chosen
+        if t < 0 or self.pt.cnt_ready[t] == 0:
+            t = self.choose()
+            self.chosen = t
+        if t < 0:
+            v.found = False
+            return v
+        return at_page(self.pt, self.pt.oldest_idle_page(t), TIER_HOST if self.pt.alive(t, self.kernel) else TIER_NOT_PRESENT)
+
+    cdef int64_t victim_span(self, bint is_pf, int64_t need, bint pinned, int8_t dest) noexcept nogil:
+        cdef int32_t t = self.chosen
+        cdef int64_t got
+        if t < 0 or self.pt.pinned_now(t) != pinned:
+            return 0
+        if (TIER_HOST if self.pt.alive(t, self.kernel) else TIER_NOT_PRESENT) != dest:
+            return 0
+        got = self.pt.cnt_ready[t]
+        return got if got < need else need
+
+    def stats(self):
+        return {"victim_tensors_chosen": self.n_choices, "scores_evaluated": self.n_scores}
+
+    def score_inputs(self, int32_t t):
+        """(last_use_kernel, next_use_kernel) of tensor t now (tests)."""
+        return self.last_use(t), self.next_use(t)

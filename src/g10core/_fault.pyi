@@ -1,0 +1,9 @@
+"""Type stub of the fault models (``_fault.pyx``)."""
+from typing import Any, Sequence
+
+class FaultModel:
+    def stats(self) -> dict[str, Any]: ...
+
+class ProfileFaultModel(FaultModel):
+    def __init__(self, times: dict[str, Any], params: dict[str, Any]) -> None: ...
+    def py_fault_cycles(self, k: int, fin: Sequence[int], fout: Sequence[int]) -> int: ...

@@ -1,0 +1,133 @@
+# cython: language_level=3
+"""Fault models: the extra time a kernel takes when some of its pages fault.
+
+``fault_cycles(k, fin, fout)`` gets, for kernel k's inputs and outputs, the pages
+[total, never allocated, on the SSD, in host memory, in transfer] found at its first
+attempt; the kernel then ends at the later of (start + t11 + fault_cycles) and the
+arrival of its last faulted page.
+
+* ``FaultModel``: no extra time (faults cost only the transfers themselves).
+* ``ProfileFaultModel``: the published simulator's ``performance_model``, derived from
+  the three profiled times (``g10_artifact_model.md`` §4; ``reference.fault_model_cycles``
+  is its Python specification).
+"""
+from libc.math cimport INFINITY, NAN
+from libc.stdint cimport int64_t
+
+import numpy as np
+
+
+cdef inline double ieee_div(double a, double b) noexcept nogil:
+    """a / b as IEEE 754 defines it, also for b == 0 (inf, or NaN for 0 / 0), in every build.
+
+    The artifact's fault model divides by a zero bandwidth in one case (SSD faults take
+    the whole link: ssd.bandwidth_GBps = link.bandwidth_GBps); spelling the result out
+    keeps the debug build (``cdivision=False``, which would raise) equal to the release.
+    """
+    if b == 0.0:
+        if a == 0.0 or a != a:
+            return NAN
+        return INFINITY if a > 0.0 else -INFINITY
+    return a / b
+
+
+cdef inline int64_t artifact_ulong_cycles(double x) noexcept nogil:
+    """The artifact's ``(unsigned long)`` of a fault time in cycles, as gcc emits it on x86-64.
+
+    A value of 2^64 or more, +inf included, converts to 0 there (``x - 2^63`` overflows
+    ``cvttsd2si`` to 2^63, and the sign flip gives 0): an infinite fault time adds
+    nothing and the kernel ends when its last page arrives.  Values in [2^63, 2^64)
+    and NaN cannot reach here (``std::max`` drops a NaN).
+    """
+    if not (x < 18446744073709551616.0):
+        return 0
+    return <int64_t>x
+
+
+cdef class FaultModel:
+    """Faults cost nothing beyond their transfers."""
+
+    cdef int64_t fault_cycles(self, int64_t k, const int64_t* fin, const int64_t* fout) noexcept nogil:
+        return 0
+
+    cdef bint bulk_safe(self) noexcept nogil:
+        return True
+
+    def stats(self):
+        return {}
+
+
+cdef class ProfileFaultModel(FaultModel):
+    """ΔT_PF from the profiled t00/t10/t11 (``times``: dict of int64 cycle arrays;
+    ``params``: freq_hz, page_bytes, bw_pcie_Bpms, bw_ssd_Bpms, l_sys_us, l_ssd_us)."""
+
+    def __init__(self, dict times, dict params):
+        keep = {name: np.ascontiguousarray(times[name], dtype=np.int64) for name in ("t11", "t10", "t00")}
+        cdef int64_t[::1] v
+        v = keep["t11"]; self.t11 = &v[0]
+        v = keep["t10"]; self.t10 = &v[0]
+        v = keep["t00"]; self.t00 = &v[0]
+        self._keep = keep
+        self.freq_hz = params["freq_hz"]
+        self.page_bytes = params["page_bytes"]
+        self.bw_pcie = params["bw_pcie_Bpms"]
+        self.bw_ssd = params["bw_ssd_Bpms"]
+        self.l_sys_us = params["l_sys_us"]
+        self.l_ssd_us = params["l_ssd_us"]
+
+    cdef int64_t fault_cycles(self, int64_t k, const int64_t* fin, const int64_t* fout) noexcept nogil:
+        # Quirk kept (it moves every published number): profiled cycles become ms through
+        # an integer division by the clock in Hz, so times under one second become 0 ms.
+        cdef int64_t f = self.freq_hz
+        cdef double T00 = <double>((self.t00[k] // f) * 1000)
+        cdef double T10 = <double>((self.t10[k] // f) * 1000)
+        cdef double T11 = <double>((self.t11[k] // f) * 1000)
+        cdef int64_t in_f = fin[1] + fin[2] + fin[3], out_f = fout[1] + fout[2] + fout[3]
+        cdef double r_in = (<double>in_f) / fin[0] if fin[0] else 0.0
+        cdef double r_out = (<double>out_f) / fout[0] if fout[0] else 0.0
+        cdef double rs_in = (<double>fin[2]) / in_f if in_f else 0.0
+        cdef double rs_out = (<double>fout[2]) / out_f if out_f else 0.0
+        cdef double s_in = <double>(fin[0] * self.page_bytes), s_out = <double>(fout[0] * self.page_bytes)
+        cdef double bw_cpu_in, bw_cpu_out, bw_ssd_in, bw_ssd_out, cap, ssd_in_t, ssd_out_t, cpu_t, dms
+        if T00 <= T11:
+            T00 = T11
+        if T10 < T11:
+            T10 = T11
+        if T10 > T00:
+            T10 = T00
+        bw_cpu_in = 1063004400.0 if T00 == T10 else s_in / (T00 - T10)
+        bw_cpu_out = 1063004400.0 if T10 == T11 else s_out / (T10 - T11)
+        bw_ssd_in = bw_cpu_in * self.l_sys_us / (self.l_sys_us + self.l_ssd_us)
+        bw_ssd_out = bw_cpu_out * self.l_sys_us / (self.l_sys_us + self.l_ssd_us)
+        if bw_ssd_in > self.bw_ssd:
+            bw_ssd_in = self.bw_ssd
+        if bw_ssd_out > self.bw_ssd:
+            bw_ssd_out = self.bw_ssd
+        if rs_in == 0:
+            bw_ssd_in = 0
+        if rs_out == 0:
+            bw_ssd_out = 0
+        cap = self.bw_pcie - (bw_ssd_in if bw_ssd_in > bw_ssd_out else bw_ssd_out)
+        if bw_cpu_in > cap:
+            bw_cpu_in = cap
+        if bw_cpu_out > cap:
+            bw_cpu_out = cap
+        ssd_in_t = 0.0 if rs_in == 0 else r_in * rs_in * s_in / bw_ssd_in
+        ssd_out_t = 0.0 if rs_out == 0 else r_out * rs_out * s_out / bw_ssd_out
+        # When SSD faults take the whole link, cap is 0 and the host terms divide by 0:
+        # +inf when host/unallocated pages fault, NaN (0/0) when none do.
+        cpu_t = (ieee_div(r_in * (1 - rs_in) * s_in, bw_cpu_in)
+                 + ieee_div(r_out * (1 - rs_out) * s_out, bw_cpu_out))
+        dms = ssd_in_t + ssd_out_t
+        if cpu_t > dms:         # std::max(ssd, cpu): a NaN cpu_t keeps the SSD time
+            dms = cpu_t
+        return artifact_ulong_cycles(dms / 1e3 * f)
+
+    def py_fault_cycles(self, int64_t k, fin, fout):
+        """fault_cycles for Python (tests): fin/fout are 5-sequences."""
+        cdef int64_t a[5]
+        cdef int64_t b[5]
+        for i in range(5):
+            a[i] = fin[i]
+            b[i] = fout[i]
+        return self.fault_cycles(k, a, b)

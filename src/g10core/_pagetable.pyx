@@ -1,0 +1,428 @@
+# cython: language_level=3
+"""The UVM page table of the page-level replay, kept in extents.
+
+* ``loc``: an ordered map of runs (first page -> end, tier, in-transfer flag); runs never
+  cross a tensor boundary, so the per-tensor counters (pages ready on the GPU, pages in
+  transfer) stay exact under every assignment.
+* the GPU's pages in arrival order (the artifact calls it LRU; it is FIFO by arrival,
+  because a kernel that finds its pages resident does not touch it): a doubly linked list
+  of runs (nodes) with an index by first page, a per-tensor chain of the same nodes (for
+  evictors that pick a tensor and take its pages oldest first), and the victim search
+  cursor, a page number (-1: the list's end).
+* GPU frames and host pages in use, and the page-conservation counters.
+
+Costs follow the number of runs touched, never the bytes of the footprint.  Nothing
+here checks its inputs: the Python layer validated them.
+"""
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from cython.operator cimport dereference as deref, preincrement as inc, predecrement as dec
+
+from ._types cimport TIER_NOT_PRESENT, TIER_SSD, TIER_GPU
+
+import numpy as np
+
+
+cdef class PageTable:
+    """Pages of every tensor: tiers in runs, the GPU's arrival order, occupancy counters.
+
+    ``tensors``: dict of numpy arrays ``first`` (first page per tensor), ``pages``,
+    ``is_global``, ``birth``, ``death`` (artifact liveness; -1: never read).  At start,
+    global tensors are on the SSD and the others not present.
+    """
+
+    def __init__(self, dict tensors, int64_t gpu_pages, int64_t host_line):
+        keep = {}
+        def arr(name, dtype):
+            a = np.ascontiguousarray(tensors[name], dtype=dtype)
+            keep[name] = a
+            return a
+        cdef int64_t[::1] v64
+        cdef int32_t[::1] v32
+        cdef uint8_t[::1] vu8
+        v64 = arr("first", np.int64); self.t_first = &v64[0]
+        v64 = arr("pages", np.int64); self.t_np = &v64[0]
+        vu8 = arr("is_global", np.uint8); self.t_global = &vu8[0]
+        v64 = arr("birth", np.int64); self.t_birth = &v64[0]
+        v64 = arr("death", np.int64); self.t_death = &v64[0]
+        T = v64.shape[0]
+        order = np.argsort(keep["first"], kind="stable")
+        keep["s_start"] = np.ascontiguousarray(keep["first"][order])
+        keep["s_tensor"] = order.astype(np.int32)
+        v64 = keep["s_start"]; self.s_start = &v64[0]
+        v32 = keep["s_tensor"]; self.s_tensor = &v32[0]
+        self.n_sorted = T
+        self.n_tensors = T
+        self.n_pages = int(keep["pages"].sum())
+        for name in ("cnt_ready", "cnt_intr", "t_arrival"):
+            keep[name] = np.zeros(T, np.int64)
+        keep["pin_mark"] = np.full(T, -1, np.int64)
+        for name in ("t_head", "t_tail", "gpu_pos"):
+            keep[name] = np.full(T, -1, np.int32)
+        v64 = keep["cnt_ready"]; self.cnt_ready = &v64[0]
+        v64 = keep["cnt_intr"]; self.cnt_intr = &v64[0]
+        v64 = keep["t_arrival"]; self.t_arrival = &v64[0]
+        v64 = keep["pin_mark"]; self.pin_mark = &v64[0]
+        v32 = keep["t_head"]; self.t_head = &v32[0]
+        v32 = keep["t_tail"]; self.t_tail = &v32[0]
+        v32 = keep["gpu_pos"]; self.gpu_pos = &v32[0]
+        self._keep = keep
+
+        self.gpu_pages = gpu_pages
+        self.host_line = host_line
+        self.gpu_free = gpu_pages
+        self.host_used = 0
+        self.host_overflow = False
+        self.gpu_intr = 0
+        self.epoch = 0
+        self.head = self.tail = -1
+        self.finger = -1
+        self.cursor = -1
+        self.arrivals = 0
+        self.n_allocated = self.n_dropped = self.n_freed_gpu = self.n_freed_host = 0
+        cdef int64_t i, t
+        cdef loc_run r
+        for i in range(self.n_sorted):
+            t = self.s_tensor[i]
+            r.end = self.t_first[t] + self.t_np[t]
+            r.loc = TIER_SSD if self.t_global[t] else TIER_NOT_PRESENT
+            r.intr = 0
+            self.loc[self.t_first[t]] = r
+
+    # ======================================================================
+    # tensors
+    # ======================================================================
+    cdef int32_t tensor_of(self, int64_t page) noexcept nogil:
+        cdef int64_t lo = 0, hi = self.n_sorted, mid
+        while hi - lo > 1:
+            mid = (lo + hi) >> 1
+            if self.s_start[mid] <= page:
+                lo = mid
+            else:
+                hi = mid
+        return self.s_tensor[lo]
+
+    cdef bint alive(self, int32_t t, int64_t k) noexcept nogil:
+        """Holds live data at kernel k (the artifact's liveness; globals always)."""
+        if self.t_global[t]:
+            return True
+        if self.t_death[t] == -1:
+            return k == self.t_birth[t]
+        return self.t_birth[t] <= k < self.t_death[t]
+
+    cdef int pin(self, const int32_t* a, int64_t na, const int32_t* b, int64_t nb) except -1 nogil:
+        """The running kernel's tensors become a[0:na] and b[0:nb] (inputs, outputs)."""
+        cdef int64_t j
+        self.epoch += 1
+        self.pinned.clear()
+        for j in range(na):
+            self.pin_mark[a[j]] = self.epoch
+            self.pinned.push_back(a[j])
+        for j in range(nb):
+            self.pin_mark[b[j]] = self.epoch
+            self.pinned.push_back(b[j])
+        return 0
+
+    cdef int64_t pinned_in_transfer(self) noexcept nogil:
+        """Pages of the running kernel's tensors still queued for a transfer."""
+        cdef int64_t s = 0
+        cdef size_t j
+        for j in range(self.pinned.size()):
+            s += self.cnt_intr[self.pinned[j]]
+        return s
+
+    # ======================================================================
+    # location runs
+    # ======================================================================
+    cdef int assign(self, int32_t t, int64_t a, int64_t b, int8_t loc, int8_t intr) except -1 nogil:
+        """Set pages [a, b) of tensor t to (loc, intr), keeping runs maximal within t."""
+        cdef int64_t lo = self.t_first[t]
+        cdef g10_removed rem = g10_assign(self.loc, a, b, loc, intr, lo, lo + self.t_np[t], TIER_GPU)
+        self.cnt_ready[t] -= rem.ready
+        self.cnt_intr[t] -= rem.intr
+        self.gpu_intr -= rem.gpu_intr
+        if intr:
+            self.cnt_intr[t] += b - a
+            if loc == TIER_GPU:
+                self.gpu_intr += b - a
+        elif loc == TIER_GPU:
+            self.cnt_ready[t] += b - a
+        return 0
+
+    cdef g10_runmap.iterator run_at(self, int64_t page) noexcept nogil:
+        cdef g10_runmap.iterator it = self.loc.upper_bound(page)
+        dec(it)
+        return it
+
+    cdef int64_t idle_runs(self, int32_t t, vector[int64_t]& segs) except -1 nogil:
+        """(start, end, tier) triples of t's runs not in transfer; returns its pages in transfer.
+
+        Collected first, because the caller then reassigns those runs (which edits the map).
+        """
+        cdef g10_runmap.iterator it = self.run_at(self.t_first[t])
+        cdef int64_t b = self.t_first[t] + self.t_np[t], in_transfer = 0
+        while it != self.loc.end() and deref(it).first < b:
+            if deref(it).second.intr:
+                in_transfer += deref(it).second.end - deref(it).first
+            else:
+                segs.push_back(deref(it).first)
+                segs.push_back(deref(it).second.end)
+                segs.push_back(deref(it).second.loc)
+            inc(it)
+        return in_transfer
+
+    # ======================================================================
+    # the GPU's pages in arrival order
+    # ======================================================================
+    cdef int32_t _new_node(self, int64_t start, int64_t count, int32_t t) except -1 nogil:
+        cdef int32_t i
+        cdef lru_node n
+        n.start = start
+        n.count = count
+        n.tensor = t
+        n.prev = n.next = n.tprev = n.tnext = -1
+        if self.free_nodes.size():
+            i = self.free_nodes.back()
+            self.free_nodes.pop_back()
+            self.nodes[i] = n
+        else:
+            i = <int32_t>self.nodes.size()
+            self.nodes.push_back(n)
+        self.lru_index[start] = i
+        return i
+
+    cdef void _tensor_link_after(self, int32_t i, int32_t after) noexcept nogil:
+        """Chain node i into its tensor's nodes after node `after` (-1: as the newest)."""
+        cdef int32_t t = self.nodes[i].tensor, nx
+        if after < 0:
+            after = self.t_tail[t]
+        if after < 0:          # the tensor's first node on the GPU
+            self.t_head[t] = self.t_tail[t] = i
+            self.arrivals += 1
+            self.t_arrival[t] = self.arrivals
+            self.gpu_pos[t] = <int32_t>self.gpu_tensors.size()
+            self.gpu_tensors.push_back(t)
+            return
+        nx = self.nodes[after].tnext
+        self.nodes[i].tprev = after
+        self.nodes[i].tnext = nx
+        self.nodes[after].tnext = i
+        if nx >= 0:
+            self.nodes[nx].tprev = i
+        else:
+            self.t_tail[t] = i
+
+    cdef void _tensor_unlink(self, int32_t i) noexcept nogil:
+        cdef int32_t t = self.nodes[i].tensor, p = self.nodes[i].tprev, n = self.nodes[i].tnext
+        cdef int32_t last
+        if p >= 0:
+            self.nodes[p].tnext = n
+        else:
+            self.t_head[t] = n
+        if n >= 0:
+            self.nodes[n].tprev = p
+        else:
+            self.t_tail[t] = p
+        if self.t_head[t] < 0:          # the tensor left the GPU: swap-remove it
+            last = self.gpu_tensors.back()
+            self.gpu_tensors[self.gpu_pos[t]] = last
+            self.gpu_pos[last] = self.gpu_pos[t]
+            self.gpu_tensors.pop_back()
+            self.gpu_pos[t] = -1
+
+    cdef int arrive(self, int64_t start, int64_t count, int32_t t) except -1 nogil:
+        """Pages [start, start+count) of t arrive on the GPU: append them to the list."""
+        cdef int32_t i
+        cdef lru_node* tl
+        if self.tail >= 0:
+            tl = &self.nodes[self.tail]
+            if tl.start + tl.count == start and tl.tensor == t:
+                tl.count += count
+                return 0
+        i = self._new_node(start, count, t)
+        self.nodes[i].prev = self.tail
+        if self.tail >= 0:
+            self.nodes[self.tail].next = i
+        else:
+            self.head = i
+        self.tail = i
+        self._tensor_link_after(i, -1)
+        return 0
+
+    cdef void _unlink(self, int32_t i) noexcept nogil:
+        cdef int32_t p = self.nodes[i].prev, n = self.nodes[i].next
+        if p >= 0:
+            self.nodes[p].next = n
+        else:
+            self.head = n
+        if n >= 0:
+            self.nodes[n].prev = p
+        else:
+            self.tail = p
+        self._tensor_unlink(i)
+        self.lru_index.erase(self.nodes[i].start)
+        self.nodes[i].count = 0          # a free node covers no page: node_of's finger skips it
+        self.free_nodes.push_back(i)
+
+    cdef int64_t next_page(self, int64_t page) noexcept nogil:
+        """The page after `page` in arrival order, or -1."""
+        cdef int32_t i = self.node_of(page)
+        if page + 1 < self.nodes[i].start + self.nodes[i].count:
+            return page + 1
+        i = self.nodes[i].next
+        return self.nodes[i].start if i >= 0 else -1
+
+    cdef int64_t head_page(self) noexcept nogil:
+        return self.nodes[self.head].start if self.head >= 0 else -1
+
+    cdef int depart(self, int64_t a, int64_t count) except -1 nogil:
+        """Pages [a, a+count) (consecutive, all in the list) leave the list."""
+        cdef bint hit = self.cursor >= a and self.cursor < a + count
+        cdef int32_t i, j
+        cdef int64_t s, e, take
+        while count > 0:
+            i = self.node_of(a)
+            s = self.nodes[i].start
+            e = s + self.nodes[i].count
+            take = e - a
+            if take > count:
+                take = count
+            if take <= 0 or a < s:
+                with gil:
+                    raise RuntimeError(f"internal: page {a} is not in the GPU page list")
+            if a == s and take == e - s:
+                self._unlink(i)
+            elif a == s:
+                self.lru_index.erase(s)
+                self.nodes[i].start = s + take
+                self.nodes[i].count -= take
+                self.lru_index[s + take] = i
+            elif a + take == e:
+                self.nodes[i].count -= take
+            else:                       # split: the tail part becomes a node after i
+                self.nodes[i].count = a - s
+                j = self._new_node(a + take, e - a - take, self.nodes[i].tensor)
+                self.nodes[j].prev = i
+                self.nodes[j].next = self.nodes[i].next
+                if self.nodes[i].next >= 0:
+                    self.nodes[self.nodes[i].next].prev = j
+                else:
+                    self.tail = j
+                self.nodes[i].next = j
+                self._tensor_link_after(j, i)
+            a += take
+            count -= take
+        if hit:  # the artifact resets its cursor to the head when the cursor page leaves
+            self.cursor = self.head_page()
+        return 0
+
+    cdef int64_t skip_in_transfer(self, int64_t c) except -2 nogil:
+        """First page at/after c (arrival order) that is not in transfer, or -1."""
+        cdef int32_t i
+        cdef g10_runmap.iterator it
+        cdef int64_t e
+        while c >= 0:
+            if self.gpu_intr == 0:
+                return c
+            it = self.run_at(c)
+            if not deref(it).second.intr:
+                return c
+            i = self.node_of(c)
+            e = self.nodes[i].start + self.nodes[i].count
+            if deref(it).second.end < e:
+                c = deref(it).second.end
+            else:
+                i = self.nodes[i].next
+                c = self.nodes[i].start if i >= 0 else -1
+        return -1
+
+    cdef int64_t segment_end(self, int64_t v) noexcept nogil:
+        """End of the run of pages from v with one treatment (same node, same location run)."""
+        cdef int32_t i = self.node_of(v)
+        cdef int64_t e = self.nodes[i].start + self.nodes[i].count
+        cdef g10_runmap.iterator it
+        if self.gpu_intr:
+            it = self.run_at(v)
+            if deref(it).second.end < e:
+                e = deref(it).second.end
+        return e
+
+    cdef int64_t oldest_idle_page(self, int32_t t) except -2 nogil:
+        """Tensor t's oldest-arrived GPU page that is not in transfer, or -1."""
+        cdef int32_t i = self.t_head[t]
+        cdef int64_t c, e
+        cdef g10_runmap.iterator it
+        while i >= 0:
+            c = self.nodes[i].start
+            e = c + self.nodes[i].count
+            if self.gpu_intr == 0 or self.cnt_intr[t] == 0:
+                return c
+            while c < e:
+                it = self.run_at(c)
+                if not deref(it).second.intr:
+                    return c
+                c = deref(it).second.end
+            i = self.nodes[i].tnext
+        return -1
+
+    # ======================================================================
+    # Python access (tests, debugging); thin wrappers, unchecked like the rest
+    # ======================================================================
+    def py_assign(self, int32_t t, int64_t a, int64_t b, int8_t loc, int8_t intr):
+        self.assign(t, a, b, loc, intr)
+
+    def py_arrive(self, int64_t start, int64_t count, int32_t t):
+        self.arrive(start, count, t)
+        self.gpu_free -= count
+
+    def py_depart(self, int64_t a, int64_t count):
+        self.depart(a, count)
+        self.gpu_free += count
+
+    def py_oldest_idle_page(self, int32_t t):
+        return self.oldest_idle_page(t)
+
+    def py_skip_in_transfer(self, int64_t c):
+        return self.skip_in_transfer(c)
+
+    def py_tensor_of(self, int64_t page):
+        return self.tensor_of(page)
+
+    def runs(self):
+        """Location runs as (first page, end, tier, in transfer)."""
+        out = []
+        cdef g10_runmap.iterator it = self.loc.begin()
+        while it != self.loc.end():
+            out.append((deref(it).first, deref(it).second.end, deref(it).second.loc, deref(it).second.intr))
+            inc(it)
+        return out
+
+    def arrival_list(self):
+        """The GPU's nodes oldest first, as (first page, pages, tensor)."""
+        out = []
+        cdef int32_t i = self.head
+        while i >= 0:
+            out.append((self.nodes[i].start, self.nodes[i].count, self.nodes[i].tensor))
+            i = self.nodes[i].next
+        return out
+
+    def tensor_chain(self, int32_t t):
+        """Tensor t's nodes on the GPU oldest first, as (first page, pages)."""
+        out = []
+        cdef int32_t i = self.t_head[t]
+        while i >= 0:
+            out.append((self.nodes[i].start, self.nodes[i].count))
+            i = self.nodes[i].tnext
+        return out
+
+    def tensors_on_gpu(self):
+        return sorted(self.gpu_tensors[i] for i in range(self.gpu_tensors.size()))
+
+    def counts(self):
+        """(ready pages, in-transfer pages) per tensor, for invariant tests."""
+        return self._keep["cnt_ready"].copy(), self._keep["cnt_intr"].copy()
+
+    def stats(self):
+        return {"gpu_free": self.gpu_free, "host_used": self.host_used,
+                "allocated_pages": self.n_allocated, "dropped_pages": self.n_dropped,
+                "freed_gpu_pages": self.n_freed_gpu, "freed_host_pages": self.n_freed_host,
+                "loc_runs": self.loc.size(), "lru_nodes": self.nodes.size() - self.free_nodes.size()}

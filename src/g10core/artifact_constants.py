@@ -1,0 +1,107 @@
+"""The published simulator's derived integers, with its own conversions.
+
+The page-level replay (``simulator.py``) and its page-by-page oracle
+(``reference.py``) both start from these: the per-tick transfer quotas and the
+capacities in pages (:class:`ArtifactConstants`), the kernel times in cycles
+(:func:`kernel_cycles`) and every tensor's first and last use (:func:`liveness`).
+Production code takes them from here; only tests import the oracle.
+See ``shared/reference/g10_artifact_model.md`` for the conversions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .analysis import ns_to_cycles
+from .errors import ConfigError
+from .trace import ACCESS_READ, Trace
+
+# The simulated clock is int64 cycles; a run's kernel times (all faulting) must leave 8x room
+# for the stalls on top of them.
+MAX_RUN_KERNEL_CYCLES = 1 << 60
+
+
+@dataclass(frozen=True)
+class ArtifactConstants:
+    """The artifact's derived integers, computed with its own conversions."""
+
+    freq_hz: int              # GPU_frequency_Hz (unsigned long)
+    gpu_pages: int            # GPU frames
+    host_pages: int           # host memory line, pages
+    tick_cycles: int          # batcher period
+    gpu_batch: int            # pages in (and out) per tick
+    host_batch: int           # host pages per tick and direction
+    ssd_batch: int            # SSD pages per tick and direction
+    alloc_batch: int          # allocations (and fetches) per tick
+    bw_pcie_Bpms: float       # perf model PCIe bandwidth, B/ms
+    bw_ssd_Bpms: float        # perf model SSD bandwidth, B/ms
+    l_sys_us: int             # perf model far-fault latency (int, as the artifact passes it)
+    l_ssd_us: int             # perf model SSD latency
+
+    @classmethod
+    def from_config(cls, cfg) -> "ArtifactConstants":
+        g, h, s, link = cfg.gpu, cfg.host, cfg.ssd, cfg.link
+        page = g.page_size_bytes
+        freq_hz = int(g.frequency_GHz * 1e9)
+        gpu_bpc = link.bandwidth_GBps * 1e9 / freq_hz
+        ssd_bpc = s.bandwidth_GBps * 1e9 / freq_hz
+        tick = int((link.batch_pages * page) / gpu_bpc)
+        malloc_cpp = round(g.malloc_us_per_byte * page / 1e6 * freq_hz)
+        return cls(
+            freq_hz=freq_hz,
+            gpu_pages=round(g.memory_GiB / page * 1024.0 ** 3),
+            host_pages=int(h.memory_GiB * 1024.0 ** 3 / page),
+            tick_cycles=max(tick, 1),
+            gpu_batch=link.batch_pages,
+            host_batch=int(link.batch_pages / link.bandwidth_GBps * h.bandwidth_GBps),
+            ssd_batch=int(link.batch_pages / link.bandwidth_GBps * s.bandwidth_GBps),
+            alloc_batch=(tick // malloc_cpp) if malloc_cpp > 0 else (1 << 62),
+            bw_pcie_Bpms=gpu_bpc * freq_hz / 1000,
+            bw_ssd_Bpms=ssd_bpc * freq_hz / 1000,
+            l_sys_us=int(cfg.fault.system_latency_us),
+            l_ssd_us=int(s.latency_us),
+        )
+
+
+def kernel_cycles(trace: Trace, freq_GHz: float = 1.2):
+    """(t11, t10, t00) in cycles with the artifact's conversion and clamping."""
+    t11 = ns_to_cycles(trace.kernel_time_ideal_ns, freq_GHz)
+    t10 = np.maximum(ns_to_cycles(trace.kernel_time_fault_outputs_ns, freq_GHz), t11)
+    t00 = np.maximum(ns_to_cycles(trace.kernel_time_fault_all_ns, freq_GHz), t10)
+    return t11, t10, t00
+
+
+def liveness(trace: Trace):
+    """(birth, death) per tensor with the artifact's conventions (death -1: never read)."""
+    T = trace.n_tensors
+    birth = np.full(T, -1, np.int64)
+    death = np.full(T, -1, np.int64)
+    for k in range(trace.n_kernels):
+        ts, ms = trace.kernel_accesses(k)
+        for t, m in zip(ts.tolist(), ms.tolist()):
+            if birth[t] < 0:
+                birth[t] = k
+            if m & ACCESS_READ:
+                death[t] = k + 1
+    return birth, death
+
+
+def check_cycles_fit(trace: Trace, cfg, path=None) -> None:
+    """Refuse a trace and configuration whose kernel times overflow the simulated clock.
+
+    The times are ``trace``'s (bounded by its validation), the clock ``gpu.frequency_GHz`` and
+    the count ``run.iterations`` (bounded by their ranges); only their product can overflow,
+    so it is checked here, in floating point before any conversion to cycles.
+    """
+    per_kernel_ns = np.maximum(np.maximum(trace.kernel_time_fault_all_ns, trace.kernel_time_fault_outputs_ns),
+                               trace.kernel_time_ideal_ns)
+    seconds = float(np.sum(per_kernel_ns, dtype=np.float64)) / 1e9
+    cycles = seconds * cfg.gpu.frequency_GHz * 1e9 * cfg.run.iterations
+    if not cycles <= MAX_RUN_KERNEL_CYCLES:
+        raise ConfigError(
+            f"{path or f'{trace.model}-b{trace.batch_size}'}: /kernels: its kernels take {seconds:.4g} s per "
+            f"iteration (all faulting); "
+            f"at gpu.frequency_GHz = {cfg.gpu.frequency_GHz:g} over run.iterations = {cfg.run.iterations} that is "
+            f"{cycles:.4g} cycles, more than the simulator's 64-bit clock leaves room for (2^60): lower "
+            "run.iterations or gpu.frequency_GHz, or check the trace's kernel times")

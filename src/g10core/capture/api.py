@@ -1,0 +1,295 @@
+"""``capture()``: one training iteration of a PyTorch model as a :class:`~g10core.trace.Trace` (needs torch)."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from ..trace import Trace, validate_trace
+from .recorder import CaptureError, KernelRecorder, storage_key
+from .timing import Calibration, KernelFeatures, KernelTimeModel, ProfilingGPU, load_calibration
+
+META = torch.device("meta")
+
+
+def _to_meta(x):
+    """A meta tensor of the same shape, dtype and requires_grad (values are not needed)."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    if x.device == META:
+        return x
+    return torch.empty_like(x, device=META).requires_grad_(x.requires_grad)
+
+
+def resolve_calibration(calibration) -> Calibration:
+    """A :class:`Calibration` as given, the one in a JSON file (path), or the shipped one (None)."""
+    if calibration is None or isinstance(calibration, Calibration):
+        return load_calibration() if calibration is None else calibration
+    if isinstance(calibration, (str, os.PathLike)):
+        return load_calibration(calibration)
+    raise ValueError(f"calibration: expected a Calibration, a path or None, got {type(calibration).__name__}")
+
+
+def _make_optimizer(optimizer, params):
+    if optimizer is None or optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01)
+    if optimizer == "adam":
+        return torch.optim.Adam(params, lr=1e-4)
+    if optimizer == "sgd":  # plain SGD: one update kernel per parameter, no state
+        return torch.optim.SGD(params, lr=1e-3)
+    if optimizer == "sgd-momentum":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+    if isinstance(optimizer, str):
+        raise ValueError(f"optimizer = {optimizer!r}: one of adamw, adam, sgd, sgd-momentum, or a callable params -> Optimizer")
+    if isinstance(optimizer, torch.optim.Optimizer):
+        return optimizer
+    if callable(optimizer):
+        opt = optimizer(params)
+        if not isinstance(opt, torch.optim.Optimizer):
+            raise ValueError(f"optimizer factory returned {type(opt).__name__}, not a torch.optim.Optimizer")
+        return opt
+    raise ValueError(f"optimizer: expected a name, an Optimizer or a callable, got {type(optimizer).__name__}")
+
+
+def _default_loss(output, *targets):
+    """The output itself when it is a scalar; else the mean of its first tensor."""
+    if isinstance(output, (tuple, list)):
+        output = output[0]
+    if isinstance(output, dict):
+        output = next(iter(output.values()))
+    if output.dim() == 0:
+        return output
+    return output.float().mean()
+
+
+def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None, *, targets=(),
+            name: str | None = None, batch_size: int | None = None, gpu: ProfilingGPU | None = None,
+            calibration=None, attrs: dict | None = None, source: str | None = None) -> Trace:
+    """Capture one training iteration (forward, loss, backward, optimizer step) as a Trace.
+
+    ``model``: any ``nn.Module``; build it on the meta device (``with torch.device("meta"):``)
+    so no weights are allocated.  A model with real weights is run through
+    ``torch.func.functional_call`` with meta copies of its parameters and buffers (its
+    own tensors are not touched, the optimizer then updates the copies).
+    ``example_inputs``: a tensor, a tuple of positional inputs, or a dict of keyword
+    inputs (moved to meta: only shapes and dtypes matter).  ``loss_fn(output, *targets)``
+    returns the scalar loss (default: the output if it is a scalar, else its mean).
+    ``optimizer``: ``"adamw"`` (default), ``"adam"``, ``"sgd"``, a callable that takes
+    the parameter list and returns an optimizer, or an optimizer over the (meta) model's
+    parameters.  Its state is initialised by one step before the recorded iteration, so
+    the recorded step is a steady-state one.
+
+    Global tensors: parameters, buffers and optimizer state.  Kernel times come from
+    the calibrated model (``calibration``: a :class:`~.timing.Calibration` or a path;
+    default the shipped one) on ``gpu`` (default: the calibration's GPU).  The trace is
+    validated before it is returned; the same call gives the same trace.
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    time_model = KernelTimeModel(resolve_calibration(calibration), gpu)
+
+    if isinstance(example_inputs, dict):
+        args, kwargs = (), {k: _to_meta(v) for k, v in example_inputs.items()}
+    elif isinstance(example_inputs, (tuple, list)):
+        args, kwargs = tuple(_to_meta(v) for v in example_inputs), {}
+    else:
+        args, kwargs = (_to_meta(example_inputs),), {}
+    targets = tuple(_to_meta(t) for t in (targets if isinstance(targets, (tuple, list)) else (targets,)))
+    loss_fn = _default_loss if loss_fn is None else loss_fn
+
+    # parameters and buffers on meta (the model's own, or meta copies for functional_call)
+    named_params = dict(model.named_parameters())
+    named_buffers = dict(model.named_buffers())
+    on_meta = all(p.device == META for p in named_params.values()) and \
+        all(b.device == META for b in named_buffers.values())
+    if on_meta:
+        params, buffers = named_params, named_buffers
+
+        def run(*a, **kw):
+            return model(*a, **kw)
+    else:
+        if isinstance(optimizer, torch.optim.Optimizer):
+            raise ValueError("optimizer: an optimizer instance needs a model on the meta device; "
+                             "pass a name or a factory instead")
+        params = {n: torch.nn.Parameter(_to_meta(p.detach()), requires_grad=p.requires_grad)
+                  for n, p in named_params.items()}
+        buffers = {n: _to_meta(b) for n, b in named_buffers.items()}
+
+        def run(*a, **kw):
+            return torch.func.functional_call(model, {**params, **buffers}, a, kw, tie_weights=True)
+    trainable = []
+    seen = set()
+    for p in params.values():  # tied weights appear once
+        if p.requires_grad and id(p) not in seen:
+            seen.add(id(p))
+            trainable.append(p)
+    if not trainable:
+        raise ValueError("model has no trainable parameters")
+    opt = _make_optimizer(optimizer, trainable)
+
+    # warm-up step: the optimizer creates its state (a steady-state iteration has it already)
+    for p in trainable:
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+    roles = {}
+    param_name = {}
+    for n, p in params.items():
+        roles.setdefault(storage_key(p), (f"param:{n}", True))
+        param_name.setdefault(id(p), n)
+    for n, b in buffers.items():
+        roles.setdefault(storage_key(b), (f"buffer:{n}", True))
+    for p in trainable:
+        for key, v in opt.state.get(p, {}).items():
+            if isinstance(v, torch.Tensor) and v.device == META:
+                roles.setdefault(storage_key(v), (f"optim:{key}:{param_name[id(p)]}", True))
+    for i, t in enumerate(list(args) + list(kwargs.values())):
+        if isinstance(t, torch.Tensor):
+            roles.setdefault(storage_key(t), (f"input:{i}", False))
+    for i, t in enumerate(targets):
+        if isinstance(t, torch.Tensor):
+            roles.setdefault(storage_key(t), (f"target:{i}", False))
+
+    def workspace(op, cls, read_bytes):
+        feat = KernelFeatures(op=np.array([op]), kernel_class=np.array([cls]), flops=np.zeros(1),
+                              bytes=np.zeros(1), peak_flops_per_s=np.ones(1), in_bytes=np.zeros(1),
+                              out_bytes=np.zeros(1))
+        return int(time_model.workspace_bytes(feat, np.array([float(read_bytes)]))[0])
+
+    rec = KernelRecorder(META, roles, {storage_key(p) for p in trainable},
+                         {tuple(p.shape) for p in trainable}, workspace)
+    try:
+        with rec:
+            rec.set_phase("forward")
+            out = run(*args, **kwargs)
+            loss = loss_fn(out, *targets)
+            if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                raise ValueError("loss_fn must return a scalar tensor")
+            rec.set_phase("backward")
+            loss.backward()
+            for p in trainable:  # name the gradients before the step consumes them
+                if p.grad is not None:
+                    tid = rec.tensor_id.get(storage_key(p.grad))
+                    if tid is not None and not rec.tensor_global[tid]:
+                        rec.tensor_name[tid] = f"grad:{param_name[id(p)]}"
+            rec.set_phase("optimizer")
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    except NotImplementedError as exc:
+        raise CaptureError(f"an operator has no meta implementation or needs tensor values "
+                           f"(data-dependent control flow cannot be captured): {exc}") from exc
+    except RuntimeError as exc:
+        if "meta" in str(exc) or "data-dependent" in str(exc) or "item()" in str(exc):
+            raise CaptureError(f"the iteration cannot run on the meta device: {exc}") from exc
+        raise
+    if not rec.kernel_name:
+        raise CaptureError("the iteration ran no kernel")
+
+    trace = _build_trace(rec, time_model, model, name, batch_size, args, kwargs)
+    if source:
+        trace = replace(trace, source=source)
+    n_params = sum(p.numel() for p in trainable)
+    provenance = {
+        "capture_tool": "g10core.capture.capture",
+        "capture_torch_version": torch.__version__.split("+")[0],
+        "capture_optimizer": type(opt).__name__,
+        "capture_optimizer_defaults": json.dumps({k: v for k, v in opt.defaults.items()
+                                                  if isinstance(v, (int, float, bool, str, type(None)))},
+                                                 sort_keys=True),
+        "capture_n_parameters": int(n_params),
+        "capture_parameter_bytes": int(sum(p.numel() * p.element_size() for p in trainable)),
+        "capture_forward_kernels": int(rec.phase_start["backward"]),
+        "capture_backward_kernels": int(rec.phase_start["optimizer"] - rec.phase_start["backward"]),
+        "capture_optimizer_kernels": int(len(rec.kernel_name) - rec.phase_start["optimizer"]),
+        "calibration_version": time_model.calibration.version,
+        "calibration_gpu": json.dumps(time_model.gpu.to_dict(), sort_keys=True),
+    }
+    trace.attrs.update(provenance)
+    trace.attrs.update(attrs or {})
+    validate_trace(trace)
+    return trace
+
+
+def _build_trace(rec: KernelRecorder, time_model: KernelTimeModel, model, name, batch_size, args, kwargs) -> Trace:
+    K = len(rec.kernel_name)
+    size = np.array(rec.tensor_size, np.int64)
+    offsets = np.array(rec.access_offsets, np.int64)
+    a_tensor = np.array(rec.access_tensor, np.int32)
+    a_mode = np.array(rec.access_mode, np.uint8)
+    acc_size = size[a_tensor].astype(np.float64)
+
+    def per_kernel(values):
+        cum = np.concatenate(([0.0], np.cumsum(values)))
+        return cum[offsets[1:]] - cum[offsets[:-1]]
+
+    feat = KernelFeatures(
+        op=np.array(rec.kernel_op, dtype=str),
+        kernel_class=np.array(rec.kernel_class, dtype=str),
+        flops=np.array(rec.kernel_flops, np.float64),
+        bytes=np.array(rec.kernel_bytes, np.float64),
+        peak_flops_per_s=np.array([time_model.gpu.peak_flops_per_s(d, matrix=c in (
+            "linear", "linear_bwd_input", "bmm", "conv_fwd", "conv_bwd_input", "conv_bwd_weight"))
+            for d, c in zip(rec.kernel_dtype, rec.kernel_class)], np.float64),
+        in_bytes=per_kernel(np.where(a_mode & 1, acc_size, 0.0)),
+        out_bytes=per_kernel(np.where(a_mode & 2, acc_size, 0.0)),
+    )
+    t11, t10, t00 = time_model.times_ns(feat)
+    if batch_size is None:
+        first = next((t for t in list(args) + list(kwargs.values()) if isinstance(t, torch.Tensor) and t.dim()), None)
+        batch_size = int(first.shape[0]) if first is not None else 1
+    return Trace(
+        model=name or type(model).__name__.lower(),
+        batch_size=int(batch_size),
+        tensor_size_bytes=size,
+        tensor_is_global=np.array(rec.tensor_global, bool),
+        tensor_name=np.array(rec.tensor_name, dtype=str),
+        kernel_name=np.array(rec.kernel_name, dtype=str),
+        kernel_time_ideal_ns=t11,
+        kernel_time_fault_all_ns=t00,
+        kernel_time_fault_outputs_ns=t10,
+        kernel_workspace_bytes=np.array(rec.kernel_workspace, np.int64),
+        access_offsets=offsets,
+        access_tensor=a_tensor,
+        access_mode=a_mode,
+        source=f"g10core.capture: one training iteration of {type(model).__name__} recorded on the meta device; "
+               f"kernel times predicted by the calibrated model {time_model.calibration.version}",
+        profiling_gpu=f"{time_model.gpu.name} (predicted)",
+        attrs={},
+    )
+
+
+def capture_family(family: str, size: str | None = None, *, batch: int, seq_len: int, dtype: str = "float32",
+                   optimizer="adamw", calibration=None, gpu: ProfilingGPU | None = None, name: str | None = None,
+                   **overrides) -> Trace:
+    """Capture one of the built-in model families (:mod:`.families`) at ``batch`` x ``seq_len``.
+
+    ``overrides`` change configuration fields (e.g. ``dropout=0.0``, ``layers=2``).  The
+    trace's model name is ``name`` (default ``<family>-<size>``, ``bert-base`` for BERT); its attributes
+    record the configuration and the capture settings.
+    """
+    from .families import DEFAULT_SIZE, config_json
+    from .models import family_workload
+
+    size = DEFAULT_SIZE.get(family) if size is None else size
+    model, inputs, targets, loss_fn, config = family_workload(family, size, batch, seq_len, dtype, **overrides)
+    name = name or (family if family == "bert-base" else f"{family}-{size}")
+    attrs = {
+        "capture_family": family,
+        "capture_size": str(size),
+        "capture_model_config": config_json(config),
+        "capture_batch_size": int(batch),
+        "capture_seq_len": int(seq_len),
+        "capture_dtype": dtype,
+    }
+    trace = capture(model, inputs, loss_fn, optimizer, targets=targets, name=name, batch_size=batch,
+                    gpu=gpu, calibration=calibration, attrs=attrs)
+    opt = trace.attrs["capture_optimizer"]
+    source = (f"g10core.capture: {family} {size} ({type(model).__name__}, {trace.attrs['capture_n_parameters']:,} "
+              f"parameters), batch {batch}, sequence length {seq_len}, {dtype}, {opt}; one training iteration "
+              f"recorded on the meta device with torch {trace.attrs['capture_torch_version']}; kernel times from "
+              f"calibration {trace.attrs['calibration_version']} (fitted on the G10 artifact's A100 profiles)")
+    return replace(trace, source=source)

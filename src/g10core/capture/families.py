@@ -1,0 +1,101 @@
+"""Configurations of the model families ``g10sim trace capture`` builds (no torch needed here).
+
+Sizes follow the published configurations: BERT-Base (Devlin et al. 2019; 12 layers,
+768 wide, 12 heads), GPT-2 small and medium (Radford et al. 2019; 12 x 768 and 24 x 1024,
+tied input and output embeddings), and LLaMA-style decoders (RMSNorm, rotary position
+embedding, SwiGLU, optional grouped-query attention): ``1b`` with the shape of
+TinyLlama-1.1B (22 layers, 2048 wide, 32 heads over 4 key/value heads), ``7b`` with that
+of LLaMA-2-7B (32 layers, 4096 wide, 32 heads, 11008-wide MLP).  :func:`parameter_count`
+counts parameters in closed form (the tests check it against the built modules).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    vocab_size: int = 30522
+    hidden: int = 768
+    layers: int = 12
+    heads: int = 12
+    intermediate: int = 3072
+    max_positions: int = 512
+    type_vocab_size: int = 2
+    num_labels: int = 2            # sequence classification head (pooler + classifier)
+    dropout: float = 0.1
+    layer_norm_eps: float = 1e-12
+    layer_norm: str = "fused"      # "decomposed": from elementary operators, as the published G10 graph
+
+
+@dataclass(frozen=True)
+class GPT2Config:
+    vocab_size: int = 50257
+    hidden: int = 768
+    layers: int = 12
+    heads: int = 12
+    max_positions: int = 1024
+    dropout: float = 0.1
+    layer_norm_eps: float = 1e-5   # LM head tied to the token embedding
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    vocab_size: int = 32000
+    hidden: int = 4096
+    layers: int = 32
+    heads: int = 32
+    kv_heads: int = 32             # < heads: grouped-query attention
+    intermediate: int = 11008
+    max_positions: int = 4096
+    rms_norm_eps: float = 1e-5
+    rope_theta: float = 10000.0
+    tie_embeddings: bool = False
+
+
+FAMILIES = {
+    "bert-base": {"base": BertConfig()},
+    "gpt2": {"small": GPT2Config(), "medium": GPT2Config(hidden=1024, layers=24, heads=16)},
+    "llama": {
+        "1b": LlamaConfig(hidden=2048, layers=22, heads=32, kv_heads=4, intermediate=5632, max_positions=2048),
+        "7b": LlamaConfig(),
+    },
+}
+DEFAULT_SIZE = {"bert-base": "base", "gpt2": "small", "llama": "1b"}
+
+
+def family_config(family: str, size: str | None = None, **overrides):
+    """The configuration of ``family`` at ``size`` (default size per family), with overrides."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown model family {family!r}; known: {', '.join(FAMILIES)}")
+    size = DEFAULT_SIZE[family] if size is None else size
+    if size not in FAMILIES[family]:
+        raise ValueError(f"unknown size {size!r} of {family}; known: {', '.join(FAMILIES[family])}")
+    return replace(FAMILIES[family][size], **overrides)
+
+
+def config_json(config) -> str:
+    return json.dumps({"class": type(config).__name__, **asdict(config)}, sort_keys=True)
+
+
+def parameter_count(config) -> int:
+    """Trainable parameters of the module :mod:`.models` builds for ``config``."""
+    if isinstance(config, BertConfig):
+        h, f = config.hidden, config.intermediate
+        emb = (config.vocab_size + config.max_positions + config.type_vocab_size) * h + 2 * h
+        layer = 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h
+        return emb + config.layers * layer + (h * h + h) + (h * config.num_labels + config.num_labels)
+    if isinstance(config, GPT2Config):
+        h = config.hidden
+        emb = (config.vocab_size + config.max_positions) * h
+        layer = 2 * h + (h * 3 * h + 3 * h) + (h * h + h) + 2 * h + (h * 4 * h + 4 * h) + (4 * h * h + h)
+        return emb + config.layers * layer + 2 * h
+    if isinstance(config, LlamaConfig):
+        h, f = config.hidden, config.intermediate
+        head_dim = h // config.heads
+        kv = config.kv_heads * head_dim
+        layer = h + (h * h + 2 * h * kv + h * h) + h + 3 * h * f
+        head = 0 if config.tie_embeddings else config.vocab_size * h
+        return config.vocab_size * h + config.layers * layer + h + head
+    raise ValueError(f"not a family configuration: {type(config).__name__}")

@@ -1,0 +1,276 @@
+"""The model families of :mod:`.families` as plain ``torch.nn`` modules (needs torch).
+
+Written from the papers' descriptions, not from any library's code.  Attention is the
+eager formulation (scores, softmax, weighted sum), which is what runs where no fused
+attention kernel is available and what the published G10 graphs contain.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .families import BertConfig, GPT2Config, LlamaConfig, family_config
+
+
+def _attention(q, k, v, mask, dropout: float, training: bool):
+    """softmax(q k^T / sqrt(d) + mask) v over (batch, heads, seq, head_dim) tensors."""
+    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + mask
+    probs = _dropout(torch.softmax(scores, dim=-1), dropout, training)
+    return torch.matmul(probs, v)
+
+
+def _dropout(x, p: float, training: bool):
+    """Dropout as the CUDA backend runs it: one fused kernel that also writes a 1-byte mask
+    (``F.dropout`` on the meta device takes the unfused path with a float noise tensor)."""
+    if not training or p == 0.0:
+        return x
+    return torch.native_dropout(x, p, True)[0]
+
+
+class DecomposedLayerNorm(nn.Module):
+    """Layer normalisation from elementary operators, as the original TensorFlow BERT and the
+    published G10 graph compute it (mean, centred square, mean, add, sqrt, divide, scale, shift)."""
+
+    def __init__(self, hidden: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(hidden))
+        self.bias = nn.Parameter(torch.zeros(hidden))
+
+    def forward(self, x):
+        centred = x - x.mean(-1, keepdim=True)
+        var = centred.pow(2).mean(-1, keepdim=True)
+        return self.weight * (centred / torch.sqrt(var + self.eps)) + self.bias
+
+
+def _layer_norm(kind: str, hidden: int, eps: float) -> nn.Module:
+    if kind == "fused":
+        return nn.LayerNorm(hidden, eps=eps)
+    if kind == "decomposed":
+        return DecomposedLayerNorm(hidden, eps)
+    raise ValueError(f"layer_norm = {kind!r}: fused or decomposed")
+
+
+def _causal_mask(seq_len: int, device, dtype):
+    return torch.full((seq_len, seq_len), float("-inf"), device=device, dtype=dtype).triu(1)
+
+
+def _split_heads(x, heads):
+    b, s, h = x.shape
+    return x.view(b, s, heads, h // heads).transpose(1, 2)
+
+
+def _merge_heads(x):
+    b, n, s, d = x.shape
+    return x.transpose(1, 2).reshape(b, s, n * d)
+
+
+# ---- BERT ------------------------------------------------------------------------
+
+class BertLayer(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.heads, self.p = c.heads, c.dropout
+        self.query = nn.Linear(c.hidden, c.hidden)
+        self.key = nn.Linear(c.hidden, c.hidden)
+        self.value = nn.Linear(c.hidden, c.hidden)
+        self.attn_out = nn.Linear(c.hidden, c.hidden)
+        self.attn_norm = _layer_norm(c.layer_norm, c.hidden, c.layer_norm_eps)
+        self.ffn_in = nn.Linear(c.hidden, c.intermediate)
+        self.ffn_out = nn.Linear(c.intermediate, c.hidden)
+        self.ffn_norm = _layer_norm(c.layer_norm, c.hidden, c.layer_norm_eps)
+
+    def forward(self, x):
+        q, k, v = (_split_heads(f(x), self.heads) for f in (self.query, self.key, self.value))
+        a = self.attn_out(_merge_heads(_attention(q, k, v, None, self.p, self.training)))
+        x = self.attn_norm(x + _dropout(a, self.p, self.training))
+        f = self.ffn_out(F.gelu(self.ffn_in(x)))
+        return self.ffn_norm(x + _dropout(f, self.p, self.training))
+
+
+class Bert(nn.Module):
+    """BERT encoder with the sequence-classification head (pooler on the first token)."""
+
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.config, self.p = c, c.dropout
+        self.word = nn.Embedding(c.vocab_size, c.hidden)
+        self.position = nn.Embedding(c.max_positions, c.hidden)
+        self.token_type = nn.Embedding(c.type_vocab_size, c.hidden)
+        self.embed_norm = _layer_norm(c.layer_norm, c.hidden, c.layer_norm_eps)
+        self.layers = nn.ModuleList(BertLayer(c) for _ in range(c.layers))
+        self.pooler = nn.Linear(c.hidden, c.hidden)
+        self.classifier = nn.Linear(c.hidden, c.num_labels)
+
+    def forward(self, input_ids, token_type_ids):
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        x = self.word(input_ids) + self.position(positions) + self.token_type(token_type_ids)
+        x = _dropout(self.embed_norm(x), self.p, self.training)
+        for layer in self.layers:
+            x = layer(x)
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return self.classifier(_dropout(pooled, self.p, self.training))
+
+
+# ---- GPT-2 -----------------------------------------------------------------------
+
+class GPT2Block(nn.Module):
+    def __init__(self, c: GPT2Config):
+        super().__init__()
+        self.heads, self.p = c.heads, c.dropout
+        self.norm1 = nn.LayerNorm(c.hidden, eps=c.layer_norm_eps)
+        self.qkv = nn.Linear(c.hidden, 3 * c.hidden)
+        self.proj = nn.Linear(c.hidden, c.hidden)
+        self.norm2 = nn.LayerNorm(c.hidden, eps=c.layer_norm_eps)
+        self.fc = nn.Linear(c.hidden, 4 * c.hidden)
+        self.fc_proj = nn.Linear(4 * c.hidden, c.hidden)
+
+    def forward(self, x, mask):
+        q, k, v = (_split_heads(t, self.heads) for t in self.qkv(self.norm1(x)).split(x.shape[-1], dim=-1))
+        a = self.proj(_merge_heads(_attention(q, k, v, mask, self.p, self.training)))
+        x = x + _dropout(a, self.p, self.training)
+        f = self.fc_proj(F.gelu(self.fc(self.norm2(x)), approximate="tanh"))
+        return x + _dropout(f, self.p, self.training)
+
+
+class GPT2(nn.Module):
+    """GPT-2 language model (LM head tied to the token embedding); returns logits."""
+
+    def __init__(self, c: GPT2Config):
+        super().__init__()
+        self.config, self.p = c, c.dropout
+        self.token = nn.Embedding(c.vocab_size, c.hidden)
+        self.position = nn.Embedding(c.max_positions, c.hidden)
+        self.blocks = nn.ModuleList(GPT2Block(c) for _ in range(c.layers))
+        self.norm = nn.LayerNorm(c.hidden, eps=c.layer_norm_eps)
+
+    def forward(self, input_ids):
+        s = input_ids.shape[1]
+        positions = torch.arange(s, device=input_ids.device)
+        x = _dropout(self.token(input_ids) + self.position(positions), self.p, self.training)
+        mask = _causal_mask(s, x.device, x.dtype)
+        for block in self.blocks:
+            x = block(x, mask)
+        return F.linear(self.norm(x), self.token.weight)
+
+
+# ---- LLaMA-style decoder ---------------------------------------------------------
+
+class RMSNorm(nn.Module):
+    def __init__(self, hidden: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(hidden))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def _rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, c: LlamaConfig):
+        super().__init__()
+        self.heads, self.kv_heads = c.heads, c.kv_heads
+        self.head_dim = c.hidden // c.heads
+        kv = c.kv_heads * self.head_dim
+        self.attn_norm = RMSNorm(c.hidden, c.rms_norm_eps)
+        self.q = nn.Linear(c.hidden, c.hidden, bias=False)
+        self.k = nn.Linear(c.hidden, kv, bias=False)
+        self.v = nn.Linear(c.hidden, kv, bias=False)
+        self.o = nn.Linear(c.hidden, c.hidden, bias=False)
+        self.mlp_norm = RMSNorm(c.hidden, c.rms_norm_eps)
+        self.gate = nn.Linear(c.hidden, c.intermediate, bias=False)
+        self.up = nn.Linear(c.hidden, c.intermediate, bias=False)
+        self.down = nn.Linear(c.intermediate, c.hidden, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        h = self.attn_norm(x)
+        q = _split_heads(self.q(h), self.heads)
+        k = _split_heads(self.k(h), self.kv_heads)
+        v = _split_heads(self.v(h), self.kv_heads)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        if self.kv_heads != self.heads:  # grouped-query attention: each key/value head serves a group
+            group = self.heads // self.kv_heads
+            k = k.repeat_interleave(group, dim=1)
+            v = v.repeat_interleave(group, dim=1)
+        x = x + self.o(_merge_heads(_attention(q, k, v, mask, 0.0, self.training)))
+        h = self.mlp_norm(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class Llama(nn.Module):
+    """LLaMA-style decoder language model; returns logits."""
+
+    def __init__(self, c: LlamaConfig):
+        super().__init__()
+        self.config = c
+        self.token = nn.Embedding(c.vocab_size, c.hidden)
+        self.blocks = nn.ModuleList(LlamaBlock(c) for _ in range(c.layers))
+        self.norm = RMSNorm(c.hidden, c.rms_norm_eps)
+        self.lm_head = None if c.tie_embeddings else nn.Linear(c.hidden, c.vocab_size, bias=False)
+        head_dim = c.hidden // c.heads
+        inv_freq = 1.0 / (c.rope_theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, input_ids):
+        s = input_ids.shape[1]
+        x = self.token(input_ids)
+        angles = torch.outer(torch.arange(s, device=x.device, dtype=torch.float32), self.inv_freq)
+        angles = torch.cat((angles, angles), dim=-1)
+        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+        mask = _causal_mask(s, x.device, x.dtype)
+        for block in self.blocks:
+            x = block(x, cos, sin, mask)
+        x = self.norm(x)
+        return F.linear(x, self.token.weight) if self.lm_head is None else self.lm_head(x)
+
+
+def build_model(config, dtype=torch.float32, device="meta") -> nn.Module:
+    """The module for ``config``, on ``device`` (meta: nothing is allocated), in training mode."""
+    cls = {BertConfig: Bert, GPT2Config: GPT2, LlamaConfig: Llama}.get(type(config))
+    if cls is None:
+        raise ValueError(f"not a family configuration: {type(config).__name__}")
+    with torch.device(device):
+        model = cls(config)
+    return model.to(dtype).train()
+
+
+def family_workload(family: str, size: str | None, batch: int, seq_len: int, dtype: str = "float32",
+                    **overrides):
+    """(model, inputs, targets, loss_fn, config) of one family on meta, ready for :func:`capture`."""
+    if not (isinstance(batch, int) and batch >= 1):
+        raise ValueError(f"batch = {batch!r}: must be an integer >= 1")
+    if not (isinstance(seq_len, int) and seq_len >= 1):
+        raise ValueError(f"seq_len = {seq_len!r}: must be an integer >= 1")
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
+    if torch_dtype is None:
+        raise ValueError(f"dtype = {dtype!r}: one of float32, bfloat16, float16")
+    config = family_config(family, size, **overrides)
+    if hasattr(config, "max_positions") and not isinstance(config, LlamaConfig) and seq_len > config.max_positions:
+        raise ValueError(f"seq_len = {seq_len}: {family} has learned positions up to {config.max_positions}")
+    model = build_model(config, torch_dtype)
+    meta = torch.device("meta")
+    ids = torch.empty((batch, seq_len), dtype=torch.long, device=meta)
+    if isinstance(config, BertConfig):
+        inputs = (ids, torch.empty((batch, seq_len), dtype=torch.long, device=meta))
+        targets = (torch.empty((batch,), dtype=torch.long, device=meta),)
+
+        def loss_fn(logits, labels):
+            return F.cross_entropy(logits, labels)
+    else:
+        inputs = (ids,)
+        targets = (torch.empty((batch, seq_len), dtype=torch.long, device=meta),)
+
+        def loss_fn(logits, labels):  # labels are the next tokens, already shifted
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    return model, inputs, targets, loss_fn, config

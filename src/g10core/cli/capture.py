@@ -1,0 +1,118 @@
+"""``g10sim trace capture`` and ``g10sim reproduce llm`` (importable without torch).
+
+Two functions the CLI's groups call: :func:`add_capture_command` adds ``capture`` to the
+``trace`` group, :func:`add_llm_command` adds ``llm`` to the ``reproduce`` group.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from ..capture.families import DEFAULT_SIZE, FAMILIES
+from . import common as cli
+
+
+def _cmd_trace_capture(args) -> int:
+    from ..capture import INSTALL_HINT, torch_available
+
+    if not torch_available():
+        raise ValueError(f"trace capture needs PyTorch, which is not installed: {INSTALL_HINT}")
+    from ..trace import summarize, write_trace
+    from ..capture.api import capture_family
+
+    overrides = {}
+    if args.dropout is not None:
+        if args.family == "llama":
+            raise ValueError("--dropout: the llama family has no dropout")
+        if not 0.0 <= args.dropout < 1.0:
+            raise ValueError(f"--dropout {args.dropout}: must be in [0, 1)")
+        overrides["dropout"] = args.dropout
+    t0 = time.perf_counter()
+    trace = capture_family(args.family, args.size, batch=args.batch, seq_len=args.seq_len, dtype=args.dtype,
+                           optimizer=args.optimizer, **overrides)
+    capture_s = time.perf_counter() - t0
+    path = write_trace(trace, args.output)
+    info = {"path": str(path), "file_size_bytes": path.stat().st_size, "capture_s": capture_s}
+    info.update(summarize(trace))
+    info["attrs"] = dict(trace.attrs)
+    if cli.human(args):
+        a = trace.attrs
+        print(f"wrote {path}: {trace.model} ({a['capture_n_parameters']:,} parameters), batch {args.batch} x "
+              f"{args.seq_len}, {args.dtype}, {a['capture_optimizer']}; {trace.n_kernels} kernels, "
+              f"{trace.n_tensors} tensors, footprint {cli.fmt_bytes(trace.footprint_bytes)} "
+              f"({info['memory_ratio_percent']:.0f} % of 40 GiB), ideal {cli.fmt_seconds(info['ideal_time_s'])} "
+              f"(calibration {a['calibration_version']}); captured in {capture_s:.1f} s")
+    cli.emit_json(info, args.json_path)
+    return cli.EXIT_OK
+
+
+def add_capture_command(trace_subparsers) -> None:
+    """``g10sim trace capture FAMILY [--size S] --batch B --seq-len L -o FILE``."""
+    sizes = "; ".join(f"{f}: {', '.join(s)} (default {DEFAULT_SIZE[f]})" for f, s in FAMILIES.items())
+    c = trace_subparsers.add_parser(
+        "capture", help="capture a training iteration of a model family (needs the capture extra)",
+        description="Run one training iteration (forward, loss, backward, optimizer step) of a model built "
+                    "from its configuration on PyTorch's meta device and write it as a trace; kernel times "
+                    "come from the kernel-time model calibrated on the shipped A100 profiles. Needs PyTorch: "
+                    "pip install 'g10core[capture]'.")
+    c.add_argument("family", choices=sorted(FAMILIES), help="model family")
+    c.add_argument("--size", metavar="S", help=f"model size ({sizes})")
+    c.add_argument("--batch", type=cli.positive_int, required=True, metavar="B", help="batch size")
+    c.add_argument("--seq-len", type=cli.positive_int, required=True, metavar="L", help="sequence length (tokens)")
+    c.add_argument("-o", "--output", metavar="PATH", required=True, help="trace file to write")
+    c.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="parameter and activation dtype (default float32, as the published profiles)")
+    c.add_argument("--optimizer", choices=("adamw", "adam", "sgd", "sgd-momentum"), default="adamw",
+                   help="optimizer of the recorded step (default adamw)")
+    c.add_argument("--dropout", type=float, metavar="P", help="dropout probability (bert-base, gpt2; default 0.1)")
+    cli.add_json_option(c)
+    c.set_defaults(func=_cmd_trace_capture)
+
+
+def _cmd_reproduce_llm(args) -> int:
+    from ..published import FIG11_POLICIES
+    from ..reproduce import default_jobs, default_traces_dir
+    from ..capture.llm import LLM_WORKLOADS, format_llm_table, reproduce_llm
+
+    workloads = LLM_WORKLOADS
+    if args.models:
+        by_name = {w.file_name[:-3]: w for w in LLM_WORKLOADS}
+        unknown = [m for m in args.models if m not in by_name]
+        if unknown:
+            raise ValueError(f"--models {unknown[0]!r}: not a shipped LLM trace; known: {', '.join(by_name)}")
+        workloads = tuple(by_name[m] for m in args.models)
+    policies = tuple(args.policies or FIG11_POLICIES)
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    t0 = time.perf_counter()
+    cfg = cli.config_from_args(args)
+    rows = reproduce_llm(args.traces, jobs=jobs, progress=not args.no_progress, config=cfg, workloads=workloads,
+                         policies=policies)
+    wall = time.perf_counter() - t0
+    meta = {"wall_s": wall, "jobs": jobs, "traces": str(args.traces or default_traces_dir()), "preset": cfg.preset,
+            "config_hash": cfg.hash}
+    if cli.human(args):
+        print(format_llm_table(rows))
+        print(f"{len(rows)} runs in {wall:.1f} s wall with {jobs} job(s)")
+    if args.json_path == "-":
+        sys.stdout.write(json.dumps({"meta": meta, "rows": rows}, indent=2, default=cli._jsonable) + "\n")
+    elif args.json_path is not None:
+        cli.emit_json({"meta": meta, "rows": rows}, args.json_path)
+    return cli.EXIT_OK
+
+
+def add_llm_command(reproduce_subparsers) -> None:
+    """``g10sim reproduce llm``: every policy on every shipped LLM trace."""
+    f = reproduce_subparsers.add_parser(
+        "llm", help="every policy on the captured LLM traces (GPT-2, LLaMA-style)",
+        description="Run base-uvm, flashneuron, deepum, g10-gds, g10-host, g10 and ideal on the shipped LLM traces "
+                    "(<family>-<size>-s<seq>-b<batch>.h5: GPT-2 small/medium, LLaMA-style 1.1B and 6.7B, "
+                    "memory ratios 105-1929 %) and print seconds per iteration and ideal / time.")
+    f.add_argument("--traces", metavar="DIR", help="folder with the LLM traces (default: the shipped traces/)")
+    f.add_argument("--jobs", type=cli.positive_int, metavar="N", help="worker processes (default: number of CPUs)")
+    f.add_argument("--models", nargs="+", metavar="NAME", help="only these traces, e.g. gpt2-small-s1024-b5")
+    f.add_argument("--policies", nargs="+", metavar="P", help="only these policies")
+    f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    cli.add_config_options(f)
+    cli.add_json_option(f)
+    f.set_defaults(func=_cmd_reproduce_llm)

@@ -1,0 +1,156 @@
+"""What every command group shares: argument types, ``--json``, exit codes, formatting.
+
+Command modules import from here (not from the package), so the package can
+import every command module without an import cycle.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import ArtifactError, ConfigError, SimulationError, TraceError
+from ..trace import GiB
+
+EXIT_OK = 0
+EXIT_FAILURE = 1        # a simulation that could not complete (a failed result, or SimulationError)
+EXIT_BAD_INPUT = 2      # invalid input (also argparse's usage errors)
+EXIT_INTERNAL = 3       # a bug in g10core: one line, and a report file with the traceback
+
+# What a user can cause (exit 2); a SimulationError is exit 1; anything else is a bug (exit 3).
+EXPECTED_ERRORS = (TraceError, ConfigError, ArtifactError, OSError, ValueError)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be > 0")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be >= 0")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be >= 1")
+    return value
+
+
+def add_json_option(parser: argparse.ArgumentParser):
+    parser.add_argument("--json", metavar="PATH|-", dest="json_path",
+                        help="also write the results as JSON to PATH ('-': to stdout, instead of the text)")
+
+
+def _jsonable(obj):
+    if hasattr(obj, "item"):  # numpy scalar
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def emit_json(obj, dest: str | None) -> None:
+    """Write ``obj`` as JSON to ``dest`` ('-' = stdout; a path is replaced atomically)."""
+    if dest is None:
+        return
+    text = json.dumps(obj, indent=2, default=_jsonable, allow_nan=False) + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+        return
+    path = Path(dest)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def human(args) -> bool:
+    """Print the text output? Not when the JSON goes to stdout."""
+    return getattr(args, "json_path", None) != "-"
+
+
+def fmt_bytes(n: int | float) -> str:
+    for unit, scale in (("GiB", GiB), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def fmt_seconds(s: float) -> str:
+    if s >= 1.0 or s == 0.0:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s * 1e6:.3f} us"
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line of text (an OSError as ``file: reason``)."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+@contextmanager
+def simulation_failures(what: str):
+    """A RuntimeError out of a simulation becomes a :class:`SimulationError` naming ``what``.
+
+    The command line answers it with one line and exit 1 (the run could not complete),
+    not as an internal error.  ``NotImplementedError`` and ``RecursionError`` stay bugs.
+    """
+    try:
+        yield
+    except (SimulationError, NotImplementedError, RecursionError):
+        raise
+    except RuntimeError as exc:
+        raise SimulationError(f"{what}: {one_line(exc)}") from exc
+
+
+# ---- configuration options (run, hints, reproduce, ...) ------------------------
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """--preset, --config FILE.toml, --set section.key=value (resolved in that order)."""
+    g = parser.add_argument_group("configuration (preset, then --config, then --set)")
+    g.add_argument("--preset", default="g10-artifact", metavar="NAME",
+                   help="named configuration to start from: g10-artifact (default) or detailed")
+    g.add_argument("--config", metavar="FILE.toml", dest="config_file",
+                   help="TOML overrides, e.g. '[gpu]\\nmemory_GiB = 80' (an unknown key is an error)")
+    g.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[], dest="sets",
+                   help="one override, e.g. --set gpu.memory_GiB=80 (repeatable)")
+
+
+def config_from_args(args):
+    """The configuration that ``add_config_options``' arguments name."""
+    from ..simulator import resolve_config
+
+    return resolve_config(args.preset, args.config_file, args.sets)
+
+
+def policy_help() -> str:
+    return ("base-uvm, belady, deepum, g10 (page level); flashneuron, g10-gds, g10-host (tensor level); "
+            "ideal; or a policy registered with g10core.policies.register")

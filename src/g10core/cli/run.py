@@ -1,0 +1,59 @@
+"""``g10sim run``: simulate one trace under one policy."""
+from __future__ import annotations
+
+import sys
+
+from .common import (EXIT_FAILURE, EXIT_OK, add_config_options, add_json_option, config_from_args,
+                     human, policy_help, simulation_failures)
+
+
+def _cmd_run(args) -> int:
+    from ..hints import read_hints
+    from ..policies import REGISTRY, names
+    from ..report import format_run_summary
+    from ..simulator import Simulator
+
+    sim = Simulator(config_from_args(args))
+    hint_file = read_hints(args.hints) if args.hints else None
+    policy = args.policy
+    if policy is None:
+        if hint_file is None:
+            raise ValueError("give --policy (" + ", ".join(names()) + "), or --hints FILE to replay saved hints")
+        # replay with the policy that made the hints when it takes hints, else G10's LRU fallback
+        names()                                  # loads the built-in policies into REGISTRY
+        made_by = REGISTRY.get(hint_file.policy)
+        usable = made_by is not None and made_by.level != "ideal" and (made_by.level == "tensor" or made_by.apply_hints)
+        policy = hint_file.policy if usable else "g10"
+    with simulation_failures(f"{args.trace} under {policy}"):
+        result = sim.run(args.trace, policy, hint_file, eviction=args.eviction)
+    if human(args):
+        print(format_run_summary(result))
+    if args.json_path is not None:
+        if args.json_path == "-":
+            sys.stdout.write(result.to_json(kernels=args.kernels))
+        else:
+            result.write_json(args.json_path, kernels=args.kernels)
+    return EXIT_FAILURE if result.failed else EXIT_OK
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="simulate one trace under one policy",
+        description="Simulate TRACE under a migration policy and print the iteration time, the slowdown "
+                    "against ideal, faults and traffic by tier, and the compute/overlap/stall breakdown. "
+                    "Exit 0 when the run finished, 1 when it failed (cannot fit under the policy, host "
+                    "memory overflow), 2 on bad input.")
+    p.add_argument("trace", metavar="TRACE", help="trace file (.h5)")
+    p.add_argument("--policy", metavar="P", help=policy_help())
+    p.add_argument("--hints", metavar="FILE.h5",
+                   help="replay this hint file (from `g10sim hints` or your own code) instead of the policy's "
+                        "hints; without --policy, the policy that made it (or g10: LRU for the rest)")
+    p.add_argument("--eviction", metavar="RULE|FILE.py:FUNC",
+                   help="eviction rule replacing the policy's (page level): arrival (the artifact's 'LRU'), "
+                        "deepum, belady, or FILE.py:FUNC, a score function compiled with numba (see "
+                        "g10core.evictors; shipped examples: farthest_next_use.py:score, "
+                        "least_recently_used.py:score)")
+    add_config_options(p)
+    add_json_option(p)
+    p.add_argument("--kernels", action="store_true", help="put the per-kernel arrays into the JSON too")
+    p.set_defaults(func=_cmd_run)

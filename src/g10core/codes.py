@@ -1,0 +1,73 @@
+"""Codes and record dtypes of the compiled layer, mirrored once for Python.
+
+Each value here equals its C definition in ``_types.pxd`` (``tests/test_types.py``
+compares them with what the compiled modules report), so Python code never spells a
+code as a bare number.  (Not ``types.py``: that name would shadow the standard
+library's ``types`` for any script run from this folder.)
+
+A leaf module: it imports nothing from g10core, so every layer (trace and hint files,
+the simulators, the policies) can use the codes without importing the policy registry.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# Tier: where a page lives (_types.Tier).
+TIER_NONE = -1
+TIER_NOT_PRESENT = 0
+TIER_SSD = 1
+TIER_HOST = 2
+TIER_GPU = 3
+TIER_NAMES = {TIER_NOT_PRESENT: "not_present", TIER_SSD: "ssd", TIER_HOST: "host", TIER_GPU: "gpu"}
+
+# HintAction: what a migration hint asks for (_types.HintAction).
+HINT_TO_GPU = 0    # prefetch; pre-allocate when the tensor is not present
+HINT_TO_SSD = 1    # pre-evict to SSD
+HINT_TO_HOST = 2   # pre-evict to host memory
+HINT_FREE = 3      # pre-deallocate (drop without transfer)
+ACTION_NAMES = {HINT_TO_GPU: "to_gpu", HINT_TO_SSD: "to_ssd", HINT_TO_HOST: "to_host", HINT_FREE: "free"}
+
+# TransferQueue: the batcher's queues (_types.TransferQueue).
+QUEUE_NAMES = ("fault_ssd", "fault_host", "fault_alloc", "prefetch_ssd", "prefetch_host",
+               "prealloc", "evict_ssd", "evict_host")
+Q_FAULT_SSD, Q_FAULT_HOST, Q_FAULT_ALLOC, Q_PREFETCH_SSD, Q_PREFETCH_HOST, Q_PREALLOC, \
+    Q_EVICT_SSD, Q_EVICT_HOST = range(len(QUEUE_NAMES))
+N_QUEUES = len(QUEUE_NAMES)
+
+# EventKind: events on the engine's queue (_types.EventKind).
+EV_KERNEL_BEGIN = 0
+EV_SLOT = 1
+EV_DEVICE = 2
+
+# One migration hint (struct hint_rec, packed).
+HINT_DTYPE = np.dtype([("kernel", "<i4"), ("tensor", "<i4"), ("action", "i1")], align=False)
+
+# One executed kernel (struct kernel_row).
+KERNEL_ROW_DTYPE = np.dtype([
+    ("iteration", "<i8"), ("kernel", "<i8"), ("start_cycles", "<i8"), ("end_cycles", "<i8"),
+    ("in_transfer_pages", "<i8"), ("host_faults_pages", "<i8"), ("ssd_faults_pages", "<i8"),
+    ("unallocated_faults_pages", "<i8"), ("host_used_pages", "<i8"), ("gpu_used_pages", "<i8"),
+])
+KERNEL_COLUMNS = KERNEL_ROW_DTYPE.names
+
+# Traffic of one iteration, in pages (struct traffic_row).
+TRAFFIC_ROW_DTYPE = np.dtype([
+    ("alloc", "<i8"), ("ssd_to_gpu", "<i8"), ("host_to_gpu", "<i8"), ("gpu_to_ssd", "<i8"),
+    ("gpu_to_host", "<i8"),
+])
+
+
+def as_columns(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """An (n, fields) int64 view of records of an all-int64 dtype (a copy for other inputs)."""
+    rows = np.asarray(rows)
+    if rows.dtype == dtype:
+        return np.ascontiguousarray(rows).view(np.int64).reshape(-1, len(dtype.names))
+    return np.asarray(rows, np.int64).reshape(-1, len(dtype.names))
+
+
+def as_records(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Records of ``dtype`` from an (n, fields) int64 array or from records."""
+    rows = np.asarray(rows)
+    if rows.dtype == dtype:
+        return rows
+    return np.ascontiguousarray(np.asarray(rows, np.int64).reshape(-1, len(dtype.names))).view(dtype).reshape(-1)

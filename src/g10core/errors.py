@@ -1,0 +1,131 @@
+"""Every error type a user of g10core can see, in one place.
+
+Bad input is a ``ValueError`` (``InputError``): the command line exits 2 with one
+line naming the file and dataset/row, or the key.  A simulation that could not
+complete is a ``RuntimeError`` (``SimulationError``): exit 1, one line.  Each
+message is one line; the structured errors also keep their parts as attributes
+and pickle (sweep workers send them back to the driver).
+
+The modules that raise these re-export them under their old names
+(``g10core.config.ConfigError``, ``g10core.trace.TraceError``, ...).
+"""
+from __future__ import annotations
+
+import os
+
+__all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "ArtifactError", "CannotFit", "CaptureError", "EvictionRuleError",
+           "TensorSimError", "SimulationError"]
+
+_IN_MEMORY_TRACE = "<in-memory trace>"
+
+
+class G10Error(Exception):
+    """Base of every error g10core raises on purpose."""
+
+
+class InputError(G10Error, ValueError):
+    """Bad input: a file, table, value or key is invalid; the message names it."""
+
+
+class ConfigError(InputError):
+    """A configuration value or key is invalid; the message names ``section.key``."""
+
+
+class TraceError(InputError):
+    """A trace file or in-memory trace breaks the format.
+
+    Attributes: ``path`` (None for an in-memory trace), ``dataset`` (HDF5 name, "/"
+    for the root attributes), ``row`` (None when the problem is not one row),
+    ``field`` (a compound field or attribute name, or None) and ``reason``.
+    ``str()`` is one line naming all of them.
+    """
+
+    def __init__(self, path, dataset: str, reason: str, row: int | None = None,
+                 field: str | None = None):
+        self.path = None if path is None else os.fspath(path)
+        self.dataset = dataset
+        self.row = None if row is None else int(row)
+        self.field = field
+        self.reason = " ".join(str(reason).split())  # one line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        parts = [self.dataset]
+        if self.row is not None:
+            parts.append(f"row {self.row}")
+        if self.field:
+            parts.append(("attribute " if self.dataset == "/" else "field ") + self.field)
+        return f"{self.path or _IN_MEMORY_TRACE}: {', '.join(parts)}: {self.reason}"
+
+    def __reduce__(self):  # picklable across sweep workers
+        return (TraceError, (self.path, self.dataset, self.reason, self.row, self.field))
+
+
+class HintError(InputError):
+    """A hint table or hint file is invalid; ``str()`` is one line naming file, row and field."""
+
+    def __init__(self, path, reason: str, row: int | None = None, field: str | None = None):
+        self.path = None if path is None else os.fspath(path)
+        self.row = None if row is None else int(row)
+        self.field = field
+        self.reason = " ".join(str(reason).split())
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = [self.path or "<hint table>", "/hints"]
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.field:
+            where.append(f"field {self.field}")
+        return f"{', '.join(where)}: {self.reason}"
+
+    def __reduce__(self):
+        return (HintError, (self.path, self.reason, self.row, self.field))
+
+
+class ArtifactError(InputError):
+    """A file of the G10 artifact does not parse; the message names file and line."""
+
+
+class CannotFit(InputError):
+    """Some kernel's own working set exceeds GPU memory: no schedule can run it.
+
+    The published simulator aborts in this case.  ``kernel`` is the first kernel with
+    the largest working set, ``working_set_bytes`` its page-rounded inputs and outputs,
+    ``gpu_memory_bytes`` the capacity it was checked against.
+    """
+
+    def __init__(self, kernel: int, working_set_bytes: int, gpu_memory_bytes: int, model: str = ""):
+        self.kernel = int(kernel)
+        self.working_set_bytes = int(working_set_bytes)
+        self.gpu_memory_bytes = int(gpu_memory_bytes)
+        self.model = model
+        where = f"{model}: " if model else ""
+        super().__init__(
+            f"{where}cannot fit: kernel {self.kernel} alone needs {self.working_set_bytes} B "
+            f"({self.working_set_bytes / 2**30:.3f} GiB) of inputs and outputs, more than the "
+            f"{self.gpu_memory_bytes} B ({self.gpu_memory_bytes / 2**30:.3f} GiB) of GPU memory")
+
+    def __reduce__(self):
+        return (CannotFit, (self.kernel, self.working_set_bytes, self.gpu_memory_bytes, self.model))
+
+
+class TensorSimError(InputError):
+    """An input of the tensor-level simulator is invalid; the message names it."""
+
+
+class CaptureError(InputError):
+    """A model's training iteration cannot be captured (e.g. an operator needs tensor values)."""
+
+
+class EvictionRuleError(InputError):
+    """An eviction rule name or a user's score function is invalid; the message names it
+    (and the file and function of a user's rule)."""
+
+
+class SimulationError(G10Error, RuntimeError):
+    """A run could not complete: the replay stopped or an internal invariant broke.
+
+    Not bad input (that is an :class:`InputError`); the command line prints one line
+    and exits 1.
+    """

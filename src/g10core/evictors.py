@@ -1,0 +1,235 @@
+"""Eviction rules of the page-level replay, registered by name.
+
+A rule is one compiled ``_evict.Evictor`` subclass plus one :func:`register` line here.
+Built in:
+
+=========  ==================================================================================
+arrival    the oldest-arrived GPU page not in transfer: the published simulator's "LRU"
+           (its recency list is touched only on arrival, so it is FIFO by arrival).  Base
+           UVM and G10's fallback.  ``lru`` is accepted as the artifact's name for it.
+deepum     DeepUM+: arrival order skipping the tensors of the next ``scheduler.prefetch_degree``
+           kernels; dead pages dropped without a transfer.
+belady     Belady's MIN at tensor granularity: the resident tensor whose next use is farthest
+           in the future (dead data first), its pages in arrival order; dead pages dropped.
+=========  ==================================================================================
+
+A user's rule is a Python function in a file, ``FILE.py:FUNC``, compiled with numba into a
+C callback that the compiled ``ScoreEvictor`` calls without the GIL::
+
+    def score(now_kernel, tensor, resident_pages, size_pages, last_use_kernel,
+              next_use_kernel, arrival_seq):
+        return next_use_kernel          # Belady's rule: farthest next use first
+
+Whenever the replay needs a victim and has no tensor to take pages from (at the first
+eviction after each kernel begin, and when the tensor being evicted has no page left on
+the GPU), it calls the function once for every tensor with pages on the GPU that are not
+in transfer, and evicts the tensor with the highest score (ties: the tensor that came to
+the GPU first), its pages oldest first.  The arguments, all integers:
+
+* ``now_kernel``: the running kernel's index in the iteration (0 .. K-1);
+* ``tensor``: the tensor's index in the trace;
+* ``resident_pages``: its pages on the GPU and not in transfer (> 0); ``size_pages``: all its pages;
+* ``last_use_kernel``: the latest kernel at or before now that uses it; uses in the previous
+  iteration count as k - K; ``-NEVER`` if none;
+* ``next_use_kernel``: the first kernel at or after now that uses it; uses in the next
+  iteration count as K + k; ``NEVER`` (= 2**62, beyond every real one) when it has no use
+  left in the simulated iterations.  Dead data (a tensor past its last read) has no use
+  left in its iteration: its next use is its rebirth, K + its first kernel, after every
+  tensor still used in the iteration;
+* ``arrival_seq``: increases each time a tensor comes to the GPU with no page there before
+  (smaller = arrived earlier).
+
+Pages of a tensor whose data is dead at the running kernel are dropped without a transfer;
+others go to host memory (to the SSD once host memory is full or its slot quota spent).
+The function must be compilable by numba in nopython mode and return a number.  It is
+compiled once and cached on disk (numba's cache, beside the file or in
+``NUMBA_CACHE_DIR``), so a second run pays no compilation.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ._evict import NEVER, ArrivalOrderEvictor, DeepUMWindowEvictor, ScoreEvictor
+from .errors import EvictionRuleError
+
+SCORE_ARGUMENTS = ("now_kernel", "tensor", "resident_pages", "size_pages", "last_use_kernel",
+                   "next_use_kernel", "arrival_seq")
+SCORE_SIGNATURE = "float64(int64, int64, int64, int64, int64, int64, int64)"
+
+
+@dataclass(frozen=True)
+class EvictorEntry:
+    name: str
+    description: str
+    build: Callable                # (page table, constants, arrays) -> Evictor
+    window_aware: bool = False     # uses scheduler.prefetch_degree
+
+
+EVICTORS: dict[str, EvictorEntry] = {}
+ALIASES = {"lru": "arrival"}       # the artifact's name for the arrival-order rule
+
+
+def register(name: str, description: str, build: Callable, **kw) -> None:
+    if name in EVICTORS or name in ALIASES:
+        raise ValueError(f"eviction rule {name!r} registered twice")
+    EVICTORS[name] = EvictorEntry(name, description, build, **kw)
+
+
+def tensor_uses(consts: dict, arrays: dict) -> dict:
+    """Every tensor's uses (kernel indices, ascending, unique) as CSR: {"off", "kernels"}."""
+    K, T = int(consts["kernels"]), int(consts["tensors"])
+    parts_k, parts_t = [], []
+    for off, ts in ((arrays["in_off"], arrays["in_t"]), (arrays["out_off"], arrays["out_t"])):
+        off = np.asarray(off, np.int64)
+        parts_k.append(np.repeat(np.arange(K, dtype=np.int64), np.diff(off)))
+        parts_t.append(np.asarray(ts, np.int64))
+    k = np.concatenate(parts_k)
+    t = np.concatenate(parts_t)
+    pairs = np.unique(t * (K + 1) + k)
+    t_sorted, k_sorted = pairs // (K + 1), pairs % (K + 1)
+    off = np.zeros(T + 1, np.int64)
+    np.cumsum(np.bincount(t_sorted, minlength=T), out=off[1:])
+    return {"off": off, "kernels": k_sorted.astype(np.int64)}
+
+
+def _kernels(arrays):
+    return {name: arrays[name] for name in ("in_off", "in_t", "out_off", "out_t")}
+
+
+register("arrival", "oldest-arrived GPU page first (the published simulator's 'LRU'; FIFO by arrival)",
+         lambda pt, c, a: ArrivalOrderEvictor(pt))
+register("deepum", "DeepUM+: arrival order, skipping the next prefetch_degree kernels' tensors; dead pages dropped",
+         lambda pt, c, a: DeepUMWindowEvictor(pt, _kernels(a), int(c["window"])), window_aware=True)
+register("belady", "Belady's MIN per tensor: farthest next use first (dead data first), pages in arrival order",
+         lambda pt, c, a: ScoreEvictor(pt, tensor_uses(c, a), int(c["kernels"]), int(c["iterations"])))
+
+
+# ---- user rules -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class UserScore:
+    """A user's score function compiled to a C callback (``address``)."""
+
+    spec: str                      # FILE.py:FUNC as given
+    path: str                      # resolved file
+    function: str
+    cfunc: object = field(repr=False, compare=False)
+    compile_s: float = 0.0         # seconds spent compiling or loading from the cache
+
+    @property
+    def address(self) -> int:
+        return self.cfunc.address
+
+    @property
+    def name(self) -> str:
+        return f"{Path(self.path).name}:{self.function}"
+
+
+def is_user_rule(spec) -> bool:
+    return isinstance(spec, UserScore) or (isinstance(spec, str) and ":" in spec and
+                                           spec.rsplit(":", 1)[0].endswith(".py"))
+
+
+def load_score_function(spec: str) -> UserScore:
+    """Compile ``FILE.py:FUNC`` with numba; refuses a bad file or function, naming it."""
+    import time
+
+    path_text, _, func_name = spec.rpartition(":")
+    path = Path(path_text).expanduser()
+    where = f"--eviction {spec}"
+    if not func_name.isidentifier():
+        raise EvictionRuleError(f"{where}: {func_name!r} is not a function name (expected FILE.py:FUNC)")
+    if not path.is_file():
+        from .examples import path as example_path
+
+        if path.parent == Path(".") and example_path(path.name).is_file():
+            path = example_path(path.name)          # a shipped example, by its file name
+        else:
+            raise EvictionRuleError(f"{where}: no such file {path} (shipped examples: "
+                                    "farthest_next_use.py, least_recently_used.py)")
+    # a stable name: numba's on-disk cache records the module by name
+    module_name = "g10core_user_eviction_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
+    try:
+        mod_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[module_name] = module       # numba's cache looks modules up by name
+        mod_spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - any error in the user's file is bad input
+        sys.modules.pop(module_name, None)
+        raise EvictionRuleError(f"{path}: cannot be imported: {type(exc).__name__}: {exc}") from None
+    func = getattr(module, func_name, None)
+    if func is None or not callable(func):
+        raise EvictionRuleError(f"{path}: has no function {func_name!r}")
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        params = None
+    if params is None or len(params) != len(SCORE_ARGUMENTS) or any(
+            p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        raise EvictionRuleError(
+            f"{path}: function {func_name} must take exactly {len(SCORE_ARGUMENTS)} positional arguments "
+            f"({', '.join(SCORE_ARGUMENTS)})")
+    try:
+        import numba
+    except ImportError:
+        raise EvictionRuleError(f"{where}: user eviction rules need numba (pip install numba)") from None
+    t0 = time.perf_counter()
+    try:
+        compiled = numba.cfunc(SCORE_SIGNATURE, nopython=True, cache=True)(func)
+    except Exception as exc:  # noqa: BLE001 - numba's typing/lowering errors
+        first = " ".join(str(exc).strip().splitlines()[:1]) or type(exc).__name__
+        raise EvictionRuleError(f"{path}: function {func_name} cannot be compiled by numba "
+                                f"(nopython mode): {first}") from None
+    return UserScore(spec=spec, path=str(path.resolve()), function=func_name, cfunc=compiled,
+                     compile_s=time.perf_counter() - t0)
+
+
+def resolve(spec) -> str | UserScore:
+    """A registered rule's name, or a compiled :class:`UserScore`; refuses unknown names."""
+    if isinstance(spec, UserScore):
+        return spec
+    if not isinstance(spec, str):
+        raise EvictionRuleError(f"eviction rule: expected a name or FILE.py:FUNC, got {type(spec).__name__}")
+    if is_user_rule(spec):
+        return load_score_function(spec)
+    name = ALIASES.get(spec, spec)
+    if name not in EVICTORS:
+        raise EvictionRuleError(f"unknown eviction rule {spec!r}; known: {', '.join(names())}, "
+                                "or FILE.py:FUNC (a score function compiled with numba)")
+    return name
+
+
+def names() -> list[str]:
+    return sorted(EVICTORS)
+
+
+def label(spec) -> str:
+    """How results name a rule: its registered name or FILE.py:FUNC."""
+    if isinstance(spec, UserScore):
+        return spec.name
+    return ALIASES.get(spec, spec) if isinstance(spec, str) else str(spec)
+
+
+_LEGACY_CODES = {0: "arrival", 1: "deepum"}
+
+
+def build_evictor(spec, pt, consts: dict, arrays: dict):
+    """The compiled evictor for ``spec`` (a name, an old integer code, or a UserScore)."""
+    if isinstance(spec, UserScore):
+        return ScoreEvictor(pt, tensor_uses(consts, arrays), int(consts["kernels"]), int(consts["iterations"]),
+                            spec.cfunc)
+    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+        spec = _LEGACY_CODES[int(spec)]
+    return EVICTORS[resolve(spec)].build(pt, consts, arrays)
+
+
+__all__ = ["NEVER", "EVICTORS", "EvictionRuleError", "UserScore", "build_evictor", "load_score_function",
+           "names", "register", "resolve", "tensor_uses", "label", "is_user_rule"]

@@ -1,0 +1,70 @@
+"""The shipped LLM traces (captured by g10core.capture) and `reproduce llm` (no PyTorch needed)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import SHIPPED_LLM_NAMES
+
+from g10core.capture.families import BertConfig, GPT2Config, LlamaConfig, parameter_count
+from g10core.capture.llm import LLM_WORKLOADS, format_llm_table, reproduce_llm
+from g10core.published import FIG11_POLICIES
+from g10core.trace import read_trace, summarize
+
+CONFIGS = {"BertConfig": BertConfig, "GPT2Config": GPT2Config, "LlamaConfig": LlamaConfig}
+
+
+def test_workload_list_is_the_shipped_files():
+    assert [w.file_name for w in LLM_WORKLOADS] == [f"{n}.h5" for n in SHIPPED_LLM_NAMES]
+
+
+@pytest.mark.parametrize("workload", LLM_WORKLOADS, ids=lambda w: w.file_name)
+def test_llm_trace_is_valid_and_carries_its_provenance(traces_dir, workload):
+    trace = read_trace(traces_dir / workload.file_name)   # validated on read
+    a = trace.attrs
+    assert trace.model == workload.model and trace.batch_size == workload.batch
+    assert (a["capture_family"], a["capture_size"]) == (workload.family, workload.size)
+    assert a["capture_seq_len"] == workload.seq_len and a["capture_batch_size"] == workload.batch
+    assert a["capture_dtype"] == "float32" and a["capture_optimizer"] == "AdamW"
+    assert a["calibration_version"] == "a100-g10-v1" and json.loads(a["calibration_gpu"])["name"] == "NVIDIA A100-40GB"
+    cfg = json.loads(a["capture_model_config"])
+    config = CONFIGS[cfg.pop("class")](**cfg)
+    assert a["capture_n_parameters"] == parameter_count(config)
+    n = a["capture_forward_kernels"] + a["capture_backward_kernels"] + a["capture_optimizer_kernels"]
+    assert n == trace.n_kernels
+    # globals: parameters and AdamW's two states, fp32
+    assert trace.global_bytes >= 3 * 4 * a["capture_n_parameters"]
+    assert trace.profiling_gpu == "NVIDIA A100-40GB (predicted)" and "a100-g10-v1" in trace.source
+
+
+def test_memory_ratios_span_100_to_2000_percent(traces_dir):
+    ratios = [summarize(read_trace(traces_dir / w.file_name))["memory_ratio_percent"] for w in LLM_WORKLOADS]
+    assert 90 <= min(ratios) <= 120 and 1700 <= max(ratios) <= 2100
+    assert len({round(r) for r in ratios}) == len(ratios)
+
+
+@pytest.fixture(scope="module")
+def one_llm_rows(traces_dir):
+    return reproduce_llm(traces_dir, jobs=1, progress=False, workloads=LLM_WORKLOADS[:1])
+
+
+def test_reproduce_llm_runs_every_policy(one_llm_rows):
+    assert [r["policy"] for r in one_llm_rows] == list(FIG11_POLICIES)
+    ideal = next(r for r in one_llm_rows if r["policy"] == "ideal")
+    assert ideal["normalized_performance"] == pytest.approx(1.0)
+    for r in one_llm_rows:
+        assert r["model"] == "gpt2-small-s1024" and r["batch"] == 5 and r["seq_len"] == 1024
+        assert 100 < r["memory_ratio_percent"] < 110 and r["published_s"] is None
+        assert r["failed"] or r["time_s"] >= ideal["time_s"] * (1 - 1e-9)
+
+
+def test_llm_table_has_a_row_per_trace_and_a_column_per_policy(one_llm_rows):
+    text = format_llm_table(one_llm_rows)
+    lines = text.splitlines()
+    assert lines[0].count("|") == 3 + len(FIG11_POLICIES) + 1
+    assert lines[2].startswith("| gpt2-small-s1024 | 5 | 105 % |")
+
+
+def test_reproduce_llm_names_a_missing_trace(tmp_path):
+    with pytest.raises(FileNotFoundError, match="LLM trace file"):
+        reproduce_llm(tmp_path, progress=False)

@@ -1,0 +1,51 @@
+"""The replay's smaller components alone: the profile fault model against its Python
+specification, the no-op device and translator, the evictor registry."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from g10core import evictors
+from g10core._fault import ProfileFaultModel
+from g10core.config import preset
+from g10core.reference import ArtifactConstants, fault_model_cycles
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 10**13), min_size=3, max_size=3),
+       st.lists(st.integers(0, 5000), min_size=4, max_size=4),
+       st.lists(st.integers(0, 5000), min_size=4, max_size=4),
+       st.sampled_from([0.8, 3.2, 6.4, 15.0]))
+def test_profile_fault_model_equals_the_specification(times, fin_parts, fout_parts, ssd_GBps):
+    cfg = preset("g10-artifact").with_overrides({"ssd": {"bandwidth_GBps": ssd_GBps}})
+    c = ArtifactConstants.from_config(cfg)
+    t11, t10, t00 = sorted(times)
+    model = ProfileFaultModel({"t11": np.array([t11]), "t10": np.array([t10]), "t00": np.array([t00])},
+                              {"freq_hz": c.freq_hz, "page_bytes": 4096, "bw_pcie_Bpms": c.bw_pcie_Bpms,
+                               "bw_ssd_Bpms": c.bw_ssd_Bpms, "l_sys_us": c.l_sys_us, "l_ssd_us": c.l_ssd_us})
+
+    def counts(parts):
+        un, ssd, host, intr = parts
+        return [un + ssd + host + intr + 7, un, ssd, host, intr]   # total >= faulted pages
+    fin, fout = counts(fin_parts), counts(fout_parts)
+    expected = fault_model_cycles(c, t00, t10, t11, fin[1] + fin[2] + fin[3], fin[2], fin[0],
+                                  fout[1] + fout[2] + fout[3], fout[2], fout[0])
+    assert model.py_fault_cycles(0, fin, fout) == expected
+
+
+def test_evictor_registry_lists_each_rule_once():
+    assert evictors.names() == ["arrival", "belady", "deepum"]
+    assert evictors.resolve("lru") == "arrival"          # the artifact's name for it
+    assert evictors.label("lru") == "arrival"
+    for name in evictors.names():
+        assert evictors.EVICTORS[name].description
+
+
+def test_every_page_policy_names_a_registered_rule():
+    from g10core import policies
+
+    for name in policies.names():
+        cls = policies.get(name)
+        if cls.level == "page":
+            assert evictors.resolve(cls.eviction) in evictors.names(), name

@@ -1,0 +1,237 @@
+"""The import graph of ``src/g10core`` has no cycle, and only tests import the oracle.
+
+Every module is parsed with ``ast``; every import counts, at the top and inside
+functions (a lazy import is still a dependency: it only hides the cycle until the
+function runs).  Relative imports are resolved; ``from P import name`` depends on
+``P.name`` when that is a module, else on ``P``; importing ``P.Q.m`` also runs
+``P`` and ``P.Q`` (their ``__init__``; not a dependency of a module inside them).  A package whose ``__init__`` loads modules
+through ``importlib`` (a registry) is taken to depend on all its submodules.  The
+``.pyx`` modules are scanned for Python-level ``import`` lines the same way.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "g10core"
+SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
+ORACLE = f"{PACKAGE}.reference"
+
+
+def module_name(path: Path) -> str:
+    parts = [PACKAGE, *path.relative_to(SRC).with_suffix("").parts]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(SRC.rglob("*")):
+        if path.suffix in (".py", ".pyx") and "__pycache__" not in path.parts:
+            found[module_name(path)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def _resolve(current: str, is_package: bool, module: str | None, level: int) -> str:
+    if level == 0:
+        return module or ""
+    base = current.split(".")
+    if not is_package:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def _pyx_imports(text: str) -> list[tuple[str | None, int, list[str]]]:
+    """(module, level, names) of the Python-level imports of a .pyx (cimports skipped)."""
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"\s*from\s+(\.*)([\w.]*)\s+import\s+(?!.*\bcimport\b)(.+)", line)
+        if m and "cimport" not in line:
+            names = [n.strip().split(" as ")[0].strip("() ") for n in m.group(3).split(",")]
+            out.append((m.group(2) or None, len(m.group(1)), names))
+            continue
+        m = re.match(r"\s*import\s+([\w.]+)", line)
+        if m:
+            out.append((m.group(1), 0, []))
+    return out
+
+
+def imports_of(name: str, path: Path) -> tuple[set[str], bool]:
+    """(g10core modules ``name`` imports, whether it calls importlib)."""
+    is_package = path.name == "__init__.py"
+    text = path.read_text()
+    entries: list[tuple[str | None, int, list[str]]] = []
+    dynamic = False
+    if path.suffix == ".pyx":
+        entries = _pyx_imports(text)
+    else:
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, ast.Import):
+                entries += [(a.name, 0, []) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                entries.append((node.module, node.level, [a.name for a in node.names]))
+            elif (isinstance(node, ast.Attribute) and node.attr == "import_module"
+                  and isinstance(node.value, ast.Name) and node.value.id == "importlib"):
+                dynamic = True
+    deps = set()
+    for module, level, names in entries:
+        target = _resolve(name, is_package, module, level)
+        if target != PACKAGE and not target.startswith(PACKAGE + "."):
+            continue
+        targets = [f"{target}.{n}" for n in names if f"{target}.{n}" in MODULES]
+        if len(targets) < len(names) or not names:
+            targets.append(target)
+        for t in targets:  # and the packages it runs, except those ``name`` itself is inside
+            parts = t.split(".")
+            deps.update(p for p in (".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                        if not (name + ".").startswith(p + ".") or p == t)
+    deps &= set(MODULES)
+    deps.discard(name)
+    return deps, dynamic
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph = {}
+    for name, path in MODULES.items():
+        deps, dynamic = imports_of(name, path)
+        if dynamic and path.name == "__init__.py":
+            deps |= {m for m in MODULES if m.startswith(name + ".") and m.count(".") == name.count(".") + 1}
+        graph[name] = deps
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle as [a, b, ..., a], or None (iterative depth-first search)."""
+    colour = dict.fromkeys(graph, 0)      # 0 new, 1 on the stack, 2 done
+    for root in sorted(graph):
+        if colour[root]:
+            continue
+        stack = [(root, iter(sorted(graph[root])))]
+        path = [root]
+        colour[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                colour[node] = 2
+                stack.pop()
+                path.pop()
+            elif colour[nxt] == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif colour[nxt] == 0:
+                colour[nxt] = 1
+                stack.append((nxt, iter(sorted(graph[nxt]))))
+                path.append(nxt)
+    return None
+
+
+def all_cycles(graph):
+    """Every edge that lies on some cycle, grouped per strongly connected component."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_scan_sees_the_package():
+    graph = import_graph()
+    assert {"g10core.simulator", "g10core.cli", "g10core.config", "g10core._replay"} <= set(graph)
+    # lazy (function-level) imports count: the run command imports the simulator inside its function
+    assert "g10core.simulator" in graph["g10core.cli.run"]
+    # relative imports resolve to modules; a submodule import runs its packages (not the importer's own)
+    assert "g10core.cli.common" in graph["g10core.cli.trace"] and "g10core.cli" not in graph["g10core.cli.trace"]
+    assert "g10core.policies" in graph["g10core.simulator"]         # (it never imports a policy by name)
+    # a registry that loads its package's modules through importlib depends on all of them
+    assert {"g10core.policies.g10", "g10core.policies.flashneuron"} <= graph["g10core.policies"]
+
+
+def test_find_cycle_finds_one():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle():
+    graph = import_graph()
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle) + f"; all: {all_cycles(graph)}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n != ORACLE))
+def test_production_code_never_imports_the_oracle(name):
+    deps, _ = imports_of(name, MODULES[name])
+    assert ORACLE not in deps, f"{MODULES[name]} imports {ORACLE}, the test oracle; only tests may"
+
+
+def test_every_public_error_type_is_defined_in_errors_py():
+    """Exception classes users can see live in g10core/errors.py (private control-flow ones may not)."""
+    import builtins
+
+    elsewhere = []
+    for name, path in MODULES.items():
+        if path.suffix != ".py" or name == f"{PACKAGE}.errors":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+                if any(isinstance(getattr(builtins, b, None), type) and issubclass(getattr(builtins, b), BaseException)
+                       or b.endswith("Error") for b in bases):
+                    elsewhere.append(f"{path.name}: {node.name}")
+    assert not elsewhere, f"error types defined outside errors.py: {elsewhere}"
+
+
+def test_the_old_import_paths_name_the_same_classes():
+    from g10core import analysis, config, errors, g10artifact, hints, simulator, tensorsim, trace
+
+    assert config.ConfigError is errors.ConfigError and trace.TraceError is errors.TraceError
+    assert hints.HintError is errors.HintError and g10artifact.ArtifactError is errors.ArtifactError
+    assert analysis.CannotFit is errors.CannotFit is simulator.CannotFit
+    assert simulator.SimulationError is errors.SimulationError and tensorsim.TensorSimError is errors.TensorSimError
+    assert issubclass(errors.SimulationError, RuntimeError)
+    for bad_input in (errors.ConfigError, errors.TraceError, errors.HintError, errors.ArtifactError,
+                      errors.CannotFit, errors.TensorSimError):
+        assert issubclass(bad_input, ValueError) and issubclass(bad_input, errors.G10Error)
+
+
+def test_structured_errors_pickle_whole():
+    import pickle
+
+    from g10core.errors import CannotFit, HintError, TraceError
+
+    for exc in (TraceError("t.h5", "/kernels", "negative time", row=3, field="time_ideal_ns"),
+                HintError("h.h5", "tensor out of range", row=2, field="tensor"),
+                CannotFit(7, 1 << 33, 1 << 32, model="bert_base-b256")):
+        back = pickle.loads(pickle.dumps(exc))
+        assert type(back) is type(exc) and str(back) == str(exc)

@@ -1,0 +1,121 @@
+"""The page table component alone, against a page-by-page model of the same state.
+
+Random sequences of assignments, arrivals and departures (hypothesis); after each step
+the runs, the per-tensor counters, the GPU's arrival order, the per-tensor chains and
+the set of tensors on the GPU must equal the model's.
+"""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from g10core._pagetable import PageTable
+from g10core.codes import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
+
+SIZES = [3, 1, 4, 2, 5]                      # pages per tensor
+FIRST = np.concatenate(([0], np.cumsum(SIZES)[:-1]))
+P = sum(SIZES)
+
+
+def table():
+    T = len(SIZES)
+    return PageTable({"first": FIRST, "pages": SIZES, "is_global": [1, 0, 1, 0, 0],
+                      "birth": [0] * T, "death": [5] * T}, P, 100)
+
+
+def tensor_of(page):
+    return int(np.searchsorted(FIRST, page, side="right") - 1)
+
+
+ops = st.lists(st.one_of(
+    st.tuples(st.just("assign"), st.integers(0, P - 1), st.integers(1, 5),
+              st.sampled_from([TIER_NOT_PRESENT, TIER_SSD, TIER_HOST]), st.booleans()),
+    st.tuples(st.just("flag"), st.integers(0, P - 1), st.integers(1, 5), st.booleans()),
+    st.tuples(st.just("arrive"), st.integers(0, P - 1), st.integers(1, 5)),
+    st.tuples(st.just("depart"), st.integers(0, 30), st.integers(1, 5),
+              st.sampled_from([TIER_NOT_PRESENT, TIER_SSD, TIER_HOST])),
+), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops)
+def test_page_table_matches_a_page_by_page_model(steps):
+    """As the replay uses it: a page is in the arrival list exactly when it is on the GPU."""
+    pt = table()
+    loc = [TIER_SSD if tensor_of(p) in (0, 2) else TIER_NOT_PRESENT for p in range(P)]
+    intr = [False] * P
+    order: list[int] = []                  # GPU pages, oldest first
+    for step in steps:
+        kind = step[0]
+        if kind in ("assign", "flag", "arrive"):
+            a, n = step[1], step[2]
+            t = tensor_of(a)
+            b = min(a + n, FIRST[t] + SIZES[t])
+            on_gpu = [p in order for p in range(a, b)]
+            if kind == "assign":            # pages off the GPU change tier
+                if any(on_gpu):
+                    continue
+                tier, flag = step[3], step[4]
+            elif kind == "flag":            # queued for a transfer or not, tier kept
+                if len(set(loc[a:b])) != 1:
+                    continue
+                tier, flag = loc[a], step[3]
+            else:                           # pages come to the GPU
+                if any(on_gpu):
+                    continue
+                tier, flag = TIER_GPU, False
+                pt.py_arrive(a, b - a, t)
+                order.extend(range(a, b))
+            pt.py_assign(t, a, b, tier, int(flag))
+            for p in range(a, b):
+                loc[p], intr[p] = tier, flag
+        else:
+            _, i, n, tier = step
+            if not order:
+                continue
+            i %= len(order)
+            a = order[i]
+            run = [a]                       # consecutive pages, consecutive in the list too
+            while (len(run) < n and i + len(run) < len(order) and order[i + len(run)] == a + len(run)
+                   and tensor_of(a + len(run)) == tensor_of(a)):
+                run.append(a + len(run))
+            pt.py_depart(a, len(run))
+            del order[i:i + len(run)]
+            pt.py_assign(tensor_of(a), a, a + len(run), tier, 0)
+            for p in run:
+                loc[p], intr[p] = tier, False
+        # runs: maximal within tensors and equal to the pages' states
+        runs = pt.runs()
+        expanded = []
+        for (s, e, l, f) in runs:
+            assert tensor_of(s) == tensor_of(e - 1), "a run crosses a tensor"
+            expanded += [(l, bool(f))] * (e - s)
+        assert expanded == list(zip(loc, intr))
+        for (s0, e0, l0, f0), (s1, _e1, l1, f1) in zip(runs, runs[1:]):
+            assert e0 == s1
+            if tensor_of(s0) == tensor_of(s1):
+                assert (l0, f0) != (l1, f1), "runs not merged"
+        ready, in_transfer = pt.counts()
+        for t in range(len(SIZES)):
+            pages = range(FIRST[t], FIRST[t] + SIZES[t])
+            assert ready[t] == sum(1 for p in pages if loc[p] == TIER_GPU and not intr[p])
+            assert in_transfer[t] == sum(1 for p in pages if intr[p])
+        # arrival order, per-tensor chains, tensors on the GPU
+        flat = [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)]
+        assert flat == order
+        for t in range(len(SIZES)):
+            chain = [p for (s, c) in pt.tensor_chain(t) for p in range(s, s + c)]
+            assert chain == [p for p in order if tensor_of(p) == t]
+        assert pt.tensors_on_gpu() == sorted({tensor_of(p) for p in order})
+        for t in range(len(SIZES)):
+            idle = [p for p in order if tensor_of(p) == t and not intr[p]]
+            assert pt.py_oldest_idle_page(t) == (idle[0] if idle else -1)
+
+
+def test_tensor_of_and_liveness_inputs():
+    pt = table()
+    assert [pt.py_tensor_of(p) for p in range(P)] == [tensor_of(p) for p in range(P)]
+    assert pt.n_pages == P and pt.n_tensors == len(SIZES)
+    stats = pt.stats()
+    assert stats["gpu_free"] == P and stats["loc_runs"] == len(SIZES)
