@@ -21,7 +21,6 @@ import concurrent.futures as cf
 import contextlib
 import math
 import multiprocessing
-import os
 import signal
 import sys
 from dataclasses import dataclass
@@ -30,30 +29,15 @@ from pathlib import Path
 from .analysis import CannotFit
 from .config import SimConfig, preset
 from .published import FAILS, FIG11_POLICIES, FIG11_WORKLOADS, published_seconds
+from .sweep import default_jobs, default_traces_dir  # noqa: F401 (defined with the sweeps; re-exported)
 
 # Relative cost of a run by policy, for scheduling the long runs first.
 _POLICY_COST = {"deepum": 5.0, "base-uvm": 3.0, "g10": 3.0, "g10-gds": 1.0, "g10-host": 1.0,
                 "flashneuron": 0.2, "ideal": 0.05}
 
 
-def default_traces_dir() -> Path:
-    """``$G10_TRACES_DIR``, else the checkout's ``traces/``, else ``./traces``."""
-    env = os.environ.get("G10_TRACES_DIR")
-    if env:
-        return Path(env)
-    shipped = Path(__file__).resolve().parents[2] / "traces"
-    return shipped if shipped.is_dir() else Path("traces")
-
-
 def trace_file(traces_dir, model: str, batch: int) -> Path:
     return Path(traces_dir) / f"{model}-b{int(batch)}.h5"
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)

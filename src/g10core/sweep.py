@@ -77,6 +77,7 @@ from pathlib import Path
 
 from . import __version__
 from .config import SECTIONS, ConfigError, SimConfig, preset
+from .errors import SweepError  # noqa: F401 (defined in errors.py; importable from here)
 
 PLAN_SCHEMA = "g10core-sweep-plan"
 RECORD_SCHEMA_VERSION = 1
@@ -97,10 +98,6 @@ ROW_FIELDS = ("run_key", "trace", "model", "batch", "policy", "time_s", "ideal_t
 # (CPU seconds measured on the 1,410 published runs: G10's replay is 4-6x Base UVM's)
 _POLICY_COST = {"g10": 5.0, "base-uvm": 1.0, "deepum": 0.7, "g10-gds": 0.5, "g10-host": 0.5,
                 "flashneuron": 0.1, "ideal": 0.01}
-
-
-class SweepError(ValueError):
-    """A sweep file or store is invalid; one line naming the file and the key or line."""
 
 
 # ============================================================================
@@ -182,9 +179,20 @@ def config_from_dict(d: dict) -> SimConfig:
 
 
 def default_traces_dir() -> Path:
-    from .reproduce import default_traces_dir as shipped
+    """``$G10_TRACES_DIR``, else the checkout's ``traces/``, else ``./traces``."""
+    env = os.environ.get("G10_TRACES_DIR")
+    if env:
+        return Path(env)
+    shipped = Path(__file__).resolve().parents[2] / "traces"
+    return shipped if shipped.is_dir() else Path("traces")
 
-    return shipped()
+
+def default_jobs() -> int:
+    """Worker processes by default: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 _SHIPPED_NAME = re.compile(r"^[A-Za-z0-9_]+-b\d+$")
@@ -885,8 +893,6 @@ def run_sweep(sweep: Sweep, out, *, jobs: int | None = None, dask: str | None = 
     once; Ctrl-C (or any error of the driver) keeps what finished.
     """
     from tqdm import tqdm
-
-    from .reproduce import default_jobs
 
     jobs = default_jobs() if jobs is None else int(jobs)
     if jobs < 1:
