@@ -568,10 +568,9 @@ def _simulate(task: dict, phases: dict) -> dict:
     phases["setup"] = round(time.perf_counter() - t0, 4)
     try:
         r = sim.run(trace, pol)
-        for k in ("hints_wall_s", "simulate_wall_s", "wall_s"):
-            if k in r.metadata:
-                phases[{"hints_wall_s": "plan", "simulate_wall_s": "simulate", "wall_s": "run"}[k]] = \
-                    round(r.metadata[k], 4)
+        for key, phase in (("plan_wall_s", "plan"), ("simulate_wall_s", "simulate"), ("wall_s", "run")):
+            if key in r.metadata:
+                phases[phase] = round(r.metadata[key], 4)
     except CannotFit as exc:
         t11 = run_kernel_cycles(trace, cfg)[0]
         return {"time_s": None, "ideal_time_s": int(t11.sum()) / sim.constants.freq_hz,
