@@ -49,3 +49,26 @@ def test_every_page_policy_names_a_registered_rule():
         cls = policies.get(name)
         if cls.level == "page":
             assert evictors.resolve(cls.eviction) in evictors.names(), name
+
+
+def test_a_device_schedules_its_own_events_on_the_engine_queue():
+    """A device's events fire in time order with the kernel and slot events and come back to it."""
+    from g10core._device import EventProbe
+    from g10core._replay import Replay
+    from g10core.simulator import replay_inputs
+    from g10core.synth import synthesize
+
+    trace = synthesize(12, 8 << 20, pattern="training", seed=3)
+    cfg = preset("g10-artifact").with_overrides({"gpu": {"memory_GiB": 4 / 1024}})
+    c, a, _ = replay_inputs(trace, cfg)
+    plain = Replay(c, a).run()
+    probe = EventProbe(1000)
+    c, a, _ = replay_inputs(trace, cfg)
+    with_probe = Replay(c, a, link=probe).run()
+    # the probe only listens: the timeline is the same, and every event it scheduled before
+    # the run's end came back at its cycle, in time order
+    assert np.array_equal(plain["kernels"], with_probe["kernels"])
+    scheduled, fired = probe.events()
+    end = int(with_probe["end_cycle"])
+    assert len(scheduled) >= 2 * trace.n_kernels and end not in scheduled
+    assert fired == sorted(t for t in scheduled if t < end)

@@ -3,12 +3,19 @@
 # method does nothing); LinkDevice and SSDDevice drive the compiled PCIe link and FTL
 # of the detailed preset.  See _device.pyx.
 from libc.stdint cimport int8_t, int64_t
+from libcpp.vector cimport vector
 
+from g10core._engine cimport g10_event_queue
 from g10core._pcie cimport LinkCore
 from g10core._ssd cimport SSDCore
 
 
 cdef class Device:
+    cdef g10_event_queue* queue            # the engine's queue (set by attach; NULL before)
+    cdef int64_t index                     # this device's number in the replay's event arguments
+
+    cdef void attach(self, g10_event_queue* queue, int64_t index) noexcept
+    cdef void schedule(self, int64_t time, int64_t payload) noexcept nogil
     cdef int64_t slot_quota(self, int64_t now, int64_t tick, int64_t quota) noexcept nogil
     cdef void pages_out(self, int64_t page, int64_t k, int8_t dest, int64_t now) noexcept nogil
     cdef void pages_in(self, int64_t page, int64_t k, int8_t src, int64_t now) noexcept nogil
@@ -30,3 +37,9 @@ cdef class SSDDevice(Device):
     cdef SSDCore core
     cdef object _ssd                       # the ssd.SSD that owns core
     cdef public int64_t throttled_slots    # slots in which the SSD could not take a command
+
+
+cdef class EventProbe(Device):
+    cdef int64_t delay                     # cycles after a kernel begins at which it fires
+    cdef vector[int64_t] scheduled         # cycles of the events it scheduled
+    cdef vector[int64_t] fired             # cycles at which they came back

@@ -16,12 +16,25 @@ are unsafe for it (its state evolves even when the slots look alike).
 """
 from libc.stdint cimport int8_t, int64_t
 
-from ._types cimport TIER_NOT_PRESENT, TIER_SSD, TIER_HOST
+from ._types cimport TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, EV_DEVICE, EV_PRIORITY
 from ._pcie cimport DIR_TO_DEVICE, DIR_FROM_DEVICE, FLOW_HOST, FLOW_PEER
 
 
 cdef class Device:
-    """No device: the slot model (every hook does nothing)."""
+    """No device: the slot model (every hook does nothing).
+
+    A device may put its own events on the engine's queue with ``schedule``: they fire
+    in (cycle, priority, sequence) order with the replay's kernel and slot events, and
+    come back through ``on_event`` with their payload.
+    """
+
+    cdef void attach(self, g10_event_queue* queue, int64_t index) noexcept:
+        self.queue = queue
+        self.index = index
+
+    cdef void schedule(self, int64_t time, int64_t payload) noexcept nogil:
+        """An event at `time` for this device; `payload` (>= 0) comes back to on_event."""
+        self.queue.push(time, EV_PRIORITY, EV_DEVICE, payload * 2 + self.index)
 
     cdef int64_t slot_quota(self, int64_t now, int64_t tick, int64_t quota) noexcept nogil:
         """Pages of this device a slot starting at `now` may move per direction."""
@@ -45,8 +58,8 @@ cdef class Device:
     cdef void kernel_begin(self, int64_t kernel, int64_t now) noexcept nogil:
         pass
 
-    cdef int on_event(self, int64_t now, int64_t arg) except -1 nogil:
-        """An event this device scheduled on the engine's queue fired."""
+    cdef int on_event(self, int64_t now, int64_t payload) except -1 nogil:
+        """An event this device scheduled fired at `now`."""
         return 0
 
     cdef bint bulk_safe(self) noexcept nogil:
@@ -124,3 +137,26 @@ cdef class SSDDevice(Device):
 
     def stats(self):
         return self._ssd.stats()
+
+
+cdef class EventProbe(Device):
+    """A device that only uses the engine's queue: at every kernel begin it schedules an
+    event ``delay`` cycles later and counts the events it gets back (tests)."""
+
+    def __init__(self, int64_t delay):
+        self.delay = delay
+
+    cdef void kernel_begin(self, int64_t kernel, int64_t now) noexcept nogil:
+        self.schedule(now + self.delay, now + self.delay)
+        self.scheduled.push_back(now + self.delay)
+
+    cdef int on_event(self, int64_t now, int64_t payload) except -1 nogil:
+        if payload != now:
+            with gil:
+                raise RuntimeError(f"event for {payload} fired at {now}")
+        self.fired.push_back(now)
+        return 0
+
+    def events(self):
+        """(cycles scheduled, cycles fired), in order."""
+        return list(self.scheduled), list(self.fired)

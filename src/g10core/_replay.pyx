@@ -114,9 +114,12 @@ cdef class Replay:
                    "birth": arrays["t_birth"], "death": arrays["t_death"]}
         self.pt = PageTable(tensors, c["gpu_pages"], c["host_pages"])
         self.ev = build_evictor(c["eviction"], self.pt, c, arrays)
-        self._devices = (ssd, link) if ssd is not None else None
-        self.link = LinkDevice(link, c.get("page_bytes", 4096)) if link is not None else Device()
-        self.ssd = SSDDevice(ssd) if ssd is not None else Device()
+        self._devices = (ssd, link) if ssd is not None and not isinstance(ssd, Device) else None
+        self.link = link if isinstance(link, Device) else (
+            LinkDevice(link, c.get("page_bytes", 4096)) if link is not None else Device())
+        self.ssd = ssd if isinstance(ssd, Device) else (SSDDevice(ssd) if ssd is not None else Device())
+        self.link.attach(&self.events, 0)
+        self.ssd.attach(&self.events, 1)
         self.bt = Batcher(self.pt, self.ev, self.link, self.ssd, c, self.n_iter, c.get("debug_log", False))
         self.fm = ProfileFaultModel({"t11": arrays["t11"], "t10": arrays["t10"], "t00": arrays["t00"]},
                                     {"freq_hz": c["freq_hz"], "page_bytes": c.get("page_bytes", 4096),
@@ -249,9 +252,10 @@ cdef class Replay:
     # ======================================================================
     # the event loop
     # ======================================================================
-    cdef inline int64_t next_kernel_time(self) noexcept nogil:
-        """Cycle of the pending kernel-begin event, or -1.  Called between a slot's pop
-        and its reschedule, when the queue holds kernel events only."""
+    cdef inline int64_t next_event_time(self) noexcept nogil:
+        """Cycle of the next pending event (a kernel begin, or a device's own), or -1.
+        Called between a slot's pop and its reschedule: idle skips and bulk repeats of
+        slots stop before it."""
         if self.events.empty():
             return -1
         return self.events.top().time
@@ -277,26 +281,26 @@ cdef class Replay:
                     self.events.push(ev.time, EV_PRIORITY, EV_KERNEL_BEGIN, self.iteration * self.K + self.cur)
                     self.bt.started = True
                 if not self.bt.transferring:
-                    self.bt.skip_idle(self.next_kernel_time())
+                    self.bt.skip_idle(self.next_event_time())
                 elif self.bulk_enabled:
                     if self.bt.irregular:
                         self.bt.note(B_IRREGULAR)
                     else:
-                        self.bt.try_bulk(self.next_kernel_time())
+                        self.bt.try_bulk(self.next_event_time())
                 if self.bt.n_slots_detailed + self.bt.n_slots_bulk > self.max_slots:
                     with gil:
                         raise RuntimeError(self._state())
                 self.events.push(self.bt.tb, EV_PRIORITY, EV_SLOT, 0)
-            elif ev.arg == 0:
-                self.link.on_event(ev.time, ev.arg)
+            elif ev.arg % 2 == 0:                  # a device's own event: payload * 2 + device
+                self.link.on_event(ev.time, ev.arg // 2)
             else:
-                self.ssd.on_event(ev.time, ev.arg)
+                self.ssd.on_event(ev.time, ev.arg // 2)
         return 0
 
     def _state(self):
         return (f"t={self.bt.tb} kernel={self.cur} iter={self.iteration} resched={self.bt.waiting} "
                 f"started={self.bt.started} pending_events={self.events.size()} "
-                f"next_kernel={self.next_kernel_time()} queues={self.bt.queue_lengths()} "
+                f"next_kernel={self.next_event_time()} queues={self.bt.queue_lengths()} "
                 f"gpu_free={self.pt.gpu_free} host={self.pt.host_used}/{self.pt.host_line} "
                 f"gpu_intr={self.pt.gpu_intr} req_intr={self.pt.pinned_in_transfer()}")
 

@@ -208,3 +208,138 @@ cdef struct traffic_row:
     int64_t host_to_gpu        # pages fetched from host memory
     int64_t gpu_to_ssd         # pages evicted to the SSD
     int64_t gpu_to_host        # pages evicted to host memory
+
+
+# ---- TLB and far-fault handler ------------------------------------------------
+# (_tlb.pyx and _uvm.pyx; specs and validation in tlb.py and uvm.py)
+
+# Resolved parameters of one TLB hierarchy replica, in cycles and entry counts.
+# A replica is the whole hierarchy (every SM's L1, the L2, the page-walk cache and
+# the walkers) restricted to the translation pages v with v % modulus == residue;
+# full simulation is one replica with modulus 1.  Sampled replicas are scaled down
+# (sets first, then ways) so that each keeps the full hierarchy's reach per page; their
+# walkers run in dilated time (a walk holds one for modulus x its latency and its
+# requester waits 1/modulus of the queueing it sees).
+cdef struct tlb_params:
+    int32_t sms                # SMs, each with a private L1
+    int32_t page_shift         # log2(translation page / 4 KiB): 0, 4 (64 KiB) or 9 (2 MiB)
+    int32_t l1_sets            # L1 sets (of this replica)
+    int32_t l1_ways            # L1 ways
+    int32_t l2_sets            # shared L2 sets
+    int32_t l2_ways            # shared L2 ways
+    int32_t pwc_sets           # page-walk cache sets (0: no page-walk cache)
+    int32_t pwc_ways           # page-walk cache ways
+    int32_t walkers            # page walkers (every replica has all of them)
+    int32_t overlap            # translations an SM keeps in flight while it computes
+    int64_t l1_latency         # cycles of an L1 lookup
+    int64_t l2_latency         # cycles of an L2 lookup (after the L1 missed)
+    int64_t pwc_latency        # cycles of a page-walk-cache lookup (before a walk)
+    int64_t walk_latency       # cycles of a full page walk
+    int64_t walk_last_level    # cycles of the walk's last level (what a page-walk-cache hit leaves)
+    int64_t shootdown_l1       # cycles of a shootdown that finds entries in some L1
+    int64_t shootdown_l2       # cycles of a shootdown that finds entries in the L2
+    int64_t modulus            # sampling modulus k, a power of two (1: full simulation)
+    int32_t modulus_shift      # log2(modulus)
+
+# One set-associative TLB (or page-walk cache): LRU within each set, kept by order.
+# A set is a ring of ways in recency order: logical way i (0 = most recent) is physical
+# way (head + i) % ways, and ways fill .. ways-1 are empty.
+cdef struct tlb_array:
+    int64_t* tag               # sets * ways; -1: empty
+    int64_t* ready             # cycle the entry's walk completes (a hit before then waits)
+    int32_t* head              # per set: physical way of its most recent entry
+    int32_t* fill              # per set: entries in use
+    int32_t sets               # sets
+    int32_t ways               # ways per set
+    int64_t set_mask           # sets - 1 when sets is a power of two, else -1
+    int64_t way_mask           # ways - 1 when ways is a power of two, else -1
+    int64_t entries            # sets * ways
+
+# Counters of one replica (unscaled: the Python layer multiplies by the modulus).
+cdef struct tlb_stats:
+    int64_t accesses           # 4 KiB accesses translated (lookups + the L1 hits of their runs)
+    int64_t lookups            # lookups simulated (the first access of an SM's run in a translation page)
+    int64_t l1_hits            # L1 hits (simulated lookups and run accesses)
+    int64_t l1_misses          # L1 misses
+    int64_t l2_hits            # L2 hits (pending ones included)
+    int64_t l2_pending_hits    # L2 hits on an entry whose walk was still in flight (merged walks)
+    int64_t l2_misses          # L2 misses = walks started
+    int64_t pwc_hits           # walks whose upper levels the page-walk cache held
+    int64_t pwc_misses         # walks that found no page-walk-cache entry
+    int64_t walker_queue_cycles      # sum over walks of the wait for a free walker
+    int64_t max_walker_queue_cycles  # worst single wait
+    int64_t latency_cycles     # sum of translation latencies (lookups and run hits)
+    int64_t invalidated_l1     # L1 entries removed by shootdowns
+    int64_t invalidated_l2     # L2 entries removed by shootdowns
+    int64_t cycles_added       # sum over kernels of this replica's estimate of the cycles translation adds
+    int64_t kernels            # kernels translated
+
+
+# Far-fault handler (_uvm.pyx).  Pages are the replay's 4 KiB pages.
+cdef enum Prefetcher:
+    PREFETCH_NONE = 0          # only the faulted migration unit moves
+    PREFETCH_SEQUENTIAL = 1    # the faulted unit and the next ones in its VA block
+    PREFETCH_TREE = 2          # NVIDIA-style density tree over the VA block
+
+cdef enum EvictDestination:
+    EVICT_TO_HOST = 0          # host memory, whatever its use
+    EVICT_TO_SSD = 1           # the SSD
+    EVICT_HOST_THEN_SSD = 2    # host memory while it has room, then the SSD
+
+# Why pages moved (uvm_move.cause).
+cdef enum MoveCause:
+    MOVE_FAULT = 0             # the faulted migration unit
+    MOVE_PREFETCH = 1          # added by the prefetcher
+    MOVE_HINT = 2              # brought or sent by a policy hint
+    MOVE_EVICT = 3             # evicted to make room
+
+# Resolved parameters of the fault handler (pages and cycles).
+cdef struct uvm_params:
+    int64_t unit_pages         # migration unit, pages (1..16)
+    int64_t block_pages        # VA block, pages (power of two, <= 512)
+    int32_t prefetcher         # Prefetcher
+    int64_t sequential_units   # units after the faulted one the sequential prefetcher adds
+    int64_t threshold_num      # tree: a node fills once resident * den > num * its pages
+    int64_t threshold_den
+    int64_t batch_faults       # distinct faults (migration units) one batch services at most
+    int64_t batch_fixed        # cycles of a batch's fixed cost
+    int64_t batch_per_page     # cycles per page a batch migrates
+    int64_t evict_pages        # eviction granularity: 1 page or block_pages
+    int32_t evict_destination  # EvictDestination
+    int64_t gpu_pages          # GPU frames
+    int64_t host_pages         # host memory for evicted pages, pages
+    int64_t page_bytes         # bytes per page (4096)
+
+# One range of pages a batch or hint moved.
+cdef struct uvm_move:
+    int64_t first              # first page
+    int64_t end                # one past the last page
+    int8_t src                 # Tier the pages were in
+    int8_t dst                 # Tier they went to
+    int8_t cause               # MoveCause
+    int64_t done               # cycle the pages are in place
+
+# Counters of the handler.
+cdef struct uvm_stats:
+    int64_t faults             # faults raised
+    int64_t duplicate_faults   # faults on a unit already waiting in the buffer
+    int64_t resident_faults    # faults on a page already resident or in flight (no new work)
+    int64_t batches            # batches serviced
+    int64_t batch_units        # fault entries (migration units) serviced
+    int64_t max_batch_units    # most units in one batch
+    int64_t batch_cycles       # sum over batches of (end - start)
+    int64_t fault_wait_cycles  # sum over serviced faults of (batch end - raise time)
+    int64_t max_buffer         # most fault entries waiting at once
+    int64_t pages_faulted      # pages of faulted units that moved in
+    int64_t pages_prefetched   # pages the prefetcher added
+    int64_t pages_hinted       # pages hints brought in
+    int64_t pages_from_host    # pages copied host -> GPU
+    int64_t pages_from_ssd     # pages read SSD -> GPU
+    int64_t pages_zero_filled  # never-allocated pages given a GPU frame (no transfer)
+    int64_t pages_to_host      # pages evicted to host memory
+    int64_t pages_to_ssd       # pages evicted to the SSD
+    int64_t evictions          # eviction decisions (chunks or page groups)
+    int64_t overcommit_pages   # pages migrated in with no victim left (GPU over capacity)
+    int64_t shootdown_cycles   # cycles shootdowns added to batches
+    int64_t blocks_created     # VA-block records created (touched blocks)
+    int64_t max_blocks         # most VA-block records alive at once

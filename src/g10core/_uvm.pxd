@@ -1,0 +1,113 @@
+# Compiled far-fault handler of the detailed preset: fault buffer serviced in batches,
+# deduplication per migration unit, prefetchers (none, sequential, tree) inside the
+# 2 MiB VA block, least-recently-migrated eviction in 4 KiB pages or whole VA blocks,
+# host/SSD destinations, transfers through the PCIe link (and the SSD).
+# Spec, validation and the Python handle: g10core.uvm.
+from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
+from libcpp.deque cimport deque
+from libcpp.map cimport map as cmap
+from libcpp.unordered_set cimport unordered_set
+from libcpp.vector cimport vector
+
+from g10core._types cimport cycle_t, page_t, uvm_params, uvm_move, uvm_stats
+from g10core._pcie cimport LinkCore
+from g10core._ssd cimport SSDCore
+from g10core._tlb cimport Translator
+
+cimport cython
+
+# raise_fault's answers.
+cdef enum:
+    FAULT_QUEUED = 0           # a new fault entry: its unit waits in the buffer
+    FAULT_DUPLICATE = 1        # its unit already waits in the buffer (deduplicated)
+    FAULT_RESIDENT = 2         # the page is resident or in flight: wait for arrival(page)
+
+# A VA block's residency, kept only for blocks with a page on the GPU or in flight to it.
+cdef struct va_block:
+    int64_t block              # block number (first page / block_pages)
+    int64_t valid_lo           # the allocation's pages inside the block: [valid_lo, valid_hi),
+    int64_t valid_hi           #   relative to the block's first page
+    uint64_t resident[8]       # bit i: page i of the block is on the GPU or in flight to it
+    int64_t n_resident         # bits set
+    int64_t arrive             # cycle the block's latest migration in completes
+    int64_t epoch              # the batch (or hint) that last migrated into it
+    int32_t prev               # least-recently-migrated list: older neighbour (-1: head)
+    int32_t next               #   newer neighbour (-1: tail)
+
+# One fault buffer entry (a migration unit).
+cdef struct fault_entry:
+    int64_t unit               # migration unit number (page / unit_pages)
+    int64_t raised             # cycle the (first) fault on it was raised
+    int64_t alloc_lo           # the faulting allocation's pages: [alloc_lo, alloc_hi)
+    int64_t alloc_hi
+
+
+cdef class TierMap:
+    """Where the pages that are not on the GPU live (the replay's page table implements
+    this; RunTierMap is a standalone one).  Tiers are _types.Tier codes."""
+    # Tier of ``page``; ``run_end[0]`` = end of the run of pages with that tier (<= limit).
+    cdef int8_t tier_run(self, page_t page, page_t limit, page_t* run_end) noexcept nogil
+    # Pages [first, end) are now in ``tier``.
+    cdef void set_tier(self, page_t first, page_t end, int8_t tier) noexcept nogil
+
+
+@cython.final
+cdef class RunTierMap(TierMap):
+    cdef cmap[int64_t, int8_t] runs    # run start -> tier; a run extends to the next start
+
+
+@cython.final
+cdef class FarFaultHandler:
+    cdef uvm_params p
+    cdef LinkCore link                 # the GPU's PCIe link
+    cdef SSDCore ssd                   # None: SSD pages cost only their link transfer
+    cdef TierMap tiers
+    cdef Translator translator         # told about every page that leaves the GPU
+    cdef cmap[int64_t, int32_t] block_index   # block number -> record in `blocks`
+    cdef vector[va_block] blocks
+    cdef vector[int32_t] free_records
+    cdef int32_t lrm_head, lrm_tail    # least recently migrated first
+    cdef deque[fault_entry] buffer     # faults waiting, in the order raised
+    cdef unordered_set[int64_t] pending  # units in the buffer (deduplication)
+    cdef vector[fault_entry] batch     # scratch: the batch being serviced
+    cdef vector[uvm_move] moves        # what the latest batch / hint / eviction / release moved
+    cdef cycle_t busy_until            # the handler is servicing a batch until then
+    cdef int64_t gpu_used              # GPU frames holding (or awaiting) a page
+    cdef int64_t host_used             # host pages holding evicted pages
+    cdef int64_t epoch                 # batches and hints so far (pins their blocks)
+    cdef int64_t live_blocks
+    cdef cycle_t last_arrival          # raise_fault(FAULT_RESIDENT): when that page arrives
+    cdef int64_t out_bytes[2]          # this operation's GPU->host (0) and GPU->SSD (1) bytes
+    cdef cycle_t shootdown             # this operation's shootdown cycles
+    cdef uvm_stats st
+
+    # ---- entry points the replay calls ----
+    # A warp touched non-resident ``page`` of the allocation [alloc_lo, alloc_hi) at ``now``.
+    cdef int raise_fault(self, page_t page, page_t alloc_lo, page_t alloc_hi, cycle_t now) noexcept nogil
+    # When the next batch would start (-1: the buffer is empty).
+    cdef cycle_t next_batch_time(self) noexcept nogil
+    # Service one batch starting at max(now, busy, first raise); returns its end: every
+    # page it moved in is on the GPU then (moves() lists them).
+    cdef cycle_t service_batch(self, cycle_t now) noexcept nogil
+    # A hint brings [first, end) of allocation [alloc_lo, alloc_hi) now; returns arrival.
+    cdef cycle_t prefetch_range(self, page_t first, page_t end, page_t alloc_lo, page_t alloc_hi,
+                                cycle_t now) noexcept nogil
+    # A hint sends the resident pages of [first, end) to ``dest`` (Tier); returns completion.
+    cdef cycle_t evict_range(self, page_t first, page_t end, int8_t dest, cycle_t now) noexcept nogil
+    # [first, end) is freed: its GPU pages are dropped without transfer; returns shootdown cycles.
+    cdef cycle_t release_range(self, page_t first, page_t end) noexcept nogil
+    # Cycle a resident (or in-flight) page is usable from; -1 when it is not on the GPU.
+    cdef cycle_t arrival(self, page_t page) noexcept nogil
+
+    # ---- internals ----
+    cdef int32_t _record(self, int64_t block, int64_t alloc_lo, int64_t alloc_hi) except -1 nogil
+    cdef int32_t _find(self, int64_t block) noexcept nogil
+    cdef void _lrm_unlink(self, int32_t i) noexcept nogil
+    cdef void _lrm_append(self, int32_t i) noexcept nogil
+    cdef void _drop_record(self, int32_t i) noexcept nogil
+    cdef void _prefetch_tree(self, va_block* b, int64_t unit_off, uint64_t* occ) noexcept nogil
+    cdef int _add_runs(self, int64_t base, const uint64_t* bits, int64_t n_bits, int8_t cause) except -1 nogil
+    cdef int64_t _evict(self, int64_t need, int8_t forced_dest, cycle_t now) except -1 nogil
+    cdef int64_t _take_pages(self, int32_t i, const uint64_t* take, int8_t forced_dest) except -1 nogil
+    cdef cycle_t _move_in(self, size_t first_move, cycle_t t_in, cycle_t t_floor) noexcept nogil
+    cdef cycle_t _send_out(self, size_t first_move, cycle_t t) noexcept nogil

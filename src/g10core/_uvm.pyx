@@ -1,0 +1,866 @@
+# cython: language_level=3
+"""Compiled far-fault handler (the Python API is ``g10core.uvm``).
+
+What happens between "a warp touches a page that is not on the GPU" and "the
+warp runs again" (detailed_model.md §1), in the NVIDIA driver's terms:
+
+* Fault buffer.  A fault names a 4 KiB page; the buffer holds one entry per
+  migration unit (64 KiB by default): a fault on a unit already waiting is a
+  duplicate, a fault on a page already resident or in flight waits for that
+  page's arrival.  Entries wait in the order raised.
+* Batches.  The handler services one batch at a time: the entries raised by
+  the time the batch starts, at most ``batch_faults`` of them; faults raised
+  while a batch is serviced wait for the next one.  A batch sorts its entries
+  by address, decides per VA block (2 MiB) what moves in (the faulted units,
+  whole, within the allocation, and what the prefetcher adds), evicts what it
+  must, then costs ``batch_fixed + batch_per_page * pages`` of driver time
+  followed by the transfers: evictions out first when memory is full (the
+  frames they free are the ones the pages in take), then one transfer per
+  link direction and flow (host pages: host flow; SSD pages: read by the SSD,
+  then its peer flow).  The batch ends when its last page is in; faults
+  replay then.
+* Prefetchers, never crossing the VA block nor the allocation: ``none``;
+  ``sequential`` (the next units after the faulted one); ``tree``: the VA
+  block is a binary tree whose leaves are migration units; going up from the
+  faulted unit, a node whose resident (or incoming) pages are more than the
+  threshold of its pages is filled whole.
+* Eviction: least recently migrated VA block first (the driver's rule; a
+  block moves to the back whenever pages migrate into it; blocks the current
+  batch brings pages into are never victims), in whole blocks (2 MiB
+  chunks) or in 4 KiB pages.  Destination: host memory, the SSD, or host
+  memory while it has room and then the SSD.  Every page that leaves the GPU
+  is shot down in the translator.
+
+Residency is kept per VA block, for blocks with a page on the GPU only (a
+512-bit map each, in an ordered map by block number): the cost of a call is
+proportional to the blocks it touches, never to the footprint.  Where pages
+that are not on the GPU live is the ``TierMap``'s business (the replay's page
+table implements it); the handler updates it for every page it moves.
+
+Inputs are trusted: ``g10core.uvm`` validates them.
+"""
+from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
+from libc.string cimport memset
+from libcpp.algorithm cimport sort
+from libcpp.vector cimport vector
+from cython.operator cimport dereference as deref, preincrement as inc, predecrement as dec
+
+from g10core._types cimport (cycle_t, page_t, uvm_params, uvm_move, uvm_stats,
+                             TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
+                             PREFETCH_NONE, PREFETCH_SEQUENTIAL, PREFETCH_TREE,
+                             EVICT_TO_HOST, EVICT_TO_SSD, EVICT_HOST_THEN_SSD,
+                             MOVE_FAULT, MOVE_PREFETCH, MOVE_HINT, MOVE_EVICT)
+from g10core._pcie cimport LinkCore, DIR_TO_DEVICE, DIR_FROM_DEVICE, FLOW_HOST, FLOW_PEER
+from g10core._ssd cimport SSDCore
+from g10core._tlb cimport Translator, NoTranslation
+
+import numpy as np
+
+cdef extern from *:
+    int __builtin_popcountll(unsigned long long) nogil
+    int __builtin_ctzll(unsigned long long) nogil
+
+def layout():
+    """The compiled codes (tests compare them with g10core.uvm's)."""
+    return {
+        "prefetchers": {"none": PREFETCH_NONE, "sequential": PREFETCH_SEQUENTIAL, "tree": PREFETCH_TREE},
+        "evict_destinations": {"host": EVICT_TO_HOST, "ssd": EVICT_TO_SSD, "host-then-ssd": EVICT_HOST_THEN_SSD},
+        "causes": {"fault": MOVE_FAULT, "prefetch": MOVE_PREFETCH, "hint": MOVE_HINT, "evict": MOVE_EVICT},
+        "fault_answers": {"queued": FAULT_QUEUED, "duplicate": FAULT_DUPLICATE, "resident": FAULT_RESIDENT},
+        "tiers": {"not_present": TIER_NOT_PRESENT, "ssd": TIER_SSD, "host": TIER_HOST, "gpu": TIER_GPU},
+    }
+
+
+MOVE_DTYPE = np.dtype([("first", np.int64), ("end", np.int64), ("src", np.int8), ("dst", np.int8),
+                       ("cause", np.int8), ("done", np.int64)])
+CAUSE_NAMES = ("fault", "prefetch", "hint", "evict")
+TIER_NAMES = ("not_present", "ssd", "host", "gpu")
+
+
+# ---- 512-bit block maps ------------------------------------------------------------
+
+cdef inline uint64_t word_mask(int64_t k, int64_t lo, int64_t hi) noexcept nogil:
+    """Bits of word k inside [lo, hi)."""
+    cdef int64_t a = lo - 64 * k, b = hi - 64 * k
+    cdef uint64_t m
+    if a < 0:
+        a = 0
+    if b > 64:
+        b = 64
+    if b <= a:
+        return 0
+    m = (<uint64_t>0xFFFFFFFFFFFFFFFF) if b == 64 else ((<uint64_t>1 << b) - 1)
+    return m & ~((<uint64_t>1 << a) - 1)
+
+
+cdef inline void bits_set(uint64_t* w, int64_t lo, int64_t hi) noexcept nogil:
+    cdef int64_t k
+    if hi <= lo:
+        return
+    for k in range(lo >> 6, ((hi - 1) >> 6) + 1):
+        w[k] |= word_mask(k, lo, hi)
+
+
+cdef inline int64_t bits_count(const uint64_t* w, int64_t lo, int64_t hi) noexcept nogil:
+    cdef int64_t k, n = 0
+    if hi <= lo:
+        return 0
+    for k in range(lo >> 6, ((hi - 1) >> 6) + 1):
+        n += __builtin_popcountll(w[k] & word_mask(k, lo, hi))
+    return n
+
+
+cdef inline int64_t bits_total(const uint64_t* w) noexcept nogil:
+    cdef int k
+    cdef int64_t n = 0
+    for k in range(8):
+        n += __builtin_popcountll(w[k])
+    return n
+
+
+cdef inline bint bit_test(const uint64_t* w, int64_t i) noexcept nogil:
+    return (w[i >> 6] >> (i & 63)) & 1
+
+
+cdef inline int64_t next_set(const uint64_t* w, int64_t i, int64_t n) noexcept nogil:
+    """First set bit at or after i (n when none below n)."""
+    cdef int64_t k
+    cdef uint64_t x
+    while i < n:
+        k = i >> 6
+        x = w[k] >> (i & 63)
+        if x:
+            i += __builtin_ctzll(x)
+            return i if i < n else n
+        i = (k + 1) << 6
+    return n
+
+
+cdef inline int64_t next_clear(const uint64_t* w, int64_t i, int64_t n) noexcept nogil:
+    """First clear bit at or after i (n when none below n)."""
+    cdef int64_t k
+    cdef uint64_t x
+    while i < n:
+        k = i >> 6
+        x = (~w[k]) >> (i & 63)
+        if x:
+            i += __builtin_ctzll(x)
+            return i if i < n else n
+        i = (k + 1) << 6
+    return n
+
+
+cdef inline int64_t imax(int64_t a, int64_t b) noexcept nogil:
+    return a if a > b else b
+
+
+cdef inline int64_t imin(int64_t a, int64_t b) noexcept nogil:
+    return a if a < b else b
+
+
+cdef bint unit_less(const fault_entry& a, const fault_entry& b) noexcept nogil:
+    return a.unit < b.unit
+
+
+# ---- where pages live ----------------------------------------------------------------
+
+cdef class TierMap:
+    """Base: every page is in host memory and nothing is recorded."""
+
+    cdef int8_t tier_run(self, page_t page, page_t limit, page_t* run_end) noexcept nogil:
+        run_end[0] = limit
+        return TIER_HOST
+
+    cdef void set_tier(self, page_t first, page_t end, int8_t tier) noexcept nogil:
+        pass
+
+    def py_tier_runs(self, page_t first, page_t end):
+        """[(first, end, tier)] covering [first, end)."""
+        cdef page_t e
+        cdef int8_t t
+        out = []
+        while first < end:
+            t = self.tier_run(first, end, &e)
+            out.append((first, e, t))
+            first = e
+        return out
+
+    def py_set_tier(self, page_t first, page_t end, int8_t tier):
+        self.set_tier(first, end, tier)
+
+
+cdef class RunTierMap(TierMap):
+    """Tiers kept as runs in an ordered map (every page starts in ``initial_tier``)."""
+
+    def __init__(self, int initial_tier=TIER_HOST):
+        self.runs.clear()
+        self.runs[0] = <int8_t>initial_tier
+
+    cdef int8_t tier_run(self, page_t page, page_t limit, page_t* run_end) noexcept nogil:
+        cdef cmap[int64_t, int8_t].iterator it = self.runs.upper_bound(page)
+        run_end[0] = limit if it == self.runs.end() else imin(deref(it).first, limit)
+        dec(it)
+        return deref(it).second
+
+    cdef void set_tier(self, page_t first, page_t end, int8_t tier) noexcept nogil:
+        cdef cmap[int64_t, int8_t].iterator it
+        cdef int8_t after
+        if end <= first:
+            return
+        # the tier in force at `end` continues after the range
+        it = self.runs.upper_bound(end)
+        dec(it)
+        after = deref(it).second
+        it = self.runs.upper_bound(first)
+        while it != self.runs.end() and deref(it).first <= end:
+            it = self.runs.erase(it)
+        self.runs[end] = after
+        self.runs[first] = tier
+        # merge with equal neighbours
+        it = self.runs.find(end)
+        if deref(it).second == tier:
+            self.runs.erase(it)
+        it = self.runs.find(first)
+        if it != self.runs.begin():
+            dec(it)
+            if deref(it).second == tier:
+                self.runs.erase(self.runs.find(first))
+
+    def n_runs(self):
+        return self.runs.size()
+
+
+# ---- the handler -----------------------------------------------------------------------
+
+cdef class FarFaultHandler:
+    """Fault buffer, batches, prefetcher, eviction; build it through ``g10core.uvm.FaultHandler``."""
+
+    def __init__(self, dict params, LinkCore link, SSDCore ssd=None, TierMap tiers=None,
+                 Translator translator=None):
+        self.p = params
+        self.link = link
+        self.ssd = ssd
+        self.tiers = tiers if tiers is not None else RunTierMap(TIER_HOST)
+        self.translator = translator if translator is not None else NoTranslation()
+        self.lrm_head = self.lrm_tail = -1
+        self.busy_until = 0
+        self.gpu_used = self.host_used = 0
+        self.epoch = 0
+        self.live_blocks = 0
+        self.last_arrival = -1
+        self.reset_stats()
+
+    def __reduce__(self):
+        raise TypeError("FarFaultHandler does not pickle: rebuild it from its FaultHandlerSpec")
+
+    def reset_stats(self):
+        """Zero the counters (state is kept)."""
+        cdef uvm_stats z
+        memset_stats(&z)
+        self.st = z
+
+    # ---- VA-block records ----
+
+    cdef int32_t _find(self, int64_t block) noexcept nogil:
+        cdef cmap[int64_t, int32_t].iterator it = self.block_index.find(block)
+        if it == self.block_index.end():
+            return -1
+        return deref(it).second
+
+    cdef int32_t _record(self, int64_t block, int64_t alloc_lo, int64_t alloc_hi) except -1 nogil:
+        """The record of ``block`` (created empty, clipped to the allocation, when missing)."""
+        cdef int32_t i = self._find(block)
+        cdef va_block b
+        cdef int k
+        if i >= 0:
+            return i
+        b.block = block
+        b.valid_lo = imax(alloc_lo - block * self.p.block_pages, 0)
+        b.valid_hi = imin(alloc_hi - block * self.p.block_pages, self.p.block_pages)
+        for k in range(8):
+            b.resident[k] = 0
+        b.n_resident = 0
+        b.arrive = 0
+        b.epoch = -1
+        b.prev = b.next = -1
+        if self.free_records.size():
+            i = self.free_records.back()
+            self.free_records.pop_back()
+            self.blocks[i] = b
+        else:
+            i = <int32_t>self.blocks.size()
+            self.blocks.push_back(b)
+        self.block_index[block] = i
+        self.live_blocks += 1
+        self.st.blocks_created += 1
+        if self.live_blocks > self.st.max_blocks:
+            self.st.max_blocks = self.live_blocks
+        return i
+
+    cdef void _drop_record(self, int32_t i) noexcept nogil:
+        self.block_index.erase(self.blocks[i].block)
+        self.free_records.push_back(i)
+        self.live_blocks -= 1
+
+    cdef void _lrm_unlink(self, int32_t i) noexcept nogil:
+        cdef va_block* b = &self.blocks[i]
+        if b.prev >= 0:
+            self.blocks[b.prev].next = b.next
+        elif self.lrm_head == i:
+            self.lrm_head = b.next
+        else:
+            return                                      # not linked
+        if b.next >= 0:
+            self.blocks[b.next].prev = b.prev
+        else:
+            self.lrm_tail = b.prev
+        b.prev = b.next = -1
+
+    cdef void _lrm_append(self, int32_t i) noexcept nogil:
+        cdef va_block* b = &self.blocks[i]
+        b.prev = self.lrm_tail
+        b.next = -1
+        if self.lrm_tail >= 0:
+            self.blocks[self.lrm_tail].next = i
+        else:
+            self.lrm_head = i
+        self.lrm_tail = i
+
+    # ---- prefetchers ----
+
+    cdef void _prefetch_tree(self, va_block* b, int64_t unit_off, uint64_t* occ) noexcept nogil:
+        """Walk up from the faulted unit; fill every node more than the threshold occupied."""
+        cdef int64_t size = self.p.unit_pages, off = unit_off, lo, hi, valid, cnt
+        while size < self.p.block_pages:
+            size *= 2
+            off &= ~(size - 1)
+            lo = imax(off, b.valid_lo)
+            hi = imin(off + size, b.valid_hi)
+            valid = hi - lo
+            if valid <= 0:
+                continue
+            cnt = bits_count(occ, lo, hi)
+            if cnt < valid and cnt * self.p.threshold_den > self.p.threshold_num * valid:
+                bits_set(occ, lo, hi)
+
+    # ---- moves ----
+
+    cdef int _add_runs(self, int64_t base, const uint64_t* bits, int64_t n_bits, int8_t cause) except -1 nogil:
+        """Append a move in for each run of set bits (pages base + i), split by source tier."""
+        cdef int64_t i = next_set(bits, 0, n_bits), e
+        cdef page_t a, run_end
+        cdef uvm_move m
+        while i < n_bits:
+            e = next_clear(bits, i, n_bits)
+            a = base + i
+            while a < base + e:
+                m.src = self.tiers.tier_run(a, base + e, &run_end)
+                m.first = a
+                m.end = run_end
+                m.dst = TIER_GPU
+                m.cause = cause
+                m.done = -1
+                self.moves.push_back(m)
+                a = run_end
+            i = next_set(bits, e, n_bits)
+        return 0
+
+    cdef cycle_t _move_in(self, size_t first_move, cycle_t t_in, cycle_t t_floor) noexcept nogil:
+        """Start the transfers of moves[first_move:] that come in (at t_in); return when all are in."""
+        cdef size_t j
+        cdef int64_t n, host_bytes = 0, ssd_bytes = 0
+        cdef cycle_t done = t_floor, ssd_ready = t_in, r
+        cdef uvm_move* m
+        for j in range(first_move, self.moves.size()):
+            m = &self.moves[j]
+            if m.cause == MOVE_EVICT:
+                continue
+            n = m.end - m.first
+            if m.src == TIER_HOST:
+                host_bytes += n * self.p.page_bytes
+                self.st.pages_from_host += n
+                self.host_used -= n
+            elif m.src == TIER_SSD:
+                ssd_bytes += n * self.p.page_bytes
+                self.st.pages_from_ssd += n
+                if self.ssd is not None:
+                    r = self.ssd.read(m.first, n, t_in)
+                    if r > ssd_ready:
+                        ssd_ready = r
+            elif m.src == TIER_NOT_PRESENT:
+                self.st.pages_zero_filled += n
+            self.tiers.set_tier(m.first, m.end, TIER_GPU)
+        if host_bytes:
+            r = self.link.submit(DIR_TO_DEVICE, FLOW_HOST, host_bytes, t_in)
+            if r > done:
+                done = r
+        if ssd_bytes:
+            r = self.link.submit(DIR_TO_DEVICE, FLOW_PEER, ssd_bytes, ssd_ready)
+            if r > done:
+                done = r
+        if t_in > done:
+            done = t_in
+        for j in range(first_move, self.moves.size()):
+            if self.moves[j].cause != MOVE_EVICT:
+                self.moves[j].done = done
+        return done
+
+    cdef int64_t _take_pages(self, int32_t i, const uint64_t* take, int8_t forced_dest) except -1 nogil:
+        """Evict the pages ``take`` of block record i (all resident); returns how many."""
+        cdef va_block* b = &self.blocks[i]
+        cdef int64_t B = self.p.block_pages, base = b.block * B, k, e, n, n_host, total = 0
+        cdef int64_t lo = next_set(take, 0, B)
+        cdef int8_t dest
+        cdef uvm_move m
+        while lo < B:
+            e = next_clear(take, lo, B)
+            n = e - lo
+            # destination: forced by a hint, else the rule (host while it has room)
+            if forced_dest >= 0:
+                n_host = n if forced_dest == TIER_HOST else 0
+            elif self.p.evict_destination == EVICT_TO_HOST:
+                n_host = n
+            elif self.p.evict_destination == EVICT_TO_SSD:
+                n_host = 0
+            else:
+                n_host = imax(0, imin(n, self.p.host_pages - self.host_used))
+            m.src = TIER_GPU
+            m.cause = MOVE_EVICT
+            m.done = -1
+            if n_host:
+                m.first = base + lo
+                m.end = base + lo + n_host
+                m.dst = TIER_HOST
+                self.moves.push_back(m)
+                self.tiers.set_tier(m.first, m.end, TIER_HOST)
+                self.out_bytes[0] += n_host * self.p.page_bytes
+                self.host_used += n_host
+                self.st.pages_to_host += n_host
+            if n > n_host:
+                m.first = base + lo + n_host
+                m.end = base + e
+                m.dst = TIER_SSD
+                self.moves.push_back(m)
+                self.tiers.set_tier(m.first, m.end, TIER_SSD)
+                self.out_bytes[1] += (n - n_host) * self.p.page_bytes
+                self.st.pages_to_ssd += n - n_host
+            self.shootdown += self.translator.invalidate(base + lo, base + e)
+            total += n
+            lo = next_set(take, e, B)
+        for k in range(8):
+            b.resident[k] &= ~take[k]
+        b.n_resident -= total
+        self.gpu_used -= total
+        self.st.evictions += 1
+        if b.n_resident == 0:
+            self._lrm_unlink(i)
+            self._drop_record(i)
+        return total
+
+    cdef int64_t _evict(self, int64_t need, int8_t forced_dest, cycle_t now) except -1 nogil:
+        """Free ``need`` frames, least recently migrated block first; returns pages evicted."""
+        cdef int32_t i = self.lrm_head, nxt
+        cdef int64_t got = 0, k, want, lo
+        cdef uint64_t take[8]
+        cdef va_block* b
+        while got < need and i >= 0:
+            b = &self.blocks[i]
+            nxt = b.next
+            if b.epoch == self.epoch:                   # pages this batch brings in: pinned
+                i = nxt
+                continue
+            if self.p.evict_pages >= self.p.block_pages:
+                for k in range(8):
+                    take[k] = b.resident[k]
+            else:
+                # 4 KiB granularity: the block's lowest resident pages, as many as needed
+                for k in range(8):
+                    take[k] = 0
+                want = need - got
+                lo = next_set(b.resident, 0, self.p.block_pages)
+                while want > 0 and lo < self.p.block_pages:
+                    take[lo >> 6] |= (<uint64_t>1) << (lo & 63)
+                    want -= 1
+                    lo = next_set(b.resident, lo + 1, self.p.block_pages)
+            got += self._take_pages(i, take, forced_dest)
+            i = nxt
+        if got < need:
+            self.st.overcommit_pages += need - got
+        return got
+
+    cdef cycle_t _send_out(self, size_t first_move, cycle_t t) noexcept nogil:
+        """Start the transfers of the evictions among moves[first_move:] at t; return when the
+        frames are free (the data has left the GPU)."""
+        cdef size_t j
+        cdef cycle_t done = t, r
+        cdef uvm_move* m
+        if self.out_bytes[0]:
+            r = self.link.submit(DIR_FROM_DEVICE, FLOW_HOST, self.out_bytes[0], t)
+            done = imax(done, r)
+        if self.out_bytes[1]:
+            r = self.link.submit(DIR_FROM_DEVICE, FLOW_PEER, self.out_bytes[1], t)
+            done = imax(done, r)
+            if self.ssd is not None:
+                for j in range(first_move, self.moves.size()):
+                    m = &self.moves[j]
+                    if m.cause == MOVE_EVICT and m.dst == TIER_SSD:
+                        self.ssd.write(m.first, m.end - m.first, t)
+        for j in range(first_move, self.moves.size()):
+            if self.moves[j].cause == MOVE_EVICT:
+                self.moves[j].done = done
+        self.out_bytes[0] = self.out_bytes[1] = 0
+        return done
+
+    # ---- entry points ----
+
+    cdef int raise_fault(self, page_t page, page_t alloc_lo, page_t alloc_hi, cycle_t now) noexcept nogil:
+        cdef int32_t i = self._find(page // self.p.block_pages)
+        cdef int64_t unit = page // self.p.unit_pages
+        cdef fault_entry e
+        self.st.faults += 1
+        if i >= 0 and bit_test(self.blocks[i].resident, page - self.blocks[i].block * self.p.block_pages):
+            self.st.resident_faults += 1
+            self.last_arrival = self.blocks[i].arrive
+            return FAULT_RESIDENT
+        if self.pending.count(unit):
+            self.st.duplicate_faults += 1
+            return FAULT_DUPLICATE
+        self.pending.insert(unit)
+        e.unit = unit
+        e.raised = now
+        e.alloc_lo = alloc_lo
+        e.alloc_hi = alloc_hi
+        self.buffer.push_back(e)
+        if <int64_t>self.buffer.size() > self.st.max_buffer:
+            self.st.max_buffer = self.buffer.size()
+        return FAULT_QUEUED
+
+    cdef cycle_t next_batch_time(self) noexcept nogil:
+        if self.buffer.empty():
+            return -1
+        return imax(self.busy_until, self.buffer.front().raised)
+
+    cdef cycle_t service_batch(self, cycle_t now) noexcept nogil:
+        cdef cycle_t start, t_drv, t_in, out_done, end
+        cdef int64_t B = self.p.block_pages, U = self.p.unit_pages, blockno, off, lo, hi, n_new, n_in = 0
+        cdef int64_t evicted = 0, seq_hi, k
+        cdef size_t i, j, n_batch, first_evict
+        cdef int32_t rec
+        cdef va_block* b
+        cdef uint64_t occ[8]
+        cdef uint64_t faulted[8]
+        cdef uint64_t fresh[8]
+        cdef uint64_t pref[8]
+        if self.buffer.empty():
+            return now
+        start = imax(imax(now, self.busy_until), self.buffer.front().raised)
+        self.epoch += 1
+        self.moves.clear()
+        self.batch.clear()
+        self.out_bytes[0] = self.out_bytes[1] = 0
+        self.shootdown = 0
+        while (not self.buffer.empty() and <int64_t>self.batch.size() < self.p.batch_faults
+               and self.buffer.front().raised <= start):
+            self.batch.push_back(self.buffer.front())
+            self.pending.erase(self.buffer.front().unit)
+            self.buffer.pop_front()
+        n_batch = self.batch.size()
+        sort(self.batch.begin(), self.batch.end(), unit_less)
+        # per VA block: the faulted units, then the prefetcher
+        i = 0
+        while i < n_batch:
+            blockno = (self.batch[i].unit * U) // B
+            rec = self._record(blockno, self.batch[i].alloc_lo, self.batch[i].alloc_hi)
+            b = &self.blocks[rec]
+            for k in range(8):
+                occ[k] = b.resident[k]
+                faulted[k] = 0
+            while i < n_batch and (self.batch[i].unit * U) // B == blockno:
+                off = self.batch[i].unit * U - blockno * B
+                lo = imax(off, b.valid_lo)
+                hi = imin(off + U, b.valid_hi)
+                bits_set(faulted, lo, hi)
+                bits_set(occ, lo, hi)
+                if self.p.prefetcher == PREFETCH_TREE:
+                    self._prefetch_tree(b, off, occ)
+                elif self.p.prefetcher == PREFETCH_SEQUENTIAL:
+                    seq_hi = imin(off + U + self.p.sequential_units * U, b.valid_hi)
+                    bits_set(occ, imax(off + U, b.valid_lo), seq_hi)
+                i += 1
+            for k in range(8):
+                fresh[k] = faulted[k] & ~b.resident[k]
+                pref[k] = occ[k] & ~b.resident[k] & ~faulted[k]
+            n_new = bits_total(fresh)
+            self.st.pages_faulted += n_new
+            k = bits_total(pref)
+            self.st.pages_prefetched += k
+            n_new += k
+            if n_new == 0:
+                if b.n_resident == 0:
+                    self._drop_record(rec)
+                continue
+            self._add_runs(blockno * B, fresh, B, MOVE_FAULT)
+            self._add_runs(blockno * B, pref, B, MOVE_PREFETCH)
+            b = &self.blocks[rec]
+            for k in range(8):
+                b.resident[k] = occ[k]
+            if b.n_resident:
+                self._lrm_unlink(rec)
+            b.n_resident += n_new
+            b.epoch = self.epoch
+            self._lrm_append(rec)
+            n_in += n_new
+        self.gpu_used += n_in
+        first_evict = self.moves.size()
+        if self.gpu_used > self.p.gpu_pages:
+            evicted = self._evict(self.gpu_used - self.p.gpu_pages, -1, start)
+        t_drv = start + self.p.batch_fixed + self.p.batch_per_page * n_in + self.shootdown
+        out_done = self._send_out(first_evict, t_drv)
+        t_in = out_done if evicted else t_drv
+        end = imax(self._move_in(0, t_in, t_drv), out_done)
+        for j in range(first_evict):
+            rec = self._find(self.moves[j].first // B)
+            if rec >= 0:
+                self.blocks[rec].arrive = end
+        self.busy_until = end
+        self.st.batches += 1
+        self.st.batch_units += n_batch
+        if <int64_t>n_batch > self.st.max_batch_units:
+            self.st.max_batch_units = n_batch
+        self.st.batch_cycles += end - start
+        self.st.shootdown_cycles += self.shootdown
+        for j in range(n_batch):
+            self.st.fault_wait_cycles += end - self.batch[j].raised
+        return end
+
+    cdef cycle_t prefetch_range(self, page_t first, page_t end, page_t alloc_lo, page_t alloc_hi,
+                                cycle_t now) noexcept nogil:
+        cdef int64_t B = self.p.block_pages, blockno, lo, hi, n_new, n_in = 0, evicted = 0, k
+        cdef int32_t rec
+        cdef va_block* b
+        cdef uint64_t sel[8]
+        cdef size_t first_evict, j
+        cdef cycle_t t, out_done, t_in, done
+        self.epoch += 1
+        self.moves.clear()
+        self.out_bytes[0] = self.out_bytes[1] = 0
+        self.shootdown = 0
+        if end <= first:
+            return now
+        for blockno in range(first // B, (end - 1) // B + 1):
+            rec = self._record(blockno, alloc_lo, alloc_hi)
+            b = &self.blocks[rec]
+            lo = imax(first - blockno * B, b.valid_lo)
+            hi = imin(end - blockno * B, b.valid_hi)
+            for k in range(8):
+                sel[k] = 0
+            bits_set(sel, lo, hi)
+            for k in range(8):
+                sel[k] &= ~b.resident[k]
+            n_new = bits_total(sel)
+            if n_new == 0:
+                if b.n_resident == 0:
+                    self._drop_record(rec)
+                continue
+            self._add_runs(blockno * B, sel, B, MOVE_HINT)
+            b = &self.blocks[rec]
+            for k in range(8):
+                b.resident[k] |= sel[k]
+            if b.n_resident:
+                self._lrm_unlink(rec)
+            b.n_resident += n_new
+            b.epoch = self.epoch
+            self._lrm_append(rec)
+            n_in += n_new
+        self.gpu_used += n_in
+        self.st.pages_hinted += n_in
+        first_evict = self.moves.size()
+        if self.gpu_used > self.p.gpu_pages:
+            evicted = self._evict(self.gpu_used - self.p.gpu_pages, -1, now)
+        t = now + self.shootdown
+        out_done = self._send_out(first_evict, t)
+        t_in = out_done if evicted else t
+        done = imax(self._move_in(0, t_in, t), out_done)
+        for j in range(first_evict):
+            rec = self._find(self.moves[j].first // B)
+            if rec >= 0:
+                self.blocks[rec].arrive = imax(self.blocks[rec].arrive, done)
+        self.st.shootdown_cycles += self.shootdown
+        return done
+
+    cdef cycle_t evict_range(self, page_t first, page_t end, int8_t dest, cycle_t now) noexcept nogil:
+        cdef int64_t B = self.p.block_pages, k, lo, hi
+        cdef vector[int32_t] recs
+        cdef cmap[int64_t, int32_t].iterator it
+        cdef uint64_t take[8]
+        cdef va_block* b
+        cdef size_t j
+        cdef cycle_t done
+        self.moves.clear()
+        self.out_bytes[0] = self.out_bytes[1] = 0
+        self.shootdown = 0
+        if end <= first:
+            return now
+        it = self.block_index.lower_bound(first // B)
+        while it != self.block_index.end() and deref(it).first <= (end - 1) // B:
+            recs.push_back(deref(it).second)
+            inc(it)
+        for j in range(recs.size()):
+            b = &self.blocks[recs[j]]
+            lo = imax(first - b.block * B, 0)
+            hi = imin(end - b.block * B, B)
+            for k in range(8):
+                take[k] = 0
+            bits_set(take, lo, hi)
+            for k in range(8):
+                take[k] &= b.resident[k]
+            if bits_total(take):
+                self._take_pages(recs[j], take, dest)
+        done = self._send_out(0, now + self.shootdown)
+        self.st.shootdown_cycles += self.shootdown
+        return done
+
+    cdef cycle_t release_range(self, page_t first, page_t end) noexcept nogil:
+        cdef int64_t B = self.p.block_pages, k, lo, hi, n, e
+        cdef vector[int32_t] recs
+        cdef cmap[int64_t, int32_t].iterator it
+        cdef uint64_t take[8]
+        cdef va_block* b
+        cdef size_t j
+        cdef page_t a, run_end
+        cdef int8_t t
+        cdef cycle_t cost = 0
+        self.moves.clear()
+        if end <= first:
+            return 0
+        # host pages of the range are released too
+        a = first
+        while a < end:
+            t = self.tiers.tier_run(a, end, &run_end)
+            if t == TIER_HOST:
+                self.host_used -= run_end - a
+            a = run_end
+        it = self.block_index.lower_bound(first // B)
+        while it != self.block_index.end() and deref(it).first <= (end - 1) // B:
+            recs.push_back(deref(it).second)
+            inc(it)
+        for j in range(recs.size()):
+            b = &self.blocks[recs[j]]
+            lo = imax(first - b.block * B, 0)
+            hi = imin(end - b.block * B, B)
+            for k in range(8):
+                take[k] = 0
+            bits_set(take, lo, hi)
+            for k in range(8):
+                take[k] &= b.resident[k]
+            n = bits_total(take)
+            if n == 0:
+                continue
+            lo = next_set(take, 0, B)
+            while lo < B:
+                e = next_clear(take, lo, B)
+                cost += self.translator.invalidate(b.block * B + lo, b.block * B + e)
+                lo = next_set(take, e, B)
+            for k in range(8):
+                b.resident[k] &= ~take[k]
+            b.n_resident -= n
+            self.gpu_used -= n
+            if b.n_resident == 0:
+                self._lrm_unlink(recs[j])
+                self._drop_record(recs[j])
+        self.tiers.set_tier(first, end, TIER_NOT_PRESENT)
+        self.st.shootdown_cycles += cost
+        return cost
+
+    cdef cycle_t arrival(self, page_t page) noexcept nogil:
+        cdef int32_t i = self._find(page // self.p.block_pages)
+        if i >= 0 and bit_test(self.blocks[i].resident, page - self.blocks[i].block * self.p.block_pages):
+            return self.blocks[i].arrive
+        return -1
+
+    # ---- thin wrappers for the Python layer and tests (inputs validated there) ----
+
+    def py_raise_fault(self, page_t page, page_t alloc_lo, page_t alloc_hi, cycle_t now):
+        return self.raise_fault(page, alloc_lo, alloc_hi, now)
+
+    def py_next_batch_time(self):
+        return self.next_batch_time()
+
+    def py_service_batch(self, cycle_t now):
+        return self.service_batch(now)
+
+    def py_prefetch_range(self, page_t first, page_t end, page_t alloc_lo, page_t alloc_hi, cycle_t now):
+        return self.prefetch_range(first, end, alloc_lo, alloc_hi, now)
+
+    def py_evict_range(self, page_t first, page_t end, int dest, cycle_t now):
+        return self.evict_range(first, end, <int8_t>dest, now)
+
+    def py_release_range(self, page_t first, page_t end):
+        return self.release_range(first, end)
+
+    def py_arrival(self, page_t page):
+        return self.arrival(page)
+
+    @property
+    def last_arrival_cycle(self):
+        return self.last_arrival
+
+    def last_moves(self):
+        """The latest operation's moves as a MOVE_DTYPE array."""
+        out = np.zeros(self.moves.size(), MOVE_DTYPE)
+        cdef size_t j
+        cdef uvm_move* m
+        for j in range(self.moves.size()):
+            m = &self.moves[j]
+            out[j] = (m.first, m.end, m.src, m.dst, m.cause, m.done)
+        return out
+
+    def resident_blocks(self):
+        """{block number: sorted list of its resident pages (block-relative)}."""
+        out = {}
+        cdef cmap[int64_t, int32_t].iterator it = self.block_index.begin()
+        cdef int64_t i
+        cdef va_block* b
+        while it != self.block_index.end():
+            b = &self.blocks[deref(it).second]
+            pages = []
+            for i in range(self.p.block_pages):
+                if bit_test(b.resident, i):
+                    pages.append(i)
+            out[deref(it).first] = pages
+            inc(it)
+        return out
+
+    def lrm_order(self):
+        """Block numbers, least recently migrated first."""
+        out = []
+        cdef int32_t i = self.lrm_head
+        while i >= 0:
+            out.append(self.blocks[i].block)
+            i = self.blocks[i].next
+        return out
+
+    def stats(self):
+        d = dict(self.st)
+        d["gpu_used_pages"] = self.gpu_used
+        d["host_used_pages"] = self.host_used
+        d["live_blocks"] = self.live_blocks
+        d["buffered_faults"] = self.buffer.size()
+        d["busy_until_cycle"] = self.busy_until
+        return d
+
+    @property
+    def gpu_used_pages(self):
+        return self.gpu_used
+
+    @property
+    def host_used_pages(self):
+        return self.host_used
+
+    @host_used_pages.setter
+    def host_used_pages(self, int64_t n):
+        self.host_used = n
+
+
+cdef void memset_stats(uvm_stats* s) noexcept nogil:
+    memset(s, 0, sizeof(uvm_stats))

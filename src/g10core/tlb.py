@@ -1,0 +1,363 @@
+"""GPU address translation: the TLB hierarchy's spec, validation, sampling and Python handle.
+
+Defaults are ``detailed_model.md`` §2: per-SM L1 TLB of 64 entries, 8-way, 1 cycle; a shared
+L2 of 2048 entries, 16-way, 20 cycles; an optional page-walk cache of 64 entries, 8-way,
+10 cycles; 32 page walkers; walks of 100 cycles (4 KiB and 64 KiB pages, four levels) or
+66 cycles (2 MiB pages, three levels); shootdowns of 15 cycles (L1s) and 200 cycles (L2);
+108 SMs (A100).
+
+The access stream, the latency-hiding model and the sampling method are described in
+``_tlb.pyx``.  In short: each SM sweeps its contiguous share of every tensor a kernel
+touches, in page order, spread evenly over the kernel's ideal time; an SM keeps
+``overlap_translations`` translations in flight while it computes, so translation adds
+time only when the SM's stream of lookups cannot keep up with its compute.
+
+Sampling (``sample_modulus`` k > 1): each of ``sample_subsamples`` replicas simulates the
+translation pages v with ``v % k == r`` (r distinct residues drawn from ``sample_seed``)
+on a hierarchy scaled down by k (TLB sets first, then ways; the walkers in time dilated by k),
+each lookup standing for the lookups up to its SM's next simulated one.  A level whose set count k divides is
+simulated exactly on its sets r, r + k, ...; the others are scaled approximations.  The
+estimate of a count is the mean over replicas of k x its count; its bound is the
+half-width of a 99 % Student-t interval over the replicas, with the finite-population
+correction sqrt(1 - m/k).  ``TLB.stats()`` reports both.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .config import ConfigError
+
+__all__ = ["TLBSpec", "TLB", "PAGE_SIZES", "translator_from_spec", "t_quantile_995"]
+
+PAGE_SIZES = (4096, 65536, 2097152)
+_PAGE_SHIFT = {4096: 0, 65536: 4, 2097152: 9}   # translation page = 4 KiB page >> shift
+_WALK_LEVELS = {4096: 4, 65536: 4, 2097152: 3}  # radix levels a walk reads (64 KiB: a big PTE at level 4)
+MODELS = ("none", "hierarchy")
+
+
+@dataclass(frozen=True)
+class TLBSpec:
+    """The GPU's translation hardware; ``check()`` validates every field."""
+    model: str = "hierarchy"               # "none": translation is free; "hierarchy": TLBs below
+    page_size_bytes: int = 4096            # base page a TLB entry maps: 4096, 65536 or 2097152
+    sms: int = 108                         # SMs, each with a private L1 TLB (A100: 108)
+    l1_entries: int = 64                   # L1 TLB entries per SM
+    l1_ways: int = 8                       # L1 associativity (= l1_entries: fully associative)
+    l1_latency_cycles: int = 1             # L1 lookup
+    l2_entries: int = 2048                 # shared L2 TLB entries
+    l2_ways: int = 16                      # L2 associativity
+    l2_latency_cycles: int = 20            # L2 lookup, after the L1 missed
+    pwc_enabled: bool = False              # page-walk cache present
+    pwc_entries: int = 64                  # page-walk cache entries (one per 512-page region)
+    pwc_ways: int = 8                      # page-walk cache associativity
+    pwc_latency_cycles: int = 10           # page-walk cache lookup, before every walk
+    walkers: int = 32                      # concurrent page walks
+    walk_latency_cycles: int = 100         # full walk, 4 KiB and 64 KiB pages (four levels)
+    walk_latency_2MiB_cycles: int = 66     # full walk, 2 MiB pages (three levels)
+    shootdown_l1_cycles: int = 15          # a shootdown that finds entries in some L1
+    shootdown_l2_cycles: int = 200         # a shootdown that finds entries in the L2
+    overlap_translations: int = 16         # translations an SM keeps in flight while it computes
+    sample_modulus: int = 64               # simulate translation pages v % k == r; 1: full simulation
+    sample_subsamples: int = 3             # independent residues r (>= 2 when sampling: the error bound)
+    sample_seed: int = 0                   # draws the residues
+
+    def check(self, prefix: str = "tlb") -> "TLBSpec":
+        """Validate every field; errors name ``<prefix>.<field>``."""
+        p = prefix
+        if self.model not in MODELS:
+            raise ConfigError(f"{p}.model = {self.model!r}: must be one of {', '.join(MODELS)}")
+        _int(self, p, "page_size_bytes", 4096, 2097152)
+        if self.page_size_bytes not in PAGE_SIZES:
+            raise ConfigError(f"{p}.page_size_bytes = {self.page_size_bytes!r}: must be one of "
+                              f"{', '.join(map(str, PAGE_SIZES))}")
+        _int(self, p, "sms", 1, 4096)
+        for level, top in (("l1", 1 << 16), ("l2", 1 << 20), ("pwc", 1 << 16)):
+            _int(self, p, f"{level}_entries", 1, top)
+            _int(self, p, f"{level}_ways", 1, getattr(self, f"{level}_entries"))
+            if getattr(self, f"{level}_entries") % getattr(self, f"{level}_ways"):
+                raise ConfigError(f"{p}.{level}_entries = {getattr(self, f'{level}_entries')}: must be a "
+                                  f"multiple of {p}.{level}_ways = {getattr(self, f'{level}_ways')}")
+            _int(self, p, f"{level}_latency_cycles", 0, 1_000_000)
+        if not isinstance(self.pwc_enabled, bool):
+            raise ConfigError(f"{p}.pwc_enabled = {self.pwc_enabled!r}: must be true or false")
+        _int(self, p, "walkers", 1, 4096)
+        _int(self, p, "walk_latency_cycles", 1, 1_000_000)
+        _int(self, p, "walk_latency_2MiB_cycles", 1, 1_000_000)
+        _int(self, p, "shootdown_l1_cycles", 0, 1_000_000)
+        _int(self, p, "shootdown_l2_cycles", 0, 1_000_000)
+        _int(self, p, "overlap_translations", 1, 4096)
+        _int(self, p, "sample_modulus", 1, 4096)
+        k = self.sample_modulus
+        if k & (k - 1):
+            raise ConfigError(f"{p}.sample_modulus = {k}: must be a power of two (1 = full simulation)")
+        for level in ("l2", "pwc") if self.pwc_enabled else ("l2",):
+            if k > getattr(self, f"{level}_entries"):
+                raise ConfigError(f"{p}.sample_modulus = {k}: at most {p}.{level}_entries = "
+                                  f"{getattr(self, f'{level}_entries')} (a replica keeps 1/modulus of each TLB)")
+        _int(self, p, "sample_subsamples", 1, 64)
+        if self.sample_subsamples > k:
+            raise ConfigError(f"{p}.sample_subsamples = {self.sample_subsamples}: at most "
+                              f"{p}.sample_modulus = {k} distinct residues exist")
+        if k > 1 and self.sample_subsamples < 2:
+            raise ConfigError(f"{p}.sample_subsamples = {self.sample_subsamples}: sampling needs at "
+                              f"least 2 sub-samples to bound its error (or set {p}.sample_modulus = 1)")
+        _int(self, p, "sample_seed", 0, 2**63 - 1)
+        return self
+
+    # ---- derived ----
+
+    @property
+    def page_shift(self) -> int:
+        return _PAGE_SHIFT[self.page_size_bytes]
+
+    @property
+    def walk_cycles(self) -> int:
+        return self.walk_latency_2MiB_cycles if self.page_size_bytes == 2097152 else self.walk_latency_cycles
+
+    @property
+    def walk_last_level_cycles(self) -> int:
+        """What a walk costs after a page-walk-cache hit: its last level."""
+        return -(-self.walk_cycles // _WALK_LEVELS[self.page_size_bytes])
+
+    @property
+    def full(self) -> bool:
+        return self.sample_modulus == 1
+
+    def residues(self) -> list[int]:
+        """The sub-samples' residues (sorted), drawn from ``sample_seed``."""
+        k, m = self.sample_modulus, self.sample_subsamples
+        if k == 1:
+            return [0]
+        rng = np.random.default_rng(self.sample_seed)
+        return sorted(int(r) for r in rng.choice(k, size=m, replace=False))
+
+    def replica_params(self) -> tuple[dict, dict]:
+        """(the compiled ``tlb_params`` of one replica, which levels are sampled exactly)."""
+        k = self.sample_modulus
+        l1 = _scaled(self.l1_entries // self.l1_ways, self.l1_ways, k)
+        l2 = _scaled(self.l2_entries // self.l2_ways, self.l2_ways, k)
+        pwc = (_scaled(self.pwc_entries // self.pwc_ways, self.pwc_ways, k) if self.pwc_enabled
+               else (0, 0, True))
+        params = dict(
+            sms=self.sms, page_shift=self.page_shift,
+            l1_sets=l1[0], l1_ways=l1[1], l2_sets=l2[0], l2_ways=l2[1],
+            pwc_sets=pwc[0], pwc_ways=pwc[1], walkers=self.walkers, overlap=self.overlap_translations,
+            l1_latency=self.l1_latency_cycles, l2_latency=self.l2_latency_cycles,
+            pwc_latency=self.pwc_latency_cycles if self.pwc_enabled else 0,
+            walk_latency=self.walk_cycles, walk_last_level=self.walk_last_level_cycles,
+            shootdown_l1=self.shootdown_l1_cycles, shootdown_l2=self.shootdown_l2_cycles,
+            modulus=k, modulus_shift=k.bit_length() - 1,
+        )
+        exact = {"l1": l1[2], "l2": l2[2], "pwc": pwc[2]}
+        return params, exact
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _int(spec, prefix, name, lo, hi):
+    v = getattr(spec, name)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (lo <= v <= hi):
+        raise ConfigError(f"{prefix}.{name} = {v!r}: must be an integer in [{lo}, {hi}]")
+
+
+def _scaled(sets: int, ways: int, k: int) -> tuple[int, int, bool]:
+    """(sets, ways, exact) of a level scaled down by k.
+
+    k divides the set count: the replica holds exactly the sets r, r + k, ... of the full
+    level.  Otherwise, when k divides the entries: one set of entries / k ways (the same
+    reach per page, another set mapping).  When k exceeds the entries the level cannot
+    keep its reach in a replica: it is left out (0 sets) and its hits show up one level
+    down (a rounded-up level would hit where the full one misses)."""
+    if sets % k == 0:
+        return sets // k, ways, True
+    entries = sets * ways
+    if k <= entries:
+        return 1, max(1, entries // k), False
+    return 0, 0, False
+
+
+# Two-sided 99 % Student-t quantiles t(0.995, df), df = 1..30 (standard tables).
+_T995 = (63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106, 3.055, 3.012,
+         2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807, 2.797, 2.787, 2.779,
+         2.771, 2.763, 2.756, 2.750)
+
+
+def t_quantile_995(df: int) -> float:
+    """t(0.995, df): the 99 % two-sided Student-t multiplier (2.576 in the normal limit)."""
+    if df < 1:
+        return math.inf
+    if df <= 30:
+        return _T995[df - 1]
+    return 2.576 + 2.4 / df                 # within 0.3 % of the exact quantile for df > 30
+
+
+# Systematic allowances of a sampled run, added to the statistical half-widths (see
+# bench/README.md, "TLB sampling", for the deviations they were checked against):
+TIMING_SYSTEMATIC = 0.25   # latency, walker queueing: x their estimate; cycles added: x the pipeline's work
+LEVEL_SYSTEMATIC = 0.02    # a level kept with another set mapping: x the lookups it sees (hit <-> miss)
+
+# Counts that a replica sees one k-th of (scaled by k); pwc_misses are one per region an SM
+# enters, which every replica sees whole (scaled by 1).
+_SCALED = ("accesses", "lookups", "l1_hits", "l1_misses", "l2_hits", "l2_pending_hits", "l2_misses",
+           "pwc_hits", "walker_queue_cycles", "latency_cycles", "invalidated_l1", "invalidated_l2")
+
+
+class TLB:
+    """A translator built from a ``TLBSpec``; ``.core`` is the compiled object the replay
+    cimports (``_tlb.TLBHierarchy``, or ``_tlb.NoTranslation`` for ``model = "none"``)."""
+
+    def __init__(self, spec: TLBSpec | None = None):
+        from ._tlb import NoTranslation, TLBHierarchy
+        self.spec = (spec or TLBSpec()).check()
+        if self.spec.model == "none":
+            self.core = NoTranslation()
+            self.exact_levels = {}
+            return
+        params, self.exact_levels = self.spec.replica_params()
+        residues = self.spec.residues()
+        self.residues = residues
+        self.core = TLBHierarchy([params] * len(residues), residues)
+
+    # ---- driving it from Python (the replay calls the core directly) ----
+
+    def translate_kernel(self, start: int, duration: int, first_pages, n_pages) -> int:
+        """Cycles translation adds to a kernel running [start, start + duration) that touches the
+        tensors whose pages are [first_pages[i], first_pages[i] + n_pages[i])."""
+        first = np.asarray(first_pages, dtype=np.int64).reshape(-1)
+        count = np.asarray(n_pages, dtype=np.int64).reshape(-1)
+        for name, v in (("start", start), ("duration", duration)):
+            if isinstance(v, bool) or int(v) != v or v < 0 or v >= 2**62:
+                raise ConfigError(f"{name} = {v!r}: must be an integer cycle >= 0")
+        if first.shape != count.shape:
+            raise ConfigError(f"first_pages and n_pages differ in length ({first.size} vs {count.size})")
+        if first.size and (first.min() < 0 or count.min() < 0 or (first + count).max() >= 2**50):
+            raise ConfigError("first_pages and n_pages must be >= 0 and below 2**50 pages")
+        if first.size > 2**31 - 1:
+            raise ConfigError("too many tensors in one kernel")
+        return self.core.py_translate_kernel(int(start), int(duration), first, count)
+
+    def attach_kernels(self, first_pages, n_pages, access_offsets, access_tensor, t11_cycles) -> None:
+        """The kernel table the replay's ``kernel_cycles(k, now)`` translates: tensor t is pages
+        [first_pages[t], first_pages[t] + n_pages[t]); kernel k touches
+        access_tensor[access_offsets[k]:access_offsets[k + 1]] (in access order) for t11_cycles[k]."""
+        first = np.asarray(first_pages, dtype=np.int64).reshape(-1)
+        pages = np.asarray(n_pages, dtype=np.int64).reshape(-1)
+        off = np.asarray(access_offsets, dtype=np.int64).reshape(-1)
+        acc = np.asarray(access_tensor, dtype=np.int64).reshape(-1)
+        t11 = np.asarray(t11_cycles, dtype=np.int64).reshape(-1)
+        if first.shape != pages.shape:
+            raise ConfigError(f"first_pages and n_pages differ in length ({first.size} vs {pages.size})")
+        if first.size and (first.min() < 0 or pages.min() < 0 or (first + pages).max() >= 2**50):
+            raise ConfigError("first_pages and n_pages must be >= 0 and below 2**50 pages")
+        if off.size != t11.size + 1 or off.size == 0 or off[0] != 0 or off[-1] != acc.size \
+                or (np.diff(off) < 0).any():
+            raise ConfigError(f"access_offsets: need {t11.size + 1} monotone offsets from 0 to {acc.size}")
+        if acc.size and (acc.min() < 0 or acc.max() >= first.size):
+            raise ConfigError(f"access_tensor: tensor ids must be in [0, {first.size})")
+        if t11.size and (t11.min() < 0 or t11.max() >= 2**62):
+            raise ConfigError("t11_cycles must be >= 0")
+        if self.spec.model != "none":
+            self.core.attach_kernels(first, pages, off, acc.astype(np.int32), t11)
+
+    def invalidate(self, first_page: int, end_page: int) -> int:
+        """Pages [first_page, end_page) left the GPU; returns the shootdown's cycles."""
+        if not (0 <= first_page <= end_page < 2**50):
+            raise ConfigError(f"invalidate({first_page}, {end_page}): need 0 <= first <= end < 2**50")
+        return self.core.py_invalidate(int(first_page), int(end_page))
+
+    def reset_stats(self):
+        self.core.reset_stats()
+
+    # ---- results ----
+
+    def stats(self) -> dict:
+        """Counters (estimates when sampled), derived rates, and the sampling's error bounds.
+
+        ``bounds[name]`` is the half-width of a 99 % interval around ``name`` (0 in full
+        simulation); ``sampling`` says how the estimate was made."""
+        if self.spec.model == "none":
+            return self.core.stats()
+        k = self.spec.sample_modulus
+        reps = self.core.replica_stats()
+        top = self.core.hierarchy_stats()
+        m = len(reps)
+        out: dict = {"model": "hierarchy", "page_size_bytes": self.spec.page_size_bytes}
+        bounds: dict = {}
+        per_replica: dict = {}
+        for name in _SCALED + ("pwc_misses",):
+            scale = k if name in _SCALED else 1
+            vals = [r[name] * scale for r in reps]
+            per_replica[name] = vals
+            out[name], bounds[name] = _estimate(vals, k)
+        # exact where the hierarchy counts them itself
+        out["accesses"], bounds["accesses"] = top["accesses"], 0.0
+        out["lookups"], bounds["lookups"] = top["lookups"], 0.0
+        out["max_walker_queue_cycles"] = max(r["max_walker_queue_cycles"] for r in reps)
+        vals = [r["cycles_added"] for r in reps]
+        per_replica["cycles_added"] = vals
+        mean_r, half = _estimate(vals, k)
+        out["cycles_added"] = top["cycles_added"]
+        bounds["cycles_added"] = half + abs(mean_r - top["cycles_added"])
+        systematic = {}
+        if k > 1:
+            # timing: a simulated lookup stands for the lookups around it and the walker pool is
+            # a fluid server; the allowance is relative to the translation pipeline's work
+            pipeline = out["latency_cycles"] / (self.spec.sms * self.spec.overlap_translations)
+            for name, base in (("latency_cycles", out["latency_cycles"]),
+                               ("walker_queue_cycles", out["walker_queue_cycles"]),
+                               ("cycles_added", pipeline)):
+                systematic[name] = TIMING_SYSTEMATIC * base
+            # a level kept with another set mapping (or left out) moves lookups between hit and miss
+            if not self.exact_levels["l1"]:
+                shift = LEVEL_SYSTEMATIC * out["lookups"]
+                for name in ("l1_hits", "l1_misses", "l2_hits", "l2_misses"):
+                    systematic[name] = shift
+            if not self.exact_levels["l2"]:
+                for name in ("l2_hits", "l2_misses"):
+                    systematic[name] = systematic.get(name, 0.0) + LEVEL_SYSTEMATIC * out["l1_misses"]
+            for name, v in systematic.items():
+                bounds[name] += v
+        out["walks"], bounds["walks"] = out["l2_misses"], bounds["l2_misses"]
+        for name in ("kernels", "invalidate_calls", "shootdowns_l1", "shootdowns_l2", "shootdown_cycles"):
+            out[name] = top[name]
+        lk = max(out["lookups"], 1)
+        out["l1_hit_rate"] = out["l1_hits"] / max(out["accesses"], 1)
+        out["l1_lookup_hit_rate"] = (out["l1_hits"] - (out["accesses"] - out["lookups"])) / lk
+        out["l2_hit_rate"] = out["l2_hits"] / out["l1_misses"] if out["l1_misses"] else 0.0
+        out["pwc_hit_rate"] = (out["pwc_hits"] / (out["pwc_hits"] + out["pwc_misses"])
+                               if out["pwc_hits"] + out["pwc_misses"] else 0.0)
+        out["mean_walker_queue_cycles"] = out["walker_queue_cycles"] / out["walks"] if out["walks"] else 0.0
+        out["mean_latency_cycles"] = out["latency_cycles"] / max(out["accesses"], 1)
+        out["bounds"] = bounds
+        out["sampling"] = {
+            "modulus": k, "subsamples": m, "residues": list(self.residues), "confidence": 0.99,
+            "exact_levels": dict(self.exact_levels), "per_replica": per_replica,
+            "systematic": systematic,
+            "method": "full simulation" if k == 1 else
+                      "replicas of the hierarchy on translation pages v % modulus == residue, scaled by modulus",
+        }
+        return out
+
+
+def _estimate(values, k: int) -> tuple[float, float]:
+    """(mean, 99 % half-width) of independent sub-sample estimates of a total.
+
+    The m residues are drawn without replacement from k: the finite-population correction
+    sqrt(1 - m/k) makes the bound 0 when every residue was simulated."""
+    m = len(values)
+    mean = float(sum(values)) / m
+    if k == 1 or m == k:
+        return mean, 0.0
+    if m < 2:
+        return mean, math.inf
+    var = sum((v - mean) ** 2 for v in values) / (m - 1)
+    return mean, t_quantile_995(m - 1) * math.sqrt(var / m) * math.sqrt(1 - m / k)
+
+
+def translator_from_spec(spec: TLBSpec | None) -> TLB:
+    """A ``TLB`` for ``spec`` (``None``: the no-cost translator)."""
+    return TLB(spec if spec is not None else TLBSpec(model="none"))

@@ -1,0 +1,257 @@
+"""The far-fault handler of the detailed preset: spec, validation and Python handle.
+
+Defaults are ``detailed_model.md`` §1: 4 KiB pages; 64 KiB migration units (the faulted
+unit moves whole); 2 MiB VA blocks, the prefetch tree's root and the largest transfer,
+never crossed; the tree prefetcher filling a node once more than half of it is resident;
+batches of up to 256 distinct faults, faults raised during a batch waiting for the next;
+a per-batch fixed cost of 45 µs (G10 parity; the measured alternative is 16 µs + 0.2 µs per
+4 KiB page, with the wire time from the link); eviction of 2 MiB chunks, least recently
+migrated first, to host memory while it has room and then to the SSD.
+
+The handler's semantics (buffer, batches, prefetchers, eviction, timing) are in
+``_uvm.pyx``.  ``FaultHandler`` wraps the compiled ``FarFaultHandler`` for Python use
+(tests, microbenchmarks); the replay drives the compiled object directly.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .codes import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
+from .config import ConfigError
+
+__all__ = ["FaultHandlerSpec", "FaultHandler", "PREFETCHERS", "EVICT_DESTINATIONS", "TIERS", "CAUSES",
+           "FAULT_QUEUED", "FAULT_DUPLICATE", "FAULT_RESIDENT", "PAGE_BYTES", "MEASURED_BATCH"]
+
+PAGE_BYTES = 4096
+PREFETCHERS = {"none": 0, "sequential": 1, "tree": 2}                 # _types.Prefetcher
+EVICT_DESTINATIONS = {"host": 0, "ssd": 1, "host-then-ssd": 2}         # _types.EvictDestination
+TIERS = {"not_present": TIER_NOT_PRESENT, "ssd": TIER_SSD, "host": TIER_HOST, "gpu": TIER_GPU}
+CAUSES = {"fault": 0, "prefetch": 1, "hint": 2, "evict": 3}             # _types.MoveCause
+FAULT_QUEUED, FAULT_DUPLICATE, FAULT_RESIDENT = 0, 1, 2                # _uvm raise_fault answers
+MAX_BLOCK_BYTES = 2 * 1024 * 1024                                     # the compiled maps hold 512 pages
+
+# The measured alternative to G10's 45 µs batch (GTX 1080 Ti nvprof fit, detailed_model.md §1).
+MEASURED_BATCH = {"batch_fixed_us": 16.0, "batch_per_page_us": 0.2}
+
+
+@dataclass(frozen=True)
+class FaultHandlerSpec:
+    """The UVM driver's far-fault path; ``check()`` validates every field."""
+    migration_unit_bytes: int = 65536          # a faulted unit moves whole: 4096 .. 65536, power of two
+    va_block_bytes: int = 2097152              # prefetch-tree root and largest transfer, never crossed
+    prefetcher: str = "tree"                   # "none", "sequential" or "tree"
+    prefetch_threshold: float = 0.5            # tree: fill a node once more than this fraction is resident
+    sequential_units: int = 1                  # sequential: units after the faulted one that come along
+    batch_faults: int = 256                    # distinct faults (migration units) per batch (driver: 64-1024)
+    batch_fixed_us: float = 45.0               # per-batch fixed cost (G10 parity; measured: 16)
+    batch_per_page_us: float = 0.0             # per 4 KiB page the batch migrates (measured: 0.2)
+    eviction_granularity_bytes: int = 2097152  # 4096 (pages) or va_block_bytes (whole chunks)
+    evict_destination: str = "host-then-ssd"   # "host", "ssd" or "host-then-ssd"
+    clock_GHz: float = 1.2                     # the simulation clock (GPU cycles)
+
+    def check(self, prefix: str = "fault") -> "FaultHandlerSpec":
+        """Validate every field; errors name ``<prefix>.<field>``."""
+        p = prefix
+        _int(self, p, "migration_unit_bytes", PAGE_BYTES, 65536)
+        _pow2(self, p, "migration_unit_bytes")
+        _int(self, p, "va_block_bytes", PAGE_BYTES, MAX_BLOCK_BYTES)
+        _pow2(self, p, "va_block_bytes")
+        if self.va_block_bytes < self.migration_unit_bytes:
+            raise ConfigError(f"{p}.va_block_bytes = {self.va_block_bytes}: must be >= "
+                              f"{p}.migration_unit_bytes = {self.migration_unit_bytes}")
+        if self.prefetcher not in PREFETCHERS:
+            raise ConfigError(f"{p}.prefetcher = {self.prefetcher!r}: must be one of {', '.join(PREFETCHERS)}")
+        _real(self, p, "prefetch_threshold", 0.0, 1.0, open_lo=True, open_hi=True)
+        _int(self, p, "sequential_units", 1, self.va_block_bytes // self.migration_unit_bytes)
+        _int(self, p, "batch_faults", 1, 65536)
+        _real(self, p, "batch_fixed_us", 0.0, 1e6)
+        _real(self, p, "batch_per_page_us", 0.0, 1e3)
+        _int(self, p, "eviction_granularity_bytes", PAGE_BYTES, MAX_BLOCK_BYTES)
+        if self.eviction_granularity_bytes not in (PAGE_BYTES, self.va_block_bytes):
+            raise ConfigError(f"{p}.eviction_granularity_bytes = {self.eviction_granularity_bytes}: must be "
+                              f"{PAGE_BYTES} (pages) or {p}.va_block_bytes = {self.va_block_bytes} (chunks)")
+        if self.evict_destination not in EVICT_DESTINATIONS:
+            raise ConfigError(f"{p}.evict_destination = {self.evict_destination!r}: must be one of "
+                              f"{', '.join(EVICT_DESTINATIONS)}")
+        _real(self, p, "clock_GHz", 0.0, 100.0, open_lo=True)
+        return self
+
+    # ---- derived ----
+
+    @property
+    def unit_pages(self) -> int:
+        return self.migration_unit_bytes // PAGE_BYTES
+
+    @property
+    def block_pages(self) -> int:
+        return self.va_block_bytes // PAGE_BYTES
+
+    def cycles(self, us: float) -> int:
+        """Microseconds as cycles of the simulation clock (rounded up)."""
+        return math.ceil(round(us * self.clock_GHz * 1000, 9))
+
+    def compiled_params(self, gpu_pages: int, host_pages: int) -> dict:
+        thr = _fraction(self.prefetch_threshold)
+        return dict(
+            unit_pages=self.unit_pages, block_pages=self.block_pages, prefetcher=PREFETCHERS[self.prefetcher],
+            sequential_units=self.sequential_units, threshold_num=thr[0], threshold_den=thr[1],
+            batch_faults=self.batch_faults, batch_fixed=self.cycles(self.batch_fixed_us),
+            batch_per_page=self.cycles(self.batch_per_page_us),
+            evict_pages=self.eviction_granularity_bytes // PAGE_BYTES,
+            evict_destination=EVICT_DESTINATIONS[self.evict_destination],
+            gpu_pages=gpu_pages, host_pages=host_pages, page_bytes=PAGE_BYTES,
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _int(spec, prefix, name, lo, hi):
+    v = getattr(spec, name)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (lo <= v <= hi):
+        raise ConfigError(f"{prefix}.{name} = {v!r}: must be an integer in [{lo}, {hi}]")
+
+
+def _pow2(spec, prefix, name):
+    v = getattr(spec, name)
+    if v & (v - 1):
+        raise ConfigError(f"{prefix}.{name} = {v}: must be a power of two")
+
+
+def _real(spec, prefix, name, lo, hi, open_lo=False, open_hi=False):
+    v = getattr(spec, name)
+    ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
+    if ok:
+        ok = (v > lo if open_lo else v >= lo) and (v < hi if open_hi else v <= hi)
+    if not ok:
+        raise ConfigError(f"{prefix}.{name} = {v!r}: must be a number in "
+                          f"{'(' if open_lo else '['}{lo}, {hi}{')' if open_hi else ']'}")
+
+
+def _fraction(x: float) -> tuple[int, int]:
+    """x as a fraction with a small denominator (0.5 -> 1/2), exact for decimals users write."""
+    from fractions import Fraction
+    f = Fraction(str(x)).limit_denominator(1 << 20)
+    return f.numerator, f.denominator
+
+
+class FaultHandler:
+    """A far-fault handler with its link (and optionally SSD, tier map and translator).
+
+    ``gpu_pages``: GPU frames; ``host_pages``: host memory for evicted pages;
+    ``initial_tier``: where pages that have never been on the GPU are (default host memory,
+    as after a first touch on the CPU); ``initial_host_pages``: host pages already in use.
+    ``.core`` is the compiled ``FarFaultHandler``."""
+
+    def __init__(self, spec: FaultHandlerSpec | None = None, *, gpu_pages: int, host_pages: int = 1 << 40,
+                 link=None, ssd=None, tiers=None, translator=None, initial_tier: str = "host",
+                 initial_host_pages: int = 0):
+        from ._uvm import FarFaultHandler, RunTierMap
+        from .pcie import PcieLink, PcieSpec
+        self.spec = (spec or FaultHandlerSpec()).check()
+        for name, v in (("gpu_pages", gpu_pages), ("host_pages", host_pages),
+                        ("initial_host_pages", initial_host_pages)):
+            if isinstance(v, bool) or int(v) != v or not (0 <= v < 2**50):
+                raise ConfigError(f"{name} = {v!r}: must be an integer in [0, 2**50)")
+        if initial_tier not in TIERS or initial_tier == "gpu":
+            raise ConfigError(f"initial_tier = {initial_tier!r}: must be 'not_present', 'ssd' or 'host'")
+        self.link = link if link is not None else PcieLink(PcieSpec(clock_GHz=self.spec.clock_GHz))
+        self.ssd = ssd
+        self.tiers = tiers if tiers is not None else RunTierMap(TIERS[initial_tier])
+        self.translator = translator
+        self.core = FarFaultHandler(self.spec.compiled_params(int(gpu_pages), int(host_pages)), self.link.core,
+                                    ssd.core if ssd is not None else None, self.tiers,
+                                    translator.core if translator is not None else None)
+        self.core.host_used_pages = int(initial_host_pages)
+
+    # ---- the replay's calls, validated ----
+
+    def fault(self, page: int, now: int, alloc: tuple[int, int] | None = None) -> int:
+        """A warp touches ``page`` of allocation ``alloc`` = (first, end) at cycle ``now``;
+        FAULT_QUEUED, FAULT_DUPLICATE or FAULT_RESIDENT."""
+        lo, hi = alloc if alloc is not None else (page - page % self.spec.block_pages,
+                                                  page - page % self.spec.block_pages + self.spec.block_pages)
+        _check_pages(lo, hi, "alloc")
+        if not lo <= page < hi:
+            raise ConfigError(f"page {page}: outside its allocation [{lo}, {hi})")
+        self._check_ssd(hi)
+        _check_cycle(now)
+        return self.core.py_raise_fault(int(page), int(lo), int(hi), int(now))
+
+    def _check_ssd(self, end):
+        # the SSD's logical page of a page is the page itself
+        if self.ssd is not None and end > self.ssd.logical_pages:
+            raise ConfigError(f"pages up to {end} exceed the SSD's {self.ssd.logical_pages} logical pages")
+
+    def next_batch_time(self) -> int:
+        return self.core.py_next_batch_time()
+
+    def service_batch(self, now: int) -> int:
+        """Service one batch from ``now``; returns its end cycle."""
+        _check_cycle(now)
+        return self.core.py_service_batch(int(now))
+
+    def service_all(self, now: int = 0) -> list[dict]:
+        """Service batches until the buffer is empty; one dict per batch (end, moves)."""
+        out = []
+        t = self.core.py_next_batch_time()
+        while t >= 0:
+            end = self.core.py_service_batch(max(int(now), t))
+            out.append({"end": end, "moves": self.core.last_moves()})
+            t = self.core.py_next_batch_time()
+        return out
+
+    def prefetch(self, first: int, end: int, now: int, alloc: tuple[int, int] | None = None) -> int:
+        """A hint brings pages [first, end) of ``alloc`` (default: exactly that range) in."""
+        lo, hi = alloc if alloc is not None else (first, end)
+        _check_pages(first, end, "range")
+        _check_pages(lo, hi, "alloc")
+        if not (lo <= first and end <= hi):
+            raise ConfigError(f"range [{first}, {end}) is not inside its allocation [{lo}, {hi})")
+        self._check_ssd(hi)
+        _check_cycle(now)
+        return self.core.py_prefetch_range(int(first), int(end), int(lo), int(hi), int(now))
+
+    def evict(self, first: int, end: int, dest: str, now: int) -> int:
+        """A hint sends the resident pages of [first, end) to ``dest`` ('host' or 'ssd')."""
+        _check_pages(first, end, "range")
+        if dest not in ("host", "ssd"):
+            raise ConfigError(f"dest = {dest!r}: must be 'host' or 'ssd'")
+        self._check_ssd(end)
+        _check_cycle(now)
+        return self.core.py_evict_range(int(first), int(end), TIERS[dest], int(now))
+
+    def release(self, first: int, end: int) -> int:
+        """Pages [first, end) are freed; returns the shootdown cycles."""
+        _check_pages(first, end, "range")
+        return self.core.py_release_range(int(first), int(end))
+
+    def arrival(self, page: int) -> int:
+        return self.core.py_arrival(int(page))
+
+    def moves(self) -> np.ndarray:
+        """What the latest call moved (``_uvm.MOVE_DTYPE`` rows)."""
+        return self.core.last_moves()
+
+    def stats(self) -> dict:
+        s = self.core.stats()
+        clock = self.spec.clock_GHz * 1000.0
+        s["mean_batch_us"] = s["batch_cycles"] / s["batches"] / clock if s["batches"] else 0.0
+        s["mean_fault_wait_us"] = s["fault_wait_cycles"] / s["batch_units"] / clock if s["batch_units"] else 0.0
+        return s
+
+
+def _check_pages(first, end, what):
+    for v in (first, end):
+        if isinstance(v, bool) or int(v) != v or not (0 <= v < 2**50):
+            raise ConfigError(f"{what} = [{first}, {end}): pages must be integers in [0, 2**50)")
+    if end < first:
+        raise ConfigError(f"{what} = [{first}, {end}): end before first")
+
+
+def _check_cycle(now):
+    if isinstance(now, bool) or int(now) != now or not (0 <= now < 2**62):
+        raise ConfigError(f"now = {now!r}: must be an integer cycle >= 0")

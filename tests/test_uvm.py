@@ -1,0 +1,360 @@
+"""Far-fault handler (g10core.uvm, _uvm.pyx): fault buffer and batches, deduplication, the
+prefetchers inside the VA block, least-recently-migrated eviction, destinations, hints, frees,
+timing through the PCIe link and the SSD (detailed_model.md §1, §5)."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from g10core.config import ConfigError
+from g10core.pcie import PcieSpec
+from g10core.ssd import SSD
+from g10core.tlb import TLB, TLBSpec
+from g10core.uvm import (FAULT_DUPLICATE, FAULT_QUEUED, FAULT_RESIDENT, TIERS, FaultHandler,
+                         FaultHandlerSpec)
+from g10core._uvm import RunTierMap
+
+B = 512          # pages per 2 MiB VA block
+U = 16           # pages per 64 KiB migration unit
+HOST, SSD_T, GPU, NP = TIERS["host"], TIERS["ssd"], TIERS["gpu"], TIERS["not_present"]
+FAULT, PREFETCH, HINT, EVICT = 0, 1, 2, 3
+
+
+def pages(moves, cause=None, dst=None):
+    sel = np.ones(len(moves), bool)
+    if cause is not None:
+        sel &= moves["cause"] == cause
+    if dst is not None:
+        sel &= moves["dst"] == dst
+    return int((moves["end"][sel] - moves["first"][sel]).sum())
+
+
+# ---- spec -------------------------------------------------------------------------------
+
+def test_defaults_are_the_reference_figures():
+    s = FaultHandlerSpec().check()
+    # detailed_model.md §1
+    assert (s.migration_unit_bytes, s.va_block_bytes) == (64 * 1024, 2 * 1024 * 1024)
+    assert (s.prefetcher, s.prefetch_threshold) == ("tree", 0.5)
+    assert (s.batch_faults, s.batch_fixed_us, s.batch_per_page_us) == (256, 45.0, 0.0)
+    assert (s.eviction_granularity_bytes, s.evict_destination) == (2 * 1024 * 1024, "host-then-ssd")
+    assert s.compiled_params(10, 10)["batch_fixed"] == 54000          # 45 us at 1.2 GHz
+
+
+@pytest.mark.parametrize("field,value", [
+    ("migration_unit_bytes", 2048), ("migration_unit_bytes", 3 * 4096), ("migration_unit_bytes", 131072),
+    ("va_block_bytes", 4 * 1024 * 1024), ("va_block_bytes", 3 * 65536), ("prefetcher", "density"),
+    ("prefetch_threshold", 0.0), ("prefetch_threshold", 1.0), ("prefetch_threshold", float("nan")),
+    ("sequential_units", 0), ("sequential_units", 33), ("batch_faults", 0), ("batch_faults", 1.5),
+    ("batch_fixed_us", -1.0), ("batch_per_page_us", float("inf")), ("eviction_granularity_bytes", 65536),
+    ("evict_destination", "disk"), ("clock_GHz", 0.0),
+])
+def test_bad_values_are_refused_naming_the_field(field, value):
+    with pytest.raises(ConfigError, match=rf"fault\.{field}"):
+        FaultHandlerSpec(**{field: value}).check()
+
+
+def test_block_smaller_than_the_unit_is_refused():
+    with pytest.raises(ConfigError, match="va_block_bytes"):
+        FaultHandlerSpec(va_block_bytes=32768).check()
+
+
+def test_python_entry_points_refuse_bad_input():
+    h = FaultHandler(gpu_pages=100)
+    with pytest.raises(ConfigError):
+        h.fault(10, 0, (20, 30))                          # outside its allocation
+    with pytest.raises(ConfigError):
+        h.fault(10, -1)
+    with pytest.raises(ConfigError):
+        h.prefetch(5, 3, 0)
+    with pytest.raises(ConfigError):
+        h.evict(0, 10, "gpu", 0)
+    with pytest.raises(ConfigError):
+        FaultHandler(gpu_pages=-1)
+    with pytest.raises(ConfigError):
+        FaultHandler(gpu_pages=10, initial_tier="gpu")
+    with pytest.raises(ConfigError, match="logical pages"):
+        FaultHandler(gpu_pages=10, ssd=SSD("zssd")).fault(1 << 40, 0)
+
+
+def test_codes_are_the_compiled_ones():
+    from g10core import _uvm, uvm
+    lay = _uvm.layout()
+    assert lay["prefetchers"] == uvm.PREFETCHERS
+    assert lay["evict_destinations"] == uvm.EVICT_DESTINATIONS
+    assert lay["causes"] == uvm.CAUSES == {n: i for i, n in enumerate(_uvm.CAUSE_NAMES)}
+    assert lay["fault_answers"] == {"queued": FAULT_QUEUED, "duplicate": FAULT_DUPLICATE, "resident": FAULT_RESIDENT}
+    assert lay["tiers"] == TIERS
+
+
+# ---- buffer and batches ------------------------------------------------------------------
+
+def test_deduplication_per_migration_unit():
+    h = FaultHandler(gpu_pages=10_000)
+    assert h.fault(0, 0) == FAULT_QUEUED
+    assert h.fault(5, 1) == FAULT_DUPLICATE               # same 64 KiB unit
+    assert h.fault(16, 2) == FAULT_QUEUED                 # next unit
+    end = h.service_batch(2)                               # both raised by the batch's start
+    assert h.stats()["batch_units"] == 2
+    assert h.fault(3, end + 10) == FAULT_RESIDENT         # arrived
+    assert h.arrival(3) == end
+    s = h.stats()
+    assert (s["faults"], s["duplicate_faults"], s["resident_faults"]) == (4, 1, 1)
+
+
+def test_faults_raised_during_a_batch_wait_for_the_next():
+    spec = FaultHandlerSpec(prefetcher="none")
+    h = FaultHandler(spec, gpu_pages=100_000)
+    for i in range(3):
+        h.fault(i * B, 0)
+    end1 = h.service_batch(0)
+    h.fault(10 * B, end1 // 2)                             # raised while batch 1 runs
+    assert h.next_batch_time() == end1
+    end2 = h.service_batch(0)
+    assert pages(h.moves()) == U and h.moves()["first"][0] == 10 * B
+    assert end2 > end1
+    assert h.stats()["batches"] == 2
+
+
+def test_a_batch_takes_only_faults_raised_by_its_start():
+    h = FaultHandler(FaultHandlerSpec(prefetcher="none"), gpu_pages=100_000)
+    h.fault(0, 0)
+    h.fault(B, 5000)                                       # raised later than the first batch starts
+    h.service_batch(0)
+    assert pages(h.moves()) == U
+    assert h.next_batch_time() >= 5000
+
+
+@pytest.mark.parametrize("W,size", [(1, 256), (256, 256), (257, 256), (1000, 256), (100, 64)])
+def test_batch_count_and_time_closed_form(W, size):
+    spec = FaultHandlerSpec(prefetcher="none", batch_faults=size)
+    link = PcieSpec()
+    h = FaultHandler(spec, gpu_pages=W * U)
+    for i in range(W):
+        h.fault(i * B, 0)
+    batches = h.service_all(0)
+    assert len(batches) == math.ceil(W / size)
+    # each batch: fixed cost, then one host->GPU transfer of its units on an idle link
+    expect, left = 0, W
+    for _ in batches:
+        n = min(left, size)
+        expect += spec.cycles(spec.batch_fixed_us) + link.idle_transfer_cycles(n * 65536)
+        left -= n
+    assert batches[-1]["end"] == expect
+    s = h.stats()
+    assert s["pages_from_host"] == W * U and s["max_batch_units"] == min(W, size)
+
+
+def test_per_page_cost_is_charged_per_migrated_page():
+    spec = FaultHandlerSpec(prefetcher="none", batch_per_page_us=0.2)
+    h = FaultHandler(spec, gpu_pages=1000)
+    h.fault(0, 0)
+    end = h.service_batch(0)
+    assert end == spec.cycles(45.0) + U * spec.cycles(0.2) + PcieSpec().idle_transfer_cycles(U * 4096)
+
+
+# ---- prefetchers ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("touches,expected_units", [
+    ([0, 1, 2, 4, 8, 16], [1, 1, 2, 4, 8, 16]),            # detailed_model.md §5 (GTX 1080 Ti traces)
+    ([31, 30, 29], [1, 1, 2]),                              # mirrored: [28, 31] fills after 29
+    ([0, 2], [1, 1]),                                       # half of [0, 3] is not more than half
+])
+def test_tree_prefetcher(touches, expected_units):
+    h = FaultHandler(gpu_pages=10_000)
+    t = 0
+    for u, n in zip(touches, expected_units):
+        h.fault(u * U, t, (0, B))
+        t = h.service_batch(t)
+        assert pages(h.moves()) == n * U
+
+
+def test_sequential_prefetcher_adds_the_next_units_within_the_block():
+    h = FaultHandler(FaultHandlerSpec(prefetcher="sequential", sequential_units=3), gpu_pages=10_000)
+    h.fault(5 * U, 0, (0, 2 * B))
+    h.service_batch(0)
+    assert pages(h.moves(), FAULT) == U and pages(h.moves(), PREFETCH) == 3 * U
+    h.fault(31 * U, 0, (0, 2 * B))                         # last unit of block 0: nothing beyond it
+    h.service_batch(0)
+    assert pages(h.moves(), PREFETCH) == 0
+
+
+def test_prefetch_stays_inside_a_partial_last_block():
+    # an allocation of 1.25 blocks: its second block has 128 valid pages
+    h = FaultHandler(gpu_pages=10_000)
+    alloc = (0, B + 128)
+    for u in range(5):
+        h.fault(B + u * U, 0, alloc)
+        h.service_batch(0)
+    res = h.core.resident_blocks()
+    assert max(res[1]) < 128 and len(res[1]) == 128        # [0, 128) filled by the tree, nothing after
+
+
+@settings(max_examples=150, deadline=None)
+@given(blocks=st.integers(1, 4), lo_off=st.integers(0, 511), hi_cut=st.integers(0, 511),
+       touches=st.lists(st.integers(0, 4 * B - 1), min_size=1, max_size=40),
+       prefetcher=st.sampled_from(["tree", "sequential", "none"]), unit=st.sampled_from([4096, 16384, 65536]),
+       batch=st.integers(1, 8))
+def test_no_prefetch_crosses_the_va_block_or_the_allocation(blocks, lo_off, hi_cut, touches, prefetcher,
+                                                            unit, batch):
+    spec = FaultHandlerSpec(prefetcher=prefetcher, migration_unit_bytes=unit, batch_faults=batch,
+                            sequential_units=2)
+    h = FaultHandler(spec, gpu_pages=1 << 20)
+    lo = 7 * B + lo_off
+    hi = max(lo + 1, 7 * B + blocks * B - hi_cut)
+    resident = set()
+    faulted_blocks = set()
+    t = 0
+    for x in touches:
+        page = lo + x % (hi - lo)
+        code = h.fault(page, t, (lo, hi))
+        faulted_blocks.add(page // B)
+        assert code == (FAULT_RESIDENT if page in resident else code)
+        if h.next_batch_time() >= 0 and (len(touches) % 3 == 0 or x % 2):
+            t = h.service_batch(t)
+            m = h.moves()
+            # every batch: each move stays in one VA block where a fault was raised (a fault
+            # whose unit a prefetch brought meanwhile still prefetches around it)
+            for row in m:
+                assert lo <= row["first"] < row["end"] <= hi
+                assert row["first"] // B == (row["end"] - 1) // B            # within one VA block
+                assert row["first"] // B in faulted_blocks
+                new = set(range(row["first"], row["end"]))
+                assert not new & resident                                   # nothing moves twice
+                resident |= new
+    for b in h.service_all(t):
+        for row in b["moves"]:
+            assert lo <= row["first"] < row["end"] <= hi and row["first"] // B == (row["end"] - 1) // B
+            resident |= set(range(row["first"], row["end"]))
+    got = {blk * B + p for blk, ps in h.core.resident_blocks().items() for p in ps}
+    assert got == resident
+    assert h.stats()["gpu_used_pages"] == len(resident)
+
+
+# ---- eviction ----------------------------------------------------------------------------
+
+def test_least_recently_migrated_block_goes_first_in_whole_chunks():
+    spec = FaultHandlerSpec(prefetcher="none")
+    h = FaultHandler(spec, gpu_pages=3 * U)
+    t = 0
+    for blk in (0, 1, 2):
+        h.fault(blk * B, t)
+        t = h.service_batch(t)
+    h.fault(B + U, t)                                      # block 1 migrates again: now the newest
+    t = h.service_batch(t)
+    assert h.core.lrm_order() == [2, 1]                    # block 0 left to make room
+    assert [tuple(r) for r in h.moves()[h.moves()["cause"] == EVICT][["first", "end", "dst"]]] == \
+        [(0, U, HOST)]
+    h.fault(3 * B, t)
+    h.service_batch(t)
+    # block 2 is the least recently migrated: its chunk leaves whole
+    ev = h.moves()[h.moves()["cause"] == EVICT]
+    assert {(int(r["first"]), int(r["end"])) for r in ev} == {(2 * B, 2 * B + U)}
+
+
+def test_4KiB_granularity_evicts_only_what_is_needed():
+    spec = FaultHandlerSpec(prefetcher="none", eviction_granularity_bytes=4096)
+    h = FaultHandler(spec, gpu_pages=2 * U + 4)
+    h.fault(0, 0)
+    t = h.service_batch(0)
+    h.fault(U, t)
+    t = h.service_batch(t)
+    h.fault(B, t)
+    h.service_batch(t)
+    ev = h.moves()[h.moves()["cause"] == EVICT]
+    assert pages(ev) == U - 4 and ev["first"][0] == 0      # the oldest block's lowest pages
+    assert h.stats()["gpu_used_pages"] == 2 * U + 4
+
+
+def test_destination_host_until_full_then_ssd():
+    spec = FaultHandlerSpec(prefetcher="none")
+    ssd = SSD("zssd")
+    h = FaultHandler(spec, gpu_pages=U, host_pages=U + 6, ssd=ssd, initial_tier="not_present")
+    t = 0
+    for blk in range(3):
+        h.fault(blk * B, t)
+        t = h.service_batch(t)
+    s = h.stats()
+    assert s["pages_zero_filled"] == 3 * U
+    assert (s["pages_to_host"], s["pages_to_ssd"]) == (U + 6, U - 6)
+    runs = h.tiers.py_tier_runs(0, 2 * B)
+    assert (0, U, HOST) in runs and (B, B + 6, HOST) in runs and (B + 6, B + U, SSD_T) in runs
+    # the SSD pages come back through the SSD and the link's peer flow
+    h.fault(B + 8, t)
+    end = h.service_batch(t)
+    s = h.stats()
+    assert s["pages_from_ssd"] == U - 6 and s["pages_from_host"] == 6
+    assert ssd.core.stats()["host_read_pages"] >= U - 6
+    assert h.link.core.stats()["to_device"]["bytes_peer_flow"] == (U - 6) * 4096
+    assert end > t
+
+
+def test_evictions_shoot_down_the_tlbs():
+    tlb = TLB(TLBSpec(sms=4, sample_modulus=1, sample_subsamples=1))
+    h = FaultHandler(FaultHandlerSpec(prefetcher="none"), gpu_pages=U, translator=tlb)
+    h.fault(0, 0)
+    t = h.service_batch(0)
+    tlb.translate_kernel(t, 1000, [0], [U])
+    assert tlb.core.entries()
+    h.fault(B, t)
+    end = h.service_batch(t)
+    assert not [e for e in tlb.core.entries() if e[3] < U]
+    assert tlb.stats()["shootdown_cycles"] == 215
+    assert h.stats()["shootdown_cycles"] == 215
+    # the batch paid the shootdown, then the victim's copy out, then the unit's copy in
+    link = PcieSpec()
+    out = link.idle_transfer_cycles(U * 4096, "from_device", "host")
+    assert end == t + 54000 + 215 + out + link.idle_transfer_cycles(U * 4096)
+
+
+def test_overcommit_when_nothing_can_be_evicted():
+    h = FaultHandler(FaultHandlerSpec(prefetcher="none", batch_faults=4), gpu_pages=U)
+    for blk in range(3):
+        h.fault(blk * B, 0)
+    h.service_batch(0)                                     # one batch brings 3 units; all pinned
+    assert h.stats()["overcommit_pages"] == 2 * U
+
+
+# ---- hints and frees -------------------------------------------------------------------
+
+def test_hint_prefetch_evict_and_release():
+    h = FaultHandler(gpu_pages=10 * B)
+    done = h.prefetch(100, 1500, 0, alloc=(0, 2000))
+    assert pages(h.moves(), HINT) == 1400 and done > 0
+    assert h.fault(700, done) == FAULT_RESIDENT
+    assert h.stats()["pages_hinted"] == 1400
+    h.evict(0, 1000, "ssd", done)
+    assert pages(h.moves(), EVICT, SSD_T) == 900
+    assert h.stats()["gpu_used_pages"] == 500
+    assert h.release(0, 2000) == 0                        # no translator: shootdowns cost nothing
+    assert h.stats()["gpu_used_pages"] == 0 and h.core.resident_blocks() == {}
+    assert h.tiers.py_tier_runs(0, 2000) == [(0, 2000, NP)]
+
+
+def test_cost_follows_blocks_touched_not_the_footprint():
+    h = FaultHandler(gpu_pages=1 << 30)
+    alloc = (0, 1 << 40)                                   # 4 PiB allocation
+    for i in range(10):
+        h.fault(i * (1 << 30), 0, alloc)
+    h.service_all(0)
+    assert h.stats()["blocks_created"] == 10 and h.stats()["max_blocks"] == 10
+    h.release(0, 1 << 40)                                  # visits the 10 records, not 2**31 blocks
+    assert h.stats()["live_blocks"] == 0
+
+
+# ---- tier map -----------------------------------------------------------------------------
+
+@settings(max_examples=100, deadline=None)
+@given(ops=st.lists(st.tuples(st.integers(0, 200), st.integers(0, 60), st.sampled_from([0, 1, 2, 3])),
+                    max_size=40))
+def test_run_tier_map_matches_a_page_array(ops):
+    m = RunTierMap(HOST)
+    ref = np.full(300, HOST)
+    for a, n, tier in ops:
+        m.py_set_tier(a, a + n, tier)
+        ref[a:a + n] = tier
+    runs = m.py_tier_runs(0, 300)
+    got = np.concatenate([np.full(e - f, t) for f, e, t in runs])
+    assert (got == ref).all()
+    assert all(runs[i][2] != runs[i + 1][2] for i in range(len(runs) - 1))   # runs are maximal
