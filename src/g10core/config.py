@@ -315,6 +315,19 @@ class RunSpec:
             "(compute = time without transfers; adds up only where transfers cover the stall)")
 
 
+@dataclass(frozen=True)
+class NoiseSpec:
+    kernel_time_sigma: float = param(
+        0.0, unit="1", min=0, max=1,
+        doc="Fig. 19 kernel-time noise: each kernel's three times scaled by one ratio drawn from "
+            "U(1 - sigma, 1 + sigma), clipped to [0.1, 1.9], after the policy planned on the profiled "
+            "times (as the published simulator: std::mt19937, libstdc++ uniform_real_distribution); 0: none")
+    seed: int = param(
+        -1, unit="1", min=-1, max=2**32 - 1,
+        doc="std::mt19937 seed of the noise; -1: the published per-model seed (BERT 15, ResNet152 10, "
+            "SENet154 25, the others the engine's default 5489)")
+
+
 SECTIONS = {
     "gpu": GPUSpec,
     "host": HostSpec,
@@ -323,6 +336,7 @@ SECTIONS = {
     "fault": FaultSpec,
     "scheduler": SchedulerSpec,
     "run": RunSpec,
+    "noise": NoiseSpec,
 }
 
 # [ssd] keys of the FTL device (ssd.device_spec maps them onto ssd.py's SSDSpec)
@@ -345,6 +359,7 @@ class SimConfig:
     fault: FaultSpec = field(default_factory=FaultSpec)
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
     run: RunSpec = field(default_factory=RunSpec)
+    noise: NoiseSpec = field(default_factory=NoiseSpec)
 
     def check(self) -> "SimConfig":
         """Every field's type and range, then the rules between fields; returns self."""

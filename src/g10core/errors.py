@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 
 __all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError",
-           "CannotFit", "CaptureError", "EvictionRuleError",
-           "TensorSimError", "SimulationError"]
+           "CannotFit", "CaptureError", "EvictionRuleError", "TensorSimError", "SweepError", "SimulationError"]
 
 _IN_MEMORY_TRACE = "<in-memory trace>"
 
@@ -30,6 +29,11 @@ class InputError(G10Error, ValueError):
 
 class ConfigError(InputError):
     """A configuration value or key is invalid; the message names ``section.key``."""
+
+
+class SweepError(InputError):
+    """A sweep file or results store is invalid (``g10core.sweep``); the message names the file
+    and the key or line."""
 
 
 class TraceError(InputError):

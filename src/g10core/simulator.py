@@ -14,6 +14,7 @@ invariants of the outcome and returns a :class:`~g10core.results.Result`.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import platform
@@ -31,6 +32,7 @@ from .config import ARTIFACT_PRESET, DEFAULT_PRESET, SimConfig, preset, resolve
 from .errors import ConfigError, G10Warning, HintError, SimulationError  # noqa: F401 (SimulationError: API)
 from .modelled import ignored_parameters, warning_text
 from .hints import HintFile, action_counts, check_belongs, trace_digest, validate_hints
+from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
 from .codes import KERNEL_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
@@ -105,14 +107,55 @@ def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
     }
 
 
+# ---- kernel-time noise (noise.*, Fig. 19) --------------------------------------
+# Policies plan on the trace's profiled times; only the simulation runs on the perturbed
+# ones, as in the published simulator.  Page level: the replay's cycles (replay_inputs, and
+# the ideal policy's sum).  Tensor level: the policy's schedule is made on the trace, then
+# simulated on noisy_trace (noisy_tensor_plan).
+
+def run_kernel_cycles(trace: Trace, cfg):
+    """(t11, t10, t00) in cycles that a run simulates: the profiled times with ``noise.*`` applied."""
+    t11, t10, t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+    return noisy_kernel_cycles(t11, t10, t00, sigma=cfg.noise.kernel_time_sigma,
+                               seed=resolve_seed(cfg.noise.seed, trace.model))
+
+
+def noisy_trace(trace: Trace, cfg) -> Trace:
+    """``trace`` with each kernel's three profiled times scaled by its noise ratio (tensor level)."""
+    if cfg.noise.kernel_time_sigma == 0:
+        return trace
+    r = kernel_time_ratios(trace.n_kernels, cfg.noise.kernel_time_sigma, resolve_seed(cfg.noise.seed, trace.model))
+    return dataclasses.replace(trace, kernel_time_ideal_ns=trace.kernel_time_ideal_ns * r,
+                               kernel_time_fault_all_ns=trace.kernel_time_fault_all_ns * r,
+                               kernel_time_fault_outputs_ns=trace.kernel_time_fault_outputs_ns * r)
+
+
+def noisy_tensor_plan(pol: TensorPolicy, trace: Trace, cfg) -> TensorPlan:
+    """A tensor-level policy's plan under noise: scheduled on ``trace``, simulated on :func:`noisy_trace`."""
+    from . import tensorsim
+
+    def simulate() -> dict:
+        try:
+            hints = np.asarray(pol.schedule(trace))
+        except ValueError as exc:      # the policy has no schedule: it cannot fit (FlashNeuron)
+            mode = "flashneuron" if pol.name == "flashneuron" else "gds"
+            return tensorsim.failed_result(" ".join(str(exc).split()), mode=mode, trace=trace, config=cfg)
+        d = dict(pol.simulate(noisy_trace(trace, cfg), hints))
+        d.setdefault("schedule", {"n_hints": int(hints.size), "planned_on": "the profiled kernel times"})
+        return d
+
+    return TensorPlan(simulate=simulate)
+
+
 def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hints=False, bulk=True,
                   devices=None):
     """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated).
 
     ``devices``: the ``(ssd, link)`` of :func:`detailed_devices` for the detailed preset.
+    The kernel times are :func:`run_kernel_cycles` (``noise.*`` applied).
     """
     c = ArtifactConstants.from_config(cfg)
-    t11, t10, t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+    t11, t10, t00 = run_kernel_cycles(trace, cfg)
     birth, death = liveness(trace)
     first = trace.tensor_first_page.astype(np.int64)
     npages = trace.tensor_pages.astype(np.int64)
@@ -453,6 +496,8 @@ class Simulator:
         t0 = time.perf_counter()
         plan = pol.plan(trace, cfg, hints=hints, eviction=eviction)
         meta["plan_wall_s"] = time.perf_counter() - t0
+        if isinstance(plan, TensorPlan) and hints is None and cfg.noise.kernel_time_sigma > 0:
+            plan = noisy_tensor_plan(pol, trace, cfg)
         if eviction is not None:
             meta["eviction_override"] = evictors.label(eviction)
         if isinstance(eviction, evictors.UserScore):
@@ -460,7 +505,7 @@ class Simulator:
         if isinstance(plan, TensorPlan):
             result = self._run_tensor(trace, plan, hints, hint_info, common, meta)
         elif isinstance(plan, IdealPlan):
-            t11, _t10, _t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+            t11, _t10, _t00 = run_kernel_cycles(trace, cfg)
             hint_info = {"source": "none", "policy": pol.name, "n_hints": 0}
             result = results.ideal(t11, freq_hz=self.constants.freq_hz, iterations=cfg.run.iterations,
                                    hints=hint_info, metadata=meta, **common)

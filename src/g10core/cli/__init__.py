@@ -1,8 +1,9 @@
 """The ``g10sim`` command (also ``python -m g10core``).
 
 One module per command group (``trace``, ``run``, ``hints``, ``reproduce``,
-``report``, ``ssd``, ``config``, ``uvm-micro``), each with a function ``add_parser(subparsers)`` that adds
-its sub-commands, each with ``set_defaults(func=...)``; the function gets the
+``report``, ``ssd``, ``config``, ``uvm-micro``, ``sweep``), each with a function
+``add_parser(subparsers)`` that adds its sub-commands, each with
+``set_defaults(func=...)``; the function gets the
 parsed arguments and returns the exit status.  A new group is one module plus
 one entry in :data:`COMMAND_GROUPS`.  Commands are thin: they parse, call a
 library function the tests also call, and print.  Human output carries units;
@@ -31,7 +32,7 @@ import traceback
 import warnings
 
 from .. import __version__
-from . import config, hints, report, reproduce, run, ssd, trace, uvm_micro
+from . import config, hints, report, reproduce, run, ssd, sweep, trace, uvm_micro
 from ..errors import G10Warning, SimulationError
 from .common import (  # noqa: F401 (the helpers every command group uses, importable from here)
     EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERNAL, EXIT_OK, EXPECTED_ERRORS, add_config_options, add_json_option,
@@ -48,6 +49,7 @@ COMMAND_GROUPS = [
     ssd.add_parser,
     config.add_parser,
     uvm_micro.add_parser,
+    sweep.add_parser,
 ]
 
 
