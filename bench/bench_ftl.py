@@ -1,5 +1,12 @@
 """Speed of the SSD/FTL model (numbers recorded in bench/README.md, section "FTL").
 
+asv: ``FTL.time_write_pass`` (one pass of U single-page writes through the whole model on
+a warmed-up device: 1 plane of 1 GiB, and the zssd preset at 1 GiB, uniform, OP 7 %),
+``FTL.track_waf`` (golden: the write amplification of that pass) and
+``SSDCommand.time_default_run`` (``g10sim ssd`` at its defaults, 8 GiB).
+
+Script:
+
     python bench/bench_ftl.py            # every case, a table
     python bench/bench_ftl.py --json -   # the same as JSON
     python bench/bench_ftl.py --quick    # the small cases only
@@ -102,6 +109,45 @@ def run_case(name, make, kind, warmup, measured=2):
         "host_writes_per_s_cpu": st["host_write_pages"] / cpu,
         "flash_programs_per_s_wall": st["flash_program_pages"] / wall,
     }
+
+
+class FTL:
+    params = ["1 plane, 1 GiB", "zssd, 1 GiB"]
+    param_names = ["device"]
+    number = 1
+    repeat = (1, 5, 30.0)
+    warmup_time = 0.0
+
+    def setup(self, device):
+        spec = one_plane(1) if device.startswith("1 plane") else ssd_preset("zssd").with_user_capacity(GiB)
+        self.ssd = SSD(spec)
+        U = self.ssd.logical_pages
+        rng = np.random.default_rng(0)
+        now = self.ssd.core.py_write(0, U, 0)
+        for _ in range(2):                                   # GC in steady state
+            now = self.ssd.run_pages(rng.integers(0, U, U), write=True, now=now)
+        self.now = now
+        self.batch = rng.integers(0, U, U)
+        self.ssd.reset_stats()
+
+    def time_write_pass(self, device):
+        self.ssd.core.run_pages(self.batch, True, self.now, True)
+
+    def track_waf(self, device):
+        self.ssd.core.run_pages(self.batch, True, self.now, True)
+        return self.ssd.stats()["waf"]
+
+    track_waf.unit = "WAF"
+
+
+class SSDCommand:
+    number = 1
+    repeat = (1, 3, 30.0)
+    warmup_time = 0.0
+    timeout = 300
+
+    def time_default_run(self):
+        run_microbenchmark()
 
 
 def _digest(a) -> str:

@@ -6,14 +6,21 @@
 * ``small_trace``: a 64-kernel synthetic training trace (256 MiB footprint).
 * ``SHIPPED_WORKLOADS``, ``SHIPPED_NAMES``, ``SHIPPED_LLM_NAMES``, ``assert_same_trace``: plain names,
   ``from conftest import ...``.
-* ``artifact_dir``: the published G10 inputs (``$G10_ARTIFACT_DIR``, default
-  ``<repo>/../shared/g10_artifact``).  Tests that need them are skipped when they
-  are absent, unless ``G10_REQUIRE_ARTIFACT=1`` (``.ci/run`` sets it), which makes
-  their absence a failure.
+* ``artifact_dir`` (and ``artifact_path()`` for module-level use): the published G10
+  inputs the tests compare with: the copy of the parts the tests read that ships in
+  ``tests/fixtures/g10_artifact.tar.xz`` (the artifact's content; unpacked once per
+  session into a temporary folder), so every test runs the same way on a fresh clone
+  and in CI; or the full artifact where ``$G10_ARTIFACT_DIR`` points to one.
 """
 from __future__ import annotations
 
+import atexit
+import gzip
+import json
 import os
+import shutil
+import tarfile
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +28,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-# Every model x batch of the artifact's workloads/ (its README), shipped in traces/.
+# Every model x batch of the artifact's workloads/ (its README), shipped in g10core/traces/.
 SHIPPED_WORKLOADS = (
     [("bert_base", b) for b in (128, 256, 384, 512, 640, 768, 1024)]
     + [("vit", b) for b in (256, 512, 768, 1024, 1280, 1536)]
@@ -60,9 +67,41 @@ def assert_same_trace(a, b):
         assert a.hints.tobytes() == b.hints.tobytes()
 
 
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+ARTIFACT_ARCHIVE = FIXTURES / "g10_artifact.tar.xz"
+ARTIFACT_MANIFEST = FIXTURES / "MANIFEST.json"
+_unpacked: list[Path] = []
+
+
+def _is_artifact(path: Path) -> bool:
+    return (path / "workloads").is_dir() and (path / "profiles").is_dir()
+
+
+def unpack_artifact_fixture() -> Path:
+    """tests/fixtures/g10_artifact.tar.xz unpacked in the artifact's layout (once per session)."""
+    if _unpacked:
+        return _unpacked[0]
+    root = Path(tempfile.mkdtemp(prefix="g10-artifact-fixture-"))
+    atexit.register(shutil.rmtree, root, True)
+    manifest = json.loads(ARTIFACT_MANIFEST.read_text())
+    gzipped = {entry["stored_as"]: name for name, entry in manifest.items() if entry["gzip"]}
+    with tarfile.open(ARTIFACT_ARCHIVE, "r:xz") as tar:
+        for member in tar:
+            data = tar.extractfile(member).read()
+            name = gzipped.get(member.name, member.name)
+            target = root / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if name.endswith(".gz"):
+                data = gzip.compress(data, compresslevel=1, mtime=0)
+            target.write_bytes(data)
+    _unpacked.append(root)
+    return root
+
+
 def artifact_path() -> Path:
-    env = os.environ.get("G10_ARTIFACT_DIR")
-    return Path(env) if env else REPO_ROOT.parent / "shared" / "g10_artifact"
+    """The published G10 inputs: ``$G10_ARTIFACT_DIR`` when set, else the shipped fixture."""
+    env = os.environ.get("G10_ARTIFACT_DIR", "").strip()
+    return Path(env) if env else unpack_artifact_fixture()
 
 
 @pytest.fixture(scope="session")
@@ -71,19 +110,19 @@ def repo_root() -> Path:
 
 
 @pytest.fixture(scope="session")
-def traces_dir(repo_root) -> Path:
-    return repo_root / "traces"
+def traces_dir() -> Path:
+    """The shipped traces (package data, g10core/traces)."""
+    from g10core.tracestore import shipped_dir
+
+    return shipped_dir()
 
 
 @pytest.fixture(scope="session")
 def artifact_dir() -> Path:
     path = artifact_path()
-    if not (path / "workloads").is_dir() or not (path / "profiles").is_dir():
-        message = (f"the published G10 inputs are not at {path} "
-                   "(set G10_ARTIFACT_DIR to the folder with workloads/ and profiles/)")
-        if os.environ.get("G10_REQUIRE_ARTIFACT") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+    if not _is_artifact(path):
+        pytest.fail(f"the published G10 inputs are not at {path} "
+                    "($G10_ARTIFACT_DIR: the folder with workloads/ and profiles/)")
     return path
 
 

@@ -12,7 +12,7 @@ from g10core.hints import read_hints, write_hints
 from g10core.synth import synthesize
 from g10core.trace import kernel_working_set_bytes, write_trace
 
-GPU = ["--set", "gpu.memory_GiB=0.012", "--set", "host.memory_GiB=0.03"]
+GPU = ["--preset", "g10-artifact", "--set", "gpu.memory_GiB=0.012", "--set", "host.memory_GiB=0.03"]
 
 
 def run(capsys, *argv):

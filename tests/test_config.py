@@ -24,7 +24,7 @@ from g10core.synth import synthesize
 from g10core.trace import write_trace
 
 ALL_KEYS = [f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in fields(cls)]
-SMALL = ["--set", "gpu.memory_GiB=0.012", "--set", "host.memory_GiB=0.03"]
+SMALL = ["--preset", "g10-artifact", "--set", "gpu.memory_GiB=0.012", "--set", "host.memory_GiB=0.03"]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ The ranges are those within which the model computes correctly: no integer
 overflow of the simulator's int64 cycles, no division by zero, no allocation of
 more than a few hundred MB, every transfer slot able to move a page.
 
-A configuration is a preset (``g10-artifact`` or ``detailed``) with overrides,
+A configuration is a preset (``default``, ``g10-artifact`` or ``detailed``) with overrides,
 from a TOML file (``[gpu] memory_GiB = 80``; values must have the key's type:
 a string is not a number, a number is not a boolean) or from ``section.key=value``
 strings (``--set gpu.memory_GiB=80``; parsed, as a command line has only
@@ -177,7 +177,7 @@ class SSDSpec:
         doc="SSD access latency of the fault-time model (l_ssd) and the G10 scheduler's safe time")
     model: str = param(
         "bandwidth", choices=("bandwidth", "ftl"),
-        doc="bandwidth: slots at ssd.bandwidth_GBps (g10-artifact); ftl: the ssd.device with its FTL "
+        doc="bandwidth: slots at ssd.bandwidth_GBps (default, g10-artifact); ftl: the ssd.device with its FTL "
             "(detailed, with link.model = pcie)")
     device: str = param(
         "zssd", choices=tuple(SSD_PRESETS),
@@ -260,18 +260,18 @@ class SSDSpec:
 class LinkSpec:
     bandwidth_GBps: float = param(
         15.754, unit="GB/s", min=0.1, max=10000,
-        doc="GPU's PCIe link per direction: the slot period and the fault-time model (g10-artifact; "
+        doc="GPU's PCIe link per direction: the slot period and the fault-time model (default, g10-artifact; "
             "the detailed link's bandwidth follows from generation and lanes)")
     batch_pages: int = param(
         50, unit="pages", min=1, max=65536,
         doc="pages per transfer slot: its period is their time on the link (page-level policies)")
     latency_us: float = param(
         5.0, unit="us", min=0, max=1e4,
-        doc="per-transfer setup latency of the PCIe link (detailed only; g10-artifact reads none, "
+        doc="per-transfer setup latency of the PCIe link (detailed only; the slot model reads none, "
             "as the published simulator)")
     model: str = param(
         "slots", choices=("slots", "pcie"),
-        doc="slots: bandwidth-only transfer slots (g10-artifact); pcie: the PCIe link model "
+        doc="slots: bandwidth-only transfer slots (default, g10-artifact); pcie: the PCIe link model "
             "(detailed, with ssd.model = ftl)")
     generation: int = param(
         3, unit="gen", choices=tuple(GENERATIONS), doc="PCIe generation of the GPU's link (detailed)")
@@ -383,14 +383,43 @@ class SchedulerSpec:
     prefetch_degree: int = param(
         8, unit="kernels", min=1, max=1024, doc="DeepUM+ look-ahead: prefetch and eviction window")
     artifact_quirks: bool = param(
-        True, doc="apply the published artifact's hand-tuned factors (G10, G10-GDS/Host, FlashNeuron, DeepUM+)")
+        False, doc="apply the published artifact's hand-tuned factors and corners (G10's target factors, the "
+                   "4x allocator of G10-GDS/Host, FlashNeuron's ViT-1024 line, libstdc++ tensor order, ...); "
+                   "on only in g10-artifact, where they reproduce the paper")
+
+
+ITERATION_RULES = ("steady_mean", "fastest")
+BREAKDOWN_RULES = ("partition", "artifact")
 
 
 @dataclass(frozen=True)
 class RunSpec:
     iterations: int = param(
-        2, unit="iterations", min=1, max=1000,
+        3, unit="iterations", min=1, max=1000,
         doc="training iterations simulated (iteration 0 is the cold start)")
+    iteration_rule: str = param(
+        "steady_mean", choices=ITERATION_RULES,
+        doc="the reported iteration time: steady_mean, the mean of the iterations after the cold start "
+            "(iteration 0; all of them when only one ran); fastest, the fastest iteration (the artifact's "
+            "figure scripts, g10-artifact)")
+    breakdown_rule: str = param(
+        "partition", choices=BREAKDOWN_RULES,
+        doc="compute/overlap/stall per kernel: partition, stall = time - ideal and overlap = the transfer "
+            "time beyond the stall, so the three add up to the time; artifact, the published Stat class's "
+            "(compute = time without transfers; adds up only where transfers cover the stall)")
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    kernel_time_sigma: float = param(
+        0.0, unit="1", min=0, max=1,
+        doc="Fig. 19 kernel-time noise: each kernel's three times scaled by one ratio drawn from "
+            "U(1 - sigma, 1 + sigma), clipped to [0.1, 1.9], after the policy planned on the profiled "
+            "times (as the published simulator: std::mt19937, libstdc++ uniform_real_distribution); 0: none")
+    seed: int = param(
+        -1, unit="1", min=-1, max=2**32 - 1,
+        doc="std::mt19937 seed of the noise; -1: the published per-model seed (BERT 15, ResNet152 10, "
+            "SENet154 25, the others the engine's default 5489)")
 
 
 SECTIONS = {
@@ -402,15 +431,22 @@ SECTIONS = {
     "tlb": TranslationSpec,
     "scheduler": SchedulerSpec,
     "run": RunSpec,
+    "noise": NoiseSpec,
 }
 
 # [ssd] keys of the FTL device (ssd.device_spec maps them onto ssd.py's SSDSpec)
 FTL_KEYS = tuple(f.name for f in fields(SSDSpec) if f.metadata[_META].from_device)
 
 
+# The preset of `g10sim run`, `g10sim hints`, sweeps and the Python API when none is named.
+DEFAULT_PRESET = "default"
+# The preset that reproduces the paper (`g10sim reproduce`).
+ARTIFACT_PRESET = "g10-artifact"
+
+
 @dataclass(frozen=True)
 class SimConfig:
-    preset: str = "g10-artifact"
+    preset: str = DEFAULT_PRESET
     gpu: GPUSpec = field(default_factory=GPUSpec)
     host: HostSpec = field(default_factory=HostSpec)
     ssd: SSDSpec = field(default_factory=SSDSpec)
@@ -419,6 +455,7 @@ class SimConfig:
     tlb: TranslationSpec = field(default_factory=TranslationSpec)
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
     run: RunSpec = field(default_factory=RunSpec)
+    noise: NoiseSpec = field(default_factory=NoiseSpec)
 
     def check(self) -> "SimConfig":
         """Every field's type and range, then the rules between fields; returns self."""
@@ -562,21 +599,37 @@ def ssd_device_spec(cfg: SimConfig, user_capacity_bytes: int | None = None):
 
 # ---- presets ------------------------------------------------------------------------------
 
+def _default() -> SimConfig:
+    """Exploration: the artifact's model without its hand-tuned factors (DESIGN.md), steady-state
+    iterations, a breakdown that adds up, and the fixes of ``model_fixes`` (README: Presets)."""
+    return SimConfig(preset="default")
+
+
 def _artifact() -> SimConfig:
-    return SimConfig(preset="g10-artifact")
+    """The published simulator as the paper ran it: its hand-tuned factors, two iterations of
+    which the faster is reported, its breakdown and its corners."""
+    return SimConfig(
+        preset=ARTIFACT_PRESET,
+        scheduler=SchedulerSpec(artifact_quirks=True),
+        run=RunSpec(iterations=2, iteration_rule="fastest", breakdown_rule="artifact"),
+    )
 
 
 def _detailed() -> SimConfig:
+    """The exploration preset with the PCIe link and the SSD with its FTL as devices.  It runs every
+    slot in full (no bulk repeats), so it simulates two iterations: the steady state reported is
+    iteration 1 alone (``run.iterations`` raises it)."""
     return SimConfig(
         preset="detailed",
         ssd=SSDSpec(model="ftl"),
         link=LinkSpec(model="pcie", latency_us=1.0),
         fault=FaultSpec(handler="batched"),
         tlb=TranslationSpec(model="hierarchy"),
+        run=RunSpec(iterations=2),
     )
 
 
-PRESETS = {"g10-artifact": _artifact, "detailed": _detailed}
+PRESETS = {DEFAULT_PRESET: _default, ARTIFACT_PRESET: _artifact, "detailed": _detailed}
 
 
 def preset(name: str) -> SimConfig:
@@ -616,7 +669,7 @@ def load_toml(path) -> dict[str, dict[str, Any]]:
     return data
 
 
-def resolve(preset_name: str = "g10-artifact", toml_path=None, sets: list[str] | None = None) -> SimConfig:
+def resolve(preset_name: str = DEFAULT_PRESET, toml_path=None, sets: list[str] | None = None) -> SimConfig:
     """Preset, then the TOML file (typed values), then ``--set`` overrides (strings)."""
     cfg = preset(preset_name)
     if toml_path is not None:
@@ -704,7 +757,7 @@ def parameters(cfg: SimConfig | None = None) -> list[dict]:
     """One row per parameter: ``key`` (section.key), ``value`` (in ``cfg``; None = from the
     device preset, whose value is ``device_value``), ``default`` (the dataclass default),
     ``unit``, ``range``, ``min``, ``max``, ``choices``, ``doc``."""
-    cfg = preset("g10-artifact") if cfg is None else cfg
+    cfg = preset(DEFAULT_PRESET) if cfg is None else cfg
     device = None
     rows = []
     for section, cls in SECTIONS.items():

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "ArtifactError", "CannotFit", "CaptureError", "EvictionRuleError",
-           "TensorSimError", "SimulationError"]
+__all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError",
+           "CannotFit", "CaptureError", "EvictionRuleError", "TensorSimError", "SweepError", "SimulationError"]
 
 _IN_MEMORY_TRACE = "<in-memory trace>"
 
@@ -29,6 +29,11 @@ class InputError(G10Error, ValueError):
 
 class ConfigError(InputError):
     """A configuration value or key is invalid; the message names ``section.key``."""
+
+
+class SweepError(InputError):
+    """A sweep file or results store is invalid (``g10core.sweep``); the message names the file
+    and the key or line."""
 
 
 class TraceError(InputError):
@@ -83,6 +88,11 @@ class HintError(InputError):
         return (HintError, (self.path, self.reason, self.row, self.field))
 
 
+class CorruptHDF5(InputError):
+    """An HDF5 file's structure is damaged (``g10core.h5safe``); the trace and hint readers
+    turn it into their own error naming the file."""
+
+
 class ArtifactError(InputError):
     """A file of the G10 artifact does not parse; the message names file and line."""
 
@@ -121,6 +131,12 @@ class CaptureError(InputError):
 class EvictionRuleError(InputError):
     """An eviction rule name or a user's score function is invalid; the message names it
     (and the file and function of a user's rule)."""
+
+
+class G10Warning(UserWarning):
+    """Something a user should know about a run that still runs (``g10sim`` prints it as one line
+    ``g10sim: warning: ...`` on stderr): a hint file planned for another configuration, a parameter
+    the chosen policy does not model."""
 
 
 class SimulationError(G10Error, RuntimeError):

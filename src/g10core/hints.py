@@ -17,6 +17,12 @@ File format (version 1), one HDF5 file:
   trace the hints belong to: ``trace_model``, ``trace_batch_size``,
   ``trace_n_kernels``, ``trace_n_tensors``, ``trace_footprint_bytes``,
   ``trace_digest`` (see :func:`trace_digest`; optional for hand-made files);
+* what they were planned for (optional; ``g10sim hints`` writes them): ``policy_level``
+  (``page``: replayed page by page by a page-level policy; ``tensor``: a tensor-level
+  schedule), ``config_preset``, ``config_hash`` and ``config_keys``, a JSON object of the
+  values of :data:`PLAN_KEYS` (the parameters a schedule depends on).  Replaying hints
+  under another value of one of those keys warns, naming it; a file of the other level
+  than the replaying policy's is refused;
 * dataset ``/hints``: compound ``kernel <i4, tensor <i4, action i1`` (any integer
   widths are accepted on read).
 
@@ -26,6 +32,7 @@ the layout above) and replay it with ``g10sim run TRACE --hints FILE``.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -35,12 +42,32 @@ import numpy as np
 
 from .codes import HINT_DTYPE
 from .errors import HintError  # noqa: F401 (defined in errors.py; importable from here)
+from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 from .trace import Trace
 
 SCHEMA = "g10core-hints"
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = (1,)
 ACTIONS = {0: "to_gpu", 1: "to_ssd", 2: "to_host", 3: "free"}
+LEVELS = ("page", "tensor")
+
+# The parameters a schedule is planned from (G10's scheduler, DeepUM+'s window, FlashNeuron's line):
+# replaying hints under another value of one of them warns.
+PLAN_KEYS = (
+    "gpu.memory_GiB", "gpu.frequency_GHz", "gpu.malloc_us_per_byte", "host.memory_GiB", "host.bandwidth_GBps",
+    "ssd.bandwidth_GBps", "ssd.latency_us", "link.bandwidth_GBps", "fault.system_latency_us",
+    "scheduler.delta", "scheduler.target_fraction", "scheduler.prefetch_degree", "scheduler.artifact_quirks",
+)
+
+
+def plan_keys(config) -> dict:
+    """The values of :data:`PLAN_KEYS` in a SimConfig (or its ``to_dict()``)."""
+    d = config if isinstance(config, dict) else config.to_dict()
+    out = {}
+    for key in PLAN_KEYS:
+        section, name = key.split(".")
+        out[key] = d.get(section, {}).get(name)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +78,14 @@ class HintFile:
     policy: str = ""
     trace: dict = field(default_factory=dict)   # trace identity recorded in the file
     path: str | None = None
+    level: str = ""                              # "page", "tensor" or "" (not recorded)
+    made_with: dict = field(default_factory=dict)   # preset, config_hash, keys (PLAN_KEYS values)
+
+    def config_mismatch(self, config) -> dict:
+        """``{key: (planned, now)}`` for each recorded :data:`PLAN_KEYS` value that ``config`` differs in."""
+        keys = self.made_with.get("keys") or {}
+        now = plan_keys(config)
+        return {k: (v, now[k]) for k, v in keys.items() if k in now and v != now[k]}
 
 
 def trace_digest(trace: Trace) -> str:
@@ -120,8 +155,17 @@ def action_counts(hints: np.ndarray) -> dict:
     return {name: int((hints["action"] == a).sum()) for a, name in ACTIONS.items()}
 
 
-def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_path=None) -> Path:
-    """Write a hint table (validated against ``trace`` when given) atomically."""
+def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_path=None, config=None,
+                level: str | None = None) -> Path:
+    """Write a hint table (validated against ``trace`` when given) atomically.
+
+    ``config`` (a SimConfig): the configuration the hints were planned for (recorded: preset,
+    hash, :data:`PLAN_KEYS`); ``level``: ``page`` or ``tensor``, how they are meant to be replayed
+    (default: the level of the registered policy named ``policy``, if any)."""
+    if level is None:
+        level = _policy_level(policy)
+    if level and level not in LEVELS:
+        raise ValueError(f"level = {level!r}: must be one of {', '.join(LEVELS)}")
     import h5py
 
     from . import __version__
@@ -135,7 +179,7 @@ def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_p
         raise FileNotFoundError(2, "no such directory", str(path.parent))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with h5py.File(tmp, "w") as f:
+        with h5py.File(tmp, "w", libver=LIBVER) as f:
             f.attrs["schema"] = SCHEMA
             f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
             f.attrs["policy"] = str(policy)
@@ -149,9 +193,17 @@ def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_p
                 f.attrs["trace_digest"] = trace_digest(trace)
             if trace_path is not None:
                 f.attrs["trace_path"] = os.fspath(trace_path)
+            if level:
+                f.attrs["policy_level"] = level
+            if config is not None:
+                f.attrs["config_preset"] = str(config.preset)
+                f.attrs["config_hash"] = str(config.hash)
+                f.attrs["config_keys"] = json.dumps(plan_keys(config), sort_keys=True)
             kw = {}
+            if hints.shape[0] > 0:          # chunked, for the checksum (HDF5 cannot chunk an empty table)
+                kw = dict(chunks=(min(hints.shape[0], 1 << 16),), fletcher32=True)
             if hints.shape[0] > 4096:
-                kw = dict(chunks=(min(hints.shape[0], 1 << 16),), compression="gzip", shuffle=True)
+                kw.update(compression="gzip", shuffle=True)
             f.create_dataset("hints", data=hints, **kw)
         os.replace(tmp, path)
     except BaseException:
@@ -160,48 +212,132 @@ def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_p
     return path
 
 
-def _text(v) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
+def _attr_text(f, path, name: str, default: str | None = None) -> str:
+    """Root attribute ``name`` as a string; anything else is a HintError naming it."""
+    if name not in f.attrs:
+        if default is None:
+            raise HintError(path, f"root attribute {name} is missing")
+        return default
+    value = f.attrs[name]
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HintError(path, f"root attribute {name} = {value!r}: not UTF-8 text") from None
+    if isinstance(value, str):
+        return value
+    raise HintError(path, f"root attribute {name} = {_show(value)}: must be a string")
+
+
+def _attr_int(f, path, name: str) -> int:
+    """Root attribute ``name`` as an integer (an integer number or its decimal text)."""
+    value = f.attrs[name]
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if isinstance(value, (bytes, str)):
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        if text.strip().lstrip("+-").isdigit():
+            return int(text)
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise HintError(path, f"root attribute {name} = {_show(value)}: must be an integer")
+
+
+def _show(value) -> str:
+    """A short, one-line description of an attribute value for an error message."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def read_hints(path, trace: Trace | None = None) -> HintFile:
-    """Read a hint file; with ``trace``, also check that it belongs to it (:func:`check_belongs`)."""
-    import h5py
+    """Read a hint file; with ``trace``, also check that it belongs to it (:func:`check_belongs`).
 
+    A file that is not a hint file, a damaged HDF5 file, or an attribute of the wrong
+    type is a :class:`HintError` naming the file (and the attribute).
+    """
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(2, "no such file", str(path))
+    if path.is_dir():
+        raise HintError(path, "is a directory, not a hint file")
     try:
-        f = h5py.File(path, "r")
-    except FileNotFoundError:
-        raise FileNotFoundError(2, "no such file", str(path)) from None
+        check_global_heaps(path)        # a damaged global heap can hang h5py (g10core.h5safe)
+    except CorruptHDF5 as exc:
+        raise HintError(path, str(exc)) from None
     except OSError as exc:
-        raise HintError(path, f"not a readable HDF5 file ({' '.join(str(exc).split())})") from None
-    with f:
-        schema = _text(f.attrs.get("schema", ""))
-        if schema != SCHEMA:
-            raise HintError(path, f"root attribute schema = {schema!r}; expected {SCHEMA!r} (a hint file "
-                                  "written by `g10sim hints` or g10core.hints.write_hints)")
-        version = int(f.attrs.get("schema_version", -1))
-        if version not in SUPPORTED_SCHEMA_VERSIONS:
-            raise HintError(path, f"schema_version {version} is not supported "
-                                  f"(supported: {', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))})")
-        if "hints" not in f or not isinstance(f["hints"], h5py.Dataset):
-            raise HintError(path, "dataset missing")
-        try:
-            raw = f["hints"][()]
-        except (OSError, TypeError, ValueError) as exc:
-            raise HintError(path, f"cannot read ({' '.join(str(exc).split())})") from None
-        ident = {}
-        for key in ("model", "batch_size", "n_kernels", "n_tensors", "footprint_bytes", "digest"):
-            if f"trace_{key}" in f.attrs:
-                v = f.attrs[f"trace_{key}"]
-                ident[key] = _text(v) if key in ("model", "digest") else int(v)
-        if "trace_path" in f.attrs:
-            ident["path"] = _text(f.attrs["trace_path"])
-        policy = _text(f.attrs.get("policy", ""))
-    hf = HintFile(hints=as_hint_table(np.atleast_1d(raw), path), policy=policy, trace=ident, path=str(path))
+        raise HintError(path, f"cannot read the file ({exc.strerror or exc})") from None
+    try:
+        raw, policy, ident, level, made_with = read_safely(_read_file, path)   # a child if no checksums
+    except CorruptHDF5 as exc:
+        raise HintError(path, str(exc)) from None
+    hf = HintFile(hints=as_hint_table(np.atleast_1d(raw), path), policy=policy, trace=ident, path=str(path),
+                  level=level, made_with=made_with)
     if trace is not None:
         hf = check_belongs(hf, trace)
     return hf
+
+
+def _read_file(path: Path):
+    import h5py
+
+    try:
+        f = h5py.File(path, "r", locking=False)
+    except H5_ERRORS as exc:
+        raise HintError(path, f"not a readable HDF5 file ({h5_reason(exc)})") from None
+    try:
+        with f:
+            return _read_open(f, path)
+    except HintError:
+        raise
+    except H5_ERRORS as exc:
+        raise HintError(path, f"corrupt HDF5 file ({h5_reason(exc)})") from None
+
+
+def _read_open(f, path):
+    import h5py
+
+    schema = _attr_text(f, path, "schema", default="")
+    if schema != SCHEMA:
+        raise HintError(path, f"root attribute schema = {schema!r}; expected {SCHEMA!r} (a hint file "
+                              "written by `g10sim hints` or g10core.hints.write_hints)")
+    if "schema_version" not in f.attrs:
+        raise HintError(path, "root attribute schema_version is missing")
+    version = _attr_int(f, path, "schema_version")
+    if version not in SUPPORTED_SCHEMA_VERSIONS:
+        raise HintError(path, f"schema_version {version} is not supported "
+                              f"(supported: {', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))})")
+    if "hints" not in f or not isinstance(f["hints"], h5py.Dataset):
+        raise HintError(path, "dataset missing")
+    try:
+        raw = f["hints"][()]
+    except H5_ERRORS as exc:
+        raise HintError(path, f"cannot read ({h5_reason(exc)})") from None
+    ident = {}
+    for key in ("model", "batch_size", "n_kernels", "n_tensors", "footprint_bytes", "digest"):
+        name = f"trace_{key}"
+        if name in f.attrs:
+            ident[key] = _attr_text(f, path, name) if key in ("model", "digest") else _attr_int(f, path, name)
+    if "trace_path" in f.attrs:
+        ident["path"] = _attr_text(f, path, "trace_path")
+    policy = _attr_text(f, path, "policy", default="")
+    level = _attr_text(f, path, "policy_level", default="") or _policy_level(policy)
+    if level and level not in LEVELS:
+        raise HintError(path, f"root attribute policy_level = {level!r}; expected one of {', '.join(LEVELS)}")
+    made_with = {}
+    for key in ("preset", "hash"):
+        if f"config_{key}" in f.attrs:
+            made_with["config_hash" if key == "hash" else key] = _attr_text(f, path, f"config_{key}")
+    if "config_keys" in f.attrs:
+        try:
+            keys = json.loads(_attr_text(f, path, "config_keys"))
+        except json.JSONDecodeError:
+            keys = None
+        if not isinstance(keys, dict):
+            raise HintError(path, "root attribute config_keys is not a JSON object of section.key: value")
+        made_with["keys"] = keys
+    return raw, policy, ident, level, made_with
 
 
 def check_belongs(hf: HintFile, trace: Trace) -> HintFile:
@@ -223,4 +359,16 @@ def check_belongs(hf: HintFile, trace: Trace) -> HintFile:
                               f"{ident.get('batch_size', '?')}, digest {ident['digest']}) with the same counts "
                               f"as this one ({trace.model}-b{trace.batch_size}, digest {trace_digest(trace)})")
     hints = validate_hints(hf.hints, trace.n_kernels, trace.n_tensors, path)
-    return HintFile(hints=hints, policy=hf.policy, trace=ident, path=path)
+    return HintFile(hints=hints, policy=hf.policy, trace=ident, path=path, level=hf.level,
+                    made_with=hf.made_with)
+
+
+def _policy_level(policy: str) -> str:
+    """The level of the registered policy named ``policy`` ("" when none is)."""
+    from . import policies
+
+    try:
+        level = policies.get(policy).level if policy in policies.names() else ""
+    except (KeyError, ValueError):
+        return ""
+    return level if level in LEVELS else ""

@@ -69,9 +69,33 @@ def fault_model_cycles(c: ArtifactConstants, t00, t10, t11, in_faults, in_ssd, i
     bw_cpu_out = min(bw_cpu_out, cap)
     ssd_in_t = 0.0 if rs_in == 0 else r_in * rs_in * s_in / bw_ssd_in
     ssd_out_t = 0.0 if rs_out == 0 else r_out * rs_out * s_out / bw_ssd_out
-    cpu_t = r_in * (1 - rs_in) * s_in / bw_cpu_in + r_out * (1 - rs_out) * s_out / bw_cpu_out
-    delta_ms = max(ssd_in_t + ssd_out_t, cpu_t)
-    return int(delta_ms / 1e3 * f)
+    # SSD faults may take the whole link (ssd.bandwidth_GBps = link.bandwidth_GBps): cap is
+    # then 0 and the host terms divide by zero, as IEEE 754 does it (inf, or NaN for 0 / 0)
+    cpu_t = _ieee_div(r_in * (1 - rs_in) * s_in, bw_cpu_in) + _ieee_div(r_out * (1 - rs_out) * s_out, bw_cpu_out)
+    delta_ms = ssd_in_t + ssd_out_t
+    if cpu_t > delta_ms:            # std::max(ssd, cpu): a NaN cpu_t keeps the SSD time
+        delta_ms = cpu_t
+    return _artifact_ulong(delta_ms / 1e3 * f)
+
+
+def _ieee_div(a: float, b: float) -> float:
+    """``a / b`` with IEEE 754's answer for ``b == 0`` (Python would raise)."""
+    if b == 0.0:
+        if a == 0.0 or math.isnan(a):
+            return math.nan
+        return math.inf if a > 0 else -math.inf
+    return a / b
+
+
+def _artifact_ulong(x: float) -> int:
+    """The artifact's ``(unsigned long)`` of a fault time in cycles, as gcc emits it on x86-64.
+
+    2^64 or more, +inf included, becomes 0 (an infinite fault time adds nothing: the
+    kernel ends when its last page arrives); [2^63, 2^64) and NaN cannot occur here.
+    """
+    if not x < 18446744073709551616.0:
+        return 0
+    return int(x)
 
 
 def is_alive(trace, birth, death, t, k) -> bool:

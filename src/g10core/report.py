@@ -22,6 +22,39 @@ from .results import jsonable, write_text_atomic
 SCHEMA = "g10core-fig11"
 SCHEMA_VERSION = 1
 
+# One colour per policy, the same in every chart whatever subset ran (policies not listed get
+# OTHER_COLORS in order of appearance, after the built-in ones).
+POLICY_COLORS = {
+    "base-uvm": "#9e9e9e", "flashneuron": "#f2b134", "deepum": "#4daf4a", "g10-gds": "#80b1d3",
+    "g10-host": "#377eb8", "g10": "#e41a1c", "ideal": "#222222", "belady": "#984ea3",
+}
+OTHER_COLORS = ("#a65628", "#f781bf", "#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3")
+
+
+def policy_color(policy: str, others: list[str] | None = None) -> str:
+    """The fixed colour of ``policy`` (``others``: the unknown policies of a chart, in order)."""
+    if policy in POLICY_COLORS:
+        return POLICY_COLORS[policy]
+    others = [p for p in (others or [policy]) if p not in POLICY_COLORS]
+    i = others.index(policy) if policy in others else 0
+    return OTHER_COLORS[i % len(OTHER_COLORS)]
+
+
+def is_full_fig11(rows) -> bool:
+    """Did ``rows`` run exactly the paper's Fig. 11 (its five workloads, its seven policies)?"""
+    from .published import FIG11_WORKLOADS
+
+    return (set(_workloads(rows)) == set(FIG11_WORKLOADS) and set(r["policy"] for r in rows) == set(FIG11_POLICIES))
+
+
+def rows_title(rows, preset: str | None = None) -> str:
+    """``Figure 11`` when the rows are the paper's Fig. 11, else a neutral description."""
+    if is_full_fig11(rows):
+        return "Figure 11" + (f" (preset {preset})" if preset else "")
+    n_w, n_p = len(_workloads(rows)), len(_policies(rows))
+    return (f"{n_w} workload{'s' * (n_w != 1)} x {n_p} polic{'ies' if n_p != 1 else 'y'} in the layout of Figure 11"
+            + (f" (preset {preset})" if preset else ""))
+
 
 def _workloads(rows) -> list[tuple[str, int]]:
     seen = []
@@ -85,16 +118,18 @@ def fig11_summary(rows) -> dict:
             best[name] = {"policy": None, "speedup": None}
     finite = {p: {m: v for m, v in per.items() if v is not None and math.isfinite(v)} for p, per in speed.items()}
     speed_max = {p: (max(v.values()) if v else None) for p, v in finite.items()}
-    sota = [(v, m, p) for p in STATE_OF_THE_ART for m, v in finite.get(p, {}).items()]
+    ran = set(r["policy"] for r in rows)
+    sota = [(v, m, p) for p in STATE_OF_THE_ART if p in ran for m, v in finite.get(p, {}).items()]
     best_values = [b["speedup"] for b in best.values() if b["speedup"] is not None]
     top = max(sota) if sota else None
     return {
         "g10_fraction_of_ideal": {"per_model": frac, "geomean": _geomean(frac.values()),
                                   "published_geomean": HEADLINE_G10_FRACTION_OF_IDEAL},
+        "is_full_fig11": is_full_fig11(rows),
         "speedup": speed,
         "speedup_max": speed_max,
         "best_prior": {"per_model": best, "max": max(best_values) if best_values else None},
-        "state_of_the_art": {"baselines": list(STATE_OF_THE_ART), "max": top[0] if top else None,
+        "state_of_the_art": {"baselines": [p for p in STATE_OF_THE_ART if p in ran], "max": top[0] if top else None,
                              "model": top[1] if top else None, "policy": top[2] if top else None,
                              "published_max": HEADLINE_SPEEDUP_OVER_BEST_PRIOR},
     }
@@ -118,10 +153,12 @@ def _fmt_x(v) -> str:
     return f"{v:.2f}x"
 
 
-def format_fig11_table(rows, summary: dict | None = None) -> str:
-    """The text table: per run time, ideal/time, published, difference; then the headline."""
+def format_fig11_table(rows, summary: dict | None = None, preset: str | None = None) -> str:
+    """The text table: per run time, ideal/time, published, difference; then the headline (compared
+    with the paper's only when the rows are the paper's whole Fig. 11)."""
     summary = fig11_summary(rows) if summary is None else summary
-    lines = ["Figure 11: seconds per iteration; perf = ideal / time (1.0 = ideal)",
+    full = is_full_fig11(rows)
+    lines = [f"{rows_title(rows)}: seconds per iteration; perf = ideal / time (1.0 = ideal)",
              f"{'model':<12} {'batch':>5}  {'policy':<12} {'time_s':>10} {'perf':>6} "
              f"{'published_s':>11} {'diff':>9}"]
     last = None
@@ -146,8 +183,10 @@ def format_fig11_table(rows, summary: dict | None = None) -> str:
     frac = summary["g10_fraction_of_ideal"]
     lines.append("")
     g = frac["geomean"]
-    lines.append(f"G10 reaches {'–' if g is None else f'{100 * g:.1f} %'} of ideal (geometric mean over "
-                 f"{len(frac['per_model'])} models; paper: {100 * frac['published_geomean']:.1f} %)")
+    if "g10" in _policies(rows):
+        paper = f"; paper: {100 * frac['published_geomean']:.1f} %" if full else ""
+        lines.append(f"G10 reaches {'–' if g is None else f'{100 * g:.1f} %'} of ideal (geometric mean over "
+                     f"{len(frac['per_model'])} models{paper})")
     base = [p for p in summary["speedup"]]
     if base:
         lines.append("G10 speedup over each baseline (baseline time / G10 time):")
@@ -161,10 +200,13 @@ def format_fig11_table(rows, summary: dict | None = None) -> str:
         lines.append(f"  {'max over models':<20}" + "".join(f"{_fmt_x(summary['speedup_max'][p]):>12}" for p in base))
         sota = summary["state_of_the_art"]
         if sota["max"] is not None:
+            ran = [p for p in sota["baselines"] if p in _policies(rows)]
+            paper = f"; paper: up to {sota['published_max']:.2f}x" if full else ""
             lines.append(f"G10 is up to {_fmt_x(sota['max'])} faster than "
-                         f"{' or '.join(POLICY_LABELS[p] for p in sota['baselines'])} "
-                         f"({sota['model']}, {POLICY_LABELS[sota['policy']]}; paper: up to {sota['published_max']:.2f}x); "
-                         f"over the fastest prior baseline of each model: up to {_fmt_x(summary['best_prior']['max'])}")
+                         f"{' or '.join(POLICY_LABELS.get(p, p) for p in ran)} "
+                         f"({sota['model']}, {POLICY_LABELS.get(sota['policy'], sota['policy'])}{paper}); "
+                         f"over the fastest prior baseline that ran, per model: up to "
+                         f"{_fmt_x(summary['best_prior']['max'])}")
     return "\n".join(lines)
 
 
@@ -200,7 +242,7 @@ def load_fig11_json(path) -> list[dict]:
     return rows
 
 
-def plot_fig11(rows, path, *, title: str | None = None) -> Path:
+def plot_fig11(rows, path, *, title: str | None = None, preset: str | None = None) -> Path:
     """Bar chart of ideal / time per model and policy (the paper's Fig. 11 layout), as PNG.
 
     Uses matplotlib's Agg canvas directly (no pyplot state, no display); written atomically.
@@ -223,7 +265,6 @@ def plot_fig11(rows, path, *, title: str | None = None) -> Path:
             values[p].append(None if r is None or not math.isfinite(_time(r)) else r["normalized_performance"])
         ok = [v for v in values[p] if v is not None]
         values[p].append(_geomean(ok) if len(ok) == len(workloads) else None)
-    colors = ["#9e9e9e", "#f2b134", "#4daf4a", "#80b1d3", "#377eb8", "#e41a1c", "#222222"]
     fig = Figure(figsize=(max(6.0, 1.6 * len(groups)), 3.4), dpi=150)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
@@ -231,7 +272,7 @@ def plot_fig11(rows, path, *, title: str | None = None) -> Path:
     for j, p in enumerate(pols):
         xs = [g + (j - (len(pols) - 1) / 2) * width for g in range(len(groups))]
         hs = [0.0 if v is None else v for v in values[p]]
-        ax.bar(xs, hs, width * 0.95, label=POLICY_LABELS.get(p, p), color=colors[j % len(colors)],
+        ax.bar(xs, hs, width * 0.95, label=POLICY_LABELS.get(p, p), color=policy_color(p, pols),
                edgecolor="black", linewidth=0.4)
         for x, v in zip(xs, values[p]):
             if v is None:
@@ -243,6 +284,7 @@ def plot_fig11(rows, path, *, title: str | None = None) -> Path:
     ax.axhline(1.0, color="black", linewidth=0.5, linestyle=":")
     ax.tick_params(axis="y", labelsize=8)
     ax.legend(ncol=len(pols), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.18), frameon=False)
+    title = rows_title(rows, preset) if title is None else title
     if title:
         ax.set_title(title, fontsize=9, pad=22)
     fig.tight_layout()
@@ -268,14 +310,23 @@ def format_run_summary(result) -> str:
     tr = result.trace
     name = f"{tr.get('model')}-b{tr.get('batch_size')}"
     head = f"{name} under {result.policy} (preset {result.preset}, config {result.config_hash})"
+    h = result.hints
+    if h.get("source") == "file":
+        made = h.get("made_with") or {}
+        made_txt = f"made by {h.get('policy') or 'an unnamed policy'}"
+        if made.get("preset") or made.get("config_hash"):
+            made_txt += f" under preset {made.get('preset', '?')}, config {made.get('config_hash', '?')}"
+        head += f", hints from {h.get('path')} ({made_txt})"
     if result.level == "page" and result.metadata.get("eviction_override"):
         head += f", eviction {result.counters.get('eviction')}"
     page = int(result.config.get("gpu", {}).get("page_size_bytes", 4096))
     lines = [head]
+    if result.quirks:
+        lines.append("  hand-tuned       " + ", ".join(f"{q['name']} x{q['factor']:g}" for q in result.quirks)
+                     + " (scheduler.artifact_quirks; the JSON's quirks say what each does)")
     meta = result.metadata
-    h = result.hints
     hint_txt = ""
-    if h.get("n_hints"):
+    if h.get("n_hints") and h.get("source") != "file":
         src = f"from {h['path']}" if h.get("source") == "file" else f"policy {h.get('policy')}"
         hint_txt = f", {h['n_hints']:,} hints ({src})"
     run_txt = f"{meta.get('wall_s', math.nan):.2f} s wall, peak RSS {meta.get('peak_rss_MB', math.nan):.0f} MB{hint_txt}"
@@ -284,20 +335,33 @@ def format_run_summary(result) -> str:
         lines.append(f"  ideal time       {result.ideal_time_s:.3f} s")
         lines.append(f"  run              {run_txt}")
         return "\n".join(lines)
-    best = result.iterations[result.best_iteration]
     n_it = len(result.iterations)
-    which = f"iteration {best.index} of {n_it}, the faster" if n_it > 1 else "one iteration"
+    rep = result.reported_iterations
+    if result.iteration_rule == "fastest":
+        which = f"iteration {rep[0]} of {n_it}, the fastest (g10-artifact rule)" if n_it > 1 else "one iteration"
+    elif result.level == "page" and n_it > 1:
+        which = (f"iteration {rep[0]}" if len(rep) == 1 else f"mean of iterations {rep[0]}-{rep[-1]}") + \
+            f" of {n_it}, after the cold start"
+    else:
+        which = "one steady-state iteration" if result.level == "tensor" else f"{n_it} identical iterations"
     lines.append(f"  iteration time   {result.iteration_time_s:.3f} s ({which}); "
                  f"{result.slowdown:.3f}x ideal ({result.ideal_time_s:.3f} s)")
+    per = "per iteration, " if len(rep) > 1 else ""
     if result.level == "page":
-        f = best.faults_pages
-        lines.append(f"  faults (pages)   host {f['host']:,}, SSD {f['ssd']:,}, unallocated {f['unallocated']:,}; "
-                     f"{best.in_transfer_pages:,} found in flight")
-    t = best.traffic_pages
-    lines.append(f"  traffic (pages)  SSD->GPU {_pages(t['ssd_to_gpu'], page)}, GPU->SSD {_pages(t['gpu_to_ssd'], page)}")
+        f = result.faults_pages
+        in_flight = sum(result.iterations[i].in_transfer_pages for i in rep) / len(rep)
+        lines.append(f"  faults (pages)   {per}host {f['host']:,.0f}, SSD {f['ssd']:,.0f}, "
+                     f"unallocated {f['unallocated']:,.0f}; {in_flight:,.0f} found in flight")
+    t = {k: int(round(v)) for k, v in result.traffic_pages.items()}
+    lines.append(f"  traffic (pages)  {per}SSD->GPU {_pages(t['ssd_to_gpu'], page)}, "
+                 f"GPU->SSD {_pages(t['gpu_to_ssd'], page)}")
     lines.append(f"                   host->GPU {_pages(t['host_to_gpu'], page)}, GPU->host {_pages(t['gpu_to_host'], page)}")
-    b = best.breakdown_s
-    lines.append(f"  time breakdown   compute {b['compute']:.3f} s, overlap {b['overlap']:.3f} s, stall {b['stall']:.3f} s")
+    b = result.breakdown_s
+    brk = (f"  time breakdown   compute {b['compute']:.3f} s, overlap {b['overlap']:.3f} s, stall {b['stall']:.3f} s")
+    excess = result.breakdown_excess_s
+    if result.breakdown_rule == "artifact" and excess > 5e-4:
+        brk += f" (artifact rule: adds up to {excess:.3f} s more than the time)"
+    lines.append(brk)
     if n_it > 1:
         lines.append("  per iteration    " + ", ".join(f"{it.time_s:.3f} s" for it in result.iterations)
                      + " (iteration 0 includes the cold start)")
@@ -312,3 +376,537 @@ def format_run_summary(result) -> str:
                      f"from GPU {100 * u['from_device']:.1f} %")
     lines.append(f"  run              {run_txt}")
     return "\n".join(lines)
+
+
+# ============================================================================
+# Figs. 12-19 (rows from g10core.reproduce.figure_rows): published cells, tables, plots
+# ============================================================================
+
+FIGURE_SCHEMA = "g10core-figure"
+FIGURE_SCHEMA_VERSION = 1
+# a reproduced cell must be within this of the published one (percent)
+TOLERANCE_PCT = {"fig19": 0.2}
+DEFAULT_TOLERANCE_PCT = 1.0
+FIG12_TABLE_QUANTILES = (0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
+TRAFFIC_LABELS = {"ssd_to_gpu": "SSD->GPU", "gpu_to_ssd": "GPU->SSD", "host_to_gpu": "host->GPU",
+                  "gpu_to_host": "GPU->host"}
+PARAM_LABELS = {"host_memory_GiB": "host GB", "ssd_bandwidth_GBps": "SSD GB/s", "sigma": "sigma"}
+
+
+def _param_name(figure: str) -> str | None:
+    from .published import FIGURE_PARAMS
+
+    return FIGURE_PARAMS.get(figure)
+
+
+def _rel_error_pct(ours: float, published: float) -> float:
+    if published == 0:
+        return 0.0 if ours == 0 else math.inf
+    return 100.0 * (ours / published - 1.0)
+
+
+def _cell_status(ours, published, tol) -> tuple[str, float | None]:
+    ours_ok = ours is not None and math.isfinite(ours)
+    pub_ok = math.isfinite(published)
+    if ours_ok and pub_ok:
+        err = _rel_error_pct(ours, published)
+        return ("ok" if abs(err) <= tol else "off"), err
+    if not ours_ok and not pub_ok:
+        return "both fail", None
+    if not ours_ok:
+        return "we fail", None
+    return "unpublished", None
+
+
+def _breakdown_as_published(row) -> dict | None:
+    """Our breakdown the way the published Fig. 13 shows it (seconds).
+
+    The artifact's gatherKernelInfo.py moves Base UVM's overlap into its stall
+    (``stall -= overlap; overlap = 0``); the same is done to ours before comparing.
+    """
+    b = row.get("breakdown_s")
+    if not b or row.get("failed"):
+        return None
+    b = dict(b)
+    if row["policy"] == "base-uvm":
+        b["stall"] = b["stall"] - b["overlap"]
+        b["overlap"] = 0.0
+    return b
+
+
+def quantile_of_sorted(values, q: float) -> float:
+    """The published Fig. 12's value at quantile q: sorted entry ``round(q * (n - 1))``."""
+    return values[int(round(q * (len(values) - 1)))]
+
+
+def figure_cells(figure: str, rows) -> list[dict]:
+    """Every published cell of ``figure`` beside ours.
+
+    Each cell: ``model``, ``batch``, ``policy``, the figure's parameter, ``metric``,
+    ``ours``, ``published`` (in seconds, pages or a ratio), ``error_pct``, ``status``
+    (``ok``: within the tolerance; ``off``: not; ``both fail``; ``we fail``;
+    ``unpublished``: the artifact has no number here (its run failed or never finished)
+    but ours ran; ``missing``: not run here) and ``tolerance_pct``.
+    """
+    from .published import published_cells, published_fig12
+
+    tol = TOLERANCE_PCT.get(figure, DEFAULT_TOLERANCE_PCT)
+    param = _param_name(figure)
+    out = []
+    if figure == "fig12":
+        by = {(r["model"], int(r["batch"]), r["policy"]): r for r in rows}
+        for (model, batch, policy), (qs, vals, n) in sorted(published_fig12().items()):
+            r = by.get((model, batch, policy))
+            mine = sorted(x for x in (r or {}).get("kernel_slowdown", []) if x is not None) if r else []
+            for q, v in zip(qs, vals):
+                cell = {"model": model, "batch": batch, "policy": policy, "metric": f"slowdown@{q:g}",
+                        "quantile": q, "published": v, "tolerance_pct": tol}
+                if r is None or (not mine and not r.get("failed")):
+                    cell.update(ours=None, error_pct=None, status="missing")
+                else:
+                    ours = quantile_of_sorted(mine, q) if mine else math.inf
+                    st, err = _cell_status(ours, v, tol)
+                    cell.update(ours=ours, error_pct=err, status=st)
+                out.append(cell)
+        return out
+    key_of = (lambda r: (r["model"], int(r["batch"]), r["policy"], float(r[param]))) if param else \
+        (lambda r: (r["model"], int(r["batch"]), r["policy"], None))
+    by = {}
+    for r in rows:
+        by.setdefault(key_of(r), r)
+    for c in published_cells(figure):
+        pv = c.param(param) if param else None
+        r = by.get((c.model, c.batch, c.policy, pv))
+        cell = {"model": c.model, "batch": c.batch, "policy": c.policy, "metric": c.metric,
+                "published": c.comparable, "tolerance_pct": tol}
+        if param:
+            cell[param] = pv
+        if r is None:
+            cell.update(ours=None, error_pct=None, status="missing")
+            out.append(cell)
+            continue
+        if c.metric == "time":
+            ours = r["time_s"]
+        elif c.metric == "normalized_performance":
+            ours = math.inf if r.get("failed") else r.get("normalized_performance")
+        elif c.metric in ("compute", "overlap", "stall"):
+            b = _breakdown_as_published(r)
+            ours = math.inf if b is None else b[c.metric]
+        else:
+            t = r.get("traffic_pages")
+            ours = math.inf if not t or r.get("failed") else float(t[c.metric])
+        st, err = _cell_status(ours, c.comparable, tol)
+        cell.update(ours=ours, error_pct=err, status=st)
+        out.append(cell)
+    return out
+
+
+def figure_summary(figure: str, cells) -> dict:
+    """Counts by status, the worst compared cell, and whether failures sit where published."""
+    counts: dict = {}
+    for c in cells:
+        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    compared = [c for c in cells if c["error_pct"] is not None]
+    worst = max(compared, key=lambda c: abs(c["error_pct"])) if compared else None
+    return {"figure": figure, "cells": len(cells), "by_status": counts, "compared": len(compared),
+            "within_tolerance": counts.get("ok", 0),
+            "tolerance_pct": TOLERANCE_PCT.get(figure, DEFAULT_TOLERANCE_PCT),
+            "worst": worst, "failures_match": counts.get("we fail", 0) == 0 and counts.get("unpublished", 0) == 0}
+
+
+def _fmt_cell_value(metric: str, v) -> str:
+    if v is None:
+        return "–"
+    if not math.isfinite(v):
+        return "fails"
+    if metric in TRAFFIC_LABELS:
+        return f"{v:,.0f}"
+    if metric == "normalized_performance":
+        return f"{v:.5f}"
+    if metric.startswith("slowdown"):
+        return f"{v:.4g}"
+    return f"{v:.3f}"
+
+
+def _describe_cell(figure: str, c: dict) -> str:
+    param = _param_name(figure)
+    where = f"{c['model']}-b{c['batch']} {c['policy']}"
+    if param and c.get(param) is not None:
+        where += f" {PARAM_LABELS.get(param, param)}={c[param]:g}"
+    return f"{where} {c['metric']}"
+
+
+def format_figure_table(figure: str, rows, cells=None) -> str:
+    """The text table: our numbers beside the published ones, then the comparison summary."""
+    from .reproduce import FIGURES
+
+    cells = figure_cells(figure, rows) if cells is None else cells
+    param = _param_name(figure)
+    unit = {"fig13": "seconds", "fig14": "pages", "fig19": "ideal / time", "fig12": "kernel time / ideal"}.get(
+        figure, "seconds per iteration")
+    lines = [f"{FIGURES[figure].title} ({unit}; published: github.com/platformxlab/G10 example_results)"]
+    head = f"{'model':<12} {'batch':>5}  {'policy':<12}"
+    if param:
+        head += f" {PARAM_LABELS.get(param, param):>9}"
+    head += f" {'metric':<14} {'ours':>14} {'published':>14} {'diff':>10}"
+    lines.append(head)
+    published_keys = set()
+    last = None
+    shown = sorted((c for c in cells if figure != "fig12" or c.get("quantile") in FIG12_TABLE_QUANTILES),
+                   key=lambda c: _cell_order(c, param))
+    ran = {(r["model"], int(r["batch"])) for r in rows}
+    not_run = sum(1 for c in shown if c["status"] == "missing" and (c["model"], c["batch"]) not in ran)
+    shown = [c for c in shown if c["status"] != "missing" or (c["model"], c["batch"]) in ran]
+    digits = 3 if TOLERANCE_PCT.get(figure, DEFAULT_TOLERANCE_PCT) < 1 else 2
+    for c in shown:
+        key = (c["model"], c["batch"])
+        if last is not None and key != last:
+            lines.append("")
+        last = key
+        published_keys.add((c["model"], c["batch"], c["policy"], c.get(param) if param else None))
+        if c["error_pct"] is not None:
+            diff = f"{c['error_pct']:+.{digits}f} %"
+            if c["status"] == "off":
+                diff += " !"
+        else:
+            diff = {"both fail": "both fail", "we fail": "MISMATCH", "unpublished": "no pub.",
+                    "missing": "not run"}[c["status"]]
+        line = f"{c['model']:<12} {c['batch']:>5}  {c['policy']:<12}"
+        if param:
+            line += f" {c.get(param, math.nan):>9g}"
+        line += (f" {c['metric']:<14} {_fmt_cell_value(c['metric'], c['ours']):>14} "
+                 f"{_fmt_cell_value(c['metric'], c['published']):>14} {diff:>10}")
+        lines.append(line)
+    # our runs the paper has no number for (other batches, Base UVM under host memory, ...)
+    extra = [r for r in rows if (r["model"], int(r["batch"]), r["policy"],
+                                 float(r[param]) if param else None) not in published_keys]
+    if extra and figure not in ("fig12", "fig13", "fig14"):
+        lines.append("")
+        lines.append(f"not in the published figure ({len(extra)} runs):")
+        for r in extra:
+            line = f"{r['model']:<12} {int(r['batch']):>5}  {r['policy']:<12}"
+            if param:
+                line += f" {float(r[param]):>9g}"
+            metric = "normalized_performance" if figure == "fig19" else "time"
+            v = r.get("normalized_performance") if figure == "fig19" else r["time_s"]
+            line += f" {metric:<14} {_fmt_cell_value(metric, v if not r.get('failed') else math.inf):>14}"
+            lines.append(line)
+    s = figure_summary(figure, cells)
+    lines.append("")
+    if not_run:
+        lines.append(f"({not_run} published cells of workloads not run here are not shown)")
+    lines.append(format_figure_summary(s))
+    return "\n".join(lines)
+
+
+def _cell_order(c: dict, param: str | None):
+    models = {m: i for i, m in enumerate(_MODEL_ORDER)}
+    pols = {p: i for i, p in enumerate(FIG11_POLICIES)}
+    metrics = {m: i for i, m in enumerate(("time", "normalized_performance", "overlap", "compute", "stall",
+                                           *TRAFFIC_LABELS))}
+    return (models.get(c["model"], 99), c["model"], c["batch"], pols.get(c["policy"], 99),
+            (c.get(param) or 0.0) if param else 0.0, metrics.get(c["metric"], 99), c.get("quantile", 0.0))
+
+
+def format_figure_summary(s: dict) -> str:
+    by = s["by_status"]
+    text = (f"{s['figure']}: {s['cells']} published cells, {s['compared']} compared, {s['within_tolerance']} within "
+            f"±{s['tolerance_pct']:g} %")
+    w = s["worst"]
+    if w is not None:
+        text += f"; worst {w['error_pct']:+.3f} % ({_describe_cell(s['figure'], w)})"
+    fails = ", ".join(f"{by[k]} {k}" for k in ("both fail", "we fail", "unpublished", "missing") if by.get(k))
+    if fails:
+        text += f"; {fails}"
+    return text
+
+
+def figure_document(figure: str, rows, *, meta: dict | None = None) -> dict:
+    cells = figure_cells(figure, rows)
+    return jsonable({"schema": FIGURE_SCHEMA, "schema_version": FIGURE_SCHEMA_VERSION, "figure": figure,
+                     "rows": rows, "cells": cells, "summary": figure_summary(figure, cells),
+                     "metadata": meta or {}})
+
+
+def write_figure_json(figure: str, rows, path, *, meta: dict | None = None) -> Path:
+    text = json.dumps(figure_document(figure, rows, meta=meta), indent=1, allow_nan=False) + "\n"
+    return write_text_atomic(path, text)
+
+
+def load_figure_json(path) -> tuple[str, list[dict]]:
+    """(figure, rows) of a saved ``g10sim reproduce figN --json`` file (Fig. 11 too)."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
+        return "fig11", load_fig11_json(path)
+    if not isinstance(doc, dict) or doc.get("schema") != FIGURE_SCHEMA or not isinstance(doc.get("rows"), list):
+        raise ValueError(f"{path}: not a g10sim reproduce JSON (schema {FIGURE_SCHEMA!r} with 'rows')")
+    rows = doc["rows"]
+    for i, r in enumerate(rows):
+        miss = [k for k in ("model", "batch", "policy", "failed") if not isinstance(r, dict) or k not in r]
+        if miss:
+            raise ValueError(f"{path}: rows[{i}] lacks {', '.join(miss)}")
+        if r.get("time_s") is None:
+            r["time_s"] = math.inf
+    return doc["figure"], rows
+
+
+# ---- plots -------------------------------------------------------------------------
+
+_COLORS = {"base-uvm": "#9e9e9e", "flashneuron": "#f2b134", "deepum": "#4daf4a", "g10-gds": "#80b1d3",
+           "g10-host": "#377eb8", "g10": "#e41a1c", "ideal": "#222222"}
+_MARKERS = {"base-uvm": "o", "flashneuron": "s", "deepum": "^", "g10": "D", "ideal": "x"}
+_MODEL_ORDER = ("bert_base", "vit", "inceptionv3", "resnet152", "senet154")
+_SHORT_LABELS = {"base-uvm": "UVM", "flashneuron": "FN", "deepum": "DU+", "g10": "G10"}
+
+
+def _new_figure(width: float, height: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=130)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig, path) -> Path:
+    import os
+    import secrets
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{secrets.token_hex(4)}.tmp{path.suffix or '.png'}")
+    try:
+        fig.savefig(tmp, format=(path.suffix.lstrip(".") or "png"))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _models(rows) -> list[str]:
+    present = {r["model"] for r in rows}
+    return [m for m in _MODEL_ORDER if m in present] + sorted(present - set(_MODEL_ORDER))
+
+
+def _panel_axes(fig, n: int):
+    return [fig.add_subplot(1, n, i + 1) for i in range(n)]
+
+
+def _finite(v) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def plot_figure(figure: str, rows, path, *, title: str | None = None) -> Path:
+    """Draw ``figure`` from its rows with the paper's axes (matplotlib Agg, written atomically)."""
+    if figure == "fig11":
+        return plot_fig11(rows, path, title=title)
+    draw = {"fig12": _plot_fig12, "fig13": _plot_fig13, "fig14": _plot_fig14, "fig15": _plot_fig15,
+            "fig16": _plot_fig16, "fig17": _plot_fig17, "fig18": _plot_fig18, "fig19": _plot_fig19}[figure]
+    fig = draw(rows)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _plot_fig12(rows):
+    """Per model: sorted per-kernel slowdown against the share of kernels (the tail, 75-100 %), log y."""
+    models = _models(rows)
+    fig = _new_figure(3.0 * max(1, len(models)), 2.8)
+    for ax, m in zip(_panel_axes(fig, len(models)), models):
+        for p in ("base-uvm", "flashneuron", "deepum", "g10"):
+            r = next((r for r in rows if r["model"] == m and r["policy"] == p), None)
+            vals = sorted(x for x in (r or {}).get("kernel_slowdown", []) if x is not None)
+            if len(vals) < 2:
+                continue
+            n = len(vals)
+            share = [i / (n - 1) for i in range(n)]
+            ax.plot(share, vals, color=_COLORS[p], label=POLICY_LABELS[p], linewidth=1.4)
+        ax.set_yscale("log")
+        ax.set_xlim(0.75, 1.0)
+        ticks = [0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"{100 * t:.0f}%" for t in ticks], fontsize=7)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(which="major", linewidth=0.4, color="grey")
+        b = next((r["batch"] for r in rows if r["model"] == m), "")
+        ax.set_xlabel(f"{MODEL_LABELS.get(m, m)} (b{b}): kernels", fontsize=8)
+    if models:
+        fig.axes[0].set_ylabel("Kernel slowdown\n(time / ideal)", fontsize=8)
+        fig.axes[0].legend(fontsize=7, frameon=False)
+    return fig
+
+
+def _plot_fig13(rows):
+    """Stacked bars per model and policy: compute overlapped with transfers, compute, stall; each bar = 1."""
+    models = _models(rows)
+    pols = [p for p in ("base-uvm", "flashneuron", "deepum", "g10") if any(r["policy"] == p for r in rows)]
+    fig = _new_figure(max(6.0, 1.7 * len(models)), 3.0)
+    ax = fig.add_subplot(1, 1, 1)
+    width = 0.8 / max(1, len(pols))
+    parts = (("overlap", "Compute & Data Transfer", "#4c72b0"), ("compute", "Compute", "#dd8452"),
+             ("stall", "Stall", "#c44e52"))
+    for j, p in enumerate(pols):
+        for g, m in enumerate(models):
+            r = next((r for r in rows if r["model"] == m and r["policy"] == p), None)
+            x = g + (j - (len(pols) - 1) / 2) * width
+            b = _breakdown_as_published(r) if r else None
+            if not b:
+                ax.text(x, 0.02, "x", ha="center", color="#c00000", fontsize=8, fontweight="bold")
+                continue
+            total = sum(max(0.0, b[k]) for k, _l, _c in parts) or 1.0
+            bottom = 0.0
+            for k, label, color in parts:
+                h = max(0.0, b[k]) / total
+                ax.bar(x, h, width * 0.92, bottom=bottom, color=color, edgecolor="white", linewidth=0.4,
+                       label=label if (j == 0 and g == 0) else None)
+                bottom += h
+            ax.text(x, 1.01, _SHORT_LABELS.get(p, p), ha="center", va="bottom", fontsize=6)
+    ax.set_xticks(range(len(models)))
+    ax.set_xticklabels([f"{MODEL_LABELS.get(m, m)}\nb{next(r['batch'] for r in rows if r['model'] == m)}"
+                        for m in models], fontsize=8)
+    ax.set_ylim(0, 1.3)
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 1])
+    ax.set_ylabel("Execution Time", fontsize=8)
+    ax.legend(ncol=3, fontsize=7, frameon=False, loc="upper center")
+    return fig
+
+
+def _plot_fig14(rows):
+    """Stacked bars per model and policy: GB moved SSD->GPU, GPU->SSD, host->GPU, GPU->host."""
+    models = _models(rows)
+    pols = [p for p in ("base-uvm", "flashneuron", "deepum", "g10") if any(r["policy"] == p for r in rows)]
+    fig = _new_figure(3.0 * max(1, len(models)), 3.0)
+    colors = {"ssd_to_gpu": "#1f77b4", "gpu_to_ssd": "#aec7e8", "host_to_gpu": "#ff7f0e", "gpu_to_host": "#ffbb78"}
+    for ax, m in zip(_panel_axes(fig, len(models)), models):
+        for j, p in enumerate(pols):
+            r = next((r for r in rows if r["model"] == m and r["policy"] == p), None)
+            t = (r or {}).get("traffic_pages")
+            if not t or r.get("failed"):
+                ax.text(j, 0, "x", ha="center", va="bottom", color="#c00000", fontsize=8, fontweight="bold")
+                continue
+            bottom = 0.0
+            for k in TRAFFIC_LABELS:
+                gb = t[k] * 4096 / 2**30
+                ax.bar(j, gb, 0.7, bottom=bottom, color=colors[k], edgecolor="white", linewidth=0.4,
+                       label=TRAFFIC_LABELS[k] if j == 0 else None)
+                bottom += gb
+        ax.set_xticks(range(len(pols)))
+        ax.set_xticklabels([POLICY_LABELS[p] for p in pols], fontsize=6, rotation=30)
+        ax.tick_params(axis="y", labelsize=7)
+        b = next((r["batch"] for r in rows if r["model"] == m), "")
+        ax.set_title(f"{MODEL_LABELS.get(m, m)} (b{b})", fontsize=8)
+    if models:
+        fig.axes[0].set_ylabel("Traffic (GB)", fontsize=8)
+        fig.axes[0].legend(fontsize=6, frameon=False)
+    return fig
+
+
+def _plot_lines(rows, x_of, y_of, *, xlabel, ylabel_of, series_of, series_label, ylim0=True):
+    models = _models(rows)
+    fig = _new_figure(3.0 * max(1, len(models)), 2.9)
+    for ax, m in zip(_panel_axes(fig, len(models)), models):
+        mine = [r for r in rows if r["model"] == m]
+        series = []
+        for r in mine:
+            s = series_of(r)
+            if s not in series:
+                series.append(s)
+        for i, s in enumerate(series):
+            pts = sorted((x_of(r), y_of(r)) for r in mine if series_of(r) == s)
+            xs = [x for x, y in pts if y is not None]
+            ys = [y for x, y in pts if y is not None]
+            color = _COLORS.get(s, f"C{i}")
+            ax.plot(xs, ys, marker=_MARKERS.get(s, "o"), markersize=3.5, linewidth=1.2, color=color,
+                    markerfacecolor="none", label=series_label(s))
+            for x, y in pts:
+                if y is None:
+                    ax.plot([x], [0], marker="x", color="#c00000", markersize=5)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel(ylabel_of(m), fontsize=8)
+        batches = {r["batch"] for r in mine}
+        ax.set_title(MODEL_LABELS.get(m, m) + (f" (b{batches.pop()})" if len(batches) == 1 else ""), fontsize=8)
+        ax.tick_params(labelsize=7)
+        if ylim0:
+            ax.set_ylim(bottom=0)
+        ax.legend(fontsize=6, frameon=False)
+    return fig
+
+
+def _time_or_none(r):
+    return _finite(r["time_s"]) if not r.get("failed") else None
+
+
+def _plot_fig15(rows):
+    """Throughput (samples per second = batch / iteration time) against batch size, per policy."""
+    return _plot_lines(
+        rows, lambda r: r["batch"],
+        lambda r: (r["batch"] / r["time_s"]) if _time_or_none(r) else None,
+        xlabel="Batch Size", ylabel_of=lambda m: "Sequence / sec" if m == "bert_base" else "Image / sec",
+        series_of=lambda r: r["policy"], series_label=lambda p: POLICY_LABELS.get(p, p))
+
+
+def _plot_fig16(rows):
+    """Iteration time against host memory capacity, one line per batch size (G10)."""
+    return _plot_lines(
+        rows, lambda r: r["host_memory_GiB"], _time_or_none, xlabel="Host Memory Capacity (GB)",
+        ylabel_of=lambda m: "Execution Time (sec)", series_of=lambda r: f"B={r['batch']}",
+        series_label=lambda s: s)
+
+
+def _plot_fig17(rows):
+    """Iteration time against host memory capacity per policy, at the batch the paper draws per model."""
+    from .published import FIG17_PANEL_BATCH
+
+    chosen = []
+    for m in _models(rows):
+        batches = sorted({r["batch"] for r in rows if r["model"] == m})
+        b = FIG17_PANEL_BATCH.get(m, batches[-1])
+        if b not in batches:
+            b = batches[-1]
+        chosen += [r for r in rows if r["model"] == m and r["batch"] == b]
+    return _plot_lines(
+        chosen, lambda r: r["host_memory_GiB"], _time_or_none, xlabel="Host Memory Capacity (GB)",
+        ylabel_of=lambda m: "Execution Time (sec)", series_of=lambda r: r["policy"],
+        series_label=lambda p: POLICY_LABELS.get(p, p))
+
+
+def _plot_fig18(rows):
+    """Normalised performance (ideal / time, %) against SSD bandwidth, per policy."""
+    return _plot_lines(
+        [r for r in rows if r["policy"] != "ideal"], lambda r: r["ssd_bandwidth_GBps"],
+        lambda r: 100.0 * r["ideal_time_s"] / r["time_s"] if _time_or_none(r) else None,
+        xlabel="SSD Bandwidth (GB/s)", ylabel_of=lambda m: "Normalized Performance (%)",
+        series_of=lambda r: r["policy"], series_label=lambda p: POLICY_LABELS.get(p, p))
+
+
+def _plot_fig19(rows):
+    """Bars per model: G10's normalised performance at each sigma over its value at sigma = 0."""
+    models = _models(rows)
+    sigmas = sorted({r["sigma"] for r in rows})
+    fig = _new_figure(max(6.0, 1.6 * len(models)), 2.6)
+    ax = fig.add_subplot(1, 1, 1)
+    width = 0.8 / max(1, len(sigmas))
+    for j, s in enumerate(sigmas):
+        xs, hs = [], []
+        for g, m in enumerate(models):
+            base = next((r for r in rows if r["model"] == m and r["sigma"] == 0), None)
+            r = next((r for r in rows if r["model"] == m and r["sigma"] == s), None)
+            if not base or not r or r.get("failed") or base.get("failed"):
+                continue
+            xs.append(g + (j - (len(sigmas) - 1) / 2) * width)
+            hs.append(r["normalized_performance"] / base["normalized_performance"])
+        ax.bar(xs, hs, width * 0.92, color=f"C{j}", label="0%" if s == 0 else f"±{100 * s:.0f}%", zorder=3)
+    ax.set_xticks(range(len(models)))
+    ax.set_xticklabels([f"{MODEL_LABELS.get(m, m)}\nb{next(r['batch'] for r in rows if r['model'] == m)}"
+                        for m in models], fontsize=8)
+    ax.set_ylim(0.99, 1.01)
+    ax.set_ylabel("Normalized\nPerformance", fontsize=8)
+    ax.yaxis.grid(zorder=0, linewidth=0.4)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.legend(ncol=len(sigmas), fontsize=7, frameon=False, loc="upper center")
+    return fig

@@ -18,41 +18,27 @@ configuration, never an open file; the parent is the only writer of any output.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import math
 import multiprocessing
-import os
 import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import tracestore
 from .analysis import CannotFit
-from .config import SimConfig, preset
+from .config import ARTIFACT_PRESET, SimConfig, preset
 from .published import FAILS, FIG11_POLICIES, FIG11_WORKLOADS, published_seconds
+from .sweep import default_jobs, default_traces_dir  # noqa: F401 (defined with the sweeps; re-exported)
 
 # Relative cost of a run by policy, for scheduling the long runs first.
 _POLICY_COST = {"deepum": 5.0, "base-uvm": 3.0, "g10": 3.0, "g10-gds": 1.0, "g10-host": 1.0,
                 "flashneuron": 0.2, "ideal": 0.05}
 
 
-def default_traces_dir() -> Path:
-    """``$G10_TRACES_DIR``, else the checkout's ``traces/``, else ``./traces``."""
-    env = os.environ.get("G10_TRACES_DIR")
-    if env:
-        return Path(env)
-    shipped = Path(__file__).resolve().parents[2] / "traces"
-    return shipped if shipped.is_dir() else Path("traces")
-
-
 def trace_file(traces_dir, model: str, batch: int) -> Path:
     return Path(traces_dir) / f"{model}-b{int(batch)}.h5"
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -182,18 +168,27 @@ def fig11_tasks(traces_dir=None, *, config: SimConfig | None = None, workloads=F
     from . import policies as registry
     from .simulator import Simulator
 
-    cfg = preset("g10-artifact") if config is None else config
+    cfg = preset(ARTIFACT_PRESET) if config is None else config
     Simulator(cfg)                                   # refuse a bad or unsupported config up front
-    traces_dir = default_traces_dir() if traces_dir is None else Path(traces_dir)
     known = registry.names()
     for p in policies:
         if p not in known:
             raise ValueError(f"unknown policy {p!r}; known: {', '.join(known)}")
-    missing = [str(trace_file(traces_dir, m, b)) for m, b in workloads if not trace_file(traces_dir, m, b).is_file()]
-    if missing:
-        raise FileNotFoundError(2, f"trace file(s) missing ({len(missing)}; convert them with "
-                                   "`g10sim trace convert --all`)", missing[0])
-    return [RunTask(m, int(b), p, str(trace_file(traces_dir, m, b)), cfg) for m, b in workloads for p in policies]
+    if traces_dir is None:      # by name: $G10_TRACES_DIR first, then the shipped traces
+        files = {(m, b): tracestore.find_trace(f"{m}-b{int(b)}") for m, b in workloads}
+        missing = [f"{m}-b{int(b)}" for (m, b), path in files.items() if path is None]
+        if missing:
+            raise FileNotFoundError(2, f"no trace of that name ({len(missing)} missing; searched "
+                                       f"{', '.join(map(str, tracestore.search_dirs()))}; "
+                                       "`g10sim trace list` shows the names)", missing[0])
+    else:
+        files = {(m, b): trace_file(traces_dir, m, b) for m, b in workloads}
+        missing = [str(path) for path in files.values() if not path.is_file()]
+        if missing:
+            raise FileNotFoundError(2, f"trace file(s) missing ({len(missing)}; convert them with "
+                                       "`g10sim trace convert --all`, or leave out --traces to use the "
+                                       "shipped ones)", missing[0])
+    return [RunTask(m, int(b), p, str(files[m, b]), cfg) for m, b in workloads for p in policies]
 
 
 def reproduce_fig11(traces_dir=None, *, jobs: int | None = None, progress: bool = True,
@@ -202,3 +197,208 @@ def reproduce_fig11(traces_dir=None, *, jobs: int | None = None, progress: bool 
     """Fig. 11: every workload under every policy; one row per run (module docstring)."""
     tasks = fig11_tasks(traces_dir, config=config, workloads=workloads, policies=policies)
     return run_tasks(tasks, jobs=jobs, progress=progress, desc="fig11")
+
+
+# ============================================================================
+# Figs. 12-19 and the whole evaluation, on the sweep store (g10core.sweep)
+# ============================================================================
+#
+# Each figure is a sweep file shipped in ``g10core/sweeps/`` (``figNN.toml``;
+# ``all.toml`` is the published simulator's whole run set, a superset of every
+# figure's runs).  One code path for all of them: load the figure's sweep, run what
+# the store lacks, then turn (run, record) pairs into figure rows.  Tables, the
+# comparison with the published cells and the plots are in g10core.report.
+
+@dataclass(frozen=True)
+class Figure:
+    """What one of the paper's figures runs and shows."""
+
+    name: str                  # "fig16"
+    title: str
+    param: str | None = None   # the swept parameter's name in rows (published.FIGURE_PARAMS)
+    param_key: str | None = None   # its dotted config key
+    ideal_rows: bool = False   # add an "ideal" row per workload and point (Base UVM's ideal time)
+
+
+FIGURES: dict[str, Figure] = {f.name: f for f in (
+    Figure("fig11", "Fig. 11: normalised performance of the five models under seven policies"),
+    Figure("fig12", "Fig. 12: per-kernel slowdown (CDF)"),
+    Figure("fig13", "Fig. 13: time breakdown (compute, compute overlapped with transfers, stall)"),
+    Figure("fig14", "Fig. 14: traffic per direction and tier"),
+    Figure("fig15", "Fig. 15: batch size", ideal_rows=True),
+    Figure("fig16", "Fig. 16: G10 under host memory capacity", "host_memory_GiB", "host.memory_GiB"),
+    Figure("fig17", "Fig. 17: policies under host memory capacity", "host_memory_GiB", "host.memory_GiB"),
+    Figure("fig18", "Fig. 18: SSD bandwidth (host and GPU PCIe at 32 GB/s)", "ssd_bandwidth_GBps",
+           "ssd.bandwidth_GBps", ideal_rows=True),
+    Figure("fig19", "Fig. 19: G10 under kernel-time noise", "sigma", "noise.kernel_time_sigma"),
+)}
+SWEEP_FIGURES = tuple(n for n in FIGURES if n != "fig11")     # shipped as sweep files
+
+
+def sweep_file(name: str) -> Path:
+    """A sweep file shipped with the package (``fig12`` ... ``fig19``, ``all``)."""
+    from importlib import resources
+
+    if name not in SWEEP_FIGURES and name != "all":
+        raise ValueError(f"unknown figure {name!r}; known: {', '.join(SWEEP_FIGURES)}, all")
+    return Path(str(resources.files("g10core").joinpath("sweeps", f"{name}.toml")))
+
+
+def figure_sweep(name: str, *, traces_dir=None, config: SimConfig | None = None):
+    """The validated sweep of figure ``name`` (``all``: the whole evaluation)."""
+    from .sweep import load_sweep
+
+    return load_sweep(sweep_file(name), traces_dir=traces_dir, base_config=config)
+
+
+def _fig11_sweep(*, traces_dir=None, config: SimConfig | None = None):
+    """Fig. 11's runs as the ``main-fig11`` block of ``all`` (six policies; Ideal is derived)."""
+    sw = figure_sweep("all", traces_dir=traces_dir, config=config)
+    from dataclasses import replace as _replace
+
+    return _replace(sw, name="fig11", runs=tuple(r for r in sw.runs if r.block == "main-fig11"))
+
+
+def _num(x) -> float:
+    return math.inf if x is None else float(x)
+
+
+def figure_rows(name: str, sweep, records: dict) -> list[dict]:
+    """Rows of figure ``name`` from the store's records of ``sweep``'s runs (missing runs left out).
+
+    Every row: ``model``, ``batch``, ``policy``, the swept parameter under its name,
+    ``time_s`` (inf when failed), ``ideal_time_s``, ``normalized_performance`` (0 when
+    failed), ``failed``, ``failure_reason``, ``error``, ``run_key``, ``trace``; when the run
+    finished also ``breakdown_s``, ``traffic_pages`` (the iteration the figures use) and,
+    for Fig. 12, ``kernel_slowdown``.  Figs. 15 and 18 add an ``ideal`` row per workload
+    (and point) from the Base UVM run's ideal time, as the published figures do; Fig. 17
+    repeats FlashNeuron's run (which uses no host memory) at every host size, as the
+    published figure does (``replicated_from``).
+    """
+    fig = FIGURES[name]
+    rows = []
+    for run in sweep.runs:
+        rec = records.get(run.run_key)
+        if rec is None:
+            continue
+        failed = bool(rec.get("failed"))
+        t = math.inf if failed else _num(rec.get("time_s"))
+        row = {"model": run.model, "batch": int(run.batch), "policy": run.policy}
+        if fig.param:
+            row[fig.param] = float(run.grid.get(fig.param_key, _default_param(run, fig.param_key)))
+        row.update(time_s=t, ideal_time_s=rec.get("ideal_time_s"),
+                   normalized_performance=0.0 if failed else rec.get("normalized_performance"),
+                   failed=failed, failure_reason=rec.get("failure_reason"), error=rec.get("error"),
+                   run_key=run.run_key, trace=run.trace)
+        for k in ("breakdown_s", "traffic_pages", "kernel_slowdown"):
+            if k in rec:
+                row[k] = rec[k]
+        rows.append(row)
+    if fig.ideal_rows:
+        seen = set()
+        for r in list(rows):
+            key = (r["model"], r["batch"], r.get(fig.param) if fig.param else None)
+            if r["policy"] == "base-uvm" and key not in seen and r["ideal_time_s"] is not None:
+                seen.add(key)
+                ideal = {k: r[k] for k in ("model", "batch")}
+                if fig.param:
+                    ideal[fig.param] = r[fig.param]
+                ideal.update(policy="ideal", time_s=float(r["ideal_time_s"]), ideal_time_s=r["ideal_time_s"],
+                             normalized_performance=1.0, failed=False, failure_reason=None, error=None,
+                             run_key=None, trace=r["trace"], derived_from=r["run_key"])
+                rows.append(ideal)
+    if name == "fig17":
+        hosts: dict = {}
+        for r in rows:
+            if r["policy"] != "flashneuron":
+                hosts.setdefault(r["model"], set()).add(r[fig.param])
+        out = []
+        for r in rows:
+            if r["policy"] != "flashneuron":
+                out.append(r)
+                continue
+            for h in sorted(hosts.get(r["model"], {r[fig.param]})):
+                out.append(r if h == r[fig.param] else dict(r, **{fig.param: h, "replicated_from": r[fig.param]}))
+        rows = out
+    return rows
+
+
+def _default_param(run, key: str):
+    section, _, field_name = key.partition(".")
+    return run.config[section][field_name]
+
+
+def fig11_rows_from_records(sweep, records: dict) -> list[dict]:
+    """Fig. 11 rows (``make_row``'s format) from store records; Ideal from Base UVM's ideal time."""
+    rows = []
+    for run in sweep.runs:
+        rec = records.get(run.run_key)
+        if rec is None:
+            continue
+        task = RunTask(run.model, run.batch, run.policy, run.trace_path, preset("g10-artifact"))
+        rows.append(make_row(task, _num(rec.get("time_s")), rec.get("ideal_time_s") or 0.0, bool(rec.get("failed")),
+                             rec.get("failure_reason") or rec.get("error"), (rec.get("meta") or {}).get("wall_s"),
+                             None) | {"config_hash": run.config_hash})
+        if run.policy == "base-uvm" and rec.get("ideal_time_s") is not None:
+            ideal = RunTask(run.model, run.batch, "ideal", run.trace_path, preset("g10-artifact"))
+            rows.append(make_row(ideal, rec["ideal_time_s"], rec["ideal_time_s"], False, None, None, None)
+                        | {"config_hash": run.config_hash})
+    order = {p: i for i, p in enumerate(FIG11_POLICIES)}
+    models = {m: i for i, (m, _b) in enumerate(FIG11_WORKLOADS)}
+    rows.sort(key=lambda r: (models.get(r["model"], 99), r["batch"], order.get(r["policy"], 99)))
+    return rows
+
+
+def reproduce_figure(name: str, out=None, *, traces_dir=None, jobs: int | None = None, dask: str | None = None,
+                     progress: bool = True, config: SimConfig | None = None, models=None) -> list[dict]:
+    """Run figure ``name``'s sweep into the store ``out`` (a temporary folder when None); its rows.
+
+    Resumable: runs already in ``out`` (from this figure, another one, or ``all``) are
+    not run again.  ``models``: only these workloads (``["bert_base-b256", ...]``).
+    """
+    import tempfile
+    from dataclasses import replace as _replace
+
+    from .sweep import ResultStore, run_sweep
+
+    if name not in FIGURES:
+        raise ValueError(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
+    sweep = (_fig11_sweep(traces_dir=traces_dir, config=config) if name == "fig11"
+             else figure_sweep(name, traces_dir=traces_dir, config=config))
+    if models:
+        names = {f"{r.model}-b{r.batch}" for r in sweep.runs}
+        unknown = [m for m in models if m not in names]
+        if unknown:
+            raise ValueError(f"--models {unknown[0]!r}: not a workload of {name}; its workloads: "
+                             f"{', '.join(sorted(names))}")
+        sweep = _replace(sweep, runs=tuple(r for r in sweep.runs if f"{r.model}-b{r.batch}" in models))
+    with contextlib.ExitStack() as stack:
+        if out is None:
+            out = stack.enter_context(tempfile.TemporaryDirectory(prefix=f"g10sim-{name}-"))
+        run_sweep(sweep, out, jobs=jobs, dask=dask, progress=progress)
+        records = ResultStore(out).records()
+    return fig11_rows_from_records(sweep, records) if name == "fig11" else figure_rows(name, sweep, records)
+
+
+def rows_from_store(name: str, out, *, traces_dir=None) -> tuple[list[dict], int]:
+    """(figure ``name``'s rows from the store ``out``, how many of its runs are missing there)."""
+    from .sweep import ResultStore
+
+    sweep = _fig11_sweep(traces_dir=traces_dir) if name == "fig11" else figure_sweep(name, traces_dir=traces_dir)
+    records = ResultStore(out).records()
+    missing = sum(1 for r in sweep.runs if r.run_key not in records)
+    rows = fig11_rows_from_records(sweep, records) if name == "fig11" else figure_rows(name, sweep, records)
+    return rows, missing
+
+
+def reproduce_all(out, *, traces_dir=None, jobs: int | None = None, dask: str | None = None,
+                  progress: bool = True) -> dict:
+    """The published simulator's whole evaluation (``all.toml``, 1,410 runs) into ``out``.
+
+    Resumable.  Returns ``{figure: rows}`` for Figs. 11-19, built from the store.
+    """
+    from .sweep import run_sweep
+
+    sweep = figure_sweep("all", traces_dir=traces_dir)
+    run_sweep(sweep, out, jobs=jobs, dask=dask, progress=progress)
+    return {name: rows_from_store(name, out, traces_dir=traces_dir)[0] for name in FIGURES}

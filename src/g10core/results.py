@@ -11,9 +11,24 @@ sources, all reduced to the same shape:
 * ``ideal``: the sum of the ideal kernel times, no simulation.
 
 Units are in every key name (``time_s``, ``faults_pages``, ``breakdown_s``).  The
-number the figures use is :attr:`Result.iteration_time_s`: the fastest iteration
-(the artifact's figure scripts take ``min(iter0, iter1)``; iteration 0 carries the
-cold start).  A failed run (cannot fit, host memory overflow, FlashNeuron out of
+number the figures use is :attr:`Result.iteration_time_s`, by the configuration's
+``run.iteration_rule`` (recorded as ``iteration_rule``): ``steady_mean``, the mean of
+the iterations after the cold start (iteration 0; every iteration when only one ran, as
+in the tensor-level simulations, whose one iteration starts from the steady state), or
+``fastest``, the fastest iteration (the artifact's figure scripts take ``min(iter0,
+iter1)``; the ``g10-artifact`` preset).  ``reported_iterations`` names the iterations
+behind it, and ``breakdown_s`` / ``traffic_pages`` / ``faults_pages`` at the top level
+are their mean.
+
+The compute / overlap / stall breakdown follows ``run.breakdown_rule`` (recorded as
+``breakdown_rule``).  ``partition``: per kernel, stall = time - ideal, overlap = the
+transfer-busy time in excess of the stall (at most the ideal time), compute = ideal -
+overlap; the three add up to the time exactly.  ``artifact``: the published ``Stat``
+class's, compute = time - transfer-busy time, overlap = transfer + ideal - time, stall =
+time - ideal, a negative overlap folded into the stall; where a kernel stalls longer than
+transfers were busy (Base UVM waiting on faults), compute counts that wait again, so the
+sum exceeds the time by twice the sum over such kernels of (stall - transfer-busy time)
+(``breakdown_excess_s``).  A failed run (cannot fit, host memory overflow, FlashNeuron out of
 memory) has ``failed=True``, a reason, no iterations and ``iteration_time_s = inf``,
 written to JSON as ``null``.
 """
@@ -29,9 +44,16 @@ from pathlib import Path
 import numpy as np
 
 SCHEMA = "g10core-result"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2     # 2: iteration_rule, reported_iterations, breakdown_rule, quirks, top-level means
+ITERATION_RULES = ("steady_mean", "fastest")
 
 FAULT_KEYS = ("host", "ssd", "unallocated")
+# ``--kernels``: one row per kernel execution, the same columns for every level (NaN: not modelled)
+KERNEL_TABLE_COLUMNS = (
+    "iteration", "kernel", "start_cycles", "end_cycles", "start_s", "end_s", "time_s", "ideal_time_s",
+    "compute_s", "overlap_s", "stall_s", "host_faults_pages", "ssd_faults_pages", "unallocated_faults_pages",
+    "in_transfer_pages", "gpu_used_pages", "host_used_pages",
+)
 TRAFFIC_KEYS = ("ssd_to_gpu", "gpu_to_ssd", "host_to_gpu", "gpu_to_host")
 BREAKDOWN_KEYS = ("compute", "overlap", "stall")
 TRANSLATION_KEY = ("translation",)   # a fourth part in the detailed preset (breakdown_with_translation)
@@ -43,12 +65,14 @@ from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, as_columns  # noqa: E402
 
 # ---- the artifact's statistics (moved here from reference.py) -------------------
 
-def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=False, translation=None):
+def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=False, rule="artifact",
+              translation=None):
     """Per-iteration totals and the time breakdown, the way the artifact's Stat computes them.
 
     ``translation``: per executed kernel, the cycles address translation added (the detailed
-    preset): the breakdown is then :func:`breakdown_with_translation`'s, whose four parts add
-    up to each kernel's time, and each iteration gets a ``translation`` total.
+    preset): each kernel's breakdown then has a fourth part, ``translation``, and its other
+    three split the rest of its time (:func:`breakdown`); each iteration gets a
+    ``translation`` total.
 
     ``kernels``: rows ``(iteration, kernel, start, end, in_transfer, host, ssd,
     unallocated, ...)`` in execution order; ``pcie``: rows ``(iteration, time, alloc,
@@ -94,31 +118,49 @@ def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=
             begin = None
     if begin is not None:
         busy.append((begin, last_end))
-    if translation is None:
-        per_kernel = breakdown(spans, busy, t11)
-        for (it, k, comp, ov, st) in per_kernel:
-            its[it]["compute"] += comp
-            its[it]["overlap"] += ov
-            its[it]["stall"] += st
-    else:
-        per_kernel = breakdown_with_translation(spans, busy, t11, translation)
+    per_kernel = breakdown(spans, busy, t11, rule, translation)
+    if translation is not None:
         for d in its:
             d["translation"] = 0
-        for (it, k, comp, ov, st, tr) in per_kernel:
-            its[it]["compute"] += comp
-            its[it]["overlap"] += ov
-            its[it]["stall"] += st
-            its[it]["translation"] += tr
+    for (it, k, comp, ov, st, *tr) in per_kernel:
+        its[it]["compute"] += comp
+        its[it]["overlap"] += ov
+        its[it]["stall"] += st
+        if tr:
+            its[it]["translation"] += tr[0]
     return dict(iterations=its, kernels=kernels, host_overflow=host_overflow,
                 per_kernel_breakdown=per_kernel)
 
 
-def breakdown(spans, busy, t11):
+def split_span(total: int, ideal: int, transfer: int, rule: str = "partition") -> tuple[int, int, int]:
+    """(compute, overlap, stall) of one span of ``total`` cycles whose ideal time is ``ideal``
+    and during ``transfer`` cycles of which some transfer was in flight.
+
+    ``partition``: stall = total - ideal; the transfer time first covers the stall, the rest
+    overlaps computation (overlap = clamp(transfer - stall, 0, ideal)); compute = ideal -
+    overlap.  The three add up to ``total``.  ``artifact``: the published ``Stat`` class's
+    compute = total - transfer, overlap = transfer + ideal - total, stall = total - ideal,
+    a negative overlap folded into the stall (then the sum exceeds ``total`` by twice it).
+    """
+    stall = total - ideal
+    if rule == "partition":
+        overlap = min(max(transfer - stall, 0), max(ideal, 0))
+        return ideal - overlap, overlap, stall
+    comp = total - transfer
+    ov = transfer + ideal - total
+    if ov < 0:
+        stall -= ov
+        ov = 0
+    return comp, ov, stall
+
+
+def breakdown(spans, busy, t11, rule="artifact", translation=None):
     """The artifact's sweep of kernel spans against transfer-busy intervals.
 
     Per kernel span: ``transfer`` = cycles of the span during which some transfer was
-    in flight; compute = total - transfer, overlap = transfer + ideal - total,
-    stall = total - ideal (an overlap below zero is folded into the stall).
+    in flight, split by :func:`split_span` under ``rule``.  ``translation`` (the detailed
+    preset): per span, the cycles address translation added to it; they are the span's
+    fourth part, and the other three split the rest (rows get a sixth column).
     """
     out = []
     ti = ki = 0
@@ -127,15 +169,13 @@ def breakdown(spans, busy, t11):
     def close(span):
         nonlocal acc
         s, e, it, k = span
-        total = e - s
-        ideal = int(t11[k])
-        comp = total - acc
-        ov = acc + ideal - total
-        st = total - ideal
-        if ov < 0:
-            st -= ov
-            ov = 0
-        out.append((it, k, comp, ov, st))
+        if translation is None:
+            comp, ov, st = split_span(e - s, int(t11[k]), acc, rule)
+            out.append((it, k, comp, ov, st))
+        else:
+            x = int(translation[len(out)])
+            comp, ov, st = split_span(e - s - x, int(t11[k]), acc, rule)
+            out.append((it, k, comp, ov, st, x))
         acc = 0
 
     while ti < len(busy) and ki < len(spans):
@@ -160,41 +200,16 @@ def breakdown(spans, busy, t11):
     return out
 
 
-def breakdown_with_translation(spans, busy, t11, translation):
-    """The detailed preset's breakdown: four parts that add up to each kernel's time.
-
-    A kernel's time T (its end minus the previous kernel's end) is its work t11 + X (X: the
-    cycles translation added) plus S = T - t11 - X, the time its slowest SM waited on
-    faults and pages in flight.  With B the cycles of the span during which a transfer or a
-    fault batch was in flight: stall = S; overlap = B - S clipped to [0, t11] (transfers
-    under computing SMs); compute = t11 - overlap; translation = X.
-    """
-    out = []
-    bi = 0
-    for i, (s, e, it, k) in enumerate(spans):
-        x = int(translation[i])
-        ideal = int(t11[k])
-        stall = max(e - s - ideal - x, 0)
-        while bi < len(busy) and busy[bi][1] <= s:
-            bi += 1
-        acc = 0
-        j = bi
-        while j < len(busy) and busy[j][0] < e:
-            acc += min(e, busy[j][1]) - max(s, busy[j][0])
-            j += 1
-        ov = min(max(acc - stall, 0), ideal)
-        out.append((it, k, ideal - ov, ov, e - s - x - ideal, x))
-    return out
-
-
-def summarize_replay(raw: dict, t11, t00, iterations: int, translation: bool = False) -> dict:
+def summarize_replay(raw: dict, t11, t00, iterations: int, rule: str = "artifact",
+                     translation: bool = False) -> dict:
     """:func:`summarize` of the compiled replay's output dict (``Replay.run()``); ``translation``:
-    the breakdown with a translation part (:func:`breakdown_with_translation`)."""
+    the breakdown gets the translation part (the replay's ``translation_cycles``)."""
     kernels = [tuple(r) for r in np.asarray(raw["kernels"], np.int64).tolist()]
     pcie = [(i, 0, *row) for i, row in enumerate(np.asarray(raw["pcie"], np.int64).tolist())]
     bounds = [(0, t, b) for t, b in np.asarray(raw["boundaries"], np.int64).reshape(-1, 2).tolist()]
     tr = np.asarray(raw["translation_cycles"], np.int64) if translation else None
-    return summarize(len(t11), t11, t00, kernels, pcie, bounds, iterations, bool(raw["host_overflow"]), tr)
+    return summarize(len(t11), t11, t00, kernels, pcie, bounds, iterations, bool(raw["host_overflow"]), rule,
+                     tr)
 
 
 # ---- result types ---------------------------------------------------------------
@@ -265,20 +280,75 @@ class Result:
     counters: dict = field(default_factory=dict)   # level-specific counters (ticks, transfers, ...)
     metadata: dict = field(default_factory=dict)   # wall time, peak RSS, versions
     kernels: dict = field(default_factory=dict)    # per-kernel numpy arrays
+    quirks: tuple = ()             # hand-tuned factors of the artifact that fired: {name, factor, what}
+    ignored_parameters: tuple = ()  # config keys set away from the reference that this policy does not model
+    iteration_rule: str | None = None   # None: the config's run.iteration_rule (else steady_mean)
+    breakdown_rule: str | None = None   # None: the config's run.breakdown_rule (else partition)
+
+    def __post_init__(self):
+        run = (self.config or {}).get("run", {}) if isinstance(self.config, dict) else {}
+        if self.iteration_rule is None:
+            object.__setattr__(self, "iteration_rule", run.get("iteration_rule", "steady_mean"))
+        if self.breakdown_rule is None:
+            object.__setattr__(self, "breakdown_rule", run.get("breakdown_rule", "partition"))
+        if self.iteration_rule not in ITERATION_RULES:
+            raise ValueError(f"iteration_rule = {self.iteration_rule!r}: must be one of {', '.join(ITERATION_RULES)}")
 
     # ---- derived numbers ----
     @property
     def best_iteration(self) -> int | None:
-        """Index of the fastest iteration (the one the figures use), None when failed."""
+        """Index of the fastest iteration, None when failed."""
         if self.failed or not self.iterations:
             return None
         return min(self.iterations, key=lambda it: (it.time_s, it.index)).index
 
     @property
+    def reported_iterations(self) -> tuple[int, ...]:
+        """The iterations behind :attr:`iteration_time_s`: the fastest one (``fastest``), or
+        those after the cold start (``steady_mean``; all when only one ran)."""
+        if self.failed or not self.iterations:
+            return ()
+        if self.iteration_rule == "fastest":
+            return (self.best_iteration,)
+        idx = tuple(it.index for it in self.iterations)
+        return idx[1:] if len(idx) > 1 and self.level == "page" else idx
+
+    @property
     def iteration_time_s(self) -> float:
-        """Seconds per iteration as the figures use it: the fastest iteration; inf when failed."""
-        best = self.best_iteration
-        return math.inf if best is None else self.iterations[best].time_s
+        """Seconds per iteration by ``iteration_rule`` (the mean of the steady iterations, or the
+        fastest); inf when failed."""
+        rep = self.reported_iterations
+        if not rep:
+            return math.inf
+        return sum(self.iterations[i].time_s for i in rep) / len(rep)
+
+    def _mean_of(self, attr: str) -> dict:
+        rep = self.reported_iterations
+        if not rep:
+            return {}
+        keys = getattr(self.iterations[rep[0]], attr).keys()
+        return {k: sum(getattr(self.iterations[i], attr)[k] for i in rep) / len(rep) for k in keys}
+
+    @property
+    def breakdown_s(self) -> dict:
+        """compute / overlap / stall, mean over the reported iterations (``breakdown_rule``)."""
+        return self._mean_of("breakdown_s")
+
+    @property
+    def traffic_pages(self) -> dict:
+        """Pages moved per direction and tier, mean over the reported iterations."""
+        return self._mean_of("traffic_pages")
+
+    @property
+    def faults_pages(self) -> dict:
+        """Pages faulted by source, mean over the reported iterations."""
+        return self._mean_of("faults_pages")
+
+    @property
+    def breakdown_excess_s(self) -> float:
+        """compute + overlap + stall - iteration time (0 under ``partition``; >= 0 under ``artifact``)."""
+        b = self.breakdown_s
+        return sum(b.values()) - self.iteration_time_s if b else math.nan
 
     @property
     def slowdown(self) -> float:
@@ -308,10 +378,19 @@ class Result:
             "trace": self.trace,
             "hints": self.hints,
             "iteration_time_s": self.iteration_time_s,
+            "iteration_rule": self.iteration_rule,
+            "reported_iterations": list(self.reported_iterations),
             "ideal_time_s": self.ideal_time_s,
             "slowdown": self.slowdown,
             "normalized_performance": None if self.failed else self.normalized_performance,
             "best_iteration": self.best_iteration,
+            "breakdown_rule": self.breakdown_rule,
+            "breakdown_s": self.breakdown_s or None,
+            "breakdown_excess_s": None if self.failed else self.breakdown_excess_s,
+            "traffic_pages": self.traffic_pages or None,
+            "faults_pages": self.faults_pages or None,
+            "quirks": [dict(q) for q in self.quirks],
+            "ignored_parameters": list(self.ignored_parameters),
             "failed": bool(self.failed),
             "failure_reason": self.failure_reason,
             "iterations": [it.to_dict() for it in self.iterations],
@@ -319,8 +398,53 @@ class Result:
             "metadata": self.metadata,
         }
         if kernels:
-            out["kernels"] = {k: np.asarray(v).tolist() for k, v in self.kernels.items()}
+            out["kernel_columns"] = list(KERNEL_TABLE_COLUMNS)
+            out["kernels"] = {k: np.asarray(v).tolist() for k, v in self.kernel_table().items()}
         return jsonable(out)
+
+    def kernel_table(self) -> dict:
+        """Per kernel execution, the columns of :data:`KERNEL_TABLE_COLUMNS` (one schema for every
+        level; NaN where a level does not model a column: the tensor level has no per-kernel
+        compute/overlap split, no faults and no residency counts)."""
+        hz = float((self.config or {}).get("gpu", {}).get("frequency_GHz", 1.2)) * 1e9
+        k = self.kernels
+        n = len(next(iter(k.values()))) if k else 0
+        nan = np.full(n, np.nan)
+        zeros = np.zeros(n, np.int64)
+        if self.level == "tensor" and n:
+            start = np.asarray(k["start_s"], float)
+            time = np.asarray(k["time_s"], float)
+            ideal = np.asarray(k.get("ideal_s", nan), float)
+            start_c = np.rint(start * hz).astype(np.int64)
+            end_c = np.rint((start + time) * hz).astype(np.int64)
+            cols = {"iteration": zeros, "kernel": np.arange(n), "start_cycles": start_c, "end_cycles": end_c,
+                    "start_s": start, "end_s": start + time, "time_s": time, "ideal_time_s": ideal,
+                    "compute_s": nan, "overlap_s": nan, "stall_s": time - ideal,
+                    "host_faults_pages": zeros, "ssd_faults_pages": zeros, "unallocated_faults_pages": zeros,
+                    "in_transfer_pages": zeros, "gpu_used_pages": nan, "host_used_pages": nan}
+            return {c: cols[c] for c in KERNEL_TABLE_COLUMNS}
+        if not n:
+            return {c: [] for c in KERNEL_TABLE_COLUMNS}
+        start_c = np.asarray(k["start_cycles"], np.int64)
+        end_c = np.asarray(k["end_cycles"], np.int64)
+        ideal_c = np.asarray(k["ideal_cycles"], np.int64)
+        # a kernel's time is its end minus the previous kernel's end (the artifact's Stat)
+        span = np.diff(np.concatenate(([0], end_c)))
+        if self.level == "ideal":
+            comp, ov, st = ideal_c, zeros, zeros
+            faults = {c: zeros for c in ("host_faults_pages", "ssd_faults_pages", "unallocated_faults_pages",
+                                         "in_transfer_pages")}
+            used = {"gpu_used_pages": nan, "host_used_pages": nan}
+        else:
+            comp, ov, st = k["compute_cycles"], k["overlap_cycles"], k["stall_cycles"]
+            faults = {c: np.asarray(k[c], np.int64) for c in ("host_faults_pages", "ssd_faults_pages",
+                                                              "unallocated_faults_pages", "in_transfer_pages")}
+            used = {c: np.asarray(k[c], np.int64) for c in ("gpu_used_pages", "host_used_pages")}
+        cols = {"iteration": np.asarray(k["iteration"]), "kernel": np.asarray(k["kernel"]),
+                "start_cycles": start_c, "end_cycles": end_c, "start_s": start_c / hz, "end_s": end_c / hz,
+                "time_s": span / hz, "ideal_time_s": ideal_c / hz, "compute_s": np.asarray(comp) / hz,
+                "overlap_s": np.asarray(ov) / hz, "stall_s": np.asarray(st) / hz, **faults, **used}
+        return {c: cols[c] for c in KERNEL_TABLE_COLUMNS}
 
     def to_json(self, kernels: bool = False, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(kernels), indent=indent, allow_nan=False) + "\n"
@@ -362,11 +486,16 @@ def jsonable(obj):
 
 # ---- builders -----------------------------------------------------------------
 
+def _rule(common: dict) -> str:
+    return common.get("breakdown_rule") or (common.get("config") or {}).get("run", {}).get("breakdown_rule",
+                                                                                          "partition")
+
+
 def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, translation: bool = False,
                 **common) -> Result:
     """A page-level Result from the compiled replay's output dict; ``translation``: the detailed
     preset's breakdown (compute + overlap + stall + translation = the iteration time)."""
-    s = summarize_replay(raw, t11, t00, iterations, translation)
+    s = summarize_replay(raw, t11, t00, iterations, _rule(common), translation)
     hz = float(freq_hz)
     its = []
     for i, d in enumerate(s["iterations"]):
@@ -386,6 +515,8 @@ def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, translati
         ))
     rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
     kern = {name: rows[:, j].copy() for j, name in enumerate(KERNEL_COLUMNS)}
+    kern["ideal_cycles"] = np.asarray(t11, np.int64)[np.clip(kern["kernel"], 0, max(len(t11) - 1, 0))] \
+        if len(t11) else np.zeros(0, np.int64)
     pk = np.asarray(s["per_kernel_breakdown"], np.int64).reshape(-1, 6 if translation else 5)
     kern["compute_cycles"], kern["overlap_cycles"], kern["stall_cycles"] = pk[:, 2], pk[:, 3], pk[:, 4]
     if translation:
@@ -408,18 +539,28 @@ def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:
                       ideal_time_s=ideal, counters=counters, **common)
     tb = d["traffic_bytes"]
     page = int(page_size_bytes)
+    brk = {k: float(d["breakdown_s"][k]) for k in BREAKDOWN_KEYS}
+    if _rule(common) == "partition" and d.get("transfer_busy_s") is not None:
+        # the published definition (overlap = busy - stall) goes negative when transfers were busy
+        # for less than the stall; split the whole iteration as one span instead
+        ideal_s, total_s = float(d["ideal_time_s"]), float(d["time_s"])
+        stall = total_s - ideal_s
+        overlap = min(max(float(d["transfer_busy_s"]) - stall, 0.0), max(ideal_s, 0.0))
+        brk = {"compute": ideal_s - overlap, "overlap": overlap, "stall": stall}
     it = IterationStats(
         index=0,
         time_s=float(d["time_s"]),
         ideal_time_s=ideal,
         faults_pages={k: 0 for k in FAULT_KEYS},     # no paging: tensors move whole, on schedule
         traffic_pages={k: -(-int(tb.get(k, 0)) // page) for k in TRAFFIC_KEYS},
-        breakdown_s={k: float(d["breakdown_s"][k]) for k in BREAKDOWN_KEYS},
+        breakdown_s=brk,
         time_cycles=d.get("time_cycles"),
     )
     kern = {}
     if len(d.get("kernel_start_s", ())):
         kern = {"start_s": np.asarray(d["kernel_start_s"], float), "time_s": np.asarray(d["kernel_time_s"], float)}
+        if "kernel_ideal_s" in d:
+            kern["ideal_s"] = np.asarray(d["kernel_ideal_s"], float)
     return Result(level="tensor", iterations=(it,), ideal_time_s=ideal, counters=counters,
                   kernels=kern, **common)
 
@@ -428,12 +569,19 @@ def ideal(t11, *, freq_hz: int, iterations: int, **common) -> Result:
     """Every tensor resident: each iteration takes the sum of the ideal kernel times."""
     cycles = int(np.sum(t11))
     t = cycles / float(freq_hz)
+    t11 = np.asarray(t11, np.int64)
+    start = np.concatenate(([0], np.cumsum(t11)[:-1])) if t11.size else t11
+    K = t11.size
+    kern = {"iteration": np.repeat(np.arange(iterations), K), "kernel": np.tile(np.arange(K), iterations),
+            "start_cycles": (np.arange(iterations).repeat(K) * cycles + np.tile(start, iterations)),
+            "ideal_cycles": np.tile(t11, iterations)}
+    kern["end_cycles"] = kern["start_cycles"] + kern["ideal_cycles"]
     its = tuple(IterationStats(
         index=i, time_s=t, ideal_time_s=t,
         faults_pages={k: 0 for k in FAULT_KEYS}, traffic_pages={k: 0 for k in TRAFFIC_KEYS},
         breakdown_s={"compute": t, "overlap": 0.0, "stall": 0.0},
         time_cycles=cycles, ideal_cycles=cycles) for i in range(iterations))
-    return Result(level="ideal", iterations=its, ideal_time_s=t, **common)
+    return Result(level="ideal", iterations=its, ideal_time_s=t, kernels=kern, **common)
 
 
 def failed(reason: str, *, level: str, ideal_time_s: float, **common) -> Result:

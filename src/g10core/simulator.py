@@ -8,17 +8,19 @@ policy's own simulation; ``ideal``: the sum of ideal kernel times), checks the
 invariants of the outcome and returns a :class:`~g10core.results.Result`.
 
     >>> from g10core.simulator import Simulator
-    >>> r = Simulator("g10-artifact").run("traces/bert_base-b256.h5", "g10")  # doctest: +SKIP
+    >>> r = Simulator("g10-artifact").run("bert_base-b256", "g10")         # doctest: +SKIP
     >>> r.iteration_time_s                                                  # doctest: +SKIP
     7.311024...
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import platform
 import resource
 import time
+import warnings
 
 import numpy as np
 
@@ -26,13 +28,16 @@ from . import __version__, evictors, policies, results
 from ._replay import Replay
 from .analysis import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
 from .artifact_constants import ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
-from .config import SimConfig, preset, resolve
-from .errors import ConfigError, SimulationError  # noqa: F401 (SimulationError: part of this module's API)
+from .config import ARTIFACT_PRESET, DEFAULT_PRESET, SimConfig, preset, resolve
+from .errors import ConfigError, G10Warning, HintError, SimulationError  # noqa: F401 (SimulationError: API)
+from .modelled import ignored_parameters, warning_text
 from .hints import HintFile, action_counts, check_belongs, trace_digest, validate_hints
+from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
 from .codes import KERNEL_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
 from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
+from .tracestore import resolve_trace
 
 GiB = 1 << 30
 
@@ -116,15 +121,56 @@ def aligned_first_pages(trace: Trace, block_pages: int) -> np.ndarray:
     return out
 
 
+# ---- kernel-time noise (noise.*, Fig. 19) --------------------------------------
+# Policies plan on the trace's profiled times; only the simulation runs on the perturbed
+# ones, as in the published simulator.  Page level: the replay's cycles (replay_inputs, and
+# the ideal policy's sum).  Tensor level: the policy's schedule is made on the trace, then
+# simulated on noisy_trace (noisy_tensor_plan).
+
+def run_kernel_cycles(trace: Trace, cfg):
+    """(t11, t10, t00) in cycles that a run simulates: the profiled times with ``noise.*`` applied."""
+    t11, t10, t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+    return noisy_kernel_cycles(t11, t10, t00, sigma=cfg.noise.kernel_time_sigma,
+                               seed=resolve_seed(cfg.noise.seed, trace.model))
+
+
+def noisy_trace(trace: Trace, cfg) -> Trace:
+    """``trace`` with each kernel's three profiled times scaled by its noise ratio (tensor level)."""
+    if cfg.noise.kernel_time_sigma == 0:
+        return trace
+    r = kernel_time_ratios(trace.n_kernels, cfg.noise.kernel_time_sigma, resolve_seed(cfg.noise.seed, trace.model))
+    return dataclasses.replace(trace, kernel_time_ideal_ns=trace.kernel_time_ideal_ns * r,
+                               kernel_time_fault_all_ns=trace.kernel_time_fault_all_ns * r,
+                               kernel_time_fault_outputs_ns=trace.kernel_time_fault_outputs_ns * r)
+
+
+def noisy_tensor_plan(pol: TensorPolicy, trace: Trace, cfg) -> TensorPlan:
+    """A tensor-level policy's plan under noise: scheduled on ``trace``, simulated on :func:`noisy_trace`."""
+    from . import tensorsim
+
+    def simulate() -> dict:
+        try:
+            hints = np.asarray(pol.schedule(trace))
+        except ValueError as exc:      # the policy has no schedule: it cannot fit (FlashNeuron)
+            mode = "flashneuron" if pol.name == "flashneuron" else "gds"
+            return tensorsim.failed_result(" ".join(str(exc).split()), mode=mode, trace=trace, config=cfg)
+        d = dict(pol.simulate(noisy_trace(trace, cfg), hints))
+        d.setdefault("schedule", {"n_hints": int(hints.size), "planned_on": "the profiled kernel times"})
+        return d
+
+    return TensorPlan(simulate=simulate)
+
+
 def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hints=False, bulk=True,
                   devices=None, first_pages=None):
     """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated).
 
     ``devices``: the ``(ssd, link)`` of :func:`detailed_devices` for the detailed preset;
     ``first_pages``: the tensors' first pages when not the trace's (:func:`aligned_first_pages`).
+    The kernel times are :func:`run_kernel_cycles` (``noise.*`` applied).
     """
     c = ArtifactConstants.from_config(cfg)
-    t11, t10, t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+    t11, t10, t00 = run_kernel_cycles(trace, cfg)
     birth, death = liveness(trace)
     first = trace.tensor_first_page.astype(np.int64) if first_pages is None else np.asarray(first_pages, np.int64)
     npages = trace.tensor_pages.astype(np.int64)
@@ -220,7 +266,7 @@ def handler_counters(raw: dict, runner, cfg, consts) -> dict:
 
 def _as_config(config) -> SimConfig:
     if config is None:
-        return preset("g10-artifact")
+        return preset(DEFAULT_PRESET)
     if isinstance(config, str):
         return preset(config)
     if isinstance(config, SimConfig):
@@ -228,7 +274,7 @@ def _as_config(config) -> SimConfig:
     raise ConfigError(f"config: expected a SimConfig or a preset name, got {type(config).__name__}")
 
 
-def resolve_config(preset_name: str = "g10-artifact", config_file=None, sets=None) -> SimConfig:
+def resolve_config(preset_name: str = DEFAULT_PRESET, config_file=None, sets=None) -> SimConfig:
     """Preset, then a TOML file, then ``section.key=value`` overrides (``config.resolve``)."""
     return resolve(preset_name, config_file, list(sets or ()))
 
@@ -280,6 +326,19 @@ def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
                           f"{PAGE_SIZE_BYTES}-byte pages; other page sizes are not supported yet")
 
 
+def check_hint_level(hf: HintFile, pol: Policy) -> None:
+    """Refuse a hint file made for the other level: page-level hints are replayed page by page with
+    an eviction fallback, a tensor-level schedule by a tensor-level simulation; the two are not
+    interchangeable (page-level G10 hints under g10-host give meaningless times)."""
+    if hf.level and pol.level in ("page", "tensor") and hf.level != pol.level:
+        want = "g10-gds or g10-host (or flashneuron)" if hf.level == "tensor" else "g10 or deepum"
+        raise HintError(hf.path, f"{hf.level}-level hints (made by {hf.policy or 'an unnamed policy'}) cannot be "
+                                 f"replayed by the {pol.level}-level policy {pol.name!r}; replay them with "
+                                 f"--policy {want}")
+    if pol.level == "ideal":
+        raise HintError(hf.path, "policy 'ideal' simulates nothing and takes no hints")
+
+
 def _resolve_policy(policy, cfg) -> Policy:
     if isinstance(policy, Policy):
         return policy
@@ -295,11 +354,23 @@ def _resolve_policy(policy, cfg) -> Policy:
 
 def _resolve_trace(trace) -> tuple[Trace, str | None]:
     if isinstance(trace, (str, os.PathLike)):
-        return read_trace(trace), os.fspath(trace)
+        path = resolve_trace(trace)     # a path, or a trace name (g10core.tracestore)
+        return read_trace(path), os.fspath(path)
     if isinstance(trace, Trace):
         validate_trace(trace)           # in-memory traces get the same checks as files
         return trace, None
     raise ValueError(f"trace: expected a Trace or a path, got {type(trace).__name__}")
+
+
+def _check_fits(trace: Trace, path: str | None, gpu_memory_bytes: int) -> None:
+    """``check_fits``, naming the trace file in the refusal (a refusal names the file)."""
+    try:
+        check_fits(trace, gpu_memory_bytes)
+    except CannotFit as exc:
+        if path is None:
+            raise
+        raise CannotFit(exc.kernel, exc.working_set_bytes, exc.gpu_memory_bytes,
+                        f"{path} ({trace.model}-b{trace.batch_size})") from None
 
 
 def trace_identity(trace: Trace, path: str | None) -> dict:
@@ -436,7 +507,7 @@ class Simulator:
     """Runs traces under policies with one resolved configuration.
 
     ``Simulator(config)`` takes a :class:`~g10core.config.SimConfig`, a preset name
-    or None (``g10-artifact``); ``run(trace, policy, hints=None)`` returns a
+    or None (``default``, the exploration preset; ``"g10-artifact"`` reproduces the paper); ``run(trace, policy, hints=None)`` returns a
     :class:`~g10core.results.Result`.  Every input is validated here, before the
     compiled layer sees it: bad input raises ``ConfigError``, ``TraceError``,
     ``HintError``, ``CannotFit`` or ``ValueError`` (one line each); a broken internal
@@ -474,20 +545,35 @@ class Simulator:
         hint_info = {"source": "policy", "policy": pol.name}
         if isinstance(hints, HintFile):
             hints = check_belongs(hints, trace)
-            hint_info = {"source": "file", "policy": hints.policy, "path": hints.path, "made_for": hints.trace}
+            check_hint_level(hints, pol)
+            mismatch = hints.config_mismatch(cfg)
+            hint_info = {"source": "file", "policy": hints.policy, "path": hints.path, "made_for": hints.trace,
+                         "level": hints.level or None, "made_with": dict(hints.made_with),
+                         "config_mismatch": {k: list(v) for k, v in mismatch.items()}}
+            if mismatch:
+                warnings.warn(G10Warning(
+                    f"{hints.path}: hints planned for " + ", ".join(f"{k} = {a!r}" for k, (a, _b) in mismatch.items())
+                    + "; this run has " + ", ".join(f"{b!r}" for _a, (_x, b) in mismatch.items())
+                    + " (replayed as they are)"), stacklevel=2)
             hints = hints.hints
         elif hints is not None:
             hint_info = {"source": "array", "policy": ""}
         if hints is not None:
             hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, hint_info.get("path"))
-        check_fits(trace, self.gpu_memory_bytes)
+        _check_fits(trace, path, self.gpu_memory_bytes)
         check_cycles_fit(trace, cfg, path)
+        ignored = tuple(ignored_parameters(cfg, pol.name, eviction))
+        if ignored:
+            warnings.warn(G10Warning(warning_text(cfg, pol.name, list(ignored))), stacklevel=2)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
-                      trace=ident)
+                      trace=ident, quirks=tuple(pol.hand_tuned_factors(trace)), ignored_parameters=ignored,
+                      iteration_rule=cfg.run.iteration_rule, breakdown_rule=cfg.run.breakdown_rule)
         meta = {}
         t0 = time.perf_counter()
         plan = pol.plan(trace, cfg, hints=hints, eviction=eviction)
         meta["plan_wall_s"] = time.perf_counter() - t0
+        if isinstance(plan, TensorPlan) and hints is None and cfg.noise.kernel_time_sigma > 0:
+            plan = noisy_tensor_plan(pol, trace, cfg)
         if eviction is not None:
             meta["eviction_override"] = evictors.label(eviction)
         if isinstance(eviction, evictors.UserScore):
@@ -495,7 +581,7 @@ class Simulator:
         if isinstance(plan, TensorPlan):
             result = self._run_tensor(trace, plan, hints, hint_info, common, meta)
         elif isinstance(plan, IdealPlan):
-            t11, _t10, _t00 = kernel_cycles(trace, cfg.gpu.frequency_GHz)
+            t11, _t10, _t00 = run_kernel_cycles(trace, cfg)
             hint_info = {"source": "none", "policy": pol.name, "n_hints": 0}
             result = results.ideal(t11, freq_hz=self.constants.freq_hz, iterations=cfg.run.iterations,
                                    hints=hint_info, metadata=meta, **common)
@@ -594,7 +680,7 @@ class Simulator:
                                          metadata=meta, **common)
 
 
-def simulate(trace, policy: str, *, config=None, preset_name: str = "g10-artifact", config_file=None,
+def simulate(trace, policy: str, *, config=None, preset_name: str = DEFAULT_PRESET, config_file=None,
              sets=None, hints=None) -> Result:
     """One run: ``config`` (SimConfig or preset name), or a preset + TOML file + overrides."""
     cfg = _as_config(config) if config is not None else resolve_config(preset_name, config_file, sets)
@@ -612,7 +698,7 @@ def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, st
     sim = Simulator(cfg)
     trace, path = _resolve_trace(trace)
     pol = _resolve_policy(policy, cfg)
-    check_fits(trace, sim.gpu_memory_bytes)
+    _check_fits(trace, path, sim.gpu_memory_bytes)
     check_cycles_fit(trace, cfg, path)
     plan = pol.plan(trace, cfg) if pol.level == "page" else None
     if isinstance(plan, PagePlan):

@@ -42,6 +42,7 @@ DEFAULTS = {
     "seed": 0,
 }
 _CHUNK = 1 << 20                # lpns generated per numpy call
+MAX_QUEUE_DEPTH = 65536         # NVMe's largest I/O queue (64 Ki commands)
 
 
 def parse_workload(text: str) -> tuple[str, float, float]:
@@ -128,7 +129,11 @@ def build_device(preset: str = DEFAULTS["preset"], op: float = DEFAULTS["op"],
     spec = ssd_preset(preset)
     over = {"overprovisioning": op, "pages_per_block": pages_per_block, "victim_policy": victim, "seed": seed}
     if queue_depth is not None:
-        over["queue_depth"] = queue_depth
+        if (isinstance(queue_depth, bool) or not isinstance(queue_depth, (int, np.integer))
+                or not 1 <= queue_depth <= MAX_QUEUE_DEPTH):
+            raise ConfigError(f"--queue-depth {queue_depth!r}: must be an integer in [1, {MAX_QUEUE_DEPTH}] "
+                              "(NVMe commands in flight)")
+        over["queue_depth"] = int(queue_depth)
     try:
         spec = replace(spec, **over).check()
     except ConfigError as exc:

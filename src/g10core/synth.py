@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from .trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace, validate_trace
+from .trace import ACCESS_READ, ACCESS_WRITE, MAX_ITERATION_TIME_NS, PAGE_SIZE_BYTES, Trace, validate_trace
 
 PATTERNS = ("training", "random")
 
@@ -184,6 +184,12 @@ def synthesize(n_kernels: int, footprint_bytes: int, *, pattern: str = "training
     _check("reads_per_kernel", reads_per_kernel, reads_per_kernel >= 1.0, ">= 1")
     _check("workspace_probability", workspace_probability, 0.0 <= workspace_probability <= 1.0, "in [0, 1]")
     _check("kernel_time_us", kernel_time_us, math.isfinite(kernel_time_us) and kernel_time_us > 0, "> 0")
+    if _is_int(n_kernels) and n_kernels > 0:
+        # t00 is up to 42x t11 (module docstring); every time column must stay within the trace bound
+        most = MAX_ITERATION_TIME_NS / (42e3 * 1.5 * n_kernels)
+        _check("kernel_time_us", kernel_time_us, kernel_time_us <= most,
+               f"at most {most:.3g} with {n_kernels} kernels (an iteration's all-faulting kernel times, "
+               f"up to 42x the ideal ones, must add up to at most {MAX_ITERATION_TIME_NS:.0e} ns)")
     _check("batch_size", batch_size, _is_int(batch_size) and batch_size >= 1, "an integer >= 1")
     if n_tensors is None:
         n_tensors = max(2, n_kernels)

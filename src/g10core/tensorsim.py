@@ -87,6 +87,7 @@ VISIT_ORDERS = ("artifact", "access", "reverse")
 # Queue indices (one FIFO per direction and tier).
 GPU_TO_SSD, SSD_TO_GPU, GPU_TO_HOST, HOST_TO_GPU = range(4)
 QUEUE_NAMES = ("gpu_to_ssd", "ssd_to_gpu", "gpu_to_host", "host_to_gpu")
+_SAME_DIRECTION = (GPU_TO_HOST, HOST_TO_GPU, GPU_TO_SSD, SSD_TO_GPU)   # the other tier's queue
 _KERNEL_EVENT = 4
 
 
@@ -194,6 +195,10 @@ class TensorSimSpec:
     backward_start_kernel: int = -1  # flashneuron: first backward kernel (makeLoss); -1 none
     artifact_quirks: bool = True
     visit_order: str = "artifact"    # order of a kernel's tensors: one of VISIT_ORDERS
+    # > 0: the SSD and host paths of one direction share a link of this bandwidth, max-min fair,
+    # decided when a transfer starts; 0: the published static split (host gets what the
+    # SSD stream leaves of the link, host_bandwidth_Bps, all the time)
+    link_bandwidth_Bps: float = 0.0
 
     def check(self) -> "TensorSimSpec":
         if self.mode not in MODES:
@@ -220,20 +225,34 @@ class TensorSimSpec:
         # quirk: the published tensor-level simulator reads "GB/s" as 2^30 B/s
         # (its page-level simulator reads it as 1e9 B/s).
         gb = float(GiB) if quirks else 1e9
-        ssd_Bps = config.ssd.bandwidth_GBps * gb
-        # The host path gets what the GPU's link leaves beside the SSD stream
-        # (the published simulator: CPU_PCIe_bandwidth - SSD_PCIe_bandwidth).
-        host_GBps = min(config.host.bandwidth_GBps, config.link.bandwidth_GBps) - config.ssd.bandwidth_GBps
+        ssd_GBps = config.ssd.bandwidth_GBps
+        if not quirks:
+            # SSD traffic to the GPU crosses the GPU's link too (the published simulator lets the
+            # SSD stream run faster than the link)
+            ssd_GBps = min(ssd_GBps, config.link.bandwidth_GBps)
+        ssd_Bps = ssd_GBps * gb
+        link_Bps = 0.0
+        if quirks:
+            # The host path gets what the GPU's link leaves beside the SSD stream, whether or not
+            # the SSD is busy (the published simulator: CPU_PCIe_bandwidth - SSD_PCIe_bandwidth):
+            # a faster SSD slows every host transfer down.
+            host_GBps = min(config.host.bandwidth_GBps, config.link.bandwidth_GBps) - ssd_GBps
+        else:
+            # The host path runs at min(host, link) and shares the link with the SSD stream only
+            # while both move data in the same direction (see _duration).
+            host_GBps = min(config.host.bandwidth_GBps, config.link.bandwidth_GBps)
+            link_Bps = config.link.bandwidth_GBps * gb
         host_Bps = max(host_GBps, 0.0) * gb
         pages = int(gpu.memory_GiB * GiB) // gpu.page_size_bytes
         if mode == "gds" and quirks:
             # quirk: the published GDS baselines size their allocator at 4x the
-            # GPU; only the scheduler's target line limits memory.
+            # GPU; only the scheduler's target line limits memory
+            # (policies.flashneuron.gds_capacity_quirk reports it).
             pages *= 4
         return cls(mode=mode, capacity_pages=pages, page_size_bytes=gpu.page_size_bytes,
                    frequency_GHz=gpu.frequency_GHz, ssd_bandwidth_Bps=ssd_Bps,
                    host_bandwidth_Bps=host_Bps, backward_start_kernel=int(backward_start_kernel),
-                   artifact_quirks=quirks, visit_order=visit_order).check()
+                   artifact_quirks=quirks, visit_order=visit_order, link_bandwidth_Bps=link_Bps).check()
 
 
 # ---- trace-derived tables ---------------------------------------------------
@@ -434,7 +453,17 @@ class TensorLevelSimulator:
 
     def _duration(self, queue: int, tensor: int) -> int:
         """Cycles to move a tensor, rounded up (the epsilon absorbs float noise in exact cases)."""
-        return math.ceil(self.size_bytes[tensor] * self._hz / self._queue_Bps[queue] - 1e-6)
+        Bps = self._queue_Bps[queue]
+        link = self.spec.link_bandwidth_Bps
+        if link > 0:
+            other = _SAME_DIRECTION[queue]
+            mine, theirs = Bps, self._queue_Bps[other]
+            if self.queues[other] and mine + theirs > link:
+                # max-min fair share of the link with the other tier's stream, fixed at the start
+                Bps = min(mine, max(link / 2, link - theirs))
+            else:
+                Bps = min(mine, link)
+        return math.ceil(self.size_bytes[tensor] * self._hz / Bps - 1e-6)
 
     def _enqueue(self, queue: int, tensor: int) -> None:
         q = self.queues[queue]
@@ -620,6 +649,13 @@ class TensorLevelSimulator:
                 if fn and backward:
                     self._prefetch_ahead(kernel)
                 finish[kernel] = self.now
+            if not spec.artifact_quirks:
+                # The iteration is over when its transfers are: the published simulator stops at
+                # the last kernel, so evictions still queued there cost nothing (with its 4x
+                # allocator a 200 % trace "moves" 11 GiB in a 0.05 s iteration).
+                while self._events:
+                    self._serve_one()
+                finish[K - 1] = self.now      # the last kernel's step ends when the link is idle
         except _CannotFit as exc:
             failure = str(exc)
         return self._result(start, finish, kernel, failure)
@@ -759,6 +795,7 @@ class TensorLevelSimulator:
             "transfer_busy_s": self.busy_cycles / hz,
             "kernel_start_s": st / hz,
             "kernel_time_s": (fi - st) / hz,
+            "kernel_ideal_s": kc / hz,
             "kernel_stall_normalized": norm,
             **counters,
         }
@@ -779,6 +816,7 @@ def _failure(reason: str, mode: str, ideal_time_s: float, **fields) -> dict:
         "transfer_busy_s": math.nan,
         "kernel_start_s": np.zeros(0),
         "kernel_time_s": np.zeros(0),
+        "kernel_ideal_s": np.zeros(0),
         "kernel_stall_normalized": np.zeros(0),
         "traffic_bytes": {name: 0 for name in QUEUE_NAMES},
         "n_transfers": 0,

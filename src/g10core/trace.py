@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import TraceError  # noqa: F401 (defined in errors.py; importable from here)
+from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 
 PAGE_SIZE_BYTES = 4096
 
@@ -181,6 +182,11 @@ UNITS = {
 # Root attributes the writer sets itself; any of these in ``Trace.attrs`` is ignored.
 _RESERVED_ATTRS = ("schema", "schema_version", "model", "batch_size", "source",
                    "profiling_gpu", "units", "creator")
+# Upper bound of every kernel-time column's sum (one iteration of kernels), in ns: keeps
+# every sum finite and exact enough (1e308 ns is refused here, naming the row).  Whether a
+# run fits the simulators' 64-bit cycle clock depends on the configuration too (frequency x
+# iterations): artifact_constants.check_cycles_fit refuses the product before a run.
+MAX_ITERATION_TIME_NS = 1e21
 CHUNK_BYTES = 1 << 20                   # target chunk size (never larger than the data)
 _GZIP_LEVEL = 4
 _IN_MEMORY = "<in-memory trace>"
@@ -282,6 +288,13 @@ def validate_trace(trace: Trace, path=None) -> None:
         bad = np.flatnonzero(~(np.isfinite(t) & (t >= 0)))
         if bad.size:
             fail("/kernels", f"got {float(t[bad[0]])!r}; must be finite and >= 0", row=bad[0], fld=_COLUMNS[col][1])
+        with np.errstate(over="ignore"):                    # 1e308 + 1e308 = inf, above the bound
+            over = np.flatnonzero(np.cumsum(t) > MAX_ITERATION_TIME_NS)
+        if over.size:
+            r = int(over[0])
+            fail("/kernels", f"got {float(t[r])!r}; the times of kernels 0..{r} add up to more than "
+                 f"{MAX_ITERATION_TIME_NS:.0e} ns, the most one iteration may take",
+                 row=r, fld=_COLUMNS[col][1])
     ws = trace.kernel_workspace_bytes
     bad = np.flatnonzero(ws < 0)
     if bad.size:
@@ -378,7 +391,7 @@ def write_trace(trace: Trace, path) -> Path:
         raise FileNotFoundError(errno.ENOENT, "no such directory", str(path.parent))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with h5py.File(tmp, "w") as f:
+        with h5py.File(tmp, "w", libver=LIBVER) as f:
             f.attrs["schema"] = SCHEMA
             f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
             f.attrs["model"] = trace.model
@@ -424,9 +437,7 @@ def write_trace(trace: Trace, path) -> Path:
 
 def _h5_reason(exc: BaseException) -> str:
     """h5py's 'Unable to ... (detail)' -> 'detail', with the common cases in plain words."""
-    msg = " ".join(str(exc).split())
-    if "(" in msg and msg.endswith(")"):
-        msg = msg[msg.index("(") + 1:-1]
+    msg = h5_reason(exc)
     if "file signature not found" in msg:
         return "not an HDF5 file"
     m = re.search(r"truncated file: eof = (\d+).*stored_eof = (\d+)", msg)
@@ -440,7 +451,7 @@ def _attr(f, path, name: str, kind: type):
         raise TraceError(path, "/", "missing root attribute", field=name)
     try:
         value = f.attrs[name]
-    except (OSError, TypeError, ValueError) as exc:
+    except H5_ERRORS as exc:
         raise TraceError(path, "/", f"unreadable attribute ({_h5_reason(exc)})", field=name) from None
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
@@ -459,7 +470,7 @@ def _dataset(f, path, name: str):
 
     try:
         ds = f.get(name)
-    except (OSError, KeyError, ValueError, RuntimeError) as exc:
+    except H5_ERRORS as exc:
         raise TraceError(path, "/" + name, f"unreadable ({_h5_reason(exc)})") from None
     if ds is None:
         raise TraceError(path, "/" + name, "missing dataset")
@@ -473,7 +484,7 @@ def _dataset(f, path, name: str):
 def _load(ds, path):
     try:
         return ds[()]
-    except (OSError, ValueError, RuntimeError, TypeError) as exc:
+    except H5_ERRORS as exc:
         raise TraceError(path, ds.name, f"unreadable data ({_h5_reason(exc)})") from None
 
 
@@ -497,7 +508,7 @@ def _string_column(ds, path) -> np.ndarray:
         raise TraceError(path, ds.name, f"dtype {ds.dtype}, expected strings")
     try:
         values = ds.asstr()[()]
-    except (OSError, ValueError, RuntimeError, UnicodeDecodeError) as exc:
+    except H5_ERRORS as exc:
         raise TraceError(path, ds.name, f"unreadable strings ({_h5_reason(exc)})") from None
     return np.asarray(values.tolist() if values.size else [], dtype=str)
 
@@ -508,95 +519,123 @@ def read_trace(path) -> Trace:
     A missing file is a ``FileNotFoundError``.  The file is closed before this
     returns (h5py handles do not pickle: open traces by path in each worker).
     """
-    import h5py
-
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(errno.ENOENT, "no such trace file", str(path))
     if path.is_dir():
         raise TraceError(path, "/", "is a directory, not a trace file")
     try:
+        check_global_heaps(path)      # before h5py parses them: a damaged one can hang it
+    except CorruptHDF5 as exc:
+        raise TraceError(path, "/", str(exc)) from None
+    except OSError as exc:
+        raise TraceError(path, "/", f"cannot read the file ({exc.strerror or exc})") from None
+    try:
+        fields = read_safely(_read_file, path)   # in a child process if the file has no checksums
+    except CorruptHDF5 as exc:
+        raise TraceError(path, "/", str(exc)) from None
+    trace = Trace(**fields)
+    validate_trace(trace, path)
+    return trace
+
+
+def _read_file(path: Path) -> dict:
+    import h5py
+
+    try:
         # no HDF5 file lock: many sweep workers read one trace, and locks fail on some network file systems
         f = h5py.File(path, "r", locking=False)
-    except OSError as exc:
+    except H5_ERRORS as exc:
         raise TraceError(path, "/", f"cannot open as HDF5: {_h5_reason(exc)}") from None
-    with f:
-        if "schema" not in f.attrs:
-            raise TraceError(path, "/", "missing root attribute: not a g10core trace", field="schema")
-        schema = _attr(f, path, "schema", str)
-        if schema != SCHEMA:
-            raise TraceError(path, "/", f"got {schema!r}; not a {SCHEMA!r} file", field="schema")
-        version = _attr(f, path, "schema_version", int)
-        if version not in SUPPORTED_SCHEMA_VERSIONS:
-            newest = max(SUPPORTED_SCHEMA_VERSIONS)
-            hint = "; upgrade g10core" if version > newest else ""
-            raise TraceError(path, "/", f"version {version} is not supported (this g10core reads "
-                             f"{', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}){hint}", field="schema_version")
-        model = _attr(f, path, "model", str)
-        batch_size = _attr(f, path, "batch_size", int)
-        source = _attr(f, path, "source", str)
-        profiling_gpu = _attr(f, path, "profiling_gpu", str)
-        units_text = _attr(f, path, "units", str)
+    try:
+        with f:
+            return _read_fields(f, path)
+    except TraceError:
+        raise
+    except H5_ERRORS as exc:   # damaged metadata h5py reports while we walk the file
+        raise TraceError(path, "/", f"corrupt HDF5 file ({_h5_reason(exc)})") from None
+
+
+def _read_fields(f, path) -> dict:
+    """The Trace fields of an open file (read_trace validates them)."""
+    import h5py
+
+    if "schema" not in f.attrs:
+        raise TraceError(path, "/", "missing root attribute: not a g10core trace", field="schema")
+    schema = _attr(f, path, "schema", str)
+    if schema != SCHEMA:
+        raise TraceError(path, "/", f"got {schema!r}; not a {SCHEMA!r} file", field="schema")
+    version = _attr(f, path, "schema_version", int)
+    if version not in SUPPORTED_SCHEMA_VERSIONS:
+        newest = max(SUPPORTED_SCHEMA_VERSIONS)
+        hint = "; upgrade g10core" if version > newest else ""
+        raise TraceError(path, "/", f"version {version} is not supported (this g10core reads "
+                         f"{', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}){hint}", field="schema_version")
+    model = _attr(f, path, "model", str)
+    batch_size = _attr(f, path, "batch_size", int)
+    source = _attr(f, path, "source", str)
+    profiling_gpu = _attr(f, path, "profiling_gpu", str)
+    units_text = _attr(f, path, "units", str)
+    try:
+        units = json.loads(units_text)
+        if not isinstance(units, dict):
+            raise ValueError("not an object")
+    except ValueError as exc:
+        raise TraceError(path, "/", f"not a JSON object ({exc})", field="units") from None
+    for key, unit in UNITS.items():
+        if key not in units:
+            raise TraceError(path, "/", f"no unit for {key} (expected {unit!r})", field="units")
+        if units[key] != unit:
+            raise TraceError(path, "/", f"{key} is in {units[key]!r}, this reader expects {unit!r}",
+                             field="units")
+    attrs = {}
+    for key in f.attrs:
+        if key in _RESERVED_ATTRS and key not in ("creator", "schema_version"):
+            continue  # these are Trace fields (schema_version/creator: kept for information)
         try:
-            units = json.loads(units_text)
-            if not isinstance(units, dict):
-                raise ValueError("not an object")
-        except ValueError as exc:
-            raise TraceError(path, "/", f"not a JSON object ({exc})", field="units") from None
-        for key, unit in UNITS.items():
-            if key not in units:
-                raise TraceError(path, "/", f"no unit for {key} (expected {unit!r})", field="units")
-            if units[key] != unit:
-                raise TraceError(path, "/", f"{key} is in {units[key]!r}, this reader expects {unit!r}",
-                                 field="units")
-        attrs = {}
-        for key in f.attrs:
-            if key in _RESERVED_ATTRS and key not in ("creator", "schema_version"):
-                continue  # these are Trace fields (schema_version/creator: kept for information)
-            try:
-                value = f.attrs[key]
-            except (OSError, TypeError, ValueError) as exc:
-                raise TraceError(path, "/", f"unreadable attribute ({_h5_reason(exc)})", field=key) from None
-            if isinstance(value, bytes):
-                value = value.decode("utf-8", "replace")
-            elif isinstance(value, np.generic):
-                value = value.item()
-            attrs[key] = value
+            value = f.attrs[key]
+        except H5_ERRORS as exc:
+            raise TraceError(path, "/", f"unreadable attribute ({_h5_reason(exc)})", field=key) from None
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif isinstance(value, np.generic):
+            value = value.item()
+        attrs[key] = value
 
-        tensors = _load(_dataset(f, path, "tensors"), path)
-        size_bytes = _column(tensors, "/tensors", "size_bytes", np.int64, path)
-        is_global_raw = _column(tensors, "/tensors", "is_global", np.uint8, path)
-        bad = np.flatnonzero(is_global_raw > 1)
-        if bad.size:
-            raise TraceError(path, "/tensors", f"got {int(is_global_raw[bad[0]])}; must be 0 or 1", bad[0], "is_global")
-        tensor_name = _string_column(_dataset(f, path, "tensor_names"), path)
+    tensors = _load(_dataset(f, path, "tensors"), path)
+    size_bytes = _column(tensors, "/tensors", "size_bytes", np.int64, path)
+    is_global_raw = _column(tensors, "/tensors", "is_global", np.uint8, path)
+    bad = np.flatnonzero(is_global_raw > 1)
+    if bad.size:
+        raise TraceError(path, "/tensors", f"got {int(is_global_raw[bad[0]])}; must be 0 or 1", bad[0], "is_global")
+    tensor_name = _string_column(_dataset(f, path, "tensor_names"), path)
 
-        kernels = _load(_dataset(f, path, "kernels"), path)
-        cols = {fld: _column(kernels, "/kernels", fld, np.float64, path)
-                for fld in ("time_ideal_ns", "time_fault_all_ns", "time_fault_outputs_ns")}
-        workspace = _column(kernels, "/kernels", "workspace_bytes", np.int64, path)
-        kernel_name = _string_column(_dataset(f, path, "kernel_names"), path)
+    kernels = _load(_dataset(f, path, "kernels"), path)
+    cols = {fld: _column(kernels, "/kernels", fld, np.float64, path)
+            for fld in ("time_ideal_ns", "time_fault_all_ns", "time_fault_outputs_ns")}
+    workspace = _column(kernels, "/kernels", "workspace_bytes", np.int64, path)
+    kernel_name = _string_column(_dataset(f, path, "kernel_names"), path)
 
-        offsets = _column(_load(_dataset(f, path, "accesses/offsets"), path), "/accesses/offsets", None,
-                          np.int64, path)
-        a_tensor = _column(_load(_dataset(f, path, "accesses/tensor"), path), "/accesses/tensor", None,
-                           np.int32, path)
-        a_mode = _column(_load(_dataset(f, path, "accesses/mode"), path), "/accesses/mode", None,
-                         np.uint8, path)
+    offsets = _column(_load(_dataset(f, path, "accesses/offsets"), path), "/accesses/offsets", None,
+                      np.int64, path)
+    a_tensor = _column(_load(_dataset(f, path, "accesses/tensor"), path), "/accesses/tensor", None,
+                       np.int32, path)
+    a_mode = _column(_load(_dataset(f, path, "accesses/mode"), path), "/accesses/mode", None,
+                     np.uint8, path)
 
-        hints, hints_policy = None, ""
-        if "hints" in f:
-            from .codes import HINT_DTYPE
+    hints, hints_policy = None, ""
+    if "hints" in f:
+        from .codes import HINT_DTYPE
 
-            ds = _dataset(f, path, "hints")
-            raw = _load(ds, path)
-            hints = np.empty(raw.shape[0], HINT_DTYPE)
-            for fld in HINT_DTYPE.names:
-                hints[fld] = _column(raw, "/hints", fld, HINT_DTYPE[fld], path)
-            policy = ds.attrs.get("policy", "")
-            hints_policy = policy.decode() if isinstance(policy, bytes) else str(policy)
+        ds = _dataset(f, path, "hints")
+        raw = _load(ds, path)
+        hints = np.empty(raw.shape[0], HINT_DTYPE)
+        for fld in HINT_DTYPE.names:
+            hints[fld] = _column(raw, "/hints", fld, HINT_DTYPE[fld], path)
+        policy = ds.attrs.get("policy", "")
+        hints_policy = policy.decode() if isinstance(policy, bytes) else str(policy)
 
-    trace = Trace(
+    return dict(
         model=model,
         batch_size=batch_size,
         tensor_size_bytes=size_bytes,
@@ -616,8 +655,6 @@ def read_trace(path) -> Trace:
         hints=hints,
         hints_policy=hints_policy,
     )
-    validate_trace(trace, path)
-    return trace
 
 
 # ---- summary ------------------------------------------------------------------

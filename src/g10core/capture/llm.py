@@ -65,11 +65,11 @@ def make_llm_traces(out_dir=None, workloads=LLM_WORKLOADS, *, calibration=None, 
 def llm_tasks(traces_dir=None, *, config=None, workloads=LLM_WORKLOADS, policies=FIG11_POLICIES):
     """The runs of ``reproduce llm`` (checks that every trace and policy exists first)."""
     from .. import policies as registry
-    from ..config import preset
+    from ..config import ARTIFACT_PRESET, preset
     from ..reproduce import RunTask, default_traces_dir
     from ..simulator import Simulator
 
-    cfg = preset("g10-artifact") if config is None else config
+    cfg = preset(ARTIFACT_PRESET) if config is None else config   # reproduce: the artifact's preset
     Simulator(cfg)
     traces_dir = default_traces_dir() if traces_dir is None else Path(traces_dir)
     known = registry.names()

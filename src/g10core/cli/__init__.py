@@ -1,8 +1,9 @@
 """The ``g10sim`` command (also ``python -m g10core``).
 
 One module per command group (``trace``, ``run``, ``hints``, ``reproduce``,
-``report``, ``ssd``, ``config``, ``uvm-micro``), each with a function ``add_parser(subparsers)`` that adds
-its sub-commands, each with ``set_defaults(func=...)``; the function gets the
+``report``, ``ssd``, ``config``, ``uvm-micro``, ``sweep``), each with a function
+``add_parser(subparsers)`` that adds its sub-commands, each with
+``set_defaults(func=...)``; the function gets the
 parsed arguments and returns the exit status.  A new group is one module plus
 one entry in :data:`COMMAND_GROUPS`.  Commands are thin: they parse, call a
 library function the tests also call, and print.  Human output carries units;
@@ -28,10 +29,11 @@ import platform
 import sys
 import tempfile
 import traceback
+import warnings
 
 from .. import __version__
-from . import config, hints, report, reproduce, run, ssd, trace, uvm_micro
-from ..errors import SimulationError
+from . import config, hints, report, reproduce, run, ssd, sweep, trace, uvm_micro
+from ..errors import G10Warning, SimulationError
 from .common import (  # noqa: F401 (the helpers every command group uses, importable from here)
     EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERNAL, EXIT_OK, EXPECTED_ERRORS, add_config_options, add_json_option,
     config_from_args, emit_json, fmt_bytes, fmt_seconds, human, nonnegative_int, one_line, policy_help,
@@ -47,6 +49,7 @@ COMMAND_GROUPS = [
     ssd.add_parser,
     config.add_parser,
     uvm_micro.add_parser,
+    sweep.add_parser,
 ]
 
 
@@ -75,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, usage errors (argparse printed them)
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
-        return int(args.func(args) or EXIT_OK)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", G10Warning)
+            warnings.showwarning = _show_warning
+            return int(args.func(args) or EXIT_OK)
     except KeyboardInterrupt:
         print("g10sim: interrupted", file=sys.stderr)
         return 130
@@ -93,6 +99,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"g10sim: internal error: {type(exc).__name__}: {one_line(exc)}; this is a bug in g10core: "
               f"{_write_report(exc, argv)}; rerun with --debug to see the traceback", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """A G10Warning as one line on stderr (others as Python prints them)."""
+    if issubclass(category, G10Warning):
+        print(f"g10sim: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _take_debug_flag(argv: list[str]) -> bool:

@@ -113,6 +113,6 @@ def add_llm_command(reproduce_subparsers) -> None:
     f.add_argument("--models", nargs="+", metavar="NAME", help="only these traces, e.g. gpt2-small-s1024-b5")
     f.add_argument("--policies", nargs="+", metavar="P", help="only these policies")
     f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    cli.add_config_options(f)
+    cli.add_config_options(f, default_preset="g10-artifact")
     cli.add_json_option(f)
     f.set_defaults(func=_cmd_reproduce_llm)

@@ -88,6 +88,56 @@ def emit_json(obj, dest: str | None) -> None:
         raise
 
 
+def check_output_path(path, option: str) -> None:
+    """Refuse an output path that cannot be written, before any work: its folder must exist and be
+    writable, and the path must not be a folder (``-``, stdout, is always fine)."""
+    if path is None or str(path) == "-":
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{option} {path}: is a folder; give a file path")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise FileNotFoundError(2, f"{option}: no such folder", str(parent))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(13, f"{option}: folder not writable", str(parent))
+    if p.exists() and not os.access(p, os.W_OK):
+        raise PermissionError(13, f"{option}: file not writable", str(p))
+
+
+# A run that takes longer than HEARTBEAT_FIRST_S prints a line on stderr, then one every
+# HEARTBEAT_EVERY_S: the compiled replay runs in one call without the GIL, so a thread can report.
+HEARTBEAT_FIRST_S = 5.0
+HEARTBEAT_EVERY_S = 15.0
+
+
+@contextmanager
+def heartbeat(what: str, enabled: bool = True):
+    """Print ``g10sim: still running WHAT (N s)`` on stderr while the block runs past a few seconds."""
+    import threading
+    import time
+
+    if not enabled:
+        yield
+        return
+    stop = threading.Event()
+    t0 = time.perf_counter()
+
+    def beat():
+        wait = HEARTBEAT_FIRST_S
+        while not stop.wait(wait):
+            print(f"g10sim: still running {what} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+            wait = HEARTBEAT_EVERY_S
+
+    th = threading.Thread(target=beat, name="g10sim-heartbeat", daemon=True)
+    th.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        th.join(timeout=1.0)
+
+
 def human(args) -> bool:
     """Print the text output? Not when the JSON goes to stdout."""
     return getattr(args, "json_path", None) != "-"
@@ -133,11 +183,16 @@ def simulation_failures(what: str):
 
 # ---- configuration options (run, hints, reproduce, ...) ------------------------
 
-def add_config_options(parser: argparse.ArgumentParser) -> None:
+def add_config_options(parser: argparse.ArgumentParser, default_preset: str | None = None) -> None:
     """--preset, --config FILE.toml, --set section.key=value (resolved in that order)."""
+    from ..config import DEFAULT_PRESET, PRESETS
+
+    default_preset = DEFAULT_PRESET if default_preset is None else default_preset
     g = parser.add_argument_group("configuration (preset, then --config, then --set)")
-    g.add_argument("--preset", default="g10-artifact", metavar="NAME",
-                   help="named configuration to start from: g10-artifact (default) or detailed")
+    g.add_argument("--preset", default=default_preset, metavar="NAME",
+                   help=f"named configuration to start from: {', '.join(PRESETS)} (default: {default_preset}; "
+                        "g10-artifact reproduces the paper with its hand-tuned factors, default explores "
+                        "without them)")
     g.add_argument("--config", metavar="FILE.toml", dest="config_file",
                    help="TOML overrides, e.g. '[gpu]\\nmemory_GiB = 80' (an unknown key is an error)")
     g.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[], dest="sets",

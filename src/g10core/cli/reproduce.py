@@ -1,10 +1,14 @@
 """``g10sim reproduce``: re-run the experiments of the G10 paper."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from .. import __version__
-from .common import (EXIT_OK, add_config_options, add_json_option, config_from_args, human, positive_int,
-                     simulation_failures)
-from .report import fig11_outputs
+from ..config import ARTIFACT_PRESET
+from .common import (EXIT_FAILURE, EXIT_OK, add_config_options, add_json_option, check_output_path,
+                     config_from_args, human, positive_int, simulation_failures)
+from .report import fig11_outputs, figure_outputs
+from .sweep import add_run_options
 
 
 def _cmd_reproduce_fig11(args) -> int:
@@ -22,6 +26,8 @@ def _cmd_reproduce_fig11(args) -> int:
                 raise ValueError(f"--models {item!r}: expected MODEL-bBATCH, e.g. bert_base-b256")
             workloads.append((model, int(batch)))
     policies = args.policies or FIG11_POLICIES
+    check_output_path(args.json_path, "--json")
+    check_output_path(args.plot, "--plot")
     jobs = default_jobs() if args.jobs is None else args.jobs
     t0 = time.perf_counter()
     cfg = config_from_args(args)
@@ -37,6 +43,61 @@ def _cmd_reproduce_fig11(args) -> int:
     return EXIT_OK
 
 
+def _cmd_reproduce_figure(args) -> int:
+    import sys
+    import time
+
+    from ..reproduce import default_jobs, reproduce_figure
+
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    cfg = config_from_args(args)
+    t0 = time.perf_counter()
+    rows = reproduce_figure(args.figure, args.out, traces_dir=args.traces, jobs=jobs, dask=args.dask,
+                            progress=not args.no_progress, config=cfg, models=args.models)
+    wall = time.perf_counter() - t0
+    meta = {"wall_s": wall, "jobs": jobs, "dask": args.dask, "store": args.out, "preset": cfg.preset,
+            "config_hash": cfg.hash, "g10core_version": __version__}
+    figure_outputs(args, args.figure, rows, meta)
+    if human(args):
+        print(f"{len(rows)} rows in {wall:.1f} s wall with {jobs} job(s)" + (f" (store {args.out})" if args.out else ""))
+    errors = [r for r in rows if r.get("error")]
+    for r in errors[:3]:
+        print(f"g10sim: error: {r['model']}-b{r['batch']} {r['policy']}: {r['error']}", file=sys.stderr)
+    return EXIT_FAILURE if errors else EXIT_OK
+
+
+def _cmd_reproduce_all(args) -> int:
+    import time
+
+    from ..report import (figure_cells, figure_summary, format_fig11_table, format_figure_summary,
+                          format_figure_table, plot_figure, write_fig11_json, write_figure_json)
+    from ..reproduce import default_jobs, reproduce_all
+    from ..results import write_text_atomic
+
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    figures = reproduce_all(out, traces_dir=args.traces, jobs=jobs, dask=args.dask, progress=not args.no_progress)
+    wall = time.perf_counter() - t0
+    meta = {"wall_s": wall, "jobs": jobs, "dask": args.dask, "store": str(out), "g10core_version": __version__}
+    lines = []
+    for name, rows in figures.items():
+        if name == "fig11":
+            write_fig11_json(rows, out / "fig11.json", meta=meta)
+            write_text_atomic(out / "fig11.txt", format_fig11_table(rows) + "\n")
+        else:
+            write_figure_json(name, rows, out / f"{name}.json", meta=meta)
+            write_text_atomic(out / f"{name}.txt", format_figure_table(name, rows) + "\n")
+        if not args.no_plots:
+            plot_figure(name, rows, out / f"{name}.png")
+        lines.append(format_figure_summary(figure_summary(name, figure_cells(name, rows))))
+    if human(args):
+        print("\n".join(lines))
+        print(f"wrote {out}/fig11..fig19 .json, .txt{'' if args.no_plots else ', .png'}; {wall:.1f} s wall "
+              f"with {jobs} job(s)")
+    return EXIT_OK
+
+
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("reproduce", help="reproduce the paper's figures",
                               description="Re-run the experiments of the G10 paper and compare with its numbers.")
@@ -47,15 +108,39 @@ def add_parser(subparsers) -> None:
                     "inceptionv3-b1536, resnet152-b1280, senet154-b1024) under base-uvm, flashneuron, deepum, "
                     "g10-gds, g10-host, g10 and ideal; print time per iteration, ideal/time, the published "
                     "value and the difference, G10's geometric-mean fraction of ideal and its speedups.")
-    f.add_argument("--traces", metavar="DIR", help="folder with <model>-b<batch>.h5 (default: the shipped traces/)")
+    f.add_argument("--traces", metavar="DIR", help="folder with <model>-b<batch>.h5 (default: the traces by name: "
+                                                   "$G10_TRACES_DIR, then the shipped ones)")
     f.add_argument("--plot", metavar="PATH.png", help="also draw the bar chart (matplotlib)")
     f.add_argument("--jobs", type=positive_int, metavar="N", help="worker processes (default: number of CPUs)")
     f.add_argument("--models", nargs="+", metavar="MODEL-bB", help="only these workloads, e.g. bert_base-b256")
     f.add_argument("--policies", nargs="+", metavar="P", help="only these policies")
     f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    add_config_options(f)
+    add_config_options(f, default_preset=ARTIFACT_PRESET)
     add_json_option(f)
     f.set_defaults(func=_cmd_reproduce_fig11)
+
+    from ..reproduce import FIGURES, SWEEP_FIGURES
+
+    for name in SWEEP_FIGURES:
+        g = sub.add_parser(
+            name, help=FIGURES[name].title,
+            description=f"{FIGURES[name].title}. Runs the sweep file shipped as g10core/sweeps/{name}.toml "
+                        "(g10-artifact preset) and prints each published cell beside ours with the difference, "
+                        "then the worst cell. Exit 1 when a run raised (its error is printed).")
+        add_run_options(g, out_required=False)
+        g.add_argument("--models", nargs="+", metavar="MODEL-bB", help="only these workloads, e.g. bert_base-b256")
+        g.add_argument("--plot", metavar="PATH.png", help="also draw the figure with the paper's axes (matplotlib)")
+        add_config_options(g, default_preset=ARTIFACT_PRESET)
+        add_json_option(g)
+        g.set_defaults(func=_cmd_reproduce_figure)
+    a = sub.add_parser(
+        "all", help="the whole published evaluation (1,410 runs), then Figs. 11-19",
+        description="Run the published simulator's whole run set (its genconfigs.py: main, host-memory, "
+                    "SSD-bandwidth and kernel-time-noise sweeps; g10core/sweeps/all.toml) into the store DIR, "
+                    "resumably, then write fig11..fig19 .json, .txt (table) and .png there.")
+    add_run_options(a, out_required=True)
+    a.add_argument("--no-plots", action="store_true", help="write no .png")
+    a.set_defaults(func=_cmd_reproduce_all, json_path=None)
 
     from .capture import add_llm_command       # `reproduce llm`: every policy on the captured LLM traces
     add_llm_command(sub)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from .common import (EXIT_FAILURE, EXIT_OK, add_config_options, add_json_option, config_from_args,
-                     human, policy_help, simulation_failures)
+from .common import (EXIT_FAILURE, EXIT_OK, add_config_options, add_json_option, check_output_path,
+                     config_from_args, heartbeat, human, policy_help, simulation_failures)
 
 
 def _cmd_run(args) -> int:
@@ -13,6 +13,9 @@ def _cmd_run(args) -> int:
     from ..report import format_run_summary
     from ..simulator import Simulator
 
+    if args.kernels and args.json_path is None:
+        raise ValueError("--kernels puts the per-kernel table into the JSON: give --json PATH (or --json -)")
+    check_output_path(args.json_path, "--json")
     sim = Simulator(config_from_args(args))
     hint_file = read_hints(args.hints) if args.hints else None
     policy = args.policy
@@ -23,8 +26,15 @@ def _cmd_run(args) -> int:
         names()                                  # loads the built-in policies into REGISTRY
         made_by = REGISTRY.get(hint_file.policy)
         usable = made_by is not None and made_by.level != "ideal" and (made_by.level == "tensor" or made_by.apply_hints)
-        policy = hint_file.policy if usable else "g10"
-    with simulation_failures(f"{args.trace} under {policy}"):
+        if usable:
+            policy = hint_file.policy
+        elif hint_file.level == "tensor":
+            raise ValueError(f"{args.hints}: tensor-level hints made by {hint_file.policy or 'an unnamed policy'}; "
+                             "give --policy g10-gds, g10-host or flashneuron to replay them")
+        else:
+            policy = "g10"
+    with simulation_failures(f"{args.trace} under {policy}"), \
+            heartbeat(f"{args.trace} under {policy}", enabled=not args.no_progress):
         result = sim.run(args.trace, policy, hint_file, eviction=args.eviction)
     if human(args):
         print(format_run_summary(result))
@@ -43,7 +53,7 @@ def add_parser(subparsers) -> None:
                     "against ideal, faults and traffic by tier, and the compute/overlap/stall breakdown. "
                     "Exit 0 when the run finished, 1 when it failed (cannot fit under the policy, host "
                     "memory overflow), 2 on bad input.")
-    p.add_argument("trace", metavar="TRACE", help="trace file (.h5)")
+    p.add_argument("trace", metavar="TRACE", help="trace file (.h5) or name, e.g. bert_base-b256 (g10sim trace list)")
     p.add_argument("--policy", metavar="P", help=policy_help())
     p.add_argument("--hints", metavar="FILE.h5",
                    help="replay this hint file (from `g10sim hints` or your own code) instead of the policy's "
@@ -55,5 +65,9 @@ def add_parser(subparsers) -> None:
                         "least_recently_used.py:score)")
     add_config_options(p)
     add_json_option(p)
-    p.add_argument("--kernels", action="store_true", help="put the per-kernel arrays into the JSON too")
+    p.add_argument("--kernels", action="store_true",
+                   help="put the per-kernel table into the JSON too (needs --json; the same columns for every "
+                        "policy level, g10core.results.KERNEL_TABLE_COLUMNS)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no heartbeat on stderr (by default a run longer than 5 s prints a line every 15 s)")
     p.set_defaults(func=_cmd_run)

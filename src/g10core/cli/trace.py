@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import ArtifactError
 from ..g10artifact import MODEL_NAMES, available_workloads, load_workload
 from ..trace import SCHEMA_VERSION, GiB, read_trace, summarize, write_trace
+from ..tracestore import describe_traces, resolve_trace, shipped_dir
 from .common import (EXIT_BAD_INPUT, EXIT_OK, EXPECTED_ERRORS, add_json_option, emit_json, fmt_bytes,
                      fmt_seconds, human, nonnegative_int, one_line, positive_float)
 
@@ -50,7 +51,8 @@ def _cmd_trace_convert(args) -> int:
     return EXIT_OK
 
 
-def _info(path: str, gpu_memory_GiB: float) -> dict:
+def _info(name_or_path: str, gpu_memory_GiB: float) -> dict:
+    path = resolve_trace(name_or_path)
     trace = read_trace(path)
     info = {"path": str(path), "file_size_bytes": Path(path).stat().st_size}
     info.update(summarize(trace, gpu_memory_GiB))
@@ -99,7 +101,7 @@ def _cmd_trace_validate(args) -> int:
     status = EXIT_OK
     for path in args.paths:
         try:
-            trace = read_trace(path)
+            trace = read_trace(resolve_trace(path))
         except EXPECTED_ERRORS as exc:
             print(f"g10sim: error: {one_line(exc)}", file=sys.stderr)
             status = EXIT_BAD_INPUT
@@ -108,6 +110,18 @@ def _cmd_trace_validate(args) -> int:
             print(f"ok {path}: schema v{trace.attrs.get('schema_version')}, {trace.n_kernels} kernels, "
                   f"{trace.n_tensors} tensors, {trace.n_accesses} accesses")
     return status
+
+
+def _cmd_trace_list(args) -> int:
+    rows = describe_traces()
+    if human(args):
+        print(f"{'name':<20} {'model':<12} {'batch':>5} {'kernels':>7} {'tensors':>7} {'footprint':>11}")
+        for r in rows:
+            print(f"{r['name']:<20} {r['model']:<12} {r['batch_size']:>5} {r['n_kernels']:>7} {r['n_tensors']:>7} "
+                  f"{fmt_bytes(r['footprint_bytes']):>11}" + ("" if r["shipped"] else f"  ({r['path']})"))
+        print(f"{len(rows)} traces; shipped in {shipped_dir()}; a name is looked up in $G10_TRACES_DIR first")
+    emit_json(rows, args.json_path)
+    return EXIT_OK
 
 
 def _cmd_trace_synth(args) -> int:
@@ -137,7 +151,8 @@ def _cmd_trace_synth(args) -> int:
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "trace", help="convert, inspect, validate and synthesize traces",
-        description="Work with g10core's HDF5 traces (format: traces/README.md).")
+        description="Work with g10core's HDF5 traces (format: g10core/traces/README.md). A TRACE is a file "
+                    "or a trace name (g10sim trace list).")
     sub = p.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
 
     c = sub.add_parser("convert", help="convert the published G10 inputs to HDF5 traces",
@@ -154,15 +169,22 @@ def add_parser(subparsers) -> None:
     add_json_option(c)
     c.set_defaults(func=_cmd_trace_convert)
 
+    t = sub.add_parser("list", help="the trace names: shipped traces and those in $G10_TRACES_DIR",
+                       description="List every trace a command takes by name (bert_base-b256, ...): the traces "
+                                   "shipped with g10core, and the <name>.h5 files of $G10_TRACES_DIR, which come "
+                                   "first. Model, batch, kernels, tensors and footprint of each.")
+    add_json_option(t)
+    t.set_defaults(func=_cmd_trace_list)
+
     i = sub.add_parser("info", help="counts, footprint, memory ratio and ideal time of traces")
-    i.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s)")
+    i.add_argument("paths", nargs="+", metavar="TRACE", help="trace file(s) or name(s), e.g. bert_base-b256")
     i.add_argument("--gpu-memory-GiB", type=positive_float, default=40.0, metavar="GiB",
                    help="GPU memory the memory ratio is taken against (default: 40, an A100-40GB)")
     add_json_option(i)
     i.set_defaults(func=_cmd_trace_info)
 
     v = sub.add_parser("validate", help="check traces; exit 2 naming the first problem of a bad one")
-    v.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s)")
+    v.add_argument("paths", nargs="+", metavar="TRACE", help="trace file(s) or name(s)")
     v.add_argument("-q", "--quiet", action="store_true", help="print only problems")
     v.set_defaults(func=_cmd_trace_validate)
 

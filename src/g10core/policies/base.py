@@ -52,6 +52,11 @@ class Policy:
         """Page level: the hint table this policy applies (none by default)."""
         return np.zeros(0, HINT_DTYPE)
 
+    def hand_tuned_factors(self, trace) -> list[dict]:
+        """The published artifact's hand-tuned factors this run applies (``scheduler.artifact_quirks``),
+        each ``{"name", "factor", "what"}``; a Result records them as ``quirks``."""
+        return []
+
     def plan(self, trace, config=None, *, hints=None, eviction=None):
         """The plan for ``trace``; ``hints``: a given hint table replacing the policy's own;
         ``eviction``: an eviction rule replacing the policy's (page level)."""

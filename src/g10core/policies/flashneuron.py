@@ -43,6 +43,24 @@ def loss_kernel(trace: Trace) -> int:
     return -1
 
 
+def gpu_line_quirk(trace: Trace, config) -> dict | None:
+    """quirk: the artifact lowers FlashNeuron's GPU line for ViT-1024 by hand ("so FlashNeuron
+    does not crash"); ``{name, factor, what}`` or None."""
+    if config.scheduler.artifact_quirks and trace.model == "vit" and trace.batch_size == 1024:
+        return {"name": "flashneuron_vit1024_gpu_factor", "factor": 0.993,
+                "what": "FlashNeuron plans ViT-1024 against 0.993x the GPU memory (analysis.cc)"}
+    return None
+
+
+def gds_capacity_quirk(config) -> dict | None:
+    """quirk: the published GDS baselines size their allocator at 4x the GPU."""
+    if config.scheduler.artifact_quirks:
+        return {"name": "gds_allocator_capacity_factor", "factor": 4.0,
+                "what": "G10-GDS/G10-Host allocate from 4x the GPU memory; only the scheduler's target "
+                        "line limits memory (analysis.cc)"}
+    return None
+
+
 def flashneuron_schedule(trace: Trace, config) -> dict:
     """FlashNeuron's offload plan.
 
@@ -62,10 +80,9 @@ def flashneuron_schedule(trace: Trace, config) -> dict:
         return out
 
     gpu_bytes = int(config.gpu.memory_GiB * GiB)
-    if (config.scheduler.artifact_quirks and trace.model == "vit" and trace.batch_size == 1024):
-        # quirk: the artifact lowers FlashNeuron's GPU line for ViT-1024 by hand
-        # ("so FlashNeuron does not crash").
-        gpu_bytes = int(gpu_bytes * 0.993)
+    quirk = gpu_line_quirk(trace, config)
+    if quirk is not None:
+        gpu_bytes = int(gpu_bytes * quirk["factor"])
     max_ws = tensorsim.max_working_set_pages(trace, page) * page
     pages = (trace.tensor_size_bytes + page - 1) // page
     global_bytes = int(pages[trace.tensor_is_global].sum()) * page
@@ -159,6 +176,10 @@ class FlashNeuron(TensorPolicy):
                                  backward_start_kernel=plan["loss_kernel"])
         return _with_policy(res, self.name, info)
 
+    def hand_tuned_factors(self, trace: Trace) -> list[dict]:
+        q = gpu_line_quirk(trace, self.config)
+        return [] if q is None else [q]
+
 
 class _G10TensorLevel(TensorPolicy):
     variant: str = ""
@@ -179,6 +200,12 @@ class _G10TensorLevel(TensorPolicy):
         res = tensorsim.simulate(trace, self.config, hints, mode="gds")
         counts = {ACTION_NAMES[a]: int((hints["action"] == a).sum()) for a in np.unique(hints["action"]).tolist()}
         return _with_policy(res, self.name, {"n_hints": int(hints.size), "hints_by_action": counts})
+
+    def hand_tuned_factors(self, trace: Trace) -> list[dict]:
+        from .g10 import target_quirk
+
+        return [q for q in (target_quirk(trace, self.config, self.variant), gds_capacity_quirk(self.config))
+                if q is not None]
 
 
 @register

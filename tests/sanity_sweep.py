@@ -1,0 +1,175 @@
+"""Sanity sweeps: more of a resource must not make a run slower.
+
+For each policy and each Fig. 11 trace, one resource at a time is swept over a range
+(every other parameter at the preset's value): GPU memory, host memory, SSD bandwidth
+and link bandwidth.  A *violation* is a step from one point to the next (more of the
+resource) after which the run is slower by more than ``TOLERANCE`` (or fails where the
+smaller point ran).  Each violation is either fixed in the model or listed, with its
+cause, in ``tests/sanity_allowlist.toml``.
+
+``python tests/sanity_sweep.py [--preset P] [--jobs N] [--json FILE]`` runs the full grid
+and prints the table of violations per policy and resource (the issue's before/after
+table: ``--preset g10-artifact`` is the behaviour of the default before the exploration
+preset existed).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ALLOWLIST = HERE / "sanity_allowlist.toml"
+
+TOLERANCE = 1e-3          # relative: a step slower by more than 0.1 % is a violation
+
+FIG11_TRACES = ("bert_base-b256", "vit-b1280", "inceptionv3-b1536", "resnet152-b1280", "senet154-b1024")
+POLICIES = ("base-uvm", "belady", "deepum", "g10", "flashneuron", "g10-gds", "g10-host", "ideal")
+
+# each resource: the config key and its points, increasing (the preset's value, one below and
+# one above: GPU memory above 40 GiB only, as the traces' largest kernels need most of it)
+RESOURCES = {
+    "gpu_memory": ("gpu.memory_GiB", (40.0, 48.0, 80.0)),
+    "host_memory": ("host.memory_GiB", (0.0, 128.0, 256.0)),
+    "ssd_bandwidth": ("ssd.bandwidth_GBps", (0.8, 3.2, 6.4)),
+    "link_bandwidth": ("link.bandwidth_GBps", (8.0, 15.754, 31.5)),
+}
+
+# the fast subset of the default test suite: BERT-256 under every policy
+FAST_TRACES = ("bert_base-b256",)
+FAST_RESOURCES = RESOURCES
+
+
+@dataclass(frozen=True)
+class Violation:
+    trace: str
+    policy: str
+    resource: str
+    key: str
+    lower: float            # the smaller value of the resource
+    higher: float           # the larger one, at which the run is slower
+    time_lower_s: float
+    time_higher_s: float
+
+    @property
+    def entry(self) -> tuple:
+        return (self.trace, self.policy, self.resource, self.lower, self.higher)
+
+    def __str__(self) -> str:
+        return (f"{self.trace} {self.policy}: {self.key} {self.lower:g} -> {self.higher:g} makes it slower "
+                f"({_fmt(self.time_lower_s)} -> {_fmt(self.time_higher_s)})")
+
+
+def _fmt(t: float) -> str:
+    return "fails" if not math.isfinite(t) else f"{t:.4f} s"
+
+
+def tasks(preset_name: str, traces=FIG11_TRACES, policies=POLICIES, resources=RESOURCES, traces_dir=None):
+    """(RunTask list, index {(trace, policy, key, value): task position})."""
+    from g10core.config import resolve
+    from g10core.reproduce import RunTask, default_traces_dir, trace_file
+
+    traces_dir = default_traces_dir() if traces_dir is None else Path(traces_dir)
+    out, index = [], {}
+    for name in traces:
+        model, _, batch = name.rpartition("-b")
+        path = str(trace_file(traces_dir, model, int(batch)))
+        for policy in policies:
+            for key, values in resources.values():
+                for v in values:
+                    cfg = resolve(preset_name, None, [f"{key}={v!r}"])
+                    if (name, policy, cfg.hash) in index:
+                        index[(name, policy, key, v)] = index[(name, policy, cfg.hash)]
+                        continue
+                    index[(name, policy, cfg.hash)] = index[(name, policy, key, v)] = len(out)
+                    out.append(RunTask(model, int(batch), policy, path, cfg))
+    return out, index
+
+
+def violations(rows, index, traces=FIG11_TRACES, policies=POLICIES, resources=RESOURCES) -> list[Violation]:
+    found = []
+    for name in traces:
+        for policy in policies:
+            for resource, (key, values) in resources.items():
+                times = [rows[index[(name, policy, key, v)]]["time_s"] for v in values]
+                for (a, ta), (b, tb) in zip(zip(values, times), zip(values[1:], times[1:])):
+                    slower = (math.isfinite(ta) and not math.isfinite(tb)) or \
+                        (math.isfinite(tb) and tb > ta * (1 + TOLERANCE))
+                    if slower:
+                        found.append(Violation(name, policy, resource, key, a, b, ta, tb))
+    return found
+
+
+def sweep(preset_name: str, *, traces=FIG11_TRACES, policies=POLICIES, resources=RESOURCES, jobs=1,
+          progress=False, traces_dir=None):
+    """Run the grid; returns (violations, rows, index)."""
+    import warnings
+
+    try:
+        from g10core.errors import G10Warning
+    except ImportError:            # before the exploration preset
+        G10Warning = UserWarning
+    from g10core.reproduce import run_tasks
+
+    ts, index = tasks(preset_name, traces, policies, resources, traces_dir)
+    warnings.simplefilter("ignore", G10Warning)   # a sweep sets host memory for SSD-only policies
+    rows = run_tasks(ts, jobs=jobs, progress=progress, desc=f"sanity {preset_name}")
+    return violations(rows, index, traces, policies, resources), rows, index
+
+
+def load_allowlist(path=ALLOWLIST) -> dict[tuple, str]:
+    """``{(trace, policy, resource, lower, higher): cause}`` of the documented allow-list."""
+    with open(path, "rb") as fh:
+        data = tomllib.load(fh)
+    out = {}
+    for i, e in enumerate(data.get("allow", [])):
+        for k in ("trace", "policy", "resource", "lower", "higher", "cause"):
+            if k not in e:
+                raise ValueError(f"{path}: allow[{i}] lacks {k}")
+        if e["resource"] not in RESOURCES:
+            raise ValueError(f"{path}: allow[{i}].resource = {e['resource']!r}; known: {', '.join(RESOURCES)}")
+        if not str(e["cause"]).strip():
+            raise ValueError(f"{path}: allow[{i}] has an empty cause")
+        out[(e["trace"], e["policy"], e["resource"], float(e["lower"]), float(e["higher"]))] = e["cause"]
+    return out
+
+
+def table(found: list[Violation], policies=POLICIES, resources=RESOURCES) -> dict:
+    """{policy: {resource: count}}"""
+    t = {p: {r: 0 for r in resources} for p in policies}
+    for v in found:
+        t[v.policy][v.resource] += 1
+    return t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", default="default")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--json", dest="json_path")
+    ap.add_argument("--fast", action="store_true", help="only the fast subset")
+    args = ap.parse_args(argv)
+    traces, resources = (FAST_TRACES, FAST_RESOURCES) if args.fast else (FIG11_TRACES, RESOURCES)
+    found, rows, index = sweep(args.preset, traces=traces, resources=resources, jobs=args.jobs, progress=True)
+    t = table(found, resources=resources)
+    print(f"violations per policy and resource, preset {args.preset} ({len(rows)} runs)")
+    print(f"{'policy':<12}" + "".join(f"{r:>16}" for r in resources) + f"{'total':>8}")
+    for p, per in t.items():
+        print(f"{p:<12}" + "".join(f"{per[r]:>16}" for r in resources) + f"{sum(per.values()):>8}")
+    allowed = load_allowlist() if ALLOWLIST.exists() else {}
+    for v in found:
+        print(("  allowed  " if v.entry in allowed else "  VIOLATION ") + str(v))
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(
+            {"preset": args.preset, "table": t, "violations": [v.__dict__ for v in found],
+             "rows": [{k: r[k] for k in ("model", "batch", "policy", "time_s", "failed", "config_hash")}
+                      for r in rows]}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Sanity sweeps as tests (issue 13): in the exploration preset, more GPU memory, host memory,
+SSD bandwidth or link bandwidth never makes a run slower, except where
+``tests/sanity_allowlist.toml`` documents why (see ``tests/sanity_sweep.py``).
+
+The default suite runs the fast subset (BERT-256, every policy, three points per resource);
+the slow test runs the full grid (the five Fig. 11 traces).
+"""
+import pytest
+
+import sanity_sweep as S
+
+
+def _unexplained(found, allowed):
+    return [str(v) for v in found if v.entry not in allowed]
+
+
+def test_the_allowlist_is_well_formed_and_every_entry_has_a_cause():
+    allowed = S.load_allowlist()
+    for (trace, policy, resource, lower, higher), cause in allowed.items():
+        assert trace in S.FIG11_TRACES and policy in S.POLICIES and resource in S.RESOURCES
+        values = S.RESOURCES[resource][1]
+        assert lower in values and higher in values and lower < higher
+        assert len(cause.split()) >= 8, cause
+
+
+def test_violations_are_steps_to_more_of_a_resource_that_slow_a_run():
+    rows = [{"time_s": t} for t in (5.0, 4.0, 4.5, float("inf"), float("inf"))]
+    keys = {("t", "p", "k", v): i for i, v in enumerate((1.0, 2.0, 3.0, 4.0, 5.0))}
+    found = S.violations(rows, keys, traces=("t",), policies=("p",), resources={"r": ("k", (1.0, 2.0, 3.0, 4.0, 5.0))})
+    # 2 -> 3 slower, 3 -> 4 fails where 3 ran; 4 -> 5 both fail: not a violation
+    assert [(v.lower, v.higher) for v in found] == [(2.0, 3.0), (3.0, 4.0)]
+
+
+def test_fast_sanity_sweep_in_the_exploration_preset(traces_dir):
+    found, rows, _ = S.sweep("default", traces=S.FAST_TRACES, resources=S.FAST_RESOURCES, jobs=1,
+                             traces_dir=traces_dir)
+    assert all(r["time_s"] > 0 for r in rows)
+    assert _unexplained(found, S.load_allowlist()) == []
+
+
+@pytest.mark.slow
+def test_full_sanity_sweep_in_the_exploration_preset(traces_dir):
+    found, rows, _ = S.sweep("default", jobs=2, traces_dir=traces_dir)
+    assert len(rows) > 400
+    assert _unexplained(found, S.load_allowlist()) == []
