@@ -316,10 +316,10 @@ class FaultSpec:
     batch_per_page_us: float = param(
         0.0, unit="us", min=0, max=1e3,
         doc="driver cost per 4 KiB page a batch migrates (0.2 measured) (batched)")
-    eviction_granularity_bytes: int = param(
-        2097152, unit="B", min=4096, max=2097152, validate=_power_of_two,
-        rule="4096 (pages) or fault.va_block_bytes (chunks)",
-        doc="evicted together: 4 KiB pages or whole VA-block chunks (batched)")
+    eviction_granularity: str = param(
+        "chunk", choices=("chunk", "page"),
+        doc="evicted together: chunk, whole VA blocks (fault.va_block_bytes, the driver's 2 MiB chunks); "
+            "page, 4 KiB pages (batched)")
     evict_destination: str = param(
         "host-then-ssd", choices=("host", "ssd", "host-then-ssd"),
         doc="where evicted pages go: host memory, the SSD, or host memory while it has room (batched)")

@@ -121,7 +121,8 @@ def spec_from_config(cfg) -> FaultHandlerSpec:
         # the sequential prefetcher never passes the VA block: more units than it holds = the rest of it
         sequential_units=min(f.sequential_units, max(1, f.va_block_bytes // f.migration_unit_bytes)),
         batch_faults=f.batch_faults, batch_fixed_us=f.batch_fixed_us, batch_per_page_us=f.batch_per_page_us,
-        eviction_granularity_bytes=f.eviction_granularity_bytes, evict_destination=f.evict_destination,
+        eviction_granularity_bytes=f.va_block_bytes if f.eviction_granularity == "chunk" else PAGE_BYTES,
+        evict_destination=f.evict_destination,
         clock_GHz=cfg.gpu.frequency_GHz).check("fault")
 
 
