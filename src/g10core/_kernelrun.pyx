@@ -521,6 +521,10 @@ cdef class KernelRunner(FaultModel):
         out[1::2, 1] = 0
         return out
 
+    def set_max_idle_steps(self, int64_t steps):
+        """The livelock guard: SM steps and batches in a row that advance no SM (tests lower it)."""
+        self.max_idle_steps = steps
+
     def stats(self):
         d = {"kernels_fast": self.n_fast, "kernels_simulated": self.n_simulated, "sm_steps": self.n_steps,
              "batches": self.n_batches, "sm_resumes": self.n_resumes, "inflight_waits": self.n_inflight_waits,

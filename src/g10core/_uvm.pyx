@@ -614,7 +614,7 @@ cdef class FarFaultHandler:
         """Start the transfers of the evictions among moves[first_move:] at t; return when the
         frames are free (the data has left the GPU)."""
         cdef size_t j
-        cdef cycle_t done = t, r
+        cdef cycle_t done = t, r, ack
         cdef uvm_move* m
         if self.out_bytes[0]:
             r = self.link.submit(DIR_FROM_DEVICE, FLOW_HOST, self.out_bytes[0], t)
@@ -623,11 +623,18 @@ cdef class FarFaultHandler:
             r = self.link.submit(DIR_FROM_DEVICE, FLOW_PEER, self.out_bytes[1], t)
             done = imax(done, r)
             if self.ssd is not None:
-                self._note_ssd_wait(t)
+                # a peer write has left the GPU once the SSD acknowledged it: a full queue or
+                # write buffer (GC, flash programs behind) holds the frames; that wait is the
+                # SSD's throttling of the handler
+                ack = r
                 for j in range(first_move, self.moves.size()):
                     m = &self.moves[j]
                     if m.cause == MOVE_EVICT and m.dst == TIER_SSD:
-                        self.ssd.write(self.tiers.lpn(m.first), m.end - m.first, t)
+                        ack = imax(ack, self.ssd.write(self.tiers.lpn(m.first), m.end - m.first, t))
+                if ack > r:
+                    self.st.ssd_throttled += 1
+                    self.st.ssd_wait_cycles += ack - r
+                done = imax(done, ack)
         for j in range(first_move, self.moves.size()):
             if self.moves[j].cause == MOVE_EVICT:
                 self.moves[j].done = done

@@ -358,6 +358,8 @@ def format_run_summary(result) -> str:
     lines.append(f"                   host->GPU {_pages(t['host_to_gpu'], page)}, GPU->host {_pages(t['gpu_to_host'], page)}")
     b = result.breakdown_s
     brk = (f"  time breakdown   compute {b['compute']:.3f} s, overlap {b['overlap']:.3f} s, stall {b['stall']:.3f} s")
+    if "translation" in b:
+        brk += f", translation {b['translation']:.3f} s"
     excess = result.breakdown_excess_s
     if result.breakdown_rule == "artifact" and excess > 5e-4:
         brk += f" (artifact rule: adds up to {excess:.3f} s more than the time)"
