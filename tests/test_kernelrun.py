@@ -17,7 +17,7 @@ import pytest
 from g10core import simulator as S
 from g10core.cli import main
 from g10core.config import resolve
-from g10core.errors import SimulationError
+from g10core.errors import CannotFit, SimulationError
 from g10core.simulator import Simulator
 from g10core.synth import synthesize
 from g10core.trace import Trace, write_trace
@@ -211,3 +211,45 @@ def test_a_heavily_throttled_ssd_is_slow_not_livelocked(small_training):
     slow = Simulator(cfg(*SMALL, "ssd.t_read_us=1000", "ssd.t_program_us=5000")).run(small_training, "base-uvm")
     assert not slow.failed
     assert slow.iteration_time_s > 2 * fast.iteration_time_s
+
+
+# ---- invariants over random runs (hypothesis) -------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), gpu_mib=st.sampled_from([24, 40, 64]),
+       granularity=st.sampled_from(["chunk", "page"]), policy=st.sampled_from(["base-uvm", "belady", "deepum"]))
+def test_no_tlb_entry_maps_a_page_off_the_gpu_after_a_run(seed, gpu_mib, granularity, policy):
+    trace = synthesize(24, 48 << 20, pattern="training", seed=seed)
+    seen = {}
+    real_runner, real_translator = S.kernel_runner, S.translator
+
+    def runner(*a, **kw):
+        seen["runner"] = real_runner(*a, **kw)
+        return seen["runner"]
+
+    def translator(*a, **kw):
+        seen["tlb"] = real_translator(*a, **kw)
+        return seen["tlb"]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(S, "kernel_runner", runner)
+        mp.setattr(S, "translator", translator)
+        try:
+            r = Simulator(cfg(f"gpu.memory_GiB={gpu_mib / 1024}", "host.memory_GiB=0.02", "ssd.capacity_GiB=1",
+                              "tlb.sample_modulus=1", "tlb.reuse=none", f"fault.eviction_granularity={granularity}",
+                              "gpu.sms=16")).run(trace, policy)
+        except CannotFit:                         # a kernel larger than the GPU: not this test's concern
+            return
+    assert not r.failed
+    handler = seen["runner"].fault_handler
+    resident = {b * 512 + p for b, pages in handler.resident_blocks().items() for p in pages}
+    entries = seen["tlb"].core.entries()
+    assert entries and all(page in resident for (_r, _level, _sm, page) in entries)
+    # the handler's frames never exceed the GPU's, and its count matches its blocks
+    assert handler.gpu_used_pages == len(resident) <= r.counters["gpu_pages"]
+    st = handler.stats()
+    if gpu_mib < 48:                              # the footprint does not fit: pages left the GPU
+        assert st["pages_to_host"] + st["pages_to_ssd"] + st["pages_dropped"] > 0
