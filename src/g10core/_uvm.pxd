@@ -7,6 +7,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
 from libcpp.deque cimport deque
 from libcpp.map cimport map as cmap
 from libcpp.unordered_set cimport unordered_set
+from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
 from g10core._types cimport cycle_t, page_t, uvm_params, uvm_move, uvm_stats
@@ -89,6 +90,7 @@ cdef class FarFaultHandler:
     cdef unordered_set[int64_t] pending  # units in the buffer (deduplication)
     cdef vector[fault_entry] batch     # scratch: the batch being serviced
     cdef vector[uvm_move] moves        # what the latest batch / hint / eviction / release moved
+    cdef vector[pair[int64_t, int64_t]] ranges   # scratch: the ranges a batch brings in, merged
     cdef cycle_t busy_until            # the handler is servicing a batch until then
     cdef cycle_t last_start            # when the latest batch started
     cdef int64_t gpu_used              # GPU frames holding (or awaiting) a page

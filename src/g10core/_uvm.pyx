@@ -49,6 +49,7 @@ Inputs are trusted: ``g10core.uvm`` validates them.
 from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
 from libc.string cimport memset
 from libcpp.algorithm cimport sort
+from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 from cython.operator cimport dereference as deref, preincrement as inc, predecrement as dec
 
@@ -414,7 +415,7 @@ cdef class FarFaultHandler:
     cdef cycle_t _move_in(self, size_t first_move, cycle_t t_in, cycle_t t_floor) noexcept nogil:
         """Start the transfers of moves[first_move:] that come in (at t_in); return when all are in."""
         cdef size_t j
-        cdef int64_t n, host_bytes = 0, ssd_bytes = 0
+        cdef int64_t n, host_bytes = 0, ssd_bytes = 0, lo, hi
         cdef cycle_t done = t_floor, ssd_ready = t_in, r
         cdef uvm_move* m
         cdef bint noted = False
@@ -442,7 +443,20 @@ cdef class FarFaultHandler:
                     self.ssd.trim(self.tiers.lpn(m.first), n)
             elif m.src == TIER_NOT_PRESENT:
                 self.st.pages_zero_filled += n
-            self.tiers.set_tier(m.first, m.end, TIER_GPU)
+            self.ranges.push_back(pair[int64_t, int64_t](m.first, m.end))
+        # the tier map learns each contiguous range once (faulted units and their prefetch lie
+        # side by side): one run and one arrival record per range, not per move
+        sort(self.ranges.begin(), self.ranges.end())
+        j = 0
+        while j < self.ranges.size():
+            lo = self.ranges[j].first
+            hi = self.ranges[j].second
+            j += 1
+            while j < self.ranges.size() and self.ranges[j].first == hi:
+                hi = self.ranges[j].second
+                j += 1
+            self.tiers.set_tier(lo, hi, TIER_GPU)
+        self.ranges.clear()
         if host_bytes:
             r = self.link.submit(DIR_TO_DEVICE, FLOW_HOST, host_bytes, t_in)
             if r > done:
