@@ -185,6 +185,18 @@ def test_sampled_translation_contains_the_full_simulation_within_its_bound():
     assert s["lookups"] == f["lookups"]
 
 
+@pytest.mark.parametrize("sets", [[], ["fault.handler=profile", "tlb.model=none"]])
+def test_tensor_level_policies_are_refused_with_a_detailed_component(small_training, sets):
+    from g10core.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^policy 'flashneuron' is tensor level .*link\.model = 'pcie'"):
+        Simulator(cfg(*SMALL, *sets)).run(small_training, "flashneuron")
+    # one component is enough; without any the default preset runs it
+    with pytest.raises(ConfigError, match=r"\(tlb\.model = 'hierarchy'; preset 'default'\)"):
+        Simulator(resolve("default", None, ["tlb.model=hierarchy"])).run(small_training, "g10-host")
+    assert not Simulator(resolve("default", None, [])).run(small_training, "g10-host").failed
+
+
 # ---- livelock guard -----------------------------------------------------------------------------
 
 def test_no_progress_is_a_failed_run_in_one_line(small_training, monkeypatch, tmp_path, capsys):

@@ -301,6 +301,26 @@ def check_supported(cfg: SimConfig) -> None:
                           "ssd.model = 'ftl')")
 
 
+def detailed_components(cfg: SimConfig) -> list[str]:
+    """The keys of ``cfg`` that select a detailed component (far-fault handler, TLB hierarchy,
+    PCIe link, FTL SSD), as ``key = value``."""
+    on = (("fault.handler", cfg.fault.handler, cfg.fault.handler == "batched"),
+          ("tlb.model", cfg.tlb.model, cfg.tlb.model != "none"),
+          ("link.model", cfg.link.model, cfg.link.model == "pcie"),
+          ("ssd.model", cfg.ssd.model, cfg.ssd.model == "ftl"))
+    return [f"{k} = {v!r}" for k, v, used in on if used]
+
+
+def check_level_supported(cfg: SimConfig, pol) -> None:
+    """Refuse a tensor-level policy under the detailed components: its simulator moves whole
+    tensors over FIFOs at bandwidth and would give another preset's numbers."""
+    keys = detailed_components(cfg) if pol.level == "tensor" else []
+    if keys:
+        raise ConfigError(f"policy {pol.name!r} is tensor level and does not run through the detailed components "
+                          f"({', '.join(keys)}; preset {cfg.preset!r}): run it without them (--preset default or "
+                          "g10-artifact)")
+
+
 def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
     """The derived per-tick quotas must let pages move; each error names the parameters."""
     link = f"link.bandwidth_GBps = {cfg.link.bandwidth_GBps:g} and link.batch_pages = {cfg.link.batch_pages}"
@@ -539,6 +559,7 @@ class Simulator:
         cfg = self.config
         trace, path = _resolve_trace(trace)
         pol = _resolve_policy(policy, cfg)
+        check_level_supported(cfg, pol)
         if eviction is not None:
             eviction = evictors.resolve(eviction)
         ident = trace_identity(trace, path)
