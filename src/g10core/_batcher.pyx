@@ -703,7 +703,8 @@ cdef class Batcher:
         cdef int i, q, q_in = -1, n_in = 0, cycle = -1
         cdef int8_t d_vict = -1
         cdef bint pf_nonempty = False, in_pf, single
-        if self.victim_src == 3 or self.pt.gpu_intr or (V and self.rec_vdest == -2) or self.seq_overflow:
+        # (GPU pages in transfer only matter for victims: the evictor's span accounts for them)
+        if self.victim_src == 3 or (V and self.rec_vdest == -2) or self.seq_overflow:
             self.bulk_stat[B_MIXED_VICTIMS] += 1
             return 0
         if self.stalled and (self.victim_src & 1 or self.pt.cursor >= 0):

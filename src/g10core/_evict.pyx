@@ -28,7 +28,10 @@ faults): a dead tensor kept on the GPU until its rebirth does not fault there.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t
 
+from cython.operator cimport dereference as deref
+
 from ._types cimport TIER_NOT_PRESENT, TIER_HOST
+from ._pagetable cimport g10_runmap
 
 import numpy as np
 
@@ -125,7 +128,35 @@ cdef class ArrivalOrderEvictor(Evictor):
         return 1
 
     cdef int64_t victim_span(self, bint is_pf, int64_t need, bint pinned, int8_t dest) noexcept nogil:
-        return arrival_span(self.pt, self.pt.cursor, need, pinned)
+        if self.pt.gpu_intr == 0:
+            return arrival_span(self.pt, self.pt.cursor, need, pinned)
+        return idle_span(self.pt, self.pt.skip_in_transfer(self.pt.cursor), need, pinned)
+
+
+cdef int64_t idle_span(PageTable pt, int64_t c, int64_t need, bint pinned) noexcept nogil:
+    """Pages from c on (arrival order) up to the first one in transfer, whose tensors' pinned
+    flag equals `pinned`: the victims find_victim yields one after another from c."""
+    cdef int64_t got = 0, e, node_end
+    cdef int32_t i
+    cdef g10_runmap.iterator it
+    while c >= 0 and got < need:
+        i = pt.node_of(c)
+        if pt.pinned_now(pt.nodes[i].tensor) != pinned:
+            break
+        it = pt.run_at(c)
+        if deref(it).second.intr:
+            break
+        node_end = pt.nodes[i].start + pt.nodes[i].count
+        e = deref(it).second.end
+        if e > node_end:
+            e = node_end
+        got += e - c
+        if e < node_end:
+            c = e
+        else:
+            i = pt.nodes[i].next
+            c = pt.nodes[i].start if i >= 0 else -1
+    return got if got < need else need
 
 
 cdef int64_t arrival_span(PageTable pt, int64_t c, int64_t need, bint pinned) noexcept nogil:
@@ -232,7 +263,7 @@ cdef class DeepUMWindowEvictor(Evictor):
         cdef int64_t got = 0
         cdef int64_t c = self.pt.skip_in_transfer(self.pt.head_page()) if is_pf else self.pt.cursor
         cdef int32_t i, t
-        if c < 0:
+        if c < 0 or self.pt.gpu_intr:           # (its window walk does not skip pages in transfer)
             return 0
         i = self.pt.node_of(c)
         while i >= 0 and got < need:
@@ -360,7 +391,7 @@ cdef class ScoreEvictor(Evictor):
     cdef int64_t victim_span(self, bint is_pf, int64_t need, bint pinned, int8_t dest) noexcept nogil:
         cdef int32_t t = self.chosen
         cdef int64_t got
-        if t < 0 or self.pt.pinned_now(t) != pinned:
+        if t < 0 or self.pt.pinned_now(t) != pinned or self.pt.cnt_intr[t]:
             return 0
         if (TIER_HOST if self.pt.alive(t, self.kernel) else TIER_NOT_PRESENT) != dest:
             return 0

@@ -51,6 +51,8 @@ MODELLED_BY: dict[str, tuple[str, ...]] = {
     "run.iterations": PAGE + ("ideal",),               # tensor level: one steady-state iteration
     "run.iteration_rule": PAGE + TENSOR + ("ideal",),
     "run.breakdown_rule": PAGE + TENSOR + ("ideal",),
+    "noise.kernel_time_sigma": ALL + ("ideal",),         # every policy runs the noisy kernel times
+    "noise.seed": ALL + ("ideal",),
 }
 for _k in FTL_KEYS:
     MODELLED_BY[f"ssd.{_k}"] = PAGE
