@@ -56,9 +56,6 @@ MODELLED_BY: dict[str, tuple[str, ...]] = {
 }
 for _k in FTL_KEYS:
     MODELLED_BY[f"ssd.{_k}"] = PAGE
-# kernel-time noise: every simulation (the policies plan on the profiled times)
-for _k in ("kernel_time_sigma", "seed"):
-    MODELLED_BY.setdefault(f"noise.{_k}", ALL + ("ideal",))
 # the far-fault handler (fault.handler = batched) and the TLB hierarchy (tlb.model = hierarchy): page level
 MODELLED_BY["fault.handler"] = PAGE
 MODELLED_BY["gpu.sms"] = PAGE
