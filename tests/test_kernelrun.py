@@ -99,6 +99,10 @@ def test_everything_resident_takes_exactly_t11_and_the_translation():
     x = np.asarray(r.kernels["translation_cycles"])
     assert (x > 0).all()
     assert (kernel_cycles(r)[1:] == t11 + x[1:]).all()
+    table = r.kernel_table()
+    assert np.allclose(table["translation_s"], x / 1.2e9, rtol=0, atol=1e-15)
+    parts = sum(np.asarray(table[c]) for c in ("compute_s", "overlap_s", "stall_s", "translation_s"))
+    assert np.allclose(parts, table["time_s"], rtol=1e-12, atol=0)
     for it in r.iterations:
         assert sum(it.breakdown_s.values()) == pytest.approx(it.time_s, rel=1e-12)
         assert it.breakdown_s["translation"] == pytest.approx(x[4 * it.index:4 * it.index + 4].sum() / 1.2e9)

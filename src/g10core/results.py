@@ -51,8 +51,8 @@ FAULT_KEYS = ("host", "ssd", "unallocated")
 # ``--kernels``: one row per kernel execution, the same columns for every level (NaN: not modelled)
 KERNEL_TABLE_COLUMNS = (
     "iteration", "kernel", "start_cycles", "end_cycles", "start_s", "end_s", "time_s", "ideal_time_s",
-    "compute_s", "overlap_s", "stall_s", "host_faults_pages", "ssd_faults_pages", "unallocated_faults_pages",
-    "in_transfer_pages", "gpu_used_pages", "host_used_pages",
+    "compute_s", "overlap_s", "stall_s", "translation_s", "host_faults_pages", "ssd_faults_pages",
+    "unallocated_faults_pages", "in_transfer_pages", "gpu_used_pages", "host_used_pages",
 )
 TRAFFIC_KEYS = ("ssd_to_gpu", "gpu_to_ssd", "host_to_gpu", "gpu_to_host")
 BREAKDOWN_KEYS = ("compute", "overlap", "stall")
@@ -419,7 +419,7 @@ class Result:
             end_c = np.rint((start + time) * hz).astype(np.int64)
             cols = {"iteration": zeros, "kernel": np.arange(n), "start_cycles": start_c, "end_cycles": end_c,
                     "start_s": start, "end_s": start + time, "time_s": time, "ideal_time_s": ideal,
-                    "compute_s": nan, "overlap_s": nan, "stall_s": time - ideal,
+                    "compute_s": nan, "overlap_s": nan, "stall_s": time - ideal, "translation_s": nan,
                     "host_faults_pages": zeros, "ssd_faults_pages": zeros, "unallocated_faults_pages": zeros,
                     "in_transfer_pages": zeros, "gpu_used_pages": nan, "host_used_pages": nan}
             return {c: cols[c] for c in KERNEL_TABLE_COLUMNS}
@@ -430,8 +430,9 @@ class Result:
         ideal_c = np.asarray(k["ideal_cycles"], np.int64)
         # a kernel's time is its end minus the previous kernel's end (the artifact's Stat)
         span = np.diff(np.concatenate(([0], end_c)))
+        tr = np.asarray(k.get("translation_cycles", zeros), np.int64)   # 0 without a TLB model
         if self.level == "ideal":
-            comp, ov, st = ideal_c, zeros, zeros
+            comp, ov, st, tr = ideal_c, zeros, zeros, zeros
             faults = {c: zeros for c in ("host_faults_pages", "ssd_faults_pages", "unallocated_faults_pages",
                                          "in_transfer_pages")}
             used = {"gpu_used_pages": nan, "host_used_pages": nan}
@@ -443,7 +444,8 @@ class Result:
         cols = {"iteration": np.asarray(k["iteration"]), "kernel": np.asarray(k["kernel"]),
                 "start_cycles": start_c, "end_cycles": end_c, "start_s": start_c / hz, "end_s": end_c / hz,
                 "time_s": span / hz, "ideal_time_s": ideal_c / hz, "compute_s": np.asarray(comp) / hz,
-                "overlap_s": np.asarray(ov) / hz, "stall_s": np.asarray(st) / hz, **faults, **used}
+                "overlap_s": np.asarray(ov) / hz, "stall_s": np.asarray(st) / hz, "translation_s": tr / hz,
+                **faults, **used}
         return {c: cols[c] for c in KERNEL_TABLE_COLUMNS}
 
     def to_json(self, kernels: bool = False, indent: int | None = 2) -> str:
