@@ -166,7 +166,7 @@ def main(argv=None) -> int:
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(
             {"preset": args.preset, "table": t, "violations": [v.__dict__ for v in found],
-             "rows": [{k: r[k] for k in ("model", "batch", "policy", "time_s", "failed", "config_hash")}
+             "rows": [{k: r[k] for k in ("model", "batch", "policy", "time_s", "failed", "config_hash", "wall_s") if k in r}
                       for r in rows]}, indent=1, default=str))
     return 0
 
