@@ -1,11 +1,23 @@
 # Fault models: how long a kernel that faulted takes beyond its ideal time.
 # See _fault.pyx.
-from libc.stdint cimport int64_t
+from libc.stdint cimport int8_t, int32_t, int64_t
+
+from g10core._types cimport kernel_row
 
 
 cdef class FaultModel:
+    # the slot model's formula: extra cycles of kernel k whose first attempt found fin/fout missing
     cdef int64_t fault_cycles(self, int64_t k, const int64_t* fin, const int64_t* fout) noexcept nogil
     cdef bint bulk_safe(self) noexcept nogil
+    # An event-driven model runs kernels itself (the detailed preset's far-fault handler,
+    # _kernelrun.KernelRunner): the replay then gives it the hints and each kernel, and
+    # uses neither the batcher nor fault_cycles.
+    cdef bint runs_kernels(self) noexcept nogil
+    cdef int apply_hint(self, int32_t tensor, int8_t action, int64_t now) except -1 nogil
+    # Run kernel k of ``iteration`` from ``now``; returns its end cycle, fills the row's fault
+    # counts and ``translation[0]`` (cycles address translation added).
+    cdef int64_t run_kernel(self, int64_t k, int64_t iteration, int64_t now, kernel_row* row,
+                            int64_t* translation) except -1 nogil
 
 
 cdef class ProfileFaultModel(FaultModel):

@@ -10,9 +10,15 @@ arrival of its last faulted page.
 * ``ProfileFaultModel``: the published simulator's ``performance_model``, derived from
   the three profiled times (``g10_artifact_model.md`` §4; ``reference.fault_model_cycles``
   is its Python specification).
+
+An event-driven model (``runs_kernels``: ``_kernelrun.KernelRunner``, the detailed
+preset's far-fault handler) runs each kernel itself instead: the replay hands it the
+kernel's hints and the kernel, and its time emerges from fault batches and transfers.
 """
 from libc.math cimport INFINITY, NAN
-from libc.stdint cimport int64_t
+from libc.stdint cimport int8_t, int32_t, int64_t
+
+from ._types cimport kernel_row
 
 import numpy as np
 
@@ -52,6 +58,17 @@ cdef class FaultModel:
 
     cdef bint bulk_safe(self) noexcept nogil:
         return True
+
+    cdef bint runs_kernels(self) noexcept nogil:
+        return False
+
+    cdef int apply_hint(self, int32_t tensor, int8_t action, int64_t now) except -1 nogil:
+        return 0
+
+    cdef int64_t run_kernel(self, int64_t k, int64_t iteration, int64_t now, kernel_row* row,
+                            int64_t* translation) except -1 nogil:
+        with gil:
+            raise NotImplementedError("this fault model does not run kernels")
 
     def stats(self):
         return {}

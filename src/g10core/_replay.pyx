@@ -7,7 +7,9 @@ Everything else is a component, wired here and called through its ``.pxd`` inter
 * ``_evict.Evictor``: which pages leave when a frame is needed (a rule per subclass);
 * ``_batcher.Batcher``: the transfer queues and the slots that serve them, with bulk
   repeats of identical slots;
-* ``_fault.FaultModel``: how long a kernel that faulted takes;
+* ``_fault.FaultModel``: how long a kernel that faulted takes; an event-driven model
+  (``_kernelrun.KernelRunner``, the detailed preset's far-fault handler) runs each kernel
+  itself: the replay then hands it the kernel's hints and the kernel, and no slot runs;
 * ``_tlb.Translator``: what address translation adds;
 * ``_device.Device`` (link and SSD): what the transfers do to the devices.
 
@@ -18,6 +20,9 @@ kernel's hints are applied, then its pages are checked: if all are on the GPU an
 transfer, it ends t11 later; otherwise every missing page is queued as a fault and the
 kernel waits until the batcher has brought them, then ends at the later of
 (first attempt + t11 + fault time) and now.
+
+Livelock guard: the run stops when no kernel has ended for ``max_ticks`` slots in which
+the SSD could take commands (a slot the SSD throttles waits on the device: progress).
 
 The Python layer (``simulator.py``) validates every input; nothing here checks.
 """
@@ -96,15 +101,23 @@ cdef class Replay:
     cdef int64_t tk, k_kernel              # time and execution index of the last kernel-begin event
     cdef int64_t rs_first, rs_pf           # a waiting kernel's first attempt and ideal + fault time
     cdef int64_t acc_intr, acc_cpu, acc_ssd, acc_un   # its faults, accumulated over its attempts
-    cdef int64_t max_slots                 # livelock guard
+    cdef int64_t max_slots                 # livelock guard: slots without a kernel ending
+    cdef int64_t waited_slots              # slots in which the SSD took no command (device-bound)
+    cdef int64_t slots_at_advance          # slot count (less waited ones) when a kernel last ended
+    cdef bint runs_kernels                 # the fault model runs kernels itself (no slots)
     cdef vector[kernel_row] rows
+    cdef vector[int64_t] translation       # per executed kernel: cycles address translation added
 
-    def __init__(self, dict c, dict arrays, ssd=None, link=None):
+    def __init__(self, dict c, dict arrays, ssd=None, link=None, FaultModel fault_model=None,
+                 Translator translator=None):
         """``c``: scalar constants (validated by the Python layer); ``arrays``: numpy inputs.
 
         ``ssd`` and ``link`` (``g10core.ssd.SSD``, ``g10core.pcie.PcieLink``) make the run
         detailed: the SSD and the GPU's link become devices on the transfer path.
         ``c["eviction"]``: an evictor name or spec understood by ``g10core.evictors``.
+        ``fault_model``: replaces the profiled fault model (one that runs kernels is bound to
+        this replay's page table and evictor); ``translator``: a ``_tlb`` translator
+        (default: translation costs nothing).
         """
         from .evictors import build_evictor
 
@@ -121,15 +134,21 @@ cdef class Replay:
         self.link.attach(&self.events, 0)
         self.ssd.attach(&self.events, 1)
         self.bt = Batcher(self.pt, self.ev, self.link, self.ssd, c, self.n_iter, c.get("debug_log", False))
-        self.fm = ProfileFaultModel({"t11": arrays["t11"], "t10": arrays["t10"], "t00": arrays["t00"]},
-                                    {"freq_hz": c["freq_hz"], "page_bytes": c.get("page_bytes", 4096),
-                                     "bw_pcie_Bpms": c["bw_pcie_Bpms"], "bw_ssd_Bpms": c["bw_ssd_Bpms"],
-                                     "l_sys_us": c["l_sys_us"], "l_ssd_us": c["l_ssd_us"]})
-        self.tr = NoTranslation()
+        if fault_model is None:
+            fault_model = ProfileFaultModel({"t11": arrays["t11"], "t10": arrays["t10"], "t00": arrays["t00"]},
+                                            {"freq_hz": c["freq_hz"], "page_bytes": c.get("page_bytes", 4096),
+                                             "bw_pcie_Bpms": c["bw_pcie_Bpms"], "bw_ssd_Bpms": c["bw_ssd_Bpms"],
+                                             "l_sys_us": c["l_sys_us"], "l_ssd_us": c["l_ssd_us"]})
+        self.fm = fault_model
+        self.runs_kernels = self.fm.runs_kernels()
+        if self.runs_kernels:
+            fault_model.bind(self.pt, self.ev)
+        self.tr = translator if translator is not None else NoTranslation()
         self.apply_hints = c["apply_hints"]
         self.bulk_enabled = (c.get("bulk", True) and self.ev.bulk_safe() and self.link.bulk_safe()
                              and self.ssd.bulk_safe() and self.fm.bulk_safe() and self.tr.bulk_safe())
         self.max_slots = c.get("max_ticks", BIG)
+        self.waited_slots = self.slots_at_advance = 0
 
         keep = {}
         def arr(name, dtype):
@@ -185,10 +204,15 @@ cdef class Replay:
             for m in range(self.n_hints):
                 if self.h_kernel[self.hint_idx] % self.K != k:
                     break
-                self.bt.apply_hint(self.h_tensor[self.hint_idx], self.h_action[self.hint_idx])
+                if self.runs_kernels:
+                    self.fm.apply_hint(self.h_tensor[self.hint_idx], self.h_action[self.hint_idx], now)
+                else:
+                    self.bt.apply_hint(self.h_tensor[self.hint_idx], self.h_action[self.hint_idx])
                 self.hint_idx += 1
                 if self.hint_idx == self.n_hints:
                     self.hint_idx = 0
+        if self.runs_kernels:
+            return self.run_by_model(k, now)
         arrived = self.bt.faults_empty()
         if arrived:
             for j in range(self.in_off[k], self.in_off[k + 1]):
@@ -241,13 +265,31 @@ cdef class Replay:
             row.start_cycles = now
             row.in_transfer_pages = row.host_faults_pages = row.ssd_faults_pages = 0
             row.unallocated_faults_pages = 0
-        end += self.tr.kernel_cycles(k, now)
+        j = self.tr.kernel_cycles(k, now)
+        end += j
+        self.translation.push_back(j)
+        return self.kernel_end(&row, end)
+
+    cdef int kernel_end(self, kernel_row* row, int64_t end) except -1 nogil:
+        """Record the kernel that ends at ``end``; its successor begins then."""
         row.end_cycles = end
         row.host_used_pages = self.pt.host_used
         row.gpu_used_pages = self.pt.gpu_pages - self.pt.gpu_free
-        self.rows.push_back(row)
-        self.events.push(end, EV_PRIORITY, EV_KERNEL_BEGIN, self.iteration * self.K + k + 1)
+        self.rows.push_back(row[0])
+        self.slots_at_advance = self.bt.n_slots_detailed + self.bt.n_slots_bulk - self.waited_slots
+        self.events.push(end, EV_PRIORITY, EV_KERNEL_BEGIN, self.iteration * self.K + row.kernel + 1)
         return 0
+
+    cdef int run_by_model(self, int64_t k, int64_t now) except -1 nogil:
+        """Kernel k run by an event-driven fault model (its hints are applied already)."""
+        cdef kernel_row row
+        cdef int64_t x = 0, end
+        row.iteration = self.iteration
+        row.kernel = k
+        row.start_cycles = now
+        end = self.fm.run_kernel(k, self.iteration, now, &row, &x)
+        self.translation.push_back(x)
+        return self.kernel_end(&row, end)
 
     # ======================================================================
     # the event loop
@@ -264,7 +306,8 @@ cdef class Replay:
         cdef g10_event ev
         self.events.clear()
         self.events.push(0, EV_PRIORITY, EV_KERNEL_BEGIN, 0)
-        self.events.push(0, EV_PRIORITY, EV_SLOT, 0)
+        if not self.runs_kernels:
+            self.events.push(0, EV_PRIORITY, EV_SLOT, 0)
         while not self.events.empty():
             ev = self.events.pop()
             if ev.kind == EV_KERNEL_BEGIN:
@@ -274,6 +317,8 @@ cdef class Replay:
                     break
             elif ev.kind == EV_SLOT:
                 self.bt.slot(ev.time)
+                if self.bt.ssd_throttled:
+                    self.waited_slots += 1
                 # restart of a waiting kernel once everything it needs has arrived
                 if self.bt.waiting and self.bt.faults_empty() and self.pt.pinned_in_transfer() == 0:
                     self.bt.irregular = True
@@ -287,7 +332,8 @@ cdef class Replay:
                         self.bt.note(B_IRREGULAR)
                     else:
                         self.bt.try_bulk(self.next_event_time())
-                if self.bt.n_slots_detailed + self.bt.n_slots_bulk > self.max_slots:
+                if (self.bt.n_slots_detailed + self.bt.n_slots_bulk - self.waited_slots
+                        - self.slots_at_advance > self.max_slots):
                     with gil:
                         raise RuntimeError(self._state())
                 self.events.push(self.bt.tb, EV_PRIORITY, EV_SLOT, 0)
@@ -315,10 +361,12 @@ cdef class Replay:
         if self.rows.size():
             memcpy(&flat[0], self.rows.data(), self.rows.size() * sizeof(kernel_row))
         cdef int64_t throttled = (<SSDDevice>self.ssd).throttled_slots if self._devices is not None else 0
+        transfers = self.fm if self.runs_kernels else self.bt
         out = {
             "kernels": as_columns(rows, KERNEL_ROW_DTYPE),
-            "boundaries": self.bt.boundaries(),
-            "pcie": self.bt.traffic_rows(self.n_iter),
+            "translation_cycles": np.array(self.translation, dtype=np.int64),
+            "boundaries": transfers.boundaries(),
+            "pcie": transfers.traffic_rows(self.n_iter),
             "host_overflow": bool(self.pt.host_overflow),
             "log": self.bt.debug_rows(),
             "bulk": self.bt.bulk_reasons(),
@@ -330,6 +378,11 @@ cdef class Replay:
             "final": self.pt.stats(),
             "evictor": self.ev.stats(),
         }
+        if self.runs_kernels:
+            out["runner"] = self.fm.stats()
+            out["fault_batches"] = self.fm.handler_stats()
+            # the transfer slots' worth of time batches and hints waited for the SSD's queue
+            out["ssd_throttled_ticks"] = out["fault_batches"]["ssd_wait_cycles"] // max(self.bt.tick, 1)
         return out
 
     def dump(self):
@@ -347,3 +400,7 @@ cdef class Replay:
     @property
     def page_table(self):
         return self.pt
+
+    @property
+    def fault_model(self):
+        return self.fm

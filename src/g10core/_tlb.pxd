@@ -2,7 +2,7 @@
 # "no translation cost" translator, and a GPU TLB hierarchy (per-SM L1 TLBs, a
 # shared L2, an optional page-walk cache, a pool of page walkers, shootdowns).
 # Spec, validation and the Python handle: g10core.tlb.
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int8_t, int32_t, int64_t
 from libcpp.vector cimport vector
 from g10core._types cimport cycle_t, page_t, tlb_params, tlb_array, tlb_stats
 
@@ -66,6 +66,8 @@ cdef struct tlb_replica:
     double* seg_rate           # and their rates
     int32_t n_seg              # open segments
     int32_t cap_seg            # room in seg_end / seg_rate
+    int32_t* region_count      # L1 and L2 entries per region of keys (NULL: not counted)
+    int64_t n_regions          # regions counted
     tlb_stats st               # counters (unscaled)
     int64_t kernel_added       # the latest kernel's added cycles, this replica's estimate
 
@@ -120,7 +122,17 @@ cdef class TLBHierarchy(Translator):
     cdef const int64_t* k_off          # per kernel: offsets into k_tensor (K + 1)
     cdef const int32_t* k_tensor       # tensors of each kernel, in access order
     cdef const int64_t* k_t11          # per kernel: duration (cycles)
+    cdef const int64_t* k_shape        # per kernel: its reuse class (-1: always translated)
     cdef int64_t n_kernels             # K (0: nothing attached)
+    # reuse: what the first translated kernel of each class added (and counted), per replica
+    cdef vector[int8_t] memo_ok
+    cdef vector[int64_t] memo_t11      # that kernel's duration
+    cdef vector[int64_t] memo_added    # its estimate (the replicas' mean)
+    cdef vector[int64_t] memo_exact    # its exact accesses and lookups (2 per class)
+    cdef vector[tlb_stats] memo_st     # its counters, per replica (n_rep per class)
+    cdef vector[tlb_stats] snap        # scratch: counters before a translation
+    cdef int64_t reused                # kernels whose estimate was reused
+    cdef int64_t tail                  # one lookup's unqueued latency (L1 + L2 + walk)
     cdef vector[int64_t] scratch_first
     cdef vector[int64_t] scratch_count
     # scratch
@@ -128,6 +140,7 @@ cdef class TLBHierarchy(Translator):
     cdef int64_t* sched_key            # SMs by the cycle of their next lookup: a sorted run
     cdef int32_t* sched_sm
 
+    cdef int64_t _rescaled(self, int64_t added, int64_t t11_ref, int64_t t11) noexcept nogil
     cdef cycle_t lookup(self, tlb_replica* R, int32_t sm, int64_t v, cycle_t now) noexcept nogil
     cdef cycle_t _walk_wait(self, tlb_replica* R, cycle_t t) noexcept nogil
     cdef int _add_inflow(self, tlb_replica* R, cycle_t t, double work, double span) except -1 nogil

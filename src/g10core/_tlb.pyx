@@ -49,7 +49,7 @@ sets v % modulus == residue.  Several replicas with distinct residues are
 independent sub-samples; the Python layer turns their spread into an error
 bound.  Inputs are trusted: ``g10core.tlb`` validates them.
 """
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
 from libcpp.vector cimport vector
 from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memset
@@ -66,6 +66,14 @@ cdef extern from *:
 
 cdef extern from "g10core/tlb_math.h" nogil:
     void g10_muldivmod(int64_t a, int64_t b, int64_t n, int64_t* q, int64_t* r)
+
+# Shootdown filter: each replica counts its L1 and L2 entries per region of 2^REGION_SHIFT
+# consecutive keys; a shootdown skips a replica whose counts over the range are all 0 (most
+# evicted pages were translated long ago, or never: the TLBs hold a few thousand entries).
+cdef enum:
+    REGION_SHIFT = 6
+    REGION_SCAN_MAX = 4096      # more regions than this in a range: search the arrays instead
+
 
 STATS_FIELDS = (
     "accesses", "lookups", "l1_hits", "l1_misses", "l2_hits", "l2_pending_hits", "l2_misses",
@@ -176,18 +184,21 @@ cdef inline void array_to_front(tlb_array* a, int64_t set, int64_t slot) noexcep
     a.ready[dst] = ready
 
 
-cdef inline void array_insert(tlb_array* a, int64_t set, int64_t key, cycle_t ready) noexcept nogil:
-    """Install ``key`` as its set's most recent entry; a full set drops its least recent."""
+cdef inline int64_t array_insert(tlb_array* a, int64_t set, int64_t key, cycle_t ready) noexcept nogil:
+    """Install ``key`` as its set's most recent entry; a full set drops its least recent,
+    whose key is returned (-1: none dropped)."""
     cdef int32_t h = a.head[set] - 1
-    cdef int64_t slot
+    cdef int64_t slot, dropped
     if h < 0:
         h = a.ways - 1
     a.head[set] = h
     if a.fill[set] < a.ways:
         a.fill[set] += 1
     slot = set * a.ways + h
+    dropped = a.tag[slot]
     a.tag[slot] = key
     a.ready[slot] = ready
+    return dropped
 
 
 cdef inline void array_remove(tlb_array* a, int64_t set, int64_t slot) noexcept nogil:
@@ -204,7 +215,7 @@ cdef inline void array_remove(tlb_array* a, int64_t set, int64_t slot) noexcept 
 
 
 cdef int64_t array_invalidate(tlb_array* a, int64_t v_first, int64_t n_keys, int64_t step,
-                              int64_t key_shift) noexcept nogil:
+                              int64_t key_shift, int32_t* counts) noexcept nogil:
     """Remove the entries whose translation page is v_first + i * step, i < n_keys.
 
     Keys are translation pages >> key_shift (a replica's arrays index v >> log2(modulus)
@@ -223,6 +234,8 @@ cdef int64_t array_invalidate(tlb_array* a, int64_t v_first, int64_t n_keys, int
             if slot >= 0:
                 array_remove(a, set, slot)
                 removed += 1
+                if counts != NULL:
+                    counts[key >> REGION_SHIFT] -= 1
     else:
         for set in range(a.sets):
             n = a.fill[set]
@@ -231,6 +244,8 @@ cdef int64_t array_invalidate(tlb_array* a, int64_t v_first, int64_t n_keys, int
                 src = array_slot(a, set, i)
                 if lo <= a.tag[src] < hi:
                     removed += 1
+                    if counts != NULL:
+                        counts[a.tag[src] >> REGION_SHIFT] -= 1
                     continue
                 if r != i:
                     dst = array_slot(a, set, r)
@@ -346,6 +361,30 @@ cdef inline int64_t imax(int64_t a, int64_t b) noexcept nogil:
 
 cdef inline int64_t imin(int64_t a, int64_t b) noexcept nogil:
     return a if a < b else b
+
+
+cdef inline void note_insert(tlb_replica* R, int64_t key, int64_t dropped) noexcept nogil:
+    """An L1 or L2 entry for ``key`` was installed and ``dropped`` (-1: none) replaced."""
+    if R.region_count == NULL:
+        return
+    if (key >> REGION_SHIFT) >= R.n_regions:
+        free(R.region_count)                 # a key beyond the attached address space: no filter
+        R.region_count = NULL
+        return
+    R.region_count[key >> REGION_SHIFT] += 1
+    if dropped >= 0:
+        R.region_count[dropped >> REGION_SHIFT] -= 1
+
+
+cdef bint region_empty(tlb_replica* R, int64_t key_lo, int64_t key_hi) noexcept nogil:
+    """No L1 or L2 entry of the replica has a key in [key_lo, key_hi] (False when unknown)."""
+    cdef int64_t g, g_hi = key_hi >> REGION_SHIFT
+    if R.region_count == NULL or g_hi >= R.n_regions or g_hi - (key_lo >> REGION_SHIFT) > REGION_SCAN_MAX:
+        return False
+    for g in range(key_lo >> REGION_SHIFT, g_hi + 1):
+        if R.region_count[g]:
+            return False
+    return True
 
 
 # ---- the interface ---------------------------------------------------------------
@@ -471,6 +510,9 @@ cdef class TLBHierarchy(Translator):
                 raise MemoryError()
         self.modulus = self.reps[0].p.modulus
         self.n_kernels = 0
+        self.k_shape = NULL
+        self.reused = 0
+        self.tail = self.reps[0].p.l1_latency + self.reps[0].p.l2_latency + self.reps[0].p.walk_latency
         self.cur = <sm_cursor*>calloc(nsm, sizeof(sm_cursor))
         self.sched_key = <int64_t*>calloc(2 * nsm + 2, sizeof(int64_t))
         self.sched_sm = <int32_t*>calloc(2 * nsm + 2, sizeof(int32_t))
@@ -491,6 +533,7 @@ cdef class TLBHierarchy(Translator):
                 free(self.reps[r].walker_free)
                 free(self.reps[r].seg_end)
                 free(self.reps[r].seg_rate)
+                free(self.reps[r].region_count)
             free(self.reps)
         free(self.cur)
         free(self.sched_key)
@@ -500,7 +543,7 @@ cdef class TLBHierarchy(Translator):
         kernels = None
         if self.n_kernels:
             a = self._kernel_arrays
-            kernels = (a["first"], a["pages"], a["offsets"], a["tensors"], a["t11"])
+            kernels = (a["first"], a["pages"], a["offsets"], a["tensors"], a["t11"], a.get("classes"))
         return (_rebuild_hierarchy, ([self.reps[r].p for r in range(self.n_rep)],
                                      [self.reps[r].residue for r in range(self.n_rep)], self._state(), kernels))
 
@@ -511,6 +554,7 @@ cdef class TLBHierarchy(Translator):
             memset(&self.reps[r].st, 0, sizeof(tlb_stats))
         self.accesses_exact = self.lookups_exact = self.kernels = self.cycles_added = 0
         self.invalidate_calls = self.shootdowns_l1 = self.shootdowns_l2 = self.shootdown_cycles = 0
+        self.reused = 0
 
     # ---- one lookup ----
 
@@ -544,7 +588,7 @@ cdef class TLBHierarchy(Translator):
                 lat = R.l2.ready[i] - now
             array_to_front(&R.l2, s2, i)
             if l1.entries:
-                array_insert(l1, s1, key, now + lat)
+                note_insert(R, key, array_insert(l1, s1, key, now + lat))
             return lat
         st.l2_misses += 1
         self.last_level = 3
@@ -585,9 +629,9 @@ cdef class TLBHierarchy(Translator):
         if queue > st.max_walker_queue_cycles:
             st.max_walker_queue_cycles = queue
         done = start + wlat
-        array_insert(&R.l2, s2, key, done)
+        note_insert(R, key, array_insert(&R.l2, s2, key, done))
         if l1.entries:
-            array_insert(l1, s1, key, done)
+            note_insert(R, key, array_insert(l1, s1, key, done))
         return done - now
 
     # ---- the fluid walker pool of a sampled replica ----
@@ -896,24 +940,69 @@ cdef class TLBHierarchy(Translator):
         return total
 
     cdef int64_t kernel_cycles(self, int64_t k, int64_t now) except -1 nogil:
-        """Translate kernel k of the attached kernel table, starting at ``now``."""
-        cdef int64_t j, n
+        """Translate kernel k of the attached kernel table, starting at ``now``.
+
+        A kernel of a reuse class already translated is not simulated: it gets that
+        translation's estimate (rescaled to its duration, ``_rescaled``) and counters."""
+        cdef int64_t j, n, cls = -1, added, a
+        cdef int32_t r
         if self.n_kernels == 0:
             return 0
+        if self.k_shape != NULL:
+            cls = self.k_shape[k]
+        if cls >= 0 and self.memo_ok[cls]:
+            added = self._rescaled(self.memo_added[cls], self.memo_t11[cls], self.k_t11[k])
+            for r in range(self.n_rep):
+                a = self._rescaled(self.memo_st[cls * self.n_rep + r].cycles_added, self.memo_t11[cls],
+                                   self.k_t11[k])
+                stats_add(&self.reps[r].st, &self.memo_st[cls * self.n_rep + r], a)
+                self.reps[r].kernel_added = a
+            self.accesses_exact += self.memo_exact[2 * cls]
+            self.lookups_exact += self.memo_exact[2 * cls + 1]
+            self.kernels += 1
+            self.cycles_added += added
+            self.reused += 1
+            return added
         n = self.k_off[k + 1] - self.k_off[k]
         self.scratch_first.resize(n if n > 0 else 1)
         self.scratch_count.resize(n if n > 0 else 1)
         for j in range(n):
             self.scratch_first[j] = self.k_first[self.k_tensor[self.k_off[k] + j]]
             self.scratch_count[j] = self.k_pages[self.k_tensor[self.k_off[k] + j]]
-        return self.translate_kernel(now, self.k_t11[k], self.scratch_first.data(),
-                                     self.scratch_count.data(), <int32_t>n)
+        if cls < 0:
+            return self.translate_kernel(now, self.k_t11[k], self.scratch_first.data(),
+                                         self.scratch_count.data(), <int32_t>n)
+        for r in range(self.n_rep):
+            self.snap[r] = self.reps[r].st
+        self.memo_exact[2 * cls] = self.accesses_exact
+        self.memo_exact[2 * cls + 1] = self.lookups_exact
+        added = self.translate_kernel(now, self.k_t11[k], self.scratch_first.data(),
+                                      self.scratch_count.data(), <int32_t>n)
+        for r in range(self.n_rep):
+            self.memo_st[cls * self.n_rep + r] = stats_delta(&self.reps[r].st, &self.snap[r])
+        self.memo_exact[2 * cls] = self.accesses_exact - self.memo_exact[2 * cls]
+        self.memo_exact[2 * cls + 1] = self.lookups_exact - self.memo_exact[2 * cls + 1]
+        self.memo_t11[cls] = self.k_t11[k]
+        self.memo_added[cls] = added
+        self.memo_ok[cls] = 1
+        return added
+
+    cdef int64_t _rescaled(self, int64_t added, int64_t t11_ref, int64_t t11) noexcept nogil:
+        """What a kernel of duration t11 adds, given that one of its class with t11_ref added
+        ``added``.  Up to one lookup's latency the kernel was compute-bound (the last lookups'
+        latency shows): the same.  Beyond it the translation stream bounded the kernel, whose
+        length t11_ref + added does not depend on the compute: that length less t11, and
+        never less than one lookup's latency."""
+        if added <= self.tail or t11 == t11_ref:
+            return added
+        return imax(self.tail, added + t11_ref - t11)
 
     cdef bint bulk_safe(self) noexcept nogil:
         return False                        # its state changes with every kernel and eviction
 
-    def attach_kernels(self, first_pages, n_pages, offsets, tensors, t11_cycles):
-        """The kernel table kernel_cycles(k, now) translates (validated by g10core.tlb)."""
+    def attach_kernels(self, first_pages, n_pages, offsets, tensors, t11_cycles, classes=None):
+        """The kernel table kernel_cycles(k, now) translates (validated by g10core.tlb).
+        ``classes``: per kernel its reuse class in [0, K) (-1: translate it every time)."""
         keep = {}
         def arr(name, a, dtype):
             a = np.ascontiguousarray(a, dtype=dtype)
@@ -927,7 +1016,49 @@ cdef class TLBHierarchy(Translator):
         v32 = arr("tensors", tensors, np.int32); self.k_tensor = &v32[0]
         v64 = arr("t11", t11_cycles, np.int64); self.k_t11 = &v64[0]
         self.n_kernels = len(t11_cycles)
+        self.k_shape = NULL
+        cdef tlb_stats zero
+        memset(&zero, 0, sizeof(tlb_stats))
+        cdef int64_t n_cls
+        if classes is not None:
+            v64 = arr("classes", classes, np.int64); self.k_shape = &v64[0]
+            n_cls = int(max(keep["classes"].max() + 1, 1))
+            self.memo_ok.assign(n_cls, 0)
+            self.memo_t11.assign(n_cls, 0)
+            self.memo_added.assign(n_cls, 0)
+            self.memo_exact.assign(2 * n_cls, 0)
+            self.memo_st.assign(n_cls * self.n_rep, zero)
+            self.snap.assign(self.n_rep, zero)
         self._kernel_arrays = keep
+        top = int((keep["first"] + keep["pages"]).max()) if keep["first"].size else 0
+        self._size_filter(top)
+
+    def _size_filter(self, int64_t end_page):
+        """Start counting entries per region for pages below ``end_page`` (the shootdown filter)."""
+        cdef int32_t r, s
+        cdef int64_t i, n
+        cdef tlb_replica* R
+        cdef tlb_array* arr
+        for r in range(self.n_rep):
+            R = &self.reps[r]
+            free(R.region_count)
+            R.n_regions = ((end_page >> R.p.page_shift) >> R.p.modulus_shift >> REGION_SHIFT) + 1
+            R.region_count = <int32_t*>calloc(R.n_regions, sizeof(int32_t))
+            if R.region_count == NULL:
+                raise MemoryError()
+            # entries installed before (lookups from Python): count them, or give up the filter
+            for s in range(R.p.sms + 1):
+                arr = &R.l2 if s == R.p.sms else &R.l1[s]
+                for i in range(arr.entries):
+                    if arr.tag[i] >= 0:
+                        n = arr.tag[i] >> REGION_SHIFT
+                        if n >= R.n_regions:
+                            free(R.region_count)
+                            R.region_count = NULL
+                            break
+                        R.region_count[n] += 1
+                if R.region_count == NULL:
+                    break
 
     def py_kernel_cycles(self, int64_t k, int64_t now):
         return self.kernel_cycles(k, now)
@@ -949,11 +1080,13 @@ cdef class TLBHierarchy(Translator):
             if va > v_hi:
                 continue
             nv = (v_hi - va) // k + 1
+            if region_empty(R, va >> R.p.modulus_shift, (va >> R.p.modulus_shift) + nv - 1):
+                continue
             for s in range(R.p.sms):
-                x = array_invalidate(&R.l1[s], va, nv, k, R.p.modulus_shift)
+                x = array_invalidate(&R.l1[s], va, nv, k, R.p.modulus_shift, R.region_count)
                 R.st.invalidated_l1 += x
                 found1 += x
-            x = array_invalidate(&R.l2, va, nv, k, R.p.modulus_shift)
+            x = array_invalidate(&R.l2, va, nv, k, R.p.modulus_shift, R.region_count)
             R.st.invalidated_l2 += x
             found2 += x
         if found1:
@@ -1020,6 +1153,7 @@ cdef class TLBHierarchy(Translator):
             "shootdowns_l1": self.shootdowns_l1,
             "shootdowns_l2": self.shootdowns_l2,
             "shootdown_cycles": self.shootdown_cycles,
+            "kernels_reused": self.reused,
         }
 
     def last_kernel_added(self):
@@ -1044,6 +1178,9 @@ cdef class TLBHierarchy(Translator):
     def _set_state(self, state):
         cdef int32_t r, s, i
         cdef tlb_replica* R
+        for r in range(self.n_rep):                 # entries change: the filter's counts are stale
+            free(self.reps[r].region_count)
+            self.reps[r].region_count = NULL
         reps, top = state
         for r in range(self.n_rep):
             R = &self.reps[r]
@@ -1079,6 +1216,46 @@ cdef void _array_set_state(tlb_array* a, object state):
     for i in range(a.sets):
         a.head[i] = head[i]
         a.fill[i] = fill[i]
+
+
+cdef inline void stats_add(tlb_stats* a, const tlb_stats* d, int64_t cycles_added) noexcept nogil:
+    """a += d (a reused kernel's counters), with its own cycles_added."""
+    a.accesses += d.accesses
+    a.lookups += d.lookups
+    a.l1_hits += d.l1_hits
+    a.l1_misses += d.l1_misses
+    a.l2_hits += d.l2_hits
+    a.l2_pending_hits += d.l2_pending_hits
+    a.l2_misses += d.l2_misses
+    a.pwc_hits += d.pwc_hits
+    a.pwc_misses += d.pwc_misses
+    a.walker_queue_cycles += d.walker_queue_cycles
+    if d.max_walker_queue_cycles > a.max_walker_queue_cycles:
+        a.max_walker_queue_cycles = d.max_walker_queue_cycles
+    a.latency_cycles += d.latency_cycles
+    a.cycles_added += cycles_added
+    a.kernels += d.kernels
+
+
+cdef inline tlb_stats stats_delta(const tlb_stats* after, const tlb_stats* before) noexcept nogil:
+    """One translation's counters (shootdown counters excluded: they are not the kernel's)."""
+    cdef tlb_stats d
+    memset(&d, 0, sizeof(tlb_stats))
+    d.accesses = after.accesses - before.accesses
+    d.lookups = after.lookups - before.lookups
+    d.l1_hits = after.l1_hits - before.l1_hits
+    d.l1_misses = after.l1_misses - before.l1_misses
+    d.l2_hits = after.l2_hits - before.l2_hits
+    d.l2_pending_hits = after.l2_pending_hits - before.l2_pending_hits
+    d.l2_misses = after.l2_misses - before.l2_misses
+    d.pwc_hits = after.pwc_hits - before.pwc_hits
+    d.pwc_misses = after.pwc_misses - before.pwc_misses
+    d.walker_queue_cycles = after.walker_queue_cycles - before.walker_queue_cycles
+    d.max_walker_queue_cycles = after.max_walker_queue_cycles
+    d.latency_cycles = after.latency_cycles - before.latency_cycles
+    d.cycles_added = after.cycles_added - before.cycles_added
+    d.kernels = after.kernels - before.kernels
+    return d
 
 
 def _rebuild_hierarchy(params, residues, state, kernels=None):
@@ -1119,7 +1296,7 @@ cdef class SetAssociativeTLB:
         return self._access(v)
 
     def invalidate(self, int64_t v):
-        return array_invalidate(&self.a, v, 1, 1, 0)
+        return array_invalidate(&self.a, v, 1, 1, 0, NULL)
 
     def cyclic(self, int64_t pages, int64_t rounds, int64_t stride=1):
         """Access pages 0, stride, 2 stride, ... ((pages - 1) stride) ``rounds`` times; hits per round."""

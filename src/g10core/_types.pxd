@@ -309,6 +309,8 @@ cdef struct uvm_params:
     int64_t gpu_pages          # GPU frames
     int64_t host_pages         # host memory for evicted pages, pages
     int64_t page_bytes         # bytes per page (4096)
+    int64_t batch_pin_limit    # a batch stops taking fault entries once the blocks it migrates into
+                               # would hold more pages than this (0: no limit; the replay: GPU frames)
 
 # One range of pages a batch or hint moved.
 cdef struct uvm_move:
@@ -340,6 +342,12 @@ cdef struct uvm_stats:
     int64_t pages_to_ssd       # pages evicted to the SSD
     int64_t evictions          # eviction decisions (chunks or page groups)
     int64_t overcommit_pages   # pages migrated in with no victim left (GPU over capacity)
+    int64_t pages_dropped      # GPU pages evicted without a transfer (dead data, a policy's evictor)
+    int64_t batches_capped     # batches that left fault entries for the next one (batch_pin_limit)
+    int64_t prefetch_capped    # prefetcher or hint pages not brought because they would not fit
+    int64_t picked_victims     # victim ranges named by the policy's evictor (VictimPicker)
+    int64_t ssd_throttled      # batches and hints whose SSD commands found its queue full (they waited)
+    int64_t ssd_wait_cycles    # sum over those of the wait for the SSD's first free queue slot
     int64_t shootdown_cycles   # cycles shootdowns added to batches
     int64_t blocks_created     # VA-block records created (touched blocks)
     int64_t max_blocks         # most VA-block records alive at once

@@ -7,6 +7,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
 from libcpp.deque cimport deque
 from libcpp.map cimport map as cmap
 from libcpp.unordered_set cimport unordered_set
+from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
 from g10core._types cimport cycle_t, page_t, uvm_params, uvm_move, uvm_stats
@@ -28,8 +29,10 @@ cdef struct va_block:
     int64_t valid_lo           # the allocation's pages inside the block: [valid_lo, valid_hi),
     int64_t valid_hi           #   relative to the block's first page
     uint64_t resident[8]       # bit i: page i of the block is on the GPU or in flight to it
+    uint64_t incoming[8]       # the pages of the block's latest migration in
     int64_t n_resident         # bits set
-    int64_t arrive             # cycle the block's latest migration in completes
+    int64_t arrive             # cycle the block's latest migration in completes (its pages usable)
+    int64_t settled            # cycle every earlier migration into the block had completed
     int64_t epoch              # the batch (or hint) that last migrated into it
     int32_t prev               # least-recently-migrated list: older neighbour (-1: head)
     int32_t next               #   newer neighbour (-1: tail)
@@ -49,11 +52,26 @@ cdef class TierMap:
     cdef int8_t tier_run(self, page_t page, page_t limit, page_t* run_end) noexcept nogil
     # Pages [first, end) are now in ``tier``.
     cdef void set_tier(self, page_t first, page_t end, int8_t tier) noexcept nogil
+    # The SSD's logical page of ``page`` (base: the page itself; a move never crosses a
+    # tensor, so a move's pages have consecutive logical pages).
+    cdef page_t lpn(self, page_t page) noexcept nogil
 
 
 @cython.final
 cdef class RunTierMap(TierMap):
     cdef cmap[int64_t, int8_t] runs    # run start -> tier; a run extends to the next start
+
+
+cdef class VictimPicker:
+    """Names eviction victims for the handler instead of its least-recently-migrated walk
+    (the replay's policy evictors: _kernelrun.EvictorPicker).  Base: none."""
+    # The next victims: pages [first[0], end[0]) on the GPU, inside one VA block of
+    # ``block_pages`` and at most ``need`` of them, taken at once (the picker has already
+    # recorded them as taken); ``dest[0]``: TIER_NOT_PRESENT (dead data: dropped) or -1 (the
+    # handler's destination rule).  ``for_fault``: the frames are for a fault batch (else a
+    # hint's prefetch, which may find none).  Returns False when there is no victim.
+    cdef bint pick(self, bint for_fault, int64_t need, int64_t block_pages, page_t* first, page_t* end,
+                   int8_t* dest) noexcept nogil
 
 
 @cython.final
@@ -63,6 +81,7 @@ cdef class FarFaultHandler:
     cdef SSDCore ssd                   # None: SSD pages cost only their link transfer
     cdef TierMap tiers
     cdef Translator translator         # told about every page that leaves the GPU
+    cdef VictimPicker picker           # None: least recently migrated blocks are the victims
     cdef cmap[int64_t, int32_t] block_index   # block number -> record in `blocks`
     cdef vector[va_block] blocks
     cdef vector[int32_t] free_records
@@ -71,7 +90,9 @@ cdef class FarFaultHandler:
     cdef unordered_set[int64_t] pending  # units in the buffer (deduplication)
     cdef vector[fault_entry] batch     # scratch: the batch being serviced
     cdef vector[uvm_move] moves        # what the latest batch / hint / eviction / release moved
+    cdef vector[pair[int64_t, int64_t]] ranges   # scratch: the ranges a batch brings in, merged
     cdef cycle_t busy_until            # the handler is servicing a batch until then
+    cdef cycle_t last_start            # when the latest batch started
     cdef int64_t gpu_used              # GPU frames holding (or awaiting) a page
     cdef int64_t host_used             # host pages holding evicted pages
     cdef int64_t epoch                 # batches and hints so far (pins their blocks)
@@ -98,6 +119,12 @@ cdef class FarFaultHandler:
     cdef cycle_t release_range(self, page_t first, page_t end) noexcept nogil
     # Cycle a resident (or in-flight) page is usable from; -1 when it is not on the GPU.
     cdef cycle_t arrival(self, page_t page) noexcept nogil
+    # Pages on the GPU (or in flight to it) from ``page`` on, up to ``limit`` and the end of
+    # page's VA block; ``arrive[0]``: the cycle they are usable from (their block's latest
+    # migration).  0 when ``page`` is not on the GPU.
+    cdef int64_t resident_run(self, page_t page, page_t limit, cycle_t* arrive) noexcept nogil
+    # Faults waiting in the buffer.
+    cdef int64_t buffered(self) noexcept nogil
 
     # ---- internals ----
     cdef int32_t _record(self, int64_t block, int64_t alloc_lo, int64_t alloc_hi) except -1 nogil
@@ -105,9 +132,13 @@ cdef class FarFaultHandler:
     cdef void _lrm_unlink(self, int32_t i) noexcept nogil
     cdef void _lrm_append(self, int32_t i) noexcept nogil
     cdef void _drop_record(self, int32_t i) noexcept nogil
+    cdef void _migrating(self, va_block* b, const uint64_t* bits) noexcept nogil
     cdef void _prefetch_tree(self, va_block* b, int64_t unit_off, uint64_t* occ) noexcept nogil
     cdef int _add_runs(self, int64_t base, const uint64_t* bits, int64_t n_bits, int8_t cause) except -1 nogil
-    cdef int64_t _evict(self, int64_t need, int8_t forced_dest, cycle_t now) except -1 nogil
+    cdef int64_t _evict(self, int64_t need, int8_t forced_dest, cycle_t now, bint for_fault) except -1 nogil
+    cdef int64_t _evict_picked(self, int64_t need, bint for_fault) except -1 nogil
+    cdef void _put_back(self, size_t first) noexcept nogil
     cdef int64_t _take_pages(self, int32_t i, const uint64_t* take, int8_t forced_dest) except -1 nogil
     cdef cycle_t _move_in(self, size_t first_move, cycle_t t_in, cycle_t t_floor) noexcept nogil
     cdef cycle_t _send_out(self, size_t first_move, cycle_t t) noexcept nogil
+    cdef void _note_ssd_wait(self, cycle_t t) noexcept nogil

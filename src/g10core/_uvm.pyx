@@ -29,7 +29,14 @@ warp runs again" (detailed_model.md §1), in the NVIDIA driver's terms:
   batch brings pages into are never victims), in whole blocks (2 MiB
   chunks) or in 4 KiB pages.  Destination: host memory, the SSD, or host
   memory while it has room and then the SSD.  Every page that leaves the GPU
-  is shot down in the translator.
+  is shot down in the translator.  A ``VictimPicker`` (the replay's policy
+  evictors) may name the victims instead; chunk granularity then takes the
+  whole VA block of each victim, except in a block the batch migrates into.
+* Room: with ``batch_pin_limit`` set (the replay sets the GPU's frames), a
+  batch stops taking fault entries once the VA blocks it migrates into would
+  hold more pages than that (the rest wait for the next batch), dropping the
+  prefetch of the block that does not fit first; a hint's prefetch brings
+  only what eviction made room for.
 
 Residency is kept per VA block, for blocks with a page on the GPU only (a
 512-bit map each, in an ordered map by block number): the cost of a call is
@@ -42,6 +49,7 @@ Inputs are trusted: ``g10core.uvm`` validates them.
 from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
 from libc.string cimport memset
 from libcpp.algorithm cimport sort
+from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 from cython.operator cimport dereference as deref, preincrement as inc, predecrement as dec
 
@@ -59,6 +67,7 @@ import numpy as np
 cdef extern from *:
     int __builtin_popcountll(unsigned long long) nogil
     int __builtin_ctzll(unsigned long long) nogil
+    int __builtin_clzll(unsigned long long) nogil
 
 def layout():
     """The compiled codes (tests compare them with g10core.uvm's)."""
@@ -174,6 +183,9 @@ cdef class TierMap:
     cdef void set_tier(self, page_t first, page_t end, int8_t tier) noexcept nogil:
         pass
 
+    cdef page_t lpn(self, page_t page) noexcept nogil:
+        return page
+
     def py_tier_runs(self, page_t first, page_t end):
         """[(first, end, tier)] covering [first, end)."""
         cdef page_t e
@@ -230,20 +242,44 @@ cdef class RunTierMap(TierMap):
         return self.runs.size()
 
 
+cdef class VictimPicker:
+    """Base: names no victim (the handler then overcommits)."""
+
+    cdef bint pick(self, bint for_fault, int64_t need, int64_t block_pages, page_t* first, page_t* end,
+                   int8_t* dest) noexcept nogil:
+        return False
+
+
+cdef inline uint64_t keep_lowest(uint64_t* w, int64_t n) noexcept nogil:
+    """Clear all but the lowest n set bits of the 512-bit map w."""
+    cdef int k
+    cdef int64_t c
+    for k in range(8):
+        c = __builtin_popcountll(w[k])
+        if n >= c:
+            n -= c
+            continue
+        while __builtin_popcountll(w[k]) > n:
+            w[k] &= ~((<uint64_t>1) << (63 - __builtin_clzll(w[k])))
+        n = 0
+    return 0
+
+
 # ---- the handler -----------------------------------------------------------------------
 
 cdef class FarFaultHandler:
     """Fault buffer, batches, prefetcher, eviction; build it through ``g10core.uvm.FaultHandler``."""
 
     def __init__(self, dict params, LinkCore link, SSDCore ssd=None, TierMap tiers=None,
-                 Translator translator=None):
+                 Translator translator=None, VictimPicker picker=None):
         self.p = params
+        self.picker = picker
         self.link = link
         self.ssd = ssd
         self.tiers = tiers if tiers is not None else RunTierMap(TIER_HOST)
         self.translator = translator if translator is not None else NoTranslation()
         self.lrm_head = self.lrm_tail = -1
-        self.busy_until = 0
+        self.busy_until = self.last_start = 0
         self.gpu_used = self.host_used = 0
         self.epoch = 0
         self.live_blocks = 0
@@ -279,8 +315,10 @@ cdef class FarFaultHandler:
         b.valid_hi = imin(alloc_hi - block * self.p.block_pages, self.p.block_pages)
         for k in range(8):
             b.resident[k] = 0
+            b.incoming[k] = 0
         b.n_resident = 0
         b.arrive = 0
+        b.settled = 0
         b.epoch = -1
         b.prev = b.next = -1
         if self.free_records.size():
@@ -296,6 +334,15 @@ cdef class FarFaultHandler:
         if self.live_blocks > self.st.max_blocks:
             self.st.max_blocks = self.live_blocks
         return i
+
+    cdef void _migrating(self, va_block* b, const uint64_t* bits) noexcept nogil:
+        """Pages ``bits`` of block b start migrating in: what came before has settled (its
+        latest migration's completion); the caller sets ``arrive`` once the transfer is timed."""
+        cdef int k
+        if b.arrive > b.settled:
+            b.settled = b.arrive
+        for k in range(8):
+            b.incoming[k] = bits[k]
 
     cdef void _drop_record(self, int32_t i) noexcept nogil:
         self.block_index.erase(self.blocks[i].block)
@@ -368,9 +415,10 @@ cdef class FarFaultHandler:
     cdef cycle_t _move_in(self, size_t first_move, cycle_t t_in, cycle_t t_floor) noexcept nogil:
         """Start the transfers of moves[first_move:] that come in (at t_in); return when all are in."""
         cdef size_t j
-        cdef int64_t n, host_bytes = 0, ssd_bytes = 0
+        cdef int64_t n, host_bytes = 0, ssd_bytes = 0, lo, hi
         cdef cycle_t done = t_floor, ssd_ready = t_in, r
         cdef uvm_move* m
+        cdef bint noted = False
         for j in range(first_move, self.moves.size()):
             m = &self.moves[j]
             if m.cause == MOVE_EVICT:
@@ -384,12 +432,31 @@ cdef class FarFaultHandler:
                 ssd_bytes += n * self.p.page_bytes
                 self.st.pages_from_ssd += n
                 if self.ssd is not None:
-                    r = self.ssd.read(m.first, n, t_in)
+                    if not noted:
+                        noted = True
+                        self._note_ssd_wait(t_in)
+                    r = self.ssd.read(self.tiers.lpn(m.first), n, t_in)
                     if r > ssd_ready:
                         ssd_ready = r
+                    # the page is on the GPU now and is written back whole when evicted (clean
+                    # pages are not tracked): its flash copy is garbage from here on
+                    self.ssd.trim(self.tiers.lpn(m.first), n)
             elif m.src == TIER_NOT_PRESENT:
                 self.st.pages_zero_filled += n
-            self.tiers.set_tier(m.first, m.end, TIER_GPU)
+            self.ranges.push_back(pair[int64_t, int64_t](m.first, m.end))
+        # the tier map learns each contiguous range once (faulted units and their prefetch lie
+        # side by side): one run and one arrival record per range, not per move
+        sort(self.ranges.begin(), self.ranges.end())
+        j = 0
+        while j < self.ranges.size():
+            lo = self.ranges[j].first
+            hi = self.ranges[j].second
+            j += 1
+            while j < self.ranges.size() and self.ranges[j].first == hi:
+                hi = self.ranges[j].second
+                j += 1
+            self.tiers.set_tier(lo, hi, TIER_GPU)
+        self.ranges.clear()
         if host_bytes:
             r = self.link.submit(DIR_TO_DEVICE, FLOW_HOST, host_bytes, t_in)
             if r > done:
@@ -415,18 +482,31 @@ cdef class FarFaultHandler:
         while lo < B:
             e = next_clear(take, lo, B)
             n = e - lo
-            # destination: forced by a hint, else the rule (host while it has room)
-            if forced_dest >= 0:
-                n_host = n if forced_dest == TIER_HOST else 0
-            elif self.p.evict_destination == EVICT_TO_HOST:
-                n_host = n
-            elif self.p.evict_destination == EVICT_TO_SSD:
-                n_host = 0
-            else:
-                n_host = imax(0, imin(n, self.p.host_pages - self.host_used))
             m.src = TIER_GPU
             m.cause = MOVE_EVICT
             m.done = -1
+            if forced_dest == TIER_NOT_PRESENT:
+                # dead data: dropped, no transfer; any SSD copy is garbage
+                m.first = base + lo
+                m.end = base + e
+                m.dst = TIER_NOT_PRESENT
+                self.moves.push_back(m)
+                self.tiers.set_tier(m.first, m.end, TIER_NOT_PRESENT)
+                self.st.pages_dropped += n
+                self.shootdown += self.translator.invalidate(base + lo, base + e)
+                total += n
+                lo = next_set(take, e, B)
+                continue
+            # destination: the SSD when a hint says so; host memory while it has room when a hint
+            # says so or under host-then-ssd (the rest to the SSD); else the rule
+            if forced_dest == TIER_SSD:
+                n_host = 0
+            elif forced_dest == TIER_HOST or self.p.evict_destination == EVICT_HOST_THEN_SSD:
+                n_host = imax(0, imin(n, self.p.host_pages - self.host_used))
+            elif self.p.evict_destination == EVICT_TO_HOST:
+                n_host = n
+            else:
+                n_host = 0
             if n_host:
                 m.first = base + lo
                 m.end = base + lo + n_host
@@ -457,12 +537,18 @@ cdef class FarFaultHandler:
             self._drop_record(i)
         return total
 
-    cdef int64_t _evict(self, int64_t need, int8_t forced_dest, cycle_t now) except -1 nogil:
-        """Free ``need`` frames, least recently migrated block first; returns pages evicted."""
+    cdef int64_t _evict(self, int64_t need, int8_t forced_dest, cycle_t now, bint for_fault) except -1 nogil:
+        """Free ``need`` frames, least recently migrated block first (or the picker's victims);
+        returns pages evicted."""
         cdef int32_t i = self.lrm_head, nxt
         cdef int64_t got = 0, k, want, lo
         cdef uint64_t take[8]
         cdef va_block* b
+        if self.picker is not None:
+            got = self._evict_picked(need, for_fault)
+            if got < need and for_fault:
+                self.st.overcommit_pages += need - got
+            return got
         while got < need and i >= 0:
             b = &self.blocks[i]
             nxt = b.next
@@ -488,11 +574,61 @@ cdef class FarFaultHandler:
             self.st.overcommit_pages += need - got
         return got
 
+    cdef int64_t _evict_picked(self, int64_t need, bint for_fault) except -1 nogil:
+        """Free ``need`` frames from the picker's victims: each victim's pages, or (chunk
+        granularity) its whole VA block unless the current operation migrates into it."""
+        cdef int64_t got = 0, B = self.p.block_pages, base, k, n
+        cdef page_t a, e
+        cdef int8_t dest
+        cdef int32_t rec
+        cdef uint64_t take[8]
+        cdef va_block* b
+        while got < need:
+            if not self.picker.pick(for_fault, need - got, B, &a, &e, &dest):
+                break
+            self.st.picked_victims += 1
+            rec = self._find(a // B)
+            if rec < 0:
+                break                                   # the picker named pages not on the GPU
+            b = &self.blocks[rec]
+            base = b.block * B
+            for k in range(8):
+                take[k] = 0
+            if self.p.evict_pages >= B and b.epoch != self.epoch:
+                for k in range(8):
+                    take[k] = b.resident[k]
+            else:
+                bits_set(take, a - base, e - base)
+                for k in range(8):
+                    take[k] &= b.resident[k]
+            n = bits_total(take)
+            if n == 0:
+                break
+            got += self._take_pages(rec, take, dest if dest == TIER_NOT_PRESENT else -1)
+        return got
+
+    cdef void _put_back(self, size_t first) noexcept nogil:
+        """Return batch entries [first:] to the buffer's front (they wait for the next batch)."""
+        cdef size_t j = self.batch.size()
+        while j > first:
+            j -= 1
+            self.buffer.push_front(self.batch[j])
+            self.pending.insert(self.batch[j].unit)
+        self.batch.resize(first)
+
+    cdef void _note_ssd_wait(self, cycle_t t) noexcept nogil:
+        """SSD commands are about to be submitted at t: count the wait for a free queue slot
+        (GC, a full write buffer or queue make the SSD hold transfers back)."""
+        cdef cycle_t w = self.ssd.next_issue_time(t) - t
+        if w > 0:
+            self.st.ssd_throttled += 1
+            self.st.ssd_wait_cycles += w
+
     cdef cycle_t _send_out(self, size_t first_move, cycle_t t) noexcept nogil:
         """Start the transfers of the evictions among moves[first_move:] at t; return when the
         frames are free (the data has left the GPU)."""
         cdef size_t j
-        cdef cycle_t done = t, r
+        cdef cycle_t done = t, r, ack
         cdef uvm_move* m
         if self.out_bytes[0]:
             r = self.link.submit(DIR_FROM_DEVICE, FLOW_HOST, self.out_bytes[0], t)
@@ -501,10 +637,18 @@ cdef class FarFaultHandler:
             r = self.link.submit(DIR_FROM_DEVICE, FLOW_PEER, self.out_bytes[1], t)
             done = imax(done, r)
             if self.ssd is not None:
+                # a peer write has left the GPU once the SSD acknowledged it: a full queue or
+                # write buffer (GC, flash programs behind) holds the frames; that wait is the
+                # SSD's throttling of the handler
+                ack = r
                 for j in range(first_move, self.moves.size()):
                     m = &self.moves[j]
                     if m.cause == MOVE_EVICT and m.dst == TIER_SSD:
-                        self.ssd.write(m.first, m.end - m.first, t)
+                        ack = imax(ack, self.ssd.write(self.tiers.lpn(m.first), m.end - m.first, t))
+                if ack > r:
+                    self.st.ssd_throttled += 1
+                    self.st.ssd_wait_cycles += ack - r
+                done = imax(done, ack)
         for j in range(first_move, self.moves.size()):
             if self.moves[j].cause == MOVE_EVICT:
                 self.moves[j].done = done
@@ -520,7 +664,7 @@ cdef class FarFaultHandler:
         self.st.faults += 1
         if i >= 0 and bit_test(self.blocks[i].resident, page - self.blocks[i].block * self.p.block_pages):
             self.st.resident_faults += 1
-            self.last_arrival = self.blocks[i].arrive
+            self.last_arrival = self.arrival(page)
             return FAULT_RESIDENT
         if self.pending.count(unit):
             self.st.duplicate_faults += 1
@@ -543,8 +687,8 @@ cdef class FarFaultHandler:
     cdef cycle_t service_batch(self, cycle_t now) noexcept nogil:
         cdef cycle_t start, t_drv, t_in, out_done, end
         cdef int64_t B = self.p.block_pages, U = self.p.unit_pages, blockno, off, lo, hi, n_new, n_in = 0
-        cdef int64_t evicted = 0, seq_hi, k
-        cdef size_t i, j, n_batch, first_evict
+        cdef int64_t evicted = 0, seq_hi, k, n_pref, pinned = 0, limit = self.p.batch_pin_limit
+        cdef size_t i, i0, j, n_batch, first_evict
         cdef int32_t rec
         cdef va_block* b
         cdef uint64_t occ[8]
@@ -554,6 +698,7 @@ cdef class FarFaultHandler:
         if self.buffer.empty():
             return now
         start = imax(imax(now, self.busy_until), self.buffer.front().raised)
+        self.last_start = start
         self.epoch += 1
         self.moves.clear()
         self.batch.clear()
@@ -569,6 +714,7 @@ cdef class FarFaultHandler:
         # per VA block: the faulted units, then the prefetcher
         i = 0
         while i < n_batch:
+            i0 = i
             blockno = (self.batch[i].unit * U) // B
             rec = self._record(blockno, self.batch[i].alloc_lo, self.batch[i].alloc_hi)
             b = &self.blocks[rec]
@@ -591,10 +737,26 @@ cdef class FarFaultHandler:
                 fresh[k] = faulted[k] & ~b.resident[k]
                 pref[k] = occ[k] & ~b.resident[k] & ~faulted[k]
             n_new = bits_total(fresh)
+            n_pref = bits_total(pref)
+            if limit > 0 and pinned + b.n_resident + n_new + n_pref > limit:
+                if pinned > 0 and pinned + b.n_resident + n_new > limit:
+                    # this block's faults wait for the next batch (a batch never brings in
+                    # more than the GPU holds)
+                    if b.n_resident == 0:
+                        self._drop_record(rec)
+                    self._put_back(i0)
+                    n_batch = i0
+                    self.st.batches_capped += 1
+                    break
+                self.st.prefetch_capped += n_pref     # the faulted units only
+                n_pref = 0
+                for k in range(8):
+                    pref[k] = 0
+                    occ[k] = b.resident[k] | faulted[k]
+            pinned += b.n_resident + n_new + n_pref
             self.st.pages_faulted += n_new
-            k = bits_total(pref)
-            self.st.pages_prefetched += k
-            n_new += k
+            self.st.pages_prefetched += n_pref
+            n_new += n_pref
             if n_new == 0:
                 if b.n_resident == 0:
                     self._drop_record(rec)
@@ -602,6 +764,9 @@ cdef class FarFaultHandler:
             self._add_runs(blockno * B, fresh, B, MOVE_FAULT)
             self._add_runs(blockno * B, pref, B, MOVE_PREFETCH)
             b = &self.blocks[rec]
+            for k in range(8):
+                fresh[k] |= pref[k]
+            self._migrating(b, fresh)
             for k in range(8):
                 b.resident[k] = occ[k]
             if b.n_resident:
@@ -613,12 +778,14 @@ cdef class FarFaultHandler:
         self.gpu_used += n_in
         first_evict = self.moves.size()
         if self.gpu_used > self.p.gpu_pages:
-            evicted = self._evict(self.gpu_used - self.p.gpu_pages, -1, start)
+            evicted = self._evict(self.gpu_used - self.p.gpu_pages, -1, start, True)
         t_drv = start + self.p.batch_fixed + self.p.batch_per_page * n_in + self.shootdown
         out_done = self._send_out(first_evict, t_drv)
         t_in = out_done if evicted else t_drv
         end = imax(self._move_in(0, t_in, t_drv), out_done)
         for j in range(first_evict):
+            if self.moves[j].cause == MOVE_EVICT:
+                continue
             rec = self._find(self.moves[j].first // B)
             if rec >= 0:
                 self.blocks[rec].arrive = end
@@ -636,10 +803,11 @@ cdef class FarFaultHandler:
     cdef cycle_t prefetch_range(self, page_t first, page_t end, page_t alloc_lo, page_t alloc_hi,
                                 cycle_t now) noexcept nogil:
         cdef int64_t B = self.p.block_pages, blockno, lo, hi, n_new, n_in = 0, evicted = 0, k
+        cdef int64_t want = 0, budget
         cdef int32_t rec
         cdef va_block* b
         cdef uint64_t sel[8]
-        cdef size_t first_evict, j
+        cdef size_t j
         cdef cycle_t t, out_done, t_in, done
         self.epoch += 1
         self.moves.clear()
@@ -647,7 +815,31 @@ cdef class FarFaultHandler:
         self.shootdown = 0
         if end <= first:
             return now
+        # what is missing; the blocks already there are pinned (never this hint's victims)
         for blockno in range(first // B, (end - 1) // B + 1):
+            rec = self._find(blockno)
+            if rec >= 0:
+                b = &self.blocks[rec]
+                lo = imax(first - blockno * B, b.valid_lo)
+                hi = imin(end - blockno * B, b.valid_hi)
+                if hi > lo:
+                    want += hi - lo - bits_count(b.resident, lo, hi)
+                b.epoch = self.epoch
+            else:
+                lo = imax(first, imax(alloc_lo, blockno * B))
+                hi = imin(end, imin(alloc_hi, (blockno + 1) * B))
+                if hi > lo:
+                    want += hi - lo
+        if want == 0:
+            return now
+        if self.gpu_used + want > self.p.gpu_pages:
+            evicted = self._evict(self.gpu_used + want - self.p.gpu_pages, -1, now, False)
+        budget = imin(want, imax(0, self.p.gpu_pages - self.gpu_used))
+        if budget < want:
+            self.st.prefetch_capped += want - budget
+        for blockno in range(first // B, (end - 1) // B + 1):
+            if budget == 0:
+                break
             rec = self._record(blockno, alloc_lo, alloc_hi)
             b = &self.blocks[rec]
             lo = imax(first - blockno * B, b.valid_lo)
@@ -658,12 +850,16 @@ cdef class FarFaultHandler:
             for k in range(8):
                 sel[k] &= ~b.resident[k]
             n_new = bits_total(sel)
+            if n_new > budget:
+                keep_lowest(sel, budget)
+                n_new = budget
             if n_new == 0:
                 if b.n_resident == 0:
                     self._drop_record(rec)
                 continue
             self._add_runs(blockno * B, sel, B, MOVE_HINT)
             b = &self.blocks[rec]
+            self._migrating(b, sel)
             for k in range(8):
                 b.resident[k] |= sel[k]
             if b.n_resident:
@@ -672,19 +868,19 @@ cdef class FarFaultHandler:
             b.epoch = self.epoch
             self._lrm_append(rec)
             n_in += n_new
+            budget -= n_new
         self.gpu_used += n_in
         self.st.pages_hinted += n_in
-        first_evict = self.moves.size()
-        if self.gpu_used > self.p.gpu_pages:
-            evicted = self._evict(self.gpu_used - self.p.gpu_pages, -1, now)
         t = now + self.shootdown
-        out_done = self._send_out(first_evict, t)
+        out_done = self._send_out(0, t)
         t_in = out_done if evicted else t
         done = imax(self._move_in(0, t_in, t), out_done)
-        for j in range(first_evict):
+        for j in range(self.moves.size()):
+            if self.moves[j].cause == MOVE_EVICT:
+                continue
             rec = self._find(self.moves[j].first // B)
             if rec >= 0:
-                self.blocks[rec].arrive = imax(self.blocks[rec].arrive, done)
+                self.blocks[rec].arrive = done
         self.st.shootdown_cycles += self.shootdown
         return done
 
@@ -733,12 +929,15 @@ cdef class FarFaultHandler:
         self.moves.clear()
         if end <= first:
             return 0
-        # host pages of the range are released too
+        # host pages of the range are released too; SSD copies are garbage (pages that came
+        # back to the GPU had theirs trimmed then)
         a = first
         while a < end:
             t = self.tiers.tier_run(a, end, &run_end)
             if t == TIER_HOST:
                 self.host_used -= run_end - a
+            elif t == TIER_SSD and self.ssd is not None:
+                self.ssd.trim(self.tiers.lpn(a), run_end - a)
             a = run_end
         it = self.block_index.lower_bound(first // B)
         while it != self.block_index.end() and deref(it).first <= (end - 1) // B:
@@ -774,9 +973,34 @@ cdef class FarFaultHandler:
 
     cdef cycle_t arrival(self, page_t page) noexcept nogil:
         cdef int32_t i = self._find(page // self.p.block_pages)
-        if i >= 0 and bit_test(self.blocks[i].resident, page - self.blocks[i].block * self.p.block_pages):
-            return self.blocks[i].arrive
-        return -1
+        cdef int64_t off
+        if i < 0:
+            return -1
+        off = page - self.blocks[i].block * self.p.block_pages
+        if not bit_test(self.blocks[i].resident, off):
+            return -1
+        return self.blocks[i].arrive if bit_test(self.blocks[i].incoming, off) else self.blocks[i].settled
+
+    cdef int64_t resident_run(self, page_t page, page_t limit, cycle_t* arrive) noexcept nogil:
+        cdef int64_t B = self.p.block_pages
+        cdef int32_t i = self._find(page // B)
+        cdef int64_t base, off, hi
+        if i < 0:
+            return 0
+        base = self.blocks[i].block * B
+        off = page - base
+        if not bit_test(self.blocks[i].resident, off):
+            return 0
+        hi = next_clear(self.blocks[i].resident, off, imin(limit - base, B))
+        # pages of one migration: the latest one's, or those that came before it
+        if bit_test(self.blocks[i].incoming, off):
+            arrive[0] = self.blocks[i].arrive
+            return next_clear(self.blocks[i].incoming, off, hi) - off
+        arrive[0] = self.blocks[i].settled
+        return next_set(self.blocks[i].incoming, off, hi) - off
+
+    cdef int64_t buffered(self) noexcept nogil:
+        return self.buffer.size()
 
     # ---- thin wrappers for the Python layer and tests (inputs validated there) ----
 
@@ -800,6 +1024,16 @@ cdef class FarFaultHandler:
 
     def py_arrival(self, page_t page):
         return self.arrival(page)
+
+    def py_resident_run(self, page_t page, page_t limit):
+        """(pages on the GPU from page on, within its VA block and below limit; their arrival)."""
+        cdef cycle_t arrive = -1
+        cdef int64_t n = self.resident_run(page, limit, &arrive)
+        return n, arrive
+
+    def set_picker(self, VictimPicker picker):
+        """Victims come from ``picker`` (None: least recently migrated blocks)."""
+        self.picker = picker
 
     @property
     def last_arrival_cycle(self):
@@ -847,6 +1081,7 @@ cdef class FarFaultHandler:
         d["live_blocks"] = self.live_blocks
         d["buffered_faults"] = self.buffer.size()
         d["busy_until_cycle"] = self.busy_until
+        d["victims"] = "lrm" if self.picker is None else type(self.picker).__name__
         return d
 
     @property

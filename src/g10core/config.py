@@ -127,6 +127,11 @@ def _multiple_of_512(value, name):
         raise ConfigError(f"{name} = {value!r}: must be a multiple of 512")
 
 
+def _power_of_two(value, name):
+    if value & (value - 1):
+        raise ConfigError(f"{name} = {value!r}: must be a power of two")
+
+
 # ---- component specs --------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -144,6 +149,10 @@ class GPUSpec:
         8.14e-7, unit="us/B", min=0, max=1e-3,
         doc="allocation cost (4 cycles per 4 KiB page at 1.2 GHz): page-level allocations per slot, "
             "G10's pre-allocation lead time")
+    sms: int = param(
+        108, unit="SMs", min=1, max=4096,
+        doc="streaming multiprocessors (A100: 108): each sweeps its share of a kernel's tensors and has "
+            "a private L1 TLB (fault.handler = batched, tlb.model = hierarchy)")
 
 
 @dataclass(frozen=True)
@@ -277,6 +286,91 @@ class FaultSpec:
         45.0, unit="us", min=1, max=1e6,
         doc="far-fault handling latency (l_sys) of the fault-time model (in whole us, as the published "
             "simulator; SSD faults get l_sys / (l_sys + l_ssd) of the bandwidth) and the G10 scheduler's safe time")
+    handler: str = param(
+        "profile", choices=("profile", "batched"),
+        doc="profile: a faulting kernel's time from the profiled t00/t10 formula, pages in transfer slots "
+            "(g10-artifact); batched: the far-fault handler (batches, prefetch, eviction) on the SMs (detailed)")
+    migration_unit_bytes: int = param(
+        65536, unit="B", min=4096, max=65536, validate=_power_of_two, rule="a power of two",
+        doc="a faulted page's migration unit moves whole (fault.handler = batched)")
+    va_block_bytes: int = param(
+        2097152, unit="B", min=65536, max=2097152, validate=_power_of_two, rule="a power of two",
+        doc="VA block: the prefetch tree's root, the largest transfer, never crossed (batched)")
+    prefetcher: str = param(
+        "tree", choices=("none", "sequential", "tree"),
+        doc="none: the faulted unit only; sequential: the next units too; tree: fill a VA-block tree node "
+            "once more than fault.prefetch_threshold of it is resident (batched)")
+    prefetch_threshold: float = param(
+        0.5, unit="1", min=0, max=0.999, min_exclusive=True,
+        doc="tree prefetcher: a node fills once more than this fraction of its pages is resident (batched)")
+    sequential_units: int = param(
+        1, unit="units", min=1, max=512,
+        doc="sequential prefetcher: units after the faulted one that come along, never past the VA block "
+            "(batched)")
+    batch_faults: int = param(
+        256, unit="faults", min=1, max=65536,
+        doc="distinct faults (migration units) one batch services at most (batched)")
+    batch_fixed_us: float = param(
+        45.0, unit="us", min=0, max=1e6,
+        doc="fixed driver cost of a fault batch (45: G10 parity; 16 measured) (batched)")
+    batch_per_page_us: float = param(
+        0.0, unit="us", min=0, max=1e3,
+        doc="driver cost per 4 KiB page a batch migrates (0.2 measured) (batched)")
+    eviction_granularity: str = param(
+        "chunk", choices=("chunk", "page"),
+        doc="evicted together: chunk, whole VA blocks (fault.va_block_bytes, the driver's 2 MiB chunks); "
+            "page, 4 KiB pages (batched)")
+    evict_destination: str = param(
+        "host-then-ssd", choices=("host", "ssd", "host-then-ssd"),
+        doc="where evicted pages go: host memory, the SSD, or host memory while it has room (batched)")
+    victims: str = param(
+        "policy", choices=("policy", "lrm", "evictor"),
+        doc="who picks eviction victims (batched): lrm: the driver's least-recently-migrated chunks; "
+            "evictor: the policy's eviction rule; policy: lrm for arrival-order policies, else the rule")
+
+
+@dataclass(frozen=True)
+class TranslationSpec:
+    model: str = param(
+        "none", choices=("none", "hierarchy"),
+        doc="none: translation is free (g10-artifact); hierarchy: per-SM L1 TLBs, a shared L2, page walkers "
+            "(detailed)")
+    page_size_bytes: int = param(
+        4096, unit="B", choices=(4096, 65536, 2097152), doc="page a TLB entry maps (tlb.model = hierarchy)")
+    l1_entries: int = param(64, unit="entries", min=8, max=65536,
+                            doc="L1 TLB entries per SM (a multiple of tlb.l1_ways)")
+    l1_ways: int = param(8, unit="ways", min=1, max=64,
+                         doc="L1 TLB associativity (= tlb.l1_entries: fully associative)")
+    l1_latency_cycles: int = param(1, unit="cycles", min=0, max=1_000_000, doc="cycles of an L1 TLB lookup")
+    l2_entries: int = param(2048, unit="entries", min=64, max=1 << 20,
+                            doc="shared L2 TLB entries (a multiple of tlb.l2_ways, >= tlb.sample_modulus)")
+    l2_ways: int = param(16, unit="ways", min=1, max=2048, doc="L2 TLB associativity")
+    l2_latency_cycles: int = param(20, unit="cycles", min=0, max=1_000_000, doc="L2 TLB lookup, after an L1 miss")
+    pwc_enabled: bool = param(False, doc="a page-walk cache shortens walks to their last level")
+    pwc_entries: int = param(64, unit="entries", min=8, max=65536,
+                             doc="page-walk cache entries (one per 512-page region)")
+    pwc_ways: int = param(8, unit="ways", min=1, max=64, doc="page-walk cache associativity")
+    pwc_latency_cycles: int = param(10, unit="cycles", min=0, max=1_000_000, doc="cycles of a page-walk cache lookup")
+    walkers: int = param(32, unit="walkers", min=1, max=4096, doc="concurrent page walks")
+    walk_latency_cycles: int = param(100, unit="cycles", min=1, max=1_000_000, doc="page walk, 4 KiB and 64 KiB pages")
+    walk_latency_2MiB_cycles: int = param(66, unit="cycles", min=1, max=1_000_000, doc="page walk, 2 MiB pages")
+    shootdown_l1_cycles: int = param(15, unit="cycles", min=0, max=1_000_000,
+                                     doc="a shootdown that finds entries in some L1 (charged to the fault batch)")
+    shootdown_l2_cycles: int = param(200, unit="cycles", min=0, max=1_000_000,
+                                     doc="a shootdown that finds entries in the L2")
+    overlap_translations: int = param(16, unit="translations", min=1, max=4096,
+                                      doc="translations an SM keeps in flight while it computes (latency hiding)")
+    sample_modulus: int = param(
+        64, unit="1", min=1, max=2048, validate=_power_of_two, rule="a power of two; 1: full simulation",
+        doc="simulate the translation pages v with v % modulus == r, a hierarchy scaled by 1/modulus")
+    sample_subsamples: int = param(3, unit="replicas", min=2, max=64,
+                                   doc="residues r simulated when sampling (<= tlb.sample_modulus; the 99 % error "
+                                       "bound comes from their spread)")
+    sample_seed: int = param(0, unit="1", min=0, max=2**63 - 1, doc="draws the sampled residues")
+    reuse: str = param(
+        "shape", choices=("none", "kernel", "shape"),
+        doc="none: translate every kernel; kernel: each kernel once, reused in later iterations; shape: "
+            "once per tensor-size shape, reused (rescaled by t11) for kernels of the same shape")
 
 
 @dataclass(frozen=True)
@@ -334,6 +428,7 @@ SECTIONS = {
     "ssd": SSDSpec,
     "link": LinkSpec,
     "fault": FaultSpec,
+    "tlb": TranslationSpec,
     "scheduler": SchedulerSpec,
     "run": RunSpec,
     "noise": NoiseSpec,
@@ -357,6 +452,7 @@ class SimConfig:
     ssd: SSDSpec = field(default_factory=SSDSpec)
     link: LinkSpec = field(default_factory=LinkSpec)
     fault: FaultSpec = field(default_factory=FaultSpec)
+    tlb: TranslationSpec = field(default_factory=TranslationSpec)
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
     run: RunSpec = field(default_factory=RunSpec)
     noise: NoiseSpec = field(default_factory=NoiseSpec)
@@ -455,6 +551,30 @@ def check_cross(cfg: SimConfig) -> None:
     # the SSD's slot quota, the host's and the GPU's at least one page, and an allocation per
     # slot: the replay's constants (simulator.check_constants) refuse those with the keys named.
     ssd_device_spec(cfg)
+    fault_handler_spec(cfg)
+    tlb_spec(cfg)
+
+
+def fault_handler_spec(cfg: SimConfig):
+    """The far-fault handler of ``cfg`` (``uvm.FaultHandlerSpec``), checked: errors name ``fault.<key>``.
+    With ``fault.handler = batched`` the GPU must hold two VA blocks (a batch's and a victim's)."""
+    from .uvm import spec_from_config
+
+    spec = spec_from_config(cfg)
+    if cfg.fault.handler == "batched":
+        pages = int(cfg.gpu.memory_GiB * GiB) // cfg.gpu.page_size_bytes
+        if pages < 2 * spec.block_pages:
+            raise ConfigError(f"gpu.memory_GiB = {cfg.gpu.memory_GiB:g} holds {pages} pages, fewer than two "
+                              f"fault.va_block_bytes = {cfg.fault.va_block_bytes} VA blocks: the far-fault handler "
+                              "(fault.handler = batched) needs room for a batch's block and a victim's")
+    return spec
+
+
+def tlb_spec(cfg: SimConfig):
+    """The translator of ``cfg`` (``tlb.TLBSpec``), checked: errors name ``tlb.<key>`` (and ``gpu.sms``)."""
+    from .tlb import spec_from_config
+
+    return spec_from_config(cfg)
 
 
 def ssd_device_spec(cfg: SimConfig, user_capacity_bytes: int | None = None):
@@ -503,6 +623,8 @@ def _detailed() -> SimConfig:
         preset="detailed",
         ssd=SSDSpec(model="ftl"),
         link=LinkSpec(model="pcie", latency_us=1.0),
+        fault=FaultSpec(handler="batched"),
+        tlb=TranslationSpec(model="hierarchy"),
         run=RunSpec(iterations=2),
     )
 

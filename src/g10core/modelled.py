@@ -13,6 +13,8 @@ on stderr).  The result records them as ``ignored_parameters``.
 """
 from __future__ import annotations
 
+from dataclasses import fields
+
 from .config import DEFAULT_PRESET, FTL_KEYS, SECTIONS, preset
 
 PAGE = ("base-uvm", "belady", "deepum", "g10")
@@ -54,6 +56,14 @@ MODELLED_BY: dict[str, tuple[str, ...]] = {
 }
 for _k in FTL_KEYS:
     MODELLED_BY[f"ssd.{_k}"] = PAGE
+# the far-fault handler (fault.handler = batched) and the TLB hierarchy (tlb.model = hierarchy): page level
+MODELLED_BY["fault.handler"] = PAGE
+MODELLED_BY["gpu.sms"] = PAGE
+HANDLER_KEYS = tuple(f"fault.{f.name}" for f in fields(SECTIONS["fault"])
+                     if f.name not in ("system_latency_us", "handler"))
+TLB_KEYS = tuple(f"tlb.{f.name}" for f in fields(SECTIONS["tlb"]) if f.name != "model")
+for _k in HANDLER_KEYS + TLB_KEYS + ("tlb.model",):
+    MODELLED_BY[_k] = PAGE
 
 # keys that do not apply to a policy by its definition (no warning): FlashNeuron and G10-GDS
 # have no host memory, whatever the machine has
@@ -75,6 +85,8 @@ WHY = {
     "flashneuron": "FlashNeuron offloads to the SSD only and plans without the G10 scheduler",
     "g10-gds": "G10-GDS moves tensors between GPU and SSD only",
     "slots": "read only by the detailed devices (link.model = pcie, ssd.model = ftl)",
+    "handler": "read only by the far-fault handler (fault.handler = batched, preset detailed)",
+    "tlb": "read only by the TLB hierarchy (tlb.model = hierarchy, preset detailed)",
 }
 
 
@@ -103,6 +115,12 @@ def ignored_parameters(cfg, policy: str, eviction=None) -> list[str]:
         if key in PCIE_KEYS and cfg.link.model != "pcie":
             reads = False
         if key in FTL_DEVICE_KEYS and cfg.ssd.model != "ftl":
+            reads = False
+        if key in HANDLER_KEYS and cfg.fault.handler != "batched":
+            reads = False
+        if key in TLB_KEYS and cfg.tlb.model == "none":
+            reads = False
+        if key == "gpu.sms" and cfg.fault.handler != "batched" and cfg.tlb.model == "none":
             reads = False
         if not reads:
             out.append(key)

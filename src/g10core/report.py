@@ -358,6 +358,8 @@ def format_run_summary(result) -> str:
     lines.append(f"                   host->GPU {_pages(t['host_to_gpu'], page)}, GPU->host {_pages(t['gpu_to_host'], page)}")
     b = result.breakdown_s
     brk = (f"  time breakdown   compute {b['compute']:.3f} s, overlap {b['overlap']:.3f} s, stall {b['stall']:.3f} s")
+    if "translation" in b:
+        brk += f", translation {b['translation']:.3f} s"
     excess = result.breakdown_excess_s
     if result.breakdown_rule == "artifact" and excess > 5e-4:
         brk += f" (artifact rule: adds up to {excess:.3f} s more than the time)"
@@ -374,6 +376,19 @@ def format_run_summary(result) -> str:
         u = result.counters["link_utilisation"]
         lines.append(f"  PCIe link        utilisation to GPU {100 * u['to_device']:.1f} %, "
                      f"from GPU {100 * u['from_device']:.1f} %")
+    fb = result.counters.get("fault_batches")
+    if fb:
+        lines.append(f"  fault batches    {fb['batches']:,} (whole run), {fb['mean_batch_units']:.1f} units and "
+                     f"{fb['mean_batch_us']:.1f} us each; {fb['pages_prefetched']:,} pages prefetched for "
+                     f"{fb['pages_faulted']:,} faulted; victims: {fb['victims']}")
+    tlb = result.counters.get("tlb")
+    if tlb and tlb.get("model") == "hierarchy":
+        hz = float(result.config["gpu"]["frequency_GHz"]) * 1e9
+        bound = tlb.get("bounds", {}).get("cycles_added", 0.0)
+        how = (f"sampled 1/{tlb['sampling']['modulus']}, 99 % bound +-{bound / hz:.4f} s"
+               if tlb.get("sampling", {}).get("modulus", 1) > 1 else "full simulation")
+        lines.append(f"  TLB (whole run)  L1 hit rate {100 * tlb['l1_hit_rate']:.1f} %, L2 {100 * tlb['l2_hit_rate']:.1f} %, "
+                     f"{tlb['walks']:,.0f} walks; translation added {tlb['cycles_added'] / hz:.4f} s ({how})")
     lines.append(f"  run              {run_txt}")
     return "\n".join(lines)
 

@@ -51,11 +51,12 @@ FAULT_KEYS = ("host", "ssd", "unallocated")
 # ``--kernels``: one row per kernel execution, the same columns for every level (NaN: not modelled)
 KERNEL_TABLE_COLUMNS = (
     "iteration", "kernel", "start_cycles", "end_cycles", "start_s", "end_s", "time_s", "ideal_time_s",
-    "compute_s", "overlap_s", "stall_s", "host_faults_pages", "ssd_faults_pages", "unallocated_faults_pages",
-    "in_transfer_pages", "gpu_used_pages", "host_used_pages",
+    "compute_s", "overlap_s", "stall_s", "translation_s", "host_faults_pages", "ssd_faults_pages",
+    "unallocated_faults_pages", "in_transfer_pages", "gpu_used_pages", "host_used_pages",
 )
 TRAFFIC_KEYS = ("ssd_to_gpu", "gpu_to_ssd", "host_to_gpu", "gpu_to_host")
 BREAKDOWN_KEYS = ("compute", "overlap", "stall")
+TRANSLATION_KEY = ("translation",)   # a fourth part in the detailed preset (breakdown_with_translation)
 
 # columns of the compiled replay's per-kernel rows (``_replay.Replay.run()["kernels"]``):
 # the fields of struct kernel_row (_types.pxd), mirrored in types.KERNEL_ROW_DTYPE
@@ -64,8 +65,14 @@ from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, as_columns  # noqa: E402
 
 # ---- the artifact's statistics (moved here from reference.py) -------------------
 
-def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=False, rule="artifact"):
+def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=False, rule="artifact",
+              translation=None):
     """Per-iteration totals and the time breakdown, the way the artifact's Stat computes them.
+
+    ``translation``: per executed kernel, the cycles address translation added (the detailed
+    preset): each kernel's breakdown then has a fourth part, ``translation``, and its other
+    three split the rest of its time (:func:`breakdown`); each iteration gets a
+    ``translation`` total.
 
     ``kernels``: rows ``(iteration, kernel, start, end, in_transfer, host, ssd,
     unallocated, ...)`` in execution order; ``pcie``: rows ``(iteration, time, alloc,
@@ -111,11 +118,16 @@ def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=
             begin = None
     if begin is not None:
         busy.append((begin, last_end))
-    per_kernel = breakdown(spans, busy, t11, rule)
-    for (it, k, comp, ov, st) in per_kernel:
+    per_kernel = breakdown(spans, busy, t11, rule, translation)
+    if translation is not None:
+        for d in its:
+            d["translation"] = 0
+    for (it, k, comp, ov, st, *tr) in per_kernel:
         its[it]["compute"] += comp
         its[it]["overlap"] += ov
         its[it]["stall"] += st
+        if tr:
+            its[it]["translation"] += tr[0]
     return dict(iterations=its, kernels=kernels, host_overflow=host_overflow,
                 per_kernel_breakdown=per_kernel)
 
@@ -142,11 +154,13 @@ def split_span(total: int, ideal: int, transfer: int, rule: str = "partition") -
     return comp, ov, stall
 
 
-def breakdown(spans, busy, t11, rule="artifact"):
+def breakdown(spans, busy, t11, rule="artifact", translation=None):
     """The artifact's sweep of kernel spans against transfer-busy intervals.
 
     Per kernel span: ``transfer`` = cycles of the span during which some transfer was
-    in flight, split by :func:`split_span` under ``rule``.
+    in flight, split by :func:`split_span` under ``rule``.  ``translation`` (the detailed
+    preset): per span, the cycles address translation added to it; they are the span's
+    fourth part, and the other three split the rest (rows get a sixth column).
     """
     out = []
     ti = ki = 0
@@ -155,8 +169,13 @@ def breakdown(spans, busy, t11, rule="artifact"):
     def close(span):
         nonlocal acc
         s, e, it, k = span
-        comp, ov, st = split_span(e - s, int(t11[k]), acc, rule)
-        out.append((it, k, comp, ov, st))
+        if translation is None:
+            comp, ov, st = split_span(e - s, int(t11[k]), acc, rule)
+            out.append((it, k, comp, ov, st))
+        else:
+            x = int(translation[len(out)])
+            comp, ov, st = split_span(e - s - x, int(t11[k]), acc, rule)
+            out.append((it, k, comp, ov, st, x))
         acc = 0
 
     while ti < len(busy) and ki < len(spans):
@@ -181,12 +200,16 @@ def breakdown(spans, busy, t11, rule="artifact"):
     return out
 
 
-def summarize_replay(raw: dict, t11, t00, iterations: int, rule: str = "artifact") -> dict:
-    """:func:`summarize` of the compiled replay's output dict (``Replay.run()``)."""
+def summarize_replay(raw: dict, t11, t00, iterations: int, rule: str = "artifact",
+                     translation: bool = False) -> dict:
+    """:func:`summarize` of the compiled replay's output dict (``Replay.run()``); ``translation``:
+    the breakdown gets the translation part (the replay's ``translation_cycles``)."""
     kernels = [tuple(r) for r in np.asarray(raw["kernels"], np.int64).tolist()]
     pcie = [(i, 0, *row) for i, row in enumerate(np.asarray(raw["pcie"], np.int64).tolist())]
     bounds = [(0, t, b) for t, b in np.asarray(raw["boundaries"], np.int64).reshape(-1, 2).tolist()]
-    return summarize(len(t11), t11, t00, kernels, pcie, bounds, iterations, bool(raw["host_overflow"]), rule)
+    tr = np.asarray(raw["translation_cycles"], np.int64) if translation else None
+    return summarize(len(t11), t11, t00, kernels, pcie, bounds, iterations, bool(raw["host_overflow"]), rule,
+                     tr)
 
 
 # ---- result types ---------------------------------------------------------------
@@ -204,7 +227,7 @@ class IterationStats:
     ideal_time_s: float
     faults_pages: dict             # host, ssd, unallocated: pages faulted, summed over kernels
     traffic_pages: dict            # ssd_to_gpu, gpu_to_ssd, host_to_gpu, gpu_to_host
-    breakdown_s: dict              # compute, overlap, stall
+    breakdown_s: dict              # compute, overlap, stall (and translation: the detailed preset)
     in_transfer_pages: int = 0     # faulting pages found already in flight
     allocated_pages: int = 0       # pages given a GPU frame (fetches included)
     all_fault_time_s: float | None = None   # sum of t00: every page faulting (page level)
@@ -228,7 +251,8 @@ class IterationStats:
             "in_transfer_pages": int(self.in_transfer_pages),
             "traffic_pages": {k: int(self.traffic_pages[k]) for k in TRAFFIC_KEYS},
             "allocated_pages": int(self.allocated_pages),
-            "breakdown_s": {k: float(self.breakdown_s[k]) for k in BREAKDOWN_KEYS},
+            "breakdown_s": {k: float(self.breakdown_s[k]) for k in BREAKDOWN_KEYS + TRANSLATION_KEY
+                            if k in self.breakdown_s},
         }
 
 
@@ -395,7 +419,7 @@ class Result:
             end_c = np.rint((start + time) * hz).astype(np.int64)
             cols = {"iteration": zeros, "kernel": np.arange(n), "start_cycles": start_c, "end_cycles": end_c,
                     "start_s": start, "end_s": start + time, "time_s": time, "ideal_time_s": ideal,
-                    "compute_s": nan, "overlap_s": nan, "stall_s": time - ideal,
+                    "compute_s": nan, "overlap_s": nan, "stall_s": time - ideal, "translation_s": nan,
                     "host_faults_pages": zeros, "ssd_faults_pages": zeros, "unallocated_faults_pages": zeros,
                     "in_transfer_pages": zeros, "gpu_used_pages": nan, "host_used_pages": nan}
             return {c: cols[c] for c in KERNEL_TABLE_COLUMNS}
@@ -406,8 +430,9 @@ class Result:
         ideal_c = np.asarray(k["ideal_cycles"], np.int64)
         # a kernel's time is its end minus the previous kernel's end (the artifact's Stat)
         span = np.diff(np.concatenate(([0], end_c)))
+        tr = np.asarray(k.get("translation_cycles", zeros), np.int64)   # 0 without a TLB model
         if self.level == "ideal":
-            comp, ov, st = ideal_c, zeros, zeros
+            comp, ov, st, tr = ideal_c, zeros, zeros, zeros
             faults = {c: zeros for c in ("host_faults_pages", "ssd_faults_pages", "unallocated_faults_pages",
                                          "in_transfer_pages")}
             used = {"gpu_used_pages": nan, "host_used_pages": nan}
@@ -419,7 +444,8 @@ class Result:
         cols = {"iteration": np.asarray(k["iteration"]), "kernel": np.asarray(k["kernel"]),
                 "start_cycles": start_c, "end_cycles": end_c, "start_s": start_c / hz, "end_s": end_c / hz,
                 "time_s": span / hz, "ideal_time_s": ideal_c / hz, "compute_s": np.asarray(comp) / hz,
-                "overlap_s": np.asarray(ov) / hz, "stall_s": np.asarray(st) / hz, **faults, **used}
+                "overlap_s": np.asarray(ov) / hz, "stall_s": np.asarray(st) / hz, "translation_s": tr / hz,
+                **faults, **used}
         return {c: cols[c] for c in KERNEL_TABLE_COLUMNS}
 
     def to_json(self, kernels: bool = False, indent: int | None = 2) -> str:
@@ -467,9 +493,11 @@ def _rule(common: dict) -> str:
                                                                                           "partition")
 
 
-def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, **common) -> Result:
-    """A page-level Result from the compiled replay's output dict."""
-    s = summarize_replay(raw, t11, t00, iterations, _rule(common))
+def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, translation: bool = False,
+                **common) -> Result:
+    """A page-level Result from the compiled replay's output dict; ``translation``: the detailed
+    preset's breakdown (compute + overlap + stall + translation = the iteration time)."""
+    s = summarize_replay(raw, t11, t00, iterations, _rule(common), translation)
     hz = float(freq_hz)
     its = []
     for i, d in enumerate(s["iterations"]):
@@ -480,7 +508,7 @@ def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, **common)
             faults_pages={"host": d["host_faults"], "ssd": d["ssd_faults"], "unallocated": d["unalloc_faults"]},
             traffic_pages={"ssd_to_gpu": d["in_ssd"], "gpu_to_ssd": d["out_ssd"],
                            "host_to_gpu": d["in_host"], "gpu_to_host": d["out_host"]},
-            breakdown_s={"compute": d["compute"] / hz, "overlap": d["overlap"] / hz, "stall": d["stall"] / hz},
+            breakdown_s={k: d[k] / hz for k in BREAKDOWN_KEYS + TRANSLATION_KEY if k in d},
             in_transfer_pages=d["in_transfer"],
             allocated_pages=d["alloc"],
             all_fault_time_s=d["pf_cycles"] / hz,
@@ -491,8 +519,10 @@ def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, **common)
     kern = {name: rows[:, j].copy() for j, name in enumerate(KERNEL_COLUMNS)}
     kern["ideal_cycles"] = np.asarray(t11, np.int64)[np.clip(kern["kernel"], 0, max(len(t11) - 1, 0))] \
         if len(t11) else np.zeros(0, np.int64)
-    pk = np.asarray(s["per_kernel_breakdown"], np.int64).reshape(-1, 5)
+    pk = np.asarray(s["per_kernel_breakdown"], np.int64).reshape(-1, 6 if translation else 5)
     kern["compute_cycles"], kern["overlap_cycles"], kern["stall_cycles"] = pk[:, 2], pk[:, 3], pk[:, 4]
+    if translation:
+        kern["translation_cycles"] = pk[:, 5]
     return Result(level="page", iterations=tuple(its), kernels=kern,
                   ideal_time_s=int(np.sum(t11)) / hz, **common)
 

@@ -49,7 +49,8 @@ def detailed_devices(trace: Trace, cfg):
     so the SSD's user capacity must hold the footprint.  ``ssd.capacity_GiB`` sets it
     (an SSD that just holds the footprint is rewritten every iteration: that is where
     garbage collection shows); 0 means the device preset's capacity, or the footprint
-    rounded up to 1 GiB when the preset is smaller.
+    rounded up to 1 GiB when the preset is smaller.  (VA-block-aligned tensors, the
+    detailed preset's far-fault handler, keep the trace's logical pages on the SSD.)
     """
     from .pcie import link_from_config
     from .ssd import ssd_from_config, ssd_spec_from_config
@@ -107,6 +108,19 @@ def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
     }
 
 
+def aligned_first_pages(trace: Trace, block_pages: int) -> np.ndarray:
+    """Tensors' first pages with each tensor starting on a VA block (``cudaMallocManaged``
+    alignment), in the trace's order: a VA block then belongs to one tensor, as the far-fault
+    handler requires.  The address space grows by less than one block per tensor."""
+    first = trace.tensor_first_page.astype(np.int64)
+    npages = trace.tensor_pages.astype(np.int64)
+    order = np.argsort(first, kind="stable")
+    span = -(-npages[order] // block_pages) * block_pages
+    out = np.empty_like(first)
+    out[order] = np.concatenate(([0], np.cumsum(span)[:-1])) if len(span) else span
+    return out
+
+
 # ---- kernel-time noise (noise.*, Fig. 19) --------------------------------------
 # Policies plan on the trace's profiled times; only the simulation runs on the perturbed
 # ones, as in the published simulator.  Page level: the replay's cycles (replay_inputs, and
@@ -148,16 +162,17 @@ def noisy_tensor_plan(pol: TensorPolicy, trace: Trace, cfg) -> TensorPlan:
 
 
 def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hints=False, bulk=True,
-                  devices=None):
+                  devices=None, first_pages=None):
     """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated).
 
-    ``devices``: the ``(ssd, link)`` of :func:`detailed_devices` for the detailed preset.
+    ``devices``: the ``(ssd, link)`` of :func:`detailed_devices` for the detailed preset;
+    ``first_pages``: the tensors' first pages when not the trace's (:func:`aligned_first_pages`).
     The kernel times are :func:`run_kernel_cycles` (``noise.*`` applied).
     """
     c = ArtifactConstants.from_config(cfg)
     t11, t10, t00 = run_kernel_cycles(trace, cfg)
     birth, death = liveness(trace)
-    first = trace.tensor_first_page.astype(np.int64)
+    first = trace.tensor_first_page.astype(np.int64) if first_pages is None else np.asarray(first_pages, np.int64)
     npages = trace.tensor_pages.astype(np.int64)
     order = np.argsort(first, kind="stable")
     # CSR of inputs and of outputs that are not inputs, in fault-queue order
@@ -196,6 +211,55 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
     return consts, arrays, (t11, t00)
 
 
+def translator(cfg, trace: Trace, arrays: dict, t11):
+    """The ``[tlb]`` translator (``tlb.TLB``) with the replay's kernel table attached: each
+    kernel's tensors in access order (inputs, then outputs), at the replay's first pages."""
+    from .tlb import TLB, spec_from_config
+
+    tlb = TLB(spec_from_config(cfg))
+    K = trace.n_kernels
+    n_in, n_out = np.diff(arrays["in_off"]), np.diff(arrays["out_off"])
+    off = np.concatenate(([0], np.cumsum(n_in + n_out))).astype(np.int64)
+    acc = np.empty(int(off[-1]), np.int64)
+    for k in range(K):
+        a, b = int(arrays["in_off"][k]), int(arrays["in_off"][k + 1])
+        c, d = int(arrays["out_off"][k]), int(arrays["out_off"][k + 1])
+        acc[off[k]:off[k] + b - a] = arrays["in_t"][a:b]
+        acc[off[k] + b - a:off[k + 1]] = arrays["out_t"][c:d]
+    tlb.attach_kernels(arrays["t_first"], arrays["t_np"], off, acc, t11, reuse=cfg.tlb.reuse)
+    return tlb
+
+
+def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace):
+    """The detailed preset's ``_kernelrun.KernelRunner``: the far-fault handler of ``[fault]`` on
+    ``gpu.sms`` SMs, the devices' link and SSD, the translator; victims by ``fault.victims``."""
+    from ._kernelrun import KernelRunner
+    from .uvm import spec_from_config
+
+    spec = spec_from_config(cfg)
+    gpu_pages, host_pages = int(consts["gpu_pages"]), int(consts["host_pages"])
+    params = spec.compiled_params(gpu_pages, host_pages, batch_pin_limit=gpu_pages)
+    victims = cfg.fault.victims
+    use_evictor = victims == "evictor" or (victims == "policy" and consts["eviction"] != "arrival")
+    ssd, link = devices
+    return KernelRunner(params, link.core, ssd.core, tlb.core,
+                        {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t")},
+                        int(cfg.gpu.sms), use_evictor, int(consts["iterations"]),
+                        lpn_first=trace.tensor_first_page.astype(np.int64))
+
+
+def handler_counters(raw: dict, runner, cfg, consts) -> dict:
+    """What the far-fault handler and the SMs did (``fault_batches``, ``sm``)."""
+    fb = dict(raw["fault_batches"])
+    clock = cfg.gpu.frequency_GHz * 1000.0
+    fb["mean_batch_us"] = fb["batch_cycles"] / fb["batches"] / clock if fb["batches"] else 0.0
+    fb["mean_fault_wait_us"] = fb["fault_wait_cycles"] / fb["batch_units"] / clock if fb["batch_units"] else 0.0
+    fb["mean_batch_units"] = fb["batch_units"] / fb["batches"] if fb["batches"] else 0.0
+    use_evictor = cfg.fault.victims == "evictor" or (cfg.fault.victims == "policy" and consts["eviction"] != "arrival")
+    fb["victims"] = "policy evictor" if use_evictor else "least recently migrated"
+    return {"fault_batches": fb, "sm": dict(raw["runner"])}
+
+
 # ============================================================================
 # Simulator: validation, policy dispatch, invariants, Result
 # ============================================================================
@@ -220,12 +284,41 @@ def is_detailed(cfg: SimConfig) -> bool:
     return cfg.link.model == "pcie"
 
 
+def is_batched(cfg: SimConfig) -> bool:
+    """Kernels run on the far-fault handler (``fault.handler = batched``, the detailed preset)."""
+    return cfg.fault.handler == "batched"
+
+
 def check_supported(cfg: SimConfig) -> None:
     """Refuse combinations of component models the simulator cannot run (rather than ignore them)."""
     if (cfg.link.model == "pcie") != (cfg.ssd.model == "ftl"):
         raise ConfigError(f"link.model = {cfg.link.model!r} with ssd.model = {cfg.ssd.model!r}: the PCIe link "
                           "and the FTL SSD are modelled together (preset detailed: link.model = 'pcie', "
                           "ssd.model = 'ftl'; preset g10-artifact: 'slots' and 'bandwidth')")
+    if is_batched(cfg) and not is_detailed(cfg):
+        raise ConfigError("fault.handler = 'batched' with link.model = 'slots': the far-fault handler moves pages "
+                          "through the PCIe link and the FTL SSD (preset detailed: link.model = 'pcie', "
+                          "ssd.model = 'ftl')")
+
+
+def detailed_components(cfg: SimConfig) -> list[str]:
+    """The keys of ``cfg`` that select a detailed component (far-fault handler, TLB hierarchy,
+    PCIe link, FTL SSD), as ``key = value``."""
+    on = (("fault.handler", cfg.fault.handler, cfg.fault.handler == "batched"),
+          ("tlb.model", cfg.tlb.model, cfg.tlb.model != "none"),
+          ("link.model", cfg.link.model, cfg.link.model == "pcie"),
+          ("ssd.model", cfg.ssd.model, cfg.ssd.model == "ftl"))
+    return [f"{k} = {v!r}" for k, v, used in on if used]
+
+
+def check_level_supported(cfg: SimConfig, pol) -> None:
+    """Refuse a tensor-level policy under the detailed components: its simulator moves whole
+    tensors over FIFOs at bandwidth and would give another preset's numbers."""
+    keys = detailed_components(cfg) if pol.level == "tensor" else []
+    if keys:
+        raise ConfigError(f"policy {pol.name!r} is tensor level and does not run through the detailed components "
+                          f"({', '.join(keys)}; preset {cfg.preset!r}): run it without them (--preset default or "
+                          "g10-artifact)")
 
 
 def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
@@ -313,13 +406,16 @@ def _peak_rss_MB() -> float:
 
 
 def tick_budget(consts: dict, trace: Trace, t00, hint_pages: int) -> int:
-    """Detailed batcher ticks after which the replay is declared stuck (a livelock guard).
+    """The livelock guard of the slot model: the replay is declared stuck when no kernel has
+    ended for this many slots in which the SSD could take commands.
 
-    A finishing run needs, per iteration, about one tick per slot of pages moved (at
-    most the pages every kernel touches plus the pages hinted, at the smallest per-tick
-    quota) plus the ticks that pass while kernels run (at most the all-faulting time
-    Σ t00).  The budget is 4x that: on the Fig. 11 runs it is 60-1000x the ticks they
-    use, and it still ends a livelocked run of a real workload within minutes.
+    Slots the SSD throttles (GC, a full write buffer or queue) do not count: the transfers
+    then wait on the device, which is progress, however slow the device.  A finishing run
+    needs, per iteration, about one slot per slot-full of pages moved (at most the pages
+    every kernel touches plus the pages hinted, at the smallest per-slot quota) plus the
+    slots that pass while kernels run (at most the all-faulting time Σ t00); the budget is
+    4x that for the whole run, far more than any one kernel waits, and it still ends a
+    livelocked run of a real workload within minutes.
     """
     ws_pages = int(kernel_working_set_bytes(trace).sum()) // PAGE_SIZE_BYTES
     quota = max(1, min(consts["ssd_batch"], consts["host_batch"], consts["gpu_batch"]))
@@ -463,6 +559,7 @@ class Simulator:
         cfg = self.config
         trace, path = _resolve_trace(trace)
         pol = _resolve_policy(policy, cfg)
+        check_level_supported(cfg, pol)
         if eviction is not None:
             eviction = evictors.resolve(eviction)
         ident = trace_identity(trace, path)
@@ -526,13 +623,22 @@ class Simulator:
         hint_info.update(n_hints=int(hints.shape[0]), by_action=action_counts(hints),
                          applied=bool(plan.apply_hints))
         t1 = time.perf_counter()
+        first_pages = None
+        if is_batched(cfg):
+            first_pages = aligned_first_pages(trace, cfg.fault.va_block_bytes // PAGE_SIZE_BYTES)
         devices = detailed_devices(trace, cfg) if is_detailed(cfg) else None
         consts, arrays, (t11, t00) = replay_inputs(trace, cfg, hints, eviction=plan.eviction,
-                                                   apply_hints=plan.apply_hints, devices=devices)
+                                                   apply_hints=plan.apply_hints, devices=devices,
+                                                   first_pages=first_pages)
         hinted = trace.tensor_pages[hints["tensor"]].sum() if hints.size and plan.apply_hints else 0
         consts["max_ticks"] = tick_budget(consts, trace, t00, int(hinted))
+        tlb = translator(cfg, trace, arrays, t11)
+        runner = kernel_runner(cfg, consts, arrays, devices, tlb, trace) if is_batched(cfg) else None
         try:
-            raw = Replay(consts, arrays, *(devices or ())).run()
+            components = {"fault_model": runner} if runner is not None else {}
+            if cfg.tlb.model != "none":
+                components["translator"] = tlb.core
+            raw = Replay(consts, arrays, *(devices or ()), **components).run()
         except RuntimeError as exc:
             state = " ".join(str(exc).split())
             if hint_info["source"] in ("file", "array"):
@@ -565,6 +671,10 @@ class Simulator:
             counters["evictor"] = dict(raw["evictor"])
         if devices is not None:
             counters.update(device_counters(raw, *devices, consts))
+        if cfg.tlb.model != "none":
+            counters["tlb"] = tlb.stats()
+        if runner is not None:
+            counters.update(handler_counters(raw, runner, cfg, consts))
         if raw["host_overflow"]:
             return results.failed(
                 f"host memory overflow: the evicted pages exceed host.memory_GiB = {cfg.host.memory_GiB:g} "
@@ -573,6 +683,7 @@ class Simulator:
                 counters=counters, metadata=meta, **common)
         return results.from_replay(raw, t11=t11, t00=t00, freq_hz=self.constants.freq_hz,
                                    iterations=consts["iterations"], hints=hint_info, counters=counters,
+                                   translation=is_detailed(cfg) or cfg.tlb.model != "none",
                                    metadata=meta, **common)
 
     # ---- tensor level -----------------------------------------------------------

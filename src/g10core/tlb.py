@@ -28,14 +28,31 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .config import ConfigError
+from .errors import ConfigError
 
-__all__ = ["TLBSpec", "TLB", "PAGE_SIZES", "translator_from_spec", "t_quantile_995"]
+__all__ = ["TLBSpec", "TLB", "spec_from_config", "PAGE_SIZES", "translator_from_spec", "t_quantile_995"]
 
 PAGE_SIZES = (4096, 65536, 2097152)
 _PAGE_SHIFT = {4096: 0, 65536: 4, 2097152: 9}   # translation page = 4 KiB page >> shift
 _WALK_LEVELS = {4096: 4, 65536: 4, 2097152: 3}  # radix levels a walk reads (64 KiB: a big PTE at level 4)
 MODELS = ("none", "hierarchy")
+REUSE_MODES = ("none", "kernel", "shape")
+
+
+def reuse_classes(n_pages, access_offsets, access_tensor, reuse: str):
+    """Per kernel its reuse class for ``TLBHierarchy.attach_kernels`` (None: no reuse)."""
+    K = len(access_offsets) - 1
+    if reuse == "none":
+        return None
+    if reuse == "kernel":
+        return np.arange(K, dtype=np.int64)
+    ids: dict = {}
+    out = np.empty(K, np.int64)
+    sizes = np.asarray(n_pages, np.int64)[np.asarray(access_tensor, np.int64)]
+    off = np.asarray(access_offsets, np.int64)
+    for k in range(K):
+        out[k] = ids.setdefault(sizes[off[k]:off[k + 1]].tobytes(), len(ids))
+    return out
 
 
 @dataclass(frozen=True)
@@ -158,6 +175,25 @@ class TLBSpec:
         return asdict(self)
 
 
+def spec_from_config(cfg) -> TLBSpec:
+    """The translator of a ``SimConfig`` (its ``[tlb]`` keys and ``gpu.sms``), checked; errors name the keys."""
+    t = cfg.tlb
+    spec = TLBSpec(
+        model=t.model, page_size_bytes=t.page_size_bytes, sms=cfg.gpu.sms, l1_entries=t.l1_entries,
+        l1_ways=t.l1_ways, l1_latency_cycles=t.l1_latency_cycles, l2_entries=t.l2_entries, l2_ways=t.l2_ways,
+        l2_latency_cycles=t.l2_latency_cycles, pwc_enabled=t.pwc_enabled, pwc_entries=t.pwc_entries,
+        pwc_ways=t.pwc_ways, pwc_latency_cycles=t.pwc_latency_cycles, walkers=t.walkers,
+        walk_latency_cycles=t.walk_latency_cycles, walk_latency_2MiB_cycles=t.walk_latency_2MiB_cycles,
+        shootdown_l1_cycles=t.shootdown_l1_cycles, shootdown_l2_cycles=t.shootdown_l2_cycles,
+        overlap_translations=t.overlap_translations, sample_modulus=t.sample_modulus,
+        # full simulation is one replica: the sub-sample count applies to sampling only
+        sample_subsamples=t.sample_subsamples if t.sample_modulus > 1 else 1, sample_seed=t.sample_seed)
+    try:
+        return spec.check("tlb")
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("tlb.sms", "gpu.sms")) from None
+
+
 def _int(spec, prefix, name, lo, hi):
     v = getattr(spec, name)
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (lo <= v <= hi):
@@ -240,10 +276,20 @@ class TLB:
             raise ConfigError("too many tensors in one kernel")
         return self.core.py_translate_kernel(int(start), int(duration), first, count)
 
-    def attach_kernels(self, first_pages, n_pages, access_offsets, access_tensor, t11_cycles) -> None:
+    def attach_kernels(self, first_pages, n_pages, access_offsets, access_tensor, t11_cycles,
+                       reuse: str = "none") -> None:
         """The kernel table the replay's ``kernel_cycles(k, now)`` translates: tensor t is pages
         [first_pages[t], first_pages[t] + n_pages[t]); kernel k touches
-        access_tensor[access_offsets[k]:access_offsets[k + 1]] (in access order) for t11_cycles[k]."""
+        access_tensor[access_offsets[k]:access_offsets[k + 1]] (in access order) for t11_cycles[k].
+
+        ``reuse`` (``[tlb] reuse``): ``none`` translates every kernel; ``kernel`` translates each
+        kernel once and reuses its estimate and counters when it runs again (later iterations);
+        ``shape`` translates the first kernel of each shape (its tensors' page counts, in access
+        order) and reuses it for the others, rescaled to their t11 (``_tlb._rescaled``).  Reuse
+        assumes what a kernel's translation costs depends on its tensors' sizes, not on where
+        they lie (a sweep over consecutive pages spreads over the TLB sets alike from any start)
+        nor on what earlier kernels left in the TLBs (with tensors of MiBs to GiBs the L2's reach,
+        8 MiB at 4 KiB pages, carries nothing across kernels that matters)."""
         first = np.asarray(first_pages, dtype=np.int64).reshape(-1)
         pages = np.asarray(n_pages, dtype=np.int64).reshape(-1)
         off = np.asarray(access_offsets, dtype=np.int64).reshape(-1)
@@ -260,8 +306,11 @@ class TLB:
             raise ConfigError(f"access_tensor: tensor ids must be in [0, {first.size})")
         if t11.size and (t11.min() < 0 or t11.max() >= 2**62):
             raise ConfigError("t11_cycles must be >= 0")
+        if reuse not in REUSE_MODES:
+            raise ConfigError(f"tlb.reuse = {reuse!r}: must be one of {', '.join(REUSE_MODES)}")
         if self.spec.model != "none":
-            self.core.attach_kernels(first, pages, off, acc.astype(np.int32), t11)
+            self.core.attach_kernels(first, pages, off, acc.astype(np.int32), t11,
+                                     reuse_classes(pages, off, acc, reuse))
 
     def invalidate(self, first_page: int, end_page: int) -> int:
         """Pages [first_page, end_page) left the GPU; returns the shootdown's cycles."""
@@ -322,7 +371,8 @@ class TLB:
             for name, v in systematic.items():
                 bounds[name] += v
         out["walks"], bounds["walks"] = out["l2_misses"], bounds["l2_misses"]
-        for name in ("kernels", "invalidate_calls", "shootdowns_l1", "shootdowns_l2", "shootdown_cycles"):
+        for name in ("kernels", "kernels_reused", "invalidate_calls", "shootdowns_l1", "shootdowns_l2",
+                     "shootdown_cycles"):
             out[name] = top[name]
         lk = max(out["lookups"], 1)
         out["l1_hit_rate"] = out["l1_hits"] / max(out["accesses"], 1)

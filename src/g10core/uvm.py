@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .codes import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
-from .config import ConfigError
+from .errors import ConfigError
 
-__all__ = ["FaultHandlerSpec", "FaultHandler", "PREFETCHERS", "EVICT_DESTINATIONS", "TIERS", "CAUSES",
+__all__ = ["FaultHandlerSpec", "FaultHandler", "spec_from_config", "PREFETCHERS", "EVICT_DESTINATIONS", "TIERS", "CAUSES",
            "FAULT_QUEUED", "FAULT_DUPLICATE", "FAULT_RESIDENT", "PAGE_BYTES", "MEASURED_BATCH"]
 
 PAGE_BYTES = 4096
@@ -93,7 +93,9 @@ class FaultHandlerSpec:
         """Microseconds as cycles of the simulation clock (rounded up)."""
         return math.ceil(round(us * self.clock_GHz * 1000, 9))
 
-    def compiled_params(self, gpu_pages: int, host_pages: int) -> dict:
+    def compiled_params(self, gpu_pages: int, host_pages: int, batch_pin_limit: int = 0) -> dict:
+        """The compiled ``uvm_params``; ``batch_pin_limit``: the most pages the VA blocks one batch
+        migrates into may hold (0: no limit; the replay passes the GPU's frames)."""
         thr = _fraction(self.prefetch_threshold)
         return dict(
             unit_pages=self.unit_pages, block_pages=self.block_pages, prefetcher=PREFETCHERS[self.prefetcher],
@@ -103,10 +105,25 @@ class FaultHandlerSpec:
             evict_pages=self.eviction_granularity_bytes // PAGE_BYTES,
             evict_destination=EVICT_DESTINATIONS[self.evict_destination],
             gpu_pages=gpu_pages, host_pages=host_pages, page_bytes=PAGE_BYTES,
+            batch_pin_limit=int(batch_pin_limit),
         )
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def spec_from_config(cfg) -> FaultHandlerSpec:
+    """The handler of a ``SimConfig`` (its ``[fault]`` keys on the ``gpu.frequency_GHz`` clock), checked."""
+    f = cfg.fault
+    return FaultHandlerSpec(
+        migration_unit_bytes=f.migration_unit_bytes, va_block_bytes=f.va_block_bytes, prefetcher=f.prefetcher,
+        prefetch_threshold=f.prefetch_threshold,
+        # the sequential prefetcher never passes the VA block: more units than it holds = the rest of it
+        sequential_units=min(f.sequential_units, max(1, f.va_block_bytes // f.migration_unit_bytes)),
+        batch_faults=f.batch_faults, batch_fixed_us=f.batch_fixed_us, batch_per_page_us=f.batch_per_page_us,
+        eviction_granularity_bytes=f.va_block_bytes if f.eviction_granularity == "chunk" else PAGE_BYTES,
+        evict_destination=f.evict_destination,
+        clock_GHz=cfg.gpu.frequency_GHz).check("fault")
 
 
 def _int(spec, prefix, name, lo, hi):

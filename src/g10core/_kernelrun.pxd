@@ -1,0 +1,86 @@
+# The detailed preset's kernel runner: a FaultModel that runs each kernel on the GPU's
+# SMs against the far-fault handler (_uvm.FarFaultHandler), with the replay's page table
+# as the handler's tier map and the policy's evictor as its victim picker.  See _kernelrun.pyx.
+from libc.stdint cimport int8_t, int32_t, int64_t
+from libcpp.vector cimport vector
+
+from g10core._types cimport cycle_t, page_t, kernel_row, traffic_row
+from g10core._pagetable cimport PageTable
+from g10core._evict cimport Evictor
+from g10core._fault cimport FaultModel
+from g10core._tlb cimport Translator
+from g10core._uvm cimport TierMap, VictimPicker, FarFaultHandler
+
+cimport cython
+
+
+@cython.final
+cdef class PageTableTiers(TierMap):
+    """The replay's page table as the handler's tier map: every move keeps its runs, the GPU's
+    arrival list, occupancy and conservation counters, and the iteration's traffic exact."""
+    cdef PageTable pt
+    cdef const int64_t* lpn_first          # per tensor: its first logical page on the SSD
+    cdef object _keep
+    cdef public bint freeing               # set around a FREE hint: pages leave as freed, not dropped
+    cdef public int64_t iteration          # the iteration traffic is counted in
+    cdef vector[traffic_row] traffic       # per iteration
+
+
+@cython.final
+cdef class EvictorPicker(VictimPicker):
+    """A policy's evictor (_evict.Evictor over the page table) names the handler's victims."""
+    cdef PageTable pt
+    cdef Evictor ev
+
+
+# Where one SM is in its share of the running kernel.
+cdef struct sm_run:
+    int64_t n                  # pages it accesses in the kernel (its shares of every tensor)
+    int64_t pos                # pages accessed so far
+    int32_t seg                # the tensor (index in the kernel's list) it is sweeping
+    int64_t page               # the next page it accesses
+    int64_t seg_hi             # end of its share of that tensor
+    int64_t delay              # cycles behind its nominal schedule (faults, pages in flight)
+    int64_t wait_page          # the page it faulted on (-1: not waiting on a fault)
+    int64_t wait_from          # when it started waiting
+    int64_t finish             # cycle it finished its share (-1: not yet)
+
+
+@cython.final
+cdef class KernelRunner(FaultModel):
+    # ---- components ----
+    cdef FarFaultHandler handler
+    cdef PageTableTiers tiers
+    cdef PageTable pt
+    cdef Translator tr
+    cdef object _spec                      # what bind() needs to build the handler
+    cdef object _lpn_first                 # per tensor: first logical page on the SSD (None: = first page)
+    # ---- the trace's kernels ----
+    cdef const int64_t* t11
+    cdef const int64_t* in_off
+    cdef const int32_t* in_t
+    cdef const int64_t* out_off
+    cdef const int32_t* out_t
+    cdef object _keep
+    cdef int32_t sms                       # SMs sweeping each kernel's tensors
+    cdef int64_t max_idle_steps            # livelock guard: steps in a row with no progress
+    # ---- the running kernel ----
+    cdef int64_t start, work               # its start and work (t11 + translation)
+    cdef vector[int32_t] kt                # its tensors, in access order
+    cdef vector[sm_run] sm
+    cdef vector[int64_t] heap_t            # SMs by the cycle of their next step (a min-heap)
+    cdef vector[int32_t] heap_s
+    cdef vector[int32_t] waiting           # SMs waiting on a fault
+    cdef kernel_row* row
+    cdef cycle_t inflight_until            # a hint's pages may still be in flight until then
+    # ---- outputs ----
+    cdef vector[int64_t] busy              # (start, end) of batches and hint transfers
+    cdef int64_t n_fast, n_simulated, n_steps, n_batches, n_resumes, n_inflight_waits
+
+    cdef bint _all_ready(self, int64_t k, cycle_t now) noexcept nogil
+    cdef void _push(self, cycle_t t, int32_t s) noexcept nogil
+    cdef int32_t _pop(self, cycle_t* t) noexcept nogil
+    cdef void _next_segment(self, sm_run* c, int32_t s) noexcept nogil
+    cdef int _step(self, int32_t s, cycle_t t) except -1 nogil
+    cdef int _batch(self, cycle_t t) except -1 nogil
+    cdef void _note_moves(self, bint demand) noexcept nogil

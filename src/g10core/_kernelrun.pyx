@@ -1,0 +1,535 @@
+# cython: language_level=3
+"""The detailed preset's kernel runner (``detailed_model.md`` §6).
+
+``KernelRunner`` is a ``FaultModel`` that runs kernels itself: a kernel's time emerges
+from the far-fault handler (``_uvm.FarFaultHandler``: fault buffer, batches, prefetch,
+eviction, transfers through the PCIe link and the SSD's FTL), not from a formula.
+
+* The kernel's work is its ideal time t11 plus what address translation adds (the
+  translator's estimate for the kernel, asked at its start), spread evenly over its
+  accesses.  Its accesses are its tensors' 4 KiB pages, inputs then outputs, each tensor
+  split into ``sms`` contiguous shares, SM s sweeping share s of each in page order: SM s
+  accesses its page j (of n) at ``start + delay_s + j * work / n``.
+* An SM does not step page by page: at each step it asks the handler how many pages from
+  its position are on the GPU (up to its share's end and its VA block's end) and moves
+  over them, its next step at the nominal cycle of the page after them.  A page in
+  flight (a batch's or a hint's transfer not done) makes it wait until it arrives.  A
+  page not on the GPU raises a fault: the SM stops until a batch has brought it; other
+  SMs go on until they fault too.  Once a step has begun, its pages count as accessed
+  (an eviction after that does not send the SM back).
+* Batches: whenever the handler's buffer holds faults, a batch starts at the handler's
+  ``next_batch_time`` (after the previous batch and the first fault it takes); it moves
+  what it decided, and every SM waiting on a page it brought resumes at its end.  At one
+  cycle SM steps come before a batch, so an SM resumed by a batch moves over its pages
+  before the next batch can evict them.
+* The kernel ends when every SM has finished its share: ``start + work + the largest
+  delay``.  ``work - t11`` is the translation component and the rest beyond work is
+  the kernel's stall (its slowest SM's wait).  A kernel whose tensors are all on the GPU
+  with nothing in flight takes exactly ``work`` (no SM is simulated).
+
+Nothing else acts on the system while a kernel runs (hints apply at kernel begins; the
+link and the SSD compute their completions when a transfer is submitted), so a kernel
+runs in one call, its steps and batches ordered by a small heap of SMs.  Costs follow
+the SMs' steps (runs of resident pages, faults) and the handler's batches, never the
+pages of a tensor.
+
+``PageTableTiers`` makes the replay's page table the handler's tier map, so the per-tensor
+counters, the GPU's arrival list (which the policies' evictors walk), the occupancy and
+conservation counters and the per-iteration traffic stay exact.  ``EvictorPicker`` lets a
+policy's evictor (DeepUM+, Belady, a user's score) name the handler's victims.
+
+Inputs are trusted: ``simulator.py`` validated them.
+"""
+from libc.stdint cimport int8_t, int32_t, int64_t
+from libcpp.vector cimport vector
+from cython.operator cimport dereference as deref
+
+from ._types cimport (cycle_t, page_t, kernel_row, traffic_row, victim_t,
+                      TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
+                      HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE,
+                      MOVE_FAULT, MOVE_PREFETCH, MOVE_EVICT)
+from ._pagetable cimport PageTable, g10_runmap
+from ._evict cimport Evictor
+from ._fault cimport FaultModel
+from ._tlb cimport Translator, NoTranslation
+from ._uvm cimport TierMap, VictimPicker, FarFaultHandler, FAULT_RESIDENT
+from ._pcie cimport LinkCore
+from ._ssd cimport SSDCore
+
+import numpy as np
+
+cdef extern from "g10core/tlb_math.h" nogil:
+    void g10_muldivmod(int64_t a, int64_t b, int64_t n, int64_t* q, int64_t* r)
+
+
+cdef inline int64_t imax(int64_t a, int64_t b) noexcept nogil:
+    return a if a > b else b
+
+
+cdef inline int64_t imin(int64_t a, int64_t b) noexcept nogil:
+    return a if a < b else b
+
+
+# ---- the page table as the handler's tier map ------------------------------------------
+
+cdef class PageTableTiers(TierMap):
+    """Tiers from the replay's page table; every move goes through ``set_tier``."""
+
+    def __init__(self, PageTable pt, int64_t iterations, lpn_first=None):
+        """``lpn_first``: per tensor its first logical page on the SSD (None: its first page):
+        the SSD holds the trace's footprint, not the VA-block padding between tensors."""
+        cdef traffic_row zero
+        cdef int64_t[::1] v
+        self.pt = pt
+        self._keep = None
+        self.lpn_first = NULL
+        if lpn_first is not None:
+            self._keep = np.ascontiguousarray(lpn_first, dtype=np.int64)
+            v = self._keep
+            self.lpn_first = &v[0]
+        self.freeing = False
+        self.iteration = 0
+        zero.alloc = zero.ssd_to_gpu = zero.host_to_gpu = zero.gpu_to_ssd = zero.gpu_to_host = 0
+        self.traffic.assign(iterations + 1, zero)
+
+    cdef int8_t tier_run(self, page_t page, page_t limit, page_t* run_end) noexcept nogil:
+        cdef g10_runmap.iterator it = self.pt.run_at(page)
+        run_end[0] = imin(deref(it).second.end, limit)
+        return deref(it).second.loc
+
+    cdef page_t lpn(self, page_t page) noexcept nogil:
+        cdef int32_t t
+        if self.lpn_first == NULL:
+            return page
+        t = self.pt.tensor_of(page)
+        return page - self.pt.t_first[t] + self.lpn_first[t]
+
+    cdef void set_tier(self, page_t first, page_t end, int8_t tier) noexcept nogil:
+        """Pages [first, end) (one tensor's) are now in ``tier``: runs, arrival list, counters."""
+        cdef int32_t t
+        cdef page_t a = first, b
+        cdef int64_t n
+        cdef int8_t old
+        cdef g10_runmap.iterator it
+        cdef traffic_row* tr = &self.traffic[self.iteration]
+        if end <= first:
+            return
+        t = self.pt.tensor_of(first)
+        while a < end:
+            it = self.pt.run_at(a)
+            old = deref(it).second.loc
+            b = imin(deref(it).second.end, end)
+            n = b - a
+            if old != tier:
+                if old == TIER_GPU:
+                    self.pt.depart(a, n)
+                    self.pt.gpu_free += n
+                    if tier == TIER_SSD:
+                        tr.gpu_to_ssd += n
+                    elif tier == TIER_HOST:
+                        tr.gpu_to_host += n
+                    elif self.freeing:
+                        self.pt.n_freed_gpu += n
+                    else:
+                        self.pt.n_dropped += n
+                elif old == TIER_HOST:
+                    self.pt.host_used -= n
+                    if tier == TIER_NOT_PRESENT and self.freeing:
+                        self.pt.n_freed_host += n
+                if tier == TIER_GPU:
+                    self.pt.arrive(a, n, t)
+                    self.pt.gpu_free -= n
+                    tr.alloc += n
+                    if old == TIER_SSD:
+                        tr.ssd_to_gpu += n
+                    elif old == TIER_HOST:
+                        tr.host_to_gpu += n
+                    else:
+                        self.pt.n_allocated += n
+                elif tier == TIER_HOST:
+                    self.pt.host_used += n
+                    if self.pt.host_used > self.pt.host_line:
+                        self.pt.host_overflow = True
+            a = b
+        self.pt.assign(t, first, end, tier, 0)
+
+    def traffic_rows(self, int64_t iterations):
+        """Per iteration traffic as (alloc, ssd->gpu, host->gpu, gpu->ssd, gpu->host) rows."""
+        out = np.zeros((iterations, 5), np.int64)
+        cdef int64_t i
+        for i in range(iterations):
+            out[i] = (self.traffic[i].alloc, self.traffic[i].ssd_to_gpu, self.traffic[i].host_to_gpu,
+                      self.traffic[i].gpu_to_ssd, self.traffic[i].gpu_to_host)
+        return out
+
+
+# ---- a policy's evictor names the victims ---------------------------------------------
+
+cdef class EvictorPicker(VictimPicker):
+    """Victims from an ``_evict.Evictor`` over the page table (its rule, its cursor)."""
+
+    def __init__(self, PageTable pt, Evictor ev):
+        self.pt = pt
+        self.ev = ev
+
+    cdef bint pick(self, bint for_fault, int64_t need, int64_t block_pages, page_t* first, page_t* end,
+                   int8_t* dest) noexcept nogil:
+        cdef victim_t v = self.ev.find_victim(for_fault)
+        cdef int64_t k, nxt
+        if not v.found or v.seglen <= 0:
+            return False
+        k = imin(imin(v.seglen, need), (v.page // block_pages + 1) * block_pages - v.page)
+        nxt = self.pt.next_page(v.page + k - 1)
+        self.ev.taken(&v, k, for_fault, nxt)
+        first[0] = v.page
+        end[0] = v.page + k
+        dest[0] = TIER_NOT_PRESENT if v.dest == TIER_NOT_PRESENT else -1
+        return True
+
+
+# ---- the runner ------------------------------------------------------------------------
+
+cdef class KernelRunner(FaultModel):
+    """Kernels on SMs against the far-fault handler.
+
+    ``params``: the handler's ``uvm_params`` (``uvm.FaultHandlerSpec.compiled_params``);
+    ``link``, ``ssd``: the devices' compiled cores; ``translator``: the TLB's core (or None);
+    ``arrays``: ``t11``, ``in_off``, ``in_t``, ``out_off``, ``out_t`` (the replay's);
+    ``sms``: SMs per kernel; ``use_evictor``: the policy's evictor names the victims (else
+    the handler's least-recently-migrated rule); ``iterations``: for the traffic table;
+    ``max_idle_steps``: livelock guard; ``lpn_first``: per tensor its first logical page on
+    the SSD (the trace's first page when the replay's are VA-block aligned).  ``bind`` (the replay calls it) gives it the page
+    table and the evictor and builds the handler.
+    """
+
+    def __init__(self, dict params, LinkCore link, SSDCore ssd, Translator translator, dict arrays,
+                 int32_t sms, bint use_evictor, int64_t iterations, int64_t max_idle_steps=1 << 20,
+                 lpn_first=None):
+        self._lpn_first = lpn_first
+        self._spec = {"params": dict(params), "link": link, "ssd": ssd, "use_evictor": bool(use_evictor),
+                      "iterations": int(iterations)}
+        self.tr = translator if translator is not None else NoTranslation()
+        keep = {}
+        def arr(name, dtype):
+            a = np.ascontiguousarray(arrays[name], dtype=dtype)
+            keep[name] = a if a.size else np.zeros(1, dtype)
+            return keep[name]
+        cdef int64_t[::1] v64
+        cdef int32_t[::1] v32
+        v64 = arr("t11", np.int64); self.t11 = &v64[0]
+        v64 = arr("in_off", np.int64); self.in_off = &v64[0]
+        v32 = arr("in_t", np.int32); self.in_t = &v32[0]
+        v64 = arr("out_off", np.int64); self.out_off = &v64[0]
+        v32 = arr("out_t", np.int32); self.out_t = &v32[0]
+        self._keep = keep
+        self.sms = sms
+        self.max_idle_steps = max_idle_steps
+        self.inflight_until = 0
+        self.n_fast = self.n_simulated = self.n_steps = self.n_batches = 0
+        self.n_resumes = self.n_inflight_waits = 0
+
+    def bind(self, PageTable pt, Evictor ev):
+        """The replay's page table and evictor: build the tier map, the picker and the handler."""
+        spec = self._spec
+        self.pt = pt
+        self.tiers = PageTableTiers(pt, spec["iterations"], self._lpn_first)
+        picker = EvictorPicker(pt, ev) if spec["use_evictor"] else None
+        self.handler = FarFaultHandler(spec["params"], spec["link"], spec["ssd"], self.tiers, self.tr, picker)
+
+    @property
+    def fault_handler(self):
+        return self.handler
+
+    @property
+    def translator(self):
+        return self.tr
+
+    cdef bint runs_kernels(self) noexcept nogil:
+        return True
+
+    cdef bint bulk_safe(self) noexcept nogil:
+        return False
+
+    # ---- hints: the cudaMemPrefetchAsync / eviction / free paths of the handler ----
+
+    cdef int apply_hint(self, int32_t tensor, int8_t action, int64_t now) except -1 nogil:
+        cdef page_t first = self.pt.t_first[tensor], end = first + self.pt.t_np[tensor]
+        cdef cycle_t done
+        if action == HINT_TO_GPU:
+            done = self.handler.prefetch_range(first, end, first, end, now)
+        elif action == HINT_TO_SSD or action == HINT_TO_HOST:
+            done = self.handler.evict_range(first, end, TIER_SSD if action == HINT_TO_SSD else TIER_HOST, now)
+        else:
+            self.tiers.freeing = True
+            self.handler.release_range(first, end)
+            self.tiers.freeing = False
+            return 0
+        if self.handler.moves.size():
+            self.busy.push_back(now)
+            self.busy.push_back(imax(done, now))
+            if action == HINT_TO_GPU and done > self.inflight_until:
+                self.inflight_until = done
+        return 0
+
+    # ---- a kernel ----
+
+    cdef bint _all_ready(self, int64_t k, cycle_t now) noexcept nogil:
+        cdef size_t i
+        cdef int32_t t
+        if self.inflight_until > now:
+            return False
+        for i in range(self.kt.size()):
+            t = self.kt[i]
+            if self.pt.cnt_ready[t] != self.pt.t_np[t]:
+                return False
+        return True
+
+    cdef void _push(self, cycle_t t, int32_t s) noexcept nogil:
+        cdef size_t i = self.heap_t.size(), p
+        self.heap_t.push_back(t)
+        self.heap_s.push_back(s)
+        while i > 0:
+            p = (i - 1) >> 1
+            if self.heap_t[p] < t or (self.heap_t[p] == t and self.heap_s[p] < s):
+                break
+            self.heap_t[i] = self.heap_t[p]
+            self.heap_s[i] = self.heap_s[p]
+            i = p
+        self.heap_t[i] = t
+        self.heap_s[i] = s
+
+    cdef int32_t _pop(self, cycle_t* t) noexcept nogil:
+        cdef int32_t top = self.heap_s[0], s
+        cdef size_t n = self.heap_t.size() - 1, i = 0, c
+        cdef cycle_t x
+        t[0] = self.heap_t[0]
+        x = self.heap_t[n]
+        s = self.heap_s[n]
+        self.heap_t.pop_back()
+        self.heap_s.pop_back()
+        if n == 0:
+            return top
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and (self.heap_t[c + 1] < self.heap_t[c] or
+                              (self.heap_t[c + 1] == self.heap_t[c] and self.heap_s[c + 1] < self.heap_s[c])):
+                c += 1
+            if self.heap_t[c] > x or (self.heap_t[c] == x and self.heap_s[c] > s):
+                break
+            self.heap_t[i] = self.heap_t[c]
+            self.heap_s[i] = self.heap_s[c]
+            i = c
+        self.heap_t[i] = x
+        self.heap_s[i] = s
+        return top
+
+    cdef void _next_segment(self, sm_run* c, int32_t s) noexcept nogil:
+        """Move SM s to the next tensor of which its share is not empty."""
+        cdef int64_t S = self.sms, N, f
+        cdef int32_t m = <int32_t>self.kt.size()
+        c.seg += 1
+        while c.seg < m:
+            N = self.pt.t_np[self.kt[c.seg]]
+            f = self.pt.t_first[self.kt[c.seg]]
+            if (s + 1) * N // S > s * N // S:
+                c.page = f + s * N // S
+                c.seg_hi = f + (s + 1) * N // S
+                return
+            c.seg += 1
+
+    cdef int _step(self, int32_t s, cycle_t t) except -1 nogil:
+        """SM s at cycle t, due to access its next page: move over resident pages, or wait."""
+        cdef sm_run* c = &self.sm[s]
+        cdef int64_t r, q, rem
+        cdef int32_t tid
+        cdef cycle_t arr, t2
+        cdef int code
+        while True:
+            arr = 0
+            r = self.handler.resident_run(c.page, c.seg_hi, &arr)
+            if r == 0:
+                tid = self.kt[c.seg]
+                code = self.handler.raise_fault(c.page, self.pt.t_first[tid],
+                                                self.pt.t_first[tid] + self.pt.t_np[tid], t)
+                if code == FAULT_RESIDENT:        # (resident_run said no: not expected)
+                    c.delay += imax(self.handler.last_arrival, t) - t
+                    self._push(imax(self.handler.last_arrival, t), s)
+                    return 0
+                c.wait_page = c.page
+                c.wait_from = t
+                self.waiting.push_back(s)
+                return 0
+            if arr > t:                           # in flight: usable once it arrives
+                self.row.in_transfer_pages += r
+                self.n_inflight_waits += 1
+                c.delay += arr - t
+                self._push(arr, s)
+                return 0
+            c.pos += r
+            c.page += r
+            if c.page >= c.seg_hi:
+                self._next_segment(c, s)
+            g10_muldivmod(c.pos, self.work, c.n, &q, &rem)
+            t2 = self.start + c.delay + q
+            if c.pos >= c.n:
+                c.finish = imax(t2, t)
+                return 0
+            if t2 > t:
+                self._push(t2, s)
+                return 0
+            t = t2
+
+    cdef void _note_moves(self, bint demand) noexcept nogil:
+        """A batch's pages brought in on demand (faulted units and their prefetch), by source."""
+        cdef size_t j
+        cdef int64_t n
+        for j in range(self.handler.moves.size()):
+            if self.handler.moves[j].cause == MOVE_EVICT or self.handler.moves[j].dst != TIER_GPU:
+                continue
+            n = self.handler.moves[j].end - self.handler.moves[j].first
+            if self.handler.moves[j].src == TIER_HOST:
+                self.row.host_faults_pages += n
+            elif self.handler.moves[j].src == TIER_SSD:
+                self.row.ssd_faults_pages += n
+            else:
+                self.row.unallocated_faults_pages += n
+
+    cdef int _batch(self, cycle_t t) except -1 nogil:
+        """Service one batch from t; SMs waiting on a page it brought resume at its end."""
+        cdef cycle_t end = self.handler.service_batch(t), a
+        cdef size_t i = 0
+        cdef int32_t s
+        cdef sm_run* c
+        self.n_batches += 1
+        self.busy.push_back(self.handler.last_start)
+        self.busy.push_back(end)
+        self._note_moves(True)
+        while i < self.waiting.size():
+            s = self.waiting[i]
+            c = &self.sm[s]
+            a = self.handler.arrival(c.wait_page)
+            if a < 0:
+                i += 1
+                continue
+            a = imax(a, end)
+            c.delay += a - c.wait_from
+            c.wait_page = -1
+            self._push(a, s)
+            self.waiting[i] = self.waiting.back()
+            self.waiting.pop_back()
+            self.n_resumes += 1
+        return 0
+
+    cdef int64_t run_kernel(self, int64_t k, int64_t iteration, int64_t now, kernel_row* row,
+                            int64_t* translation) except -1 nogil:
+        cdef int64_t j, N, x, idle = 0
+        cdef int32_t s, S = self.sms
+        cdef sm_run* c
+        cdef cycle_t t, tb, end
+        cdef bint progressed
+        x = self.tr.kernel_cycles(k, now)
+        translation[0] = x
+        self.tiers.iteration = iteration
+        self.row = row
+        row.in_transfer_pages = row.host_faults_pages = row.ssd_faults_pages = row.unallocated_faults_pages = 0
+        self.kt.clear()
+        for j in range(self.in_off[k], self.in_off[k + 1]):
+            self.kt.push_back(self.in_t[j])
+        for j in range(self.out_off[k], self.out_off[k + 1]):
+            self.kt.push_back(self.out_t[j])
+        self.start = now
+        self.work = self.t11[k] + x
+        if self._all_ready(k, now):
+            self.n_fast += 1
+            return now + self.work
+        self.n_simulated += 1
+        self.sm.resize(S)
+        self.heap_t.clear()
+        self.heap_s.clear()
+        self.waiting.clear()
+        for s in range(S):
+            c = &self.sm[s]
+            c.n = 0
+            for j in range(<int64_t>self.kt.size()):
+                N = self.pt.t_np[self.kt[j]]
+                c.n += (s + 1) * N // S - s * N // S
+            c.pos = 0
+            c.seg = -1
+            c.delay = 0
+            c.wait_page = -1
+            c.finish = -1
+            self._next_segment(c, s)
+            if c.n == 0:
+                c.finish = now + self.work
+            else:
+                self._push(now, s)
+        while True:
+            tb = self.handler.next_batch_time()
+            if self.heap_t.size() and (tb < 0 or self.heap_t[0] <= tb):
+                s = self._pop(&t)
+                j = self.sm[s].pos
+                self._step(s, t)
+                progressed = self.sm[s].pos != j
+            elif tb >= 0:
+                self._batch(tb)
+                progressed = False
+            else:
+                break
+            self.n_steps += 1
+            idle = 0 if progressed else idle + 1
+            if idle > self.max_idle_steps:
+                with gil:
+                    raise RuntimeError(f"kernel {k} of iteration {iteration}: no SM advanced in "
+                                       f"{self.max_idle_steps} steps and batches (livelock); "
+                                       f"{self.waiting.size()} SMs wait on faults, handler {self.handler.stats()}")
+        if self.waiting.size():
+            with gil:
+                raise RuntimeError(f"kernel {k} of iteration {iteration}: {self.waiting.size()} SMs wait on "
+                                   f"faults no batch will serve; handler {self.handler.stats()}")
+        end = now + self.work
+        for s in range(S):
+            if self.sm[s].finish > end:
+                end = self.sm[s].finish
+        return end
+
+    # ---- outputs ----
+
+    def traffic_rows(self, int64_t iterations):
+        return self.tiers.traffic_rows(iterations)
+
+    def boundaries(self):
+        """Transfer-busy periods (batches and hint transfers, merged) as (cycle, 1 begin / 0 end)
+        rows, the batcher's format."""
+        iv = np.asarray(self.busy, np.int64).reshape(-1, 2)
+        iv = iv[iv[:, 1] > iv[:, 0]]
+        if not iv.size:
+            return np.zeros((0, 2), np.int64)
+        iv = iv[np.argsort(iv[:, 0], kind="stable")]
+        ends = np.maximum.accumulate(iv[:, 1])
+        # a new period starts where an interval begins after every earlier one ended
+        new = np.ones(len(iv), bool)
+        new[1:] = iv[1:, 0] > ends[:len(ends) - 1]
+        starts = iv[new, 0]
+        last = np.flatnonzero(new)
+        stops = ends[np.append(last[1:] - 1, len(iv) - 1)]
+        out = np.empty((2 * len(starts), 2), np.int64)
+        out[0::2, 0] = starts
+        out[0::2, 1] = 1
+        out[1::2, 0] = stops
+        out[1::2, 1] = 0
+        return out
+
+    def set_max_idle_steps(self, int64_t steps):
+        """The livelock guard: SM steps and batches in a row that advance no SM (tests lower it)."""
+        self.max_idle_steps = steps
+
+    def stats(self):
+        d = {"kernels_fast": self.n_fast, "kernels_simulated": self.n_simulated, "sm_steps": self.n_steps,
+             "batches": self.n_batches, "sm_resumes": self.n_resumes, "inflight_waits": self.n_inflight_waits,
+             "sms": self.sms}
+        return d
+
+    def handler_stats(self):
+        return self.handler.stats()
