@@ -235,3 +235,9 @@ def test_structured_errors_pickle_whole():
                 CannotFit(7, 1 << 33, 1 << 32, model="bert_base-b256")):
         back = pickle.loads(pickle.dumps(exc))
         assert type(back) is type(exc) and str(back) == str(exc)
+
+
+def test_the_replay_keeps_only_the_event_loop_and_the_kernel_state_machine():
+    # issue 11: components live in their own modules; the replay stays small enough to read whole
+    lines = (SRC / "_replay.pyx").read_text().count("\n")
+    assert 0 < lines <= 600, lines
