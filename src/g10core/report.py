@@ -247,9 +247,6 @@ def plot_fig11(rows, path, *, title: str | None = None, preset: str | None = Non
 
     Uses matplotlib's Agg canvas directly (no pyplot state, no display); written atomically.
     """
-    import os
-    import secrets
-
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -288,14 +285,7 @@ def plot_fig11(rows, path, *, title: str | None = None, preset: str | None = Non
     if title:
         ax.set_title(title, fontsize=9, pad=22)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{secrets.token_hex(4)}.tmp{path.suffix or '.png'}")
-    try:
-        fig.savefig(tmp, format=(path.suffix.lstrip(".") or "png"))
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return _save(fig, path)
 
 
 # ---- one run ----------------------------------------------------------------------
