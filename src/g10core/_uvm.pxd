@@ -129,6 +129,8 @@ cdef class FarFaultHandler:
     # ---- internals ----
     cdef int32_t _record(self, int64_t block, int64_t alloc_lo, int64_t alloc_hi) except -1 nogil
     cdef int32_t _find(self, int64_t block) noexcept nogil
+    cdef void _blocks_in(self, page_t first, page_t end, vector[int32_t]& recs) noexcept nogil
+    cdef int64_t _resident_in(self, int32_t i, page_t first, page_t end, uint64_t* take) noexcept nogil
     cdef void _lrm_unlink(self, int32_t i) noexcept nogil
     cdef void _lrm_append(self, int32_t i) noexcept nogil
     cdef void _drop_record(self, int32_t i) noexcept nogil

@@ -884,12 +884,28 @@ cdef class FarFaultHandler:
         self.st.shootdown_cycles += self.shootdown
         return done
 
+    cdef void _blocks_in(self, page_t first, page_t end, vector[int32_t]& recs) noexcept nogil:
+        """The records of the VA blocks that [first, end) touches (collected first: callers drop some)."""
+        cdef int64_t B = self.p.block_pages
+        cdef cmap[int64_t, int32_t].iterator it = self.block_index.lower_bound(first // B)
+        while it != self.block_index.end() and deref(it).first <= (end - 1) // B:
+            recs.push_back(deref(it).second)
+            inc(it)
+
+    cdef int64_t _resident_in(self, int32_t i, page_t first, page_t end, uint64_t* take) noexcept nogil:
+        """take = block i's resident pages inside [first, end); returns how many."""
+        cdef int64_t B = self.p.block_pages, k
+        cdef va_block* b = &self.blocks[i]
+        for k in range(8):
+            take[k] = 0
+        bits_set(take, imax(first - b.block * B, 0), imin(end - b.block * B, B))
+        for k in range(8):
+            take[k] &= b.resident[k]
+        return bits_total(take)
+
     cdef cycle_t evict_range(self, page_t first, page_t end, int8_t dest, cycle_t now) noexcept nogil:
-        cdef int64_t B = self.p.block_pages, k, lo, hi
         cdef vector[int32_t] recs
-        cdef cmap[int64_t, int32_t].iterator it
         cdef uint64_t take[8]
-        cdef va_block* b
         cdef size_t j
         cdef cycle_t done
         self.moves.clear()
@@ -897,29 +913,17 @@ cdef class FarFaultHandler:
         self.shootdown = 0
         if end <= first:
             return now
-        it = self.block_index.lower_bound(first // B)
-        while it != self.block_index.end() and deref(it).first <= (end - 1) // B:
-            recs.push_back(deref(it).second)
-            inc(it)
+        self._blocks_in(first, end, recs)
         for j in range(recs.size()):
-            b = &self.blocks[recs[j]]
-            lo = imax(first - b.block * B, 0)
-            hi = imin(end - b.block * B, B)
-            for k in range(8):
-                take[k] = 0
-            bits_set(take, lo, hi)
-            for k in range(8):
-                take[k] &= b.resident[k]
-            if bits_total(take):
+            if self._resident_in(recs[j], first, end, take):
                 self._take_pages(recs[j], take, dest)
         done = self._send_out(0, now + self.shootdown)
         self.st.shootdown_cycles += self.shootdown
         return done
 
     cdef cycle_t release_range(self, page_t first, page_t end) noexcept nogil:
-        cdef int64_t B = self.p.block_pages, k, lo, hi, n, e
+        cdef int64_t B = self.p.block_pages, k, lo, n, e
         cdef vector[int32_t] recs
-        cdef cmap[int64_t, int32_t].iterator it
         cdef uint64_t take[8]
         cdef va_block* b
         cdef size_t j
@@ -939,20 +943,10 @@ cdef class FarFaultHandler:
             elif t == TIER_SSD and self.ssd is not None:
                 self.ssd.trim(self.tiers.lpn(a), run_end - a)
             a = run_end
-        it = self.block_index.lower_bound(first // B)
-        while it != self.block_index.end() and deref(it).first <= (end - 1) // B:
-            recs.push_back(deref(it).second)
-            inc(it)
+        self._blocks_in(first, end, recs)
         for j in range(recs.size()):
             b = &self.blocks[recs[j]]
-            lo = imax(first - b.block * B, 0)
-            hi = imin(end - b.block * B, B)
-            for k in range(8):
-                take[k] = 0
-            bits_set(take, lo, hi)
-            for k in range(8):
-                take[k] &= b.resident[k]
-            n = bits_total(take)
+            n = self._resident_in(recs[j], first, end, take)
             if n == 0:
                 continue
             lo = next_set(take, 0, B)
