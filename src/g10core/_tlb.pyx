@@ -389,6 +389,28 @@ cdef bint region_empty(tlb_replica* R, int64_t key_lo, int64_t key_hi) noexcept 
 
 # ---- the interface ---------------------------------------------------------------
 
+cdef inline void _land(sm_cursor* c, int64_t v, int64_t p, int32_t shift, int32_t S, int32_t s,
+                       cycle_t start, cycle_t duration) noexcept nogil:
+    """Put cursor c on the lookup of translation page v at access page p (inside its segment):
+    its run, stream index, lookup slot and nominal cycle (one step of the exact quotient when
+    it follows the previous access, a division otherwise)."""
+    cdef int64_t j = c.j_base + (p - c.seg_lo)
+    c.v = v
+    c.page = p
+    c.run = imin(c.seg_hi, (v + 1) << shift) - p
+    if j == c.j + 1:
+        c.nq += c.dq
+        c.nr += c.dr
+        if c.nr >= c.nS:
+            c.nr -= c.nS
+            c.nq += 1
+    else:
+        g10_muldivmod(j * S + s, duration, c.nS, &c.nq, &c.nr)
+    c.j = j
+    c.lk = c.lk_base + v - (c.seg_lo >> shift)
+    c.nominal = start + c.nq + (1 if c.nr > 0 else 0)
+
+
 cdef class Translator:
     """Base translator: no cost.  Subclasses override the nogil methods."""
 
@@ -722,22 +744,7 @@ cdef class TLBHierarchy(Translator):
         cdef int64_t k1 = R.p.modulus - 1, v0, v, p, N, j
         if k1 == 0 and c.pos < c.seg_hi:
             # full simulation inside a share: the next translation page starts at pos
-            v = c.pos >> shift
-            c.v = v
-            c.page = c.pos
-            c.run = imin(c.seg_hi, (v + 1) << shift) - c.pos
-            j = c.j_base + (c.pos - c.seg_lo)
-            if j == c.j + 1:
-                c.nq += c.dq
-                c.nr += c.dr
-                if c.nr >= c.nS:
-                    c.nr -= c.nS
-                    c.nq += 1
-            else:
-                g10_muldivmod(j * S + s, duration, c.nS, &c.nq, &c.nr)
-            c.j = j
-            c.lk = c.lk_base + v - (c.seg_lo >> shift)
-            c.nominal = start + c.nq + (1 if c.nr > 0 else 0)
+            _land(c, c.pos >> shift, c.pos, shift, S, s, start, duration)
             return True
         while True:
             if c.pos < c.seg_hi:
@@ -747,21 +754,7 @@ cdef class TLBHierarchy(Translator):
                 if p < c.pos:
                     p = c.pos
                 if p < c.seg_hi:
-                    c.v = v
-                    c.page = p
-                    c.run = imin(c.seg_hi, (v + 1) << shift) - p
-                    j = c.j_base + (p - c.seg_lo)
-                    if j == c.j + 1:
-                        c.nq += c.dq
-                        c.nr += c.dr
-                        if c.nr >= c.nS:
-                            c.nr -= c.nS
-                            c.nq += 1
-                    else:
-                        g10_muldivmod(j * S + s, duration, c.nS, &c.nq, &c.nr)
-                    c.j = j
-                    c.lk = c.lk_base + v - (c.seg_lo >> shift)
-                    c.nominal = start + c.nq + (1 if c.nr > 0 else 0)
+                    _land(c, v, p, shift, S, s, start, duration)
                     return True
             if c.seg_hi > c.seg_lo:
                 c.lk_base += ((c.seg_hi - 1) >> shift) - (c.seg_lo >> shift) + 1
