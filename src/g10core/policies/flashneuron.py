@@ -134,10 +134,31 @@ def flashneuron_schedule(trace: Trace, config) -> dict:
         hints["kernel"] = [r[0] for r in rows]
         hints["tensor"] = [r[1] for r in rows]
         hints["action"] = HINT_TO_SSD
-        hints = hints[np.argsort(hints["kernel"], kind="stable")]
+        hints = hints[_issue_order(hints["kernel"], config)]
     out["hints"] = hints
     out["offloaded_bytes"] = int(size[hints["tensor"]].sum()) if hints.size else 0
     return out
+
+
+def _issue_order(issue_kernel: np.ndarray, config) -> np.ndarray:
+    """Permutation that puts the offloads (in candidate order) in issue-kernel order.
+
+    Offloads issued at the same kernel enter the SSD queue in this order.  The
+    published simulator orders them with ``std::sort``, which is not stable:
+    libstdc++'s introsort swaps some equal keys (BERT-256: 2 of its 103
+    offloads), and the swapped offload finishes later, which delays the
+    backward pass's prefetches by a few kernels.  With
+    ``scheduler.artifact_quirks`` we emulate that sort exactly (the G10
+    scheduler's ``std_sort``); without, the order is stable.
+    """
+    if not config.scheduler.artifact_quirks:
+        return np.argsort(issue_kernel, kind="stable")
+    from .. import _g10sched
+
+    keys = np.ascontiguousarray(issue_kernel, np.float64)
+    order = np.arange(keys.size, dtype=np.int64)
+    _g10sched.std_sort(order, _g10sched.CMP_LESS, keys, keys)
+    return order
 
 
 def _with_policy(result: dict, name: str, schedule: dict) -> dict:
