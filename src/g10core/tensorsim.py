@@ -57,11 +57,14 @@ t11) / t11), and the counters ``n_transfers``, ``n_on_demand_fetches``,
 """
 from __future__ import annotations
 
+import csv
+import functools
 import heapq
 import math
 from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
+from importlib import resources
 
 import numpy as np
 
@@ -271,7 +274,7 @@ _PRIME_BUCKETS = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79
                   337, 359, 383, 409, 439, 467, 503, 541, 577, 619, 661, 709, 761, 823, 887, 953, 1031)
 
 
-def libstdcxx_set_order(keys: list[int]) -> list[int]:
+def libstdcxx_set_order(keys: list[int], address=None) -> list[int]:
     """Iteration order of a libstdc++ ``std::unordered_set`` after inserting ``keys`` in order.
 
     The published simulator walks a kernel's tensors as a pointer-keyed
@@ -279,19 +282,19 @@ def libstdcxx_set_order(keys: list[int]) -> list[int]:
     (GCC >= 5, max load factor 1) starts at 13 buckets, puts a new node at the
     head of its bucket's run (at the list's head when the bucket is empty) and
     rehashes at 14 elements.  The order depends on the keys only through which
-    of them share a bucket; the artifact allocates its Tensor objects in id
-    order at a fixed stride, so two tensors share one of B buckets when their ids
-    differ by a multiple of B, which hashing the id itself reproduces.  On
-    BERT-256 this order gives the published FlashNeuron stalls on all but 3 of
-    the 1369 kernels.
+    of them share a bucket, i.e. on the differences of their addresses.
+    ``address[key]`` is the key's address (any origin); None hashes the keys
+    themselves, which is right when the objects lie in key order at a stride
+    prime to every bucket count.
     """
     n_buckets, next_resize = 1, 0
     nodes: list[int] = []
+    where = (lambda key: key) if address is None else address.__getitem__
 
     def insert(lst, key, nb):
-        b = key % nb
+        b = where(key) % nb
         for i, other in enumerate(lst):   # bucket runs are contiguous: join at the run's head
-            if other % nb == b:
+            if where(other) % nb == b:
                 lst.insert(i, key)
                 return
         lst.insert(0, key)
@@ -315,11 +318,46 @@ def libstdcxx_set_order(keys: list[int]) -> list[int]:
     return nodes
 
 
+# Where the published simulator's Tensor objects lie (data/artifact_tensor_layout.csv; made by
+# tools/artifact_tensor_layout.py, which says how they were measured): one Tensor object takes
+# 112 bytes, but the front end's other allocations (its tensor list's growth, small vectors,
+# freed blocks that later tensors reuse) break the stride, so which tensors of a kernel share
+# a hash bucket is not a function of their ids alone.
+_TENSOR_OBJECT_BYTES = 112
+
+
+@functools.lru_cache(maxsize=None)
+def _artifact_layouts() -> dict:
+    table: dict[str, list[tuple[int, int, int]]] = {}
+    with resources.files("g10core").joinpath("data", "artifact_tensor_layout.csv").open("r", newline="") as fh:
+        for row in csv.DictReader(fh):
+            table.setdefault(row["model"], []).append(
+                (int(row["first_tensor"]), int(row["last_tensor"]), int(row["offset_bytes"])))
+    return table
+
+
+def artifact_tensor_addresses(model: str, n_tensors: int) -> list[int] | None:
+    """Byte offset of each of the published simulator's Tensor objects from tensor 0's, by tensor id.
+
+    None when the layout of ``model`` was not measured or covers fewer than ``n_tensors``
+    tensors (a trace that is not one of the artifact's): the objects are then taken to lie
+    at a fixed stride.
+    """
+    runs = _artifact_layouts().get(model)
+    if not runs or runs[-1][1] + 1 < n_tensors:
+        return None
+    out = []
+    for first, last, offset in runs:
+        out.extend(range(offset, offset + _TENSOR_OBJECT_BYTES * (last - first + 1), _TENSOR_OBJECT_BYTES))
+    return out[:n_tensors]
+
+
 def visit_lists(trace: Trace, visit_order: str) -> list[list[int]]:
     """Per kernel, its distinct tensors in the order the simulator walks them."""
     lists = kernel_tensor_lists(trace)
     if visit_order == "artifact":
-        return [libstdcxx_set_order(ts) for ts in lists]
+        address = artifact_tensor_addresses(str(trace.model), trace.n_tensors)
+        return [libstdcxx_set_order(ts, address) for ts in lists]
     if visit_order == "reverse":
         return [ts[::-1] for ts in lists]
     if visit_order == "access":
