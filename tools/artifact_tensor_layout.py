@@ -1,6 +1,6 @@
 """Tabulate where the published simulator's Tensor objects sit in its heap.
 
-    python tools/artifact_tensor_layout.py bert_base=BERT.err vit=VIT.err ... > src/g10core/data/artifact_tensor_layout.csv
+    python tools/artifact_tensor_layout.py inceptionv3=I.err resnet152=R.err senet154=S.err > src/g10core/data/artifact_tensor_layout.csv
 
 The published simulator (github.com/platformxlab/G10, commit de2c8c6, Apache-2.0) walks a
 kernel's tensors as a pointer-keyed ``std::unordered_set``, so the order it allocates,
@@ -8,11 +8,15 @@ waits for and prefetches them in follows the addresses of its ``Tensor`` objects
 (``g10core.tensorsim.libstdcxx_set_order``).  Each input file is the standard error of one
 run of that simulator (built with g++ 12.2 -O3 against glibc 2.36) to which one statement
 was added in main.cc, after the front end and before the FlashNeuron/GDS block: for every
-tensor of ``tensor_list``, print ``TADDR <tensor_id> <address>``.  The layout depends on
-the model only (its front end makes the same allocations at every batch size) except for
-the cuDNN workspace tensors a batch adds at the end, so each model is measured at the
-batch with the most tensors (BERT 256, ViT 1280, Inceptionv3 1536, ResNet152 256,
-SENet154 256).
+tensor of ``tensor_list``, print ``TADDR <tensor_id> <address>``.  For the CNNs, whose
+tensors the front end creates after it has parsed the whole network, the layout depends on
+the model only (the same allocations at every batch size) except for the cuDNN workspace
+tensors a batch adds at the end, so each is measured at its batch with the most tensors
+(Inceptionv3 1536, ResNet152 256, SENet154 256).  BERT and ViT are left out: their front
+end creates the first tensors (BERT: 0-62) while it reads the network and the configuration,
+so where those lie moves with the length of the paths in the configuration; with the layout
+of our runs the published simulator itself runs out of memory on FlashNeuron BERT-512, which
+the published run completed, so it is not the layout that made the published numbers.
 
 Output: one row per run of Tensor objects that lie back to back, ``model, first_tensor,
 last_tensor, offset_bytes``: tensor ``t`` of ``[first_tensor, last_tensor]`` sits

@@ -318,11 +318,12 @@ def libstdcxx_set_order(keys: list[int], address=None) -> list[int]:
     return nodes
 
 
-# Where the published simulator's Tensor objects lie (data/artifact_tensor_layout.csv; made by
-# tools/artifact_tensor_layout.py, which says how they were measured): one Tensor object takes
-# 112 bytes, but the front end's other allocations (its tensor list's growth, small vectors,
-# freed blocks that later tensors reuse) break the stride, so which tensors of a kernel share
-# a hash bucket is not a function of their ids alone.
+# Where the published simulator's Tensor objects lie (data/artifact_tensor_layout.csv, the CNNs;
+# made by tools/artifact_tensor_layout.py, which says how they were measured and why BERT and
+# ViT are not in it): one Tensor object takes 112 bytes, but the front end's other allocations
+# (its tensor list's growth, small vectors, freed blocks that later tensors reuse) break the
+# stride, so which tensors of a kernel share a hash bucket is not a function of their ids alone
+# (SENet154-1024: 96 of its 2319 kernels are walked in another order).
 _TENSOR_OBJECT_BYTES = 112
 
 
