@@ -78,10 +78,11 @@ GiB = 1 << 30
 MODES = ("flashneuron", "gds")
 # How a kernel's tensors are walked (allocated, waited for, prefetched), which
 # decides placement and so fragmentation:
-#   "artifact": the order of the published simulator (see libstdcxx_set_order);
+#   "artifact": the order of the published simulator (see libstdcxx_set_order and
+#               artifact_tensor_addresses);
 #   "access":   the trace's order (inputs as listed, then new outputs);
 #   "reverse":  last access first.
-# FlashNeuron is sensitive to it: BERT-256 takes 10.250 s ("artifact",
+# FlashNeuron is sensitive to it: BERT-256 takes 10.216 s ("artifact",
 # "reverse") or 9.927 s ("access"); Inceptionv3-1536 fails in "artifact" and
 # "access" order and fits in "reverse".  Default: "artifact" with
 # scheduler.artifact_quirks, "access" without.
