@@ -29,6 +29,13 @@ cdef enum:
     BLOCK_CLOSED = 2           # full; a GC candidate
 
 
+# l2p leaves: 1024 lpns (4 KiB) each.
+cdef enum:
+    L2P_SHIFT = 10
+    L2P_LEAF = 1024
+    L2P_MASK = 1023
+
+
 @cython.final
 cdef class SSDCore:
     cdef ssd_params p
@@ -39,11 +46,16 @@ cdef class SSDCore:
     cdef int64_t plane_mask                # n_planes - 1 when a power of two, else -1
     cdef int64_t page_shift                # log2(pages_per_block) when a power of two, else -1
 
-    # mapping (calloc: pages never touched cost no memory).  Validity lives in a bitmap, so
-    # an overwrite or a GC copy never writes the big per-page p2l table at random: it is
-    # written once per program (in frontier order) and read once per GC copy (in block order).
-    cdef uint32_t* l2p                     # lpn -> ppn + 1 (0: unmapped)
-    cdef uint32_t* p2l                     # ppn -> lpn, meaningful where the page's valid bit is set
+    # mapping, allocated where it holds something, so memory follows the live data, not the
+    # pages ever written: l2p in leaves of L2P_LEAF lpns, each made on its first mapping and
+    # freed when its last entry is unmapped; p2l per erase block, made when the block opens and
+    # freed once it holds no valid page (GC reads a victim's p2l only where its valid bits are
+    # set).  Validity lives in a bitmap, so an overwrite or a GC copy never writes p2l at
+    # random: it is written once per program (in frontier order) and read once per GC copy.
+    cdef uint32_t** l2p_leaf               # per leaf: lpn -> ppn + 1 (0: unmapped), or NULL: none mapped
+    cdef int32_t* l2p_live                 # per leaf: mapped entries
+    cdef int64_t n_leaves
+    cdef uint32_t** p2l_blk                # per block: page -> lpn where the valid bit is set, or NULL
     cdef uint64_t* valid_bits              # one bit per flash page; each block padded to 64-bit words
     cdef int64_t words_per_block           # ceil(pages_per_block / 64)
     cdef int64_t bit_pad                   # words_per_block * 64 - pages_per_block (bit = ppn + block * pad)
@@ -91,6 +103,10 @@ cdef class SSDCore:
     cdef cycle_t idle_at(self) noexcept nogil
 
     cdef void _prefetch_overwrite(self, int64_t lpn) noexcept nogil
+    cdef uint32_t _l2p_get(self, int64_t lpn) noexcept nogil
+    cdef uint32_t* _l2p_slot(self, int64_t lpn) noexcept nogil
+    cdef void _l2p_unmapped(self, int64_t lpn) noexcept nogil
+    cdef void _p2l_release(self, int32_t b) noexcept nogil
     cdef int64_t _plane_of(self, int64_t lpn) noexcept nogil
     cdef int64_t _block_of(self, int64_t ppn) noexcept nogil
     cdef cycle_t _pop_slot(self) noexcept nogil

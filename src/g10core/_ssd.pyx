@@ -9,9 +9,11 @@ Layers, top to bottom:
   crosses the SSD's own PCIe link (a LinkCore).  Writes are acknowledged once
   their pages sit in the DRAM write buffer, so bursts see the buffer and
   sustained writes the flash.
-* FTL: page-level mapping (lpn -> ppn and back, flat arrays; which flash pages
-  hold valid data is a bitmap, so an overwrite writes l2p and one bit, and GC
-  reads the victim's p2l entries in block order).  lpn % n_planes picks the
+* FTL: page-level mapping (lpn -> ppn in leaves of 1024 lpns, ppn -> lpn per
+  erase block; each is allocated only while it maps something, so memory
+  follows the live data, not the pages ever written; which flash pages hold
+  valid data is a bitmap, so an overwrite writes l2p and one bit, and GC reads
+  the victim's p2l entries in block order).  lpn % n_planes picks the
   plane (channel first, then chip, die, plane); each plane is one GC domain
   with a host frontier, a GC frontier and a FIFO of erased blocks.  After a
   host frontier is replaced, GC collects victims until the plane has
@@ -79,8 +81,10 @@ cdef class SSDCore:
 
         self.words_per_block = (P + 63) // 64
         self.bit_pad = self.words_per_block * 64 - P
-        self.l2p = <uint32_t*> calloc(self.logical_pages, sizeof(uint32_t))
-        self.p2l = <uint32_t*> calloc(self.physical_pages, sizeof(uint32_t))
+        self.n_leaves = (self.logical_pages + L2P_LEAF - 1) >> L2P_SHIFT
+        self.l2p_leaf = <uint32_t**> calloc(self.n_leaves + 1, sizeof(uint32_t*))
+        self.l2p_live = <int32_t*> calloc(self.n_leaves + 1, sizeof(int32_t))
+        self.p2l_blk = <uint32_t**> calloc(self.n_blocks + 1, sizeof(uint32_t*))
         self.valid_bits = <uint64_t*> calloc(self.n_blocks * self.words_per_block, sizeof(uint64_t))
         self.gc_lpns = <uint32_t*> malloc(P * sizeof(uint32_t))
         self.blk_valid = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
@@ -105,7 +109,7 @@ cdef class SSDCore:
         self.slot_scratch = <cycle_t*> calloc(self.p.queue_depth, sizeof(cycle_t))
         self.hist_read = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
         self.hist_write = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
-        if (self.l2p == NULL or self.p2l == NULL or self.valid_bits == NULL or self.gc_lpns == NULL
+        if (self.l2p_leaf == NULL or self.l2p_live == NULL or self.p2l_blk == NULL or self.valid_bits == NULL or self.gc_lpns == NULL
                 or self.blk_valid == NULL or self.blk_erases == NULL
                 or self.blk_state == NULL or self.blk_next == NULL or self.blk_prev == NULL
                 or self.blk_pos == NULL or self.dense == NULL
@@ -149,7 +153,14 @@ cdef class SSDCore:
         self.reset_stats()
 
     def __dealloc__(self):
-        free(self.l2p); free(self.p2l); free(self.valid_bits); free(self.gc_lpns)
+        cdef int64_t i
+        if self.l2p_leaf != NULL:
+            for i in range(self.n_leaves):
+                free(self.l2p_leaf[i])
+        if self.p2l_blk != NULL:
+            for i in range(self.n_blocks):
+                free(self.p2l_blk[i])
+        free(self.l2p_leaf); free(self.l2p_live); free(self.p2l_blk); free(self.valid_bits); free(self.gc_lpns)
         free(self.blk_valid); free(self.blk_erases)
         free(self.blk_state); free(self.blk_next); free(self.blk_prev); free(self.blk_pos)
         free(self.dense); free(self.planes)
@@ -175,6 +186,37 @@ cdef class SSDCore:
 
     cdef int64_t _block_of(self, int64_t ppn) noexcept nogil:
         return (ppn >> self.page_shift) if self.page_shift >= 0 else ppn // self.p.pages_per_block
+
+    # ---- mapping tables (allocated where they hold something) -------------------
+
+    cdef inline uint32_t _l2p_get(self, int64_t lpn) noexcept nogil:
+        """ppn + 1 of ``lpn``, 0: unmapped."""
+        cdef uint32_t* leaf = self.l2p_leaf[lpn >> L2P_SHIFT]
+        return leaf[lpn & L2P_MASK] if leaf != NULL else 0
+
+    cdef inline uint32_t* _l2p_slot(self, int64_t lpn) noexcept nogil:
+        """``lpn``'s l2p entry, its leaf made if there is none (NULL: out of memory)."""
+        cdef int64_t k = lpn >> L2P_SHIFT
+        cdef uint32_t* leaf = self.l2p_leaf[k]
+        if leaf == NULL:
+            leaf = <uint32_t*> calloc(L2P_LEAF, sizeof(uint32_t))
+            if leaf == NULL:
+                return NULL
+            self.l2p_leaf[k] = leaf
+        return &leaf[lpn & L2P_MASK]
+
+    cdef inline void _l2p_unmapped(self, int64_t lpn) noexcept nogil:
+        """``lpn``'s entry, counted as mapped until now, was cleared: free its leaf once empty."""
+        cdef int64_t k = lpn >> L2P_SHIFT
+        self.l2p_live[k] -= 1
+        if self.l2p_live[k] == 0:
+            free(self.l2p_leaf[k])
+            self.l2p_leaf[k] = NULL
+
+    cdef inline void _p2l_release(self, int32_t b) noexcept nogil:
+        """Block ``b`` holds no valid page (or was erased): its p2l is not needed."""
+        free(self.p2l_blk[b])
+        self.p2l_blk[b] = NULL
 
     # ---- write buffer ------------------------------------------------------------
 
@@ -397,21 +439,34 @@ cdef class SSDCore:
 
     cdef void trim(self, int64_t lpn, int64_t npages) noexcept nogil:
         """Deallocate pages (their data is dead: GC will not copy them). Takes no time."""
-        cdef int64_t i
+        cdef int64_t i = lpn, j, k, stop, end = lpn + npages
         cdef uint32_t e
-        for i in range(lpn, lpn + npages):
-            e = self.l2p[i]
-            if e != 0:
-                self._invalidate(self._plane_of(i), <int64_t> e - 1)
-                self.l2p[i] = 0
-                self.st.trimmed_pages += 1
+        cdef uint32_t* leaf
+        while i < end:                                 # leaf by leaf; a leaf not there maps nothing
+            k = i >> L2P_SHIFT
+            stop = (k + 1) << L2P_SHIFT
+            if stop > end:
+                stop = end
+            leaf = self.l2p_leaf[k]
+            if leaf != NULL:
+                for j in range(i, stop):
+                    e = leaf[j & L2P_MASK]
+                    if e != 0:
+                        self._invalidate(self._plane_of(j), <int64_t> e - 1)
+                        leaf[j & L2P_MASK] = 0
+                        self.l2p_live[k] -= 1
+                        self.st.trimmed_pages += 1
+                if self.l2p_live[k] == 0:
+                    free(leaf)
+                    self.l2p_leaf[k] = NULL
+            i = stop
 
     # ---- flash pages -------------------------------------------------------------
 
     cdef cycle_t _read_page(self, int64_t lpn, cycle_t t) noexcept nogil:
         """Read one page for a command that reached the flash at ``t``; return when its data
         is in the controller."""
-        cdef uint32_t e = self.l2p[lpn]
+        cdef uint32_t e = self._l2p_get(lpn)
         cdef ssd_plane* pl
         cdef cycle_t t0, bus
         if e == 0:                                     # never written: the controller returns zeros
@@ -432,21 +487,29 @@ cdef class SSDCore:
         cdef int64_t plane = self._plane_of(lpn)
         cdef ssd_plane* pl = &self.planes[plane]
         cdef cycle_t admit = self._buffer_admit(arrive)
-        cdef uint32_t old = self.l2p[lpn]
+        cdef uint32_t* slot = self._l2p_slot(lpn)
+        cdef uint32_t old
         cdef int64_t ppn, b, bit
         cdef cycle_t bus, start
+        if slot == NULL:                               # out of memory for an l2p leaf
+            self.st.alloc_failures += 1
+            return admit
+        old = slot[0]
         if old != 0:
             self._invalidate(plane, <int64_t> old - 1)
-            self.l2p[lpn] = 0
+            slot[0] = 0
+        else:
+            self.l2p_live[lpn >> L2P_SHIFT] += 1       # counted as mapped from here (GC never frees leaves)
         ppn = self._host_alloc(plane, admit)
         if ppn < 0:                                    # unreachable for a validated geometry
             self.st.alloc_failures += 1
+            self._l2p_unmapped(lpn)
             return admit
         b = self._block_of(ppn)
         bit = ppn + b * self.bit_pad
-        self.p2l[ppn] = <uint32_t> lpn
+        self.p2l_blk[b][ppn - b * self.p.pages_per_block] = <uint32_t> lpn
         self.valid_bits[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
-        self.l2p[lpn] = <uint32_t> (ppn + 1)
+        slot[0] = <uint32_t> (ppn + 1)
         self.blk_valid[b] += 1
         self.st.flash_program_pages += 1
         # channel time is charged in request order from the request time (module doc)
@@ -465,6 +528,8 @@ cdef class SSDCore:
         cdef ssd_plane* pl
         self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
         self.blk_valid[b] = v - 1
+        if v == 1 and self.blk_state[b] == BLOCK_CLOSED:
+            self._p2l_release(b)
         if self.p.victim_policy == VICTIM_GREEDY and self.blk_state[b] == BLOCK_CLOSED:
             lst = plane * self.n_lists
             self._list_remove(b)
@@ -523,6 +588,11 @@ cdef class SSDCore:
         cdef int32_t b = pl.free_head
         if b < 0:
             return -1
+        if self.p2l_blk[b] == NULL:
+            self.p2l_blk[b] = <uint32_t*> malloc(self.p.pages_per_block * sizeof(uint32_t))
+            if self.p2l_blk[b] == NULL:                # out of memory: as if no block were free
+                self.st.alloc_failures += 1
+                return -1
         pl.free_head = self.blk_next[b]
         if pl.free_head < 0:
             pl.free_tail = -1
@@ -537,6 +607,8 @@ cdef class SSDCore:
         cdef int32_t pos
         self.blk_state[b] = BLOCK_CLOSED
         pl.closed_count += 1
+        if v == 0:
+            self._p2l_release(b)
         if self.p.victim_policy == VICTIM_GREEDY:
             self._list_push(plane * self.n_lists + v, b, False)
             if v < pl.min_valid:
@@ -620,25 +692,27 @@ cdef class SSDCore:
         cdef uint64_t x
         cdef uint64_t* words
         cdef uint32_t* lpns = self.gc_lpns
-        cdef uint32_t* l2p = self.l2p
-        cdef uint32_t* p2l = self.p2l
+        cdef uint32_t** l2p = self.l2p_leaf
+        cdef uint32_t* p2l = self.p2l_blk[b] if b >= 0 else NULL
+        cdef uint32_t* dst_p2l
         cdef uint32_t l
         if b < 0:
             return -1
-        # the victim's valid pages, in block order (the order they are copied in)
-        base = <int64_t> b * P
-        for j in range(0, P, 16):                      # the victim's p2l was written long ago
-            g10_prefetch_w(&p2l[base + j])
+        # the victim's valid pages, in block order (the order they are copied in); a victim
+        # without valid pages has no p2l left
+        if p2l != NULL:
+            for j in range(0, P, 16):                  # the victim's p2l was written long ago
+                g10_prefetch_w(&p2l[j])
         words = &self.valid_bits[<int64_t> b * W]
         for w in range(W):
             x = words[w]
             words[w] = 0
             while x != 0:
-                lpns[n] = p2l[base + w * 64 + g10_ctz64(x)]
+                lpns[n] = p2l[w * 64 + g10_ctz64(x)]
                 x &= x - 1
                 n += 1
         for j in range(n if n < GC_PREFETCH_DISTANCE else GC_PREFETCH_DISTANCE):
-            g10_prefetch_w(&l2p[lpns[j]])
+            g10_prefetch_w(&l2p[lpns[j] >> L2P_SHIFT][lpns[j] & L2P_MASK])
         frontier_next = &pl.host_next if self.p.shared_frontier else &pl.gc_next
         # copy in runs that fit the open GC frontier
         while copies < n:
@@ -650,12 +724,15 @@ cdef class SSDCore:
             if run > n - copies:
                 run = n - copies
             dst = fb * P + frontier_next[0]
+            dst_p2l = &self.p2l_blk[fb][frontier_next[0]]
             for j in range(copies, copies + run):
                 if j + GC_PREFETCH_DISTANCE < n:
-                    g10_prefetch_w(&l2p[lpns[j + GC_PREFETCH_DISTANCE]])
+                    l = lpns[j + GC_PREFETCH_DISTANCE]
+                    g10_prefetch_w(&l2p[l >> L2P_SHIFT][l & L2P_MASK])
                 l = lpns[j]
-                p2l[dst] = l
-                l2p[l] = <uint32_t> (dst + 1)
+                dst_p2l[0] = l
+                dst_p2l += 1
+                l2p[l >> L2P_SHIFT][l & L2P_MASK] = <uint32_t> (dst + 1)
                 dst += 1
             bit = fb * P + frontier_next[0] + fb * self.bit_pad
             g10_bits_set_range(self.valid_bits, bit, bit + run)
@@ -663,6 +740,7 @@ cdef class SSDCore:
             frontier_next[0] += <int32_t> run
             copies += run
         self.blk_valid[b] -= <int32_t> copies
+        self._p2l_release(b)
         # erase and queue at the tail of the free FIFO (rotates wear across blocks)
         self.blk_erases[b] += 1
         self.blk_state[b] = BLOCK_FREE
@@ -699,7 +777,7 @@ cdef class SSDCore:
 
     cdef inline void _prefetch_overwrite(self, int64_t lpn) noexcept nogil:
         """Ask for the cache lines an overwrite of ``lpn`` will touch first (a hint only)."""
-        cdef uint32_t e = self.l2p[lpn]
+        cdef uint32_t e = self._l2p_get(lpn)
         cdef int64_t b, bit
         if e != 0:
             b = self._block_of(<int64_t> e - 1)
@@ -717,8 +795,8 @@ cdef class SSDCore:
             for i in range(n):
                 # an overwrite misses on l2p[lpn], then on the old page's valid bit and block:
                 # fetch the first early, the others once the first has arrived
-                if i + 16 < n:
-                    g10_prefetch_w(&self.l2p[lpns[i + 16]])
+                if i + 16 < n and self.l2p_leaf[lpns[i + 16] >> L2P_SHIFT] != NULL:
+                    g10_prefetch_w(&self.l2p_leaf[lpns[i + 16] >> L2P_SHIFT][lpns[i + 16] & L2P_MASK])
                 if i + 8 < n:
                     self._prefetch_overwrite(lpns[i + 8])
                 if closed_loop:
@@ -761,10 +839,19 @@ cdef class SSDCore:
         P = self.p.pages_per_block
         bits = np.array(<uint64_t[:self.n_blocks * self.words_per_block]> self.valid_bits, copy=True)
         valid = np.unpackbits(bits.view(np.uint8), bitorder="little").reshape(self.n_blocks, -1)[:, :P]
-        lpn = np.array(<uint32_t[:self.physical_pages]> self.p2l, copy=True)
+        cdef int64_t b, k
+        l2p = np.zeros(self.logical_pages, dtype=np.uint32)
+        for k in range(self.n_leaves):
+            if self.l2p_leaf[k] != NULL:
+                leaf = np.array(<uint32_t[:L2P_LEAF]> self.l2p_leaf[k], copy=True)
+                l2p[k * L2P_LEAF:(k + 1) * L2P_LEAF] = leaf[:min(L2P_LEAF, self.logical_pages - k * L2P_LEAF)]
+        lpn = np.zeros(self.physical_pages, dtype=np.uint32)
+        for b in range(self.n_blocks):
+            if self.p2l_blk[b] != NULL:
+                lpn[b * P:(b + 1) * P] = np.array(<uint32_t[:P]> self.p2l_blk[b], copy=True)
         nxt = np.array(<int32_t[:self.n_blocks + nl]> self.blk_next, copy=True)
         out = {
-            "l2p": np.array(<uint32_t[:self.logical_pages]> self.l2p, copy=True),
+            "l2p": l2p,
             "p2l": np.where(valid.reshape(-1) != 0, lpn + 1, 0).astype(np.uint32),   # lpn + 1, 0: invalid
             "valid": np.array(<int32_t[:self.n_blocks]> self.blk_valid, copy=True),
             "erases": np.array(<int32_t[:self.n_blocks]> self.blk_erases, copy=True),
