@@ -52,10 +52,15 @@ cdef class SSDCore:
     # freed once it holds no valid page (GC reads a victim's p2l only where its valid bits are
     # set).  Validity lives in a bitmap, so an overwrite or a GC copy never writes p2l at
     # random: it is written once per program (in frontier order) and read once per GC copy.
+    # A block's p2l is a list of runs (lpn, first page): pages programmed in a row whose lpns
+    # step by n_planes (a sequential write as one plane sees it) share one run; a block with
+    # more than pages_per_block / 2 runs switches to one lpn per page.
     cdef uint32_t** l2p_leaf               # per leaf: lpn -> ppn + 1 (0: unmapped), or NULL: none mapped
     cdef int32_t* l2p_live                 # per leaf: mapped entries
     cdef int64_t n_leaves
-    cdef uint32_t** p2l_blk                # per block: page -> lpn where the valid bit is set, or NULL
+    cdef uint32_t** p2l_blk                # per block: runs (lpn, first page) x p2l_runs, or lpn per page; NULL: none
+    cdef int32_t* p2l_runs                 # per block: runs in p2l_blk (-1: one lpn per page)
+    cdef int32_t* p2l_cap                  # per block: runs p2l_blk has room for
     cdef uint64_t* valid_bits              # one bit per flash page; each block padded to 64-bit words
     cdef int64_t words_per_block           # ceil(pages_per_block / 64)
     cdef int64_t bit_pad                   # words_per_block * 64 - pages_per_block (bit = ppn + block * pad)
@@ -107,6 +112,7 @@ cdef class SSDCore:
     cdef uint32_t* _l2p_slot(self, int64_t lpn) noexcept nogil
     cdef void _l2p_unmapped(self, int64_t lpn) noexcept nogil
     cdef void _p2l_release(self, int32_t b) noexcept nogil
+    cdef int _p2l_append(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil
     cdef int64_t _plane_of(self, int64_t lpn) noexcept nogil
     cdef int64_t _block_of(self, int64_t ppn) noexcept nogil
     cdef cycle_t _pop_slot(self) noexcept nogil

@@ -36,7 +36,7 @@ Everything here trusts its inputs (ssd.py validates the spec and lpn ranges).
 """
 cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t, INT64_MAX
-from libc.stdlib cimport calloc, malloc, free
+from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memset
 
 from g10core._types cimport cycle_t, ssd_params, ssd_stats, ssd_plane
@@ -85,6 +85,8 @@ cdef class SSDCore:
         self.l2p_leaf = <uint32_t**> calloc(self.n_leaves + 1, sizeof(uint32_t*))
         self.l2p_live = <int32_t*> calloc(self.n_leaves + 1, sizeof(int32_t))
         self.p2l_blk = <uint32_t**> calloc(self.n_blocks + 1, sizeof(uint32_t*))
+        self.p2l_runs = <int32_t*> calloc(self.n_blocks + 1, sizeof(int32_t))
+        self.p2l_cap = <int32_t*> calloc(self.n_blocks + 1, sizeof(int32_t))
         self.valid_bits = <uint64_t*> calloc(self.n_blocks * self.words_per_block, sizeof(uint64_t))
         self.gc_lpns = <uint32_t*> malloc(P * sizeof(uint32_t))
         self.blk_valid = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
@@ -109,7 +111,8 @@ cdef class SSDCore:
         self.slot_scratch = <cycle_t*> calloc(self.p.queue_depth, sizeof(cycle_t))
         self.hist_read = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
         self.hist_write = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
-        if (self.l2p_leaf == NULL or self.l2p_live == NULL or self.p2l_blk == NULL or self.valid_bits == NULL or self.gc_lpns == NULL
+        if (self.l2p_leaf == NULL or self.l2p_live == NULL or self.p2l_blk == NULL
+                or self.p2l_runs == NULL or self.p2l_cap == NULL or self.valid_bits == NULL or self.gc_lpns == NULL
                 or self.blk_valid == NULL or self.blk_erases == NULL
                 or self.blk_state == NULL or self.blk_next == NULL or self.blk_prev == NULL
                 or self.blk_pos == NULL or self.dense == NULL
@@ -160,7 +163,8 @@ cdef class SSDCore:
         if self.p2l_blk != NULL:
             for i in range(self.n_blocks):
                 free(self.p2l_blk[i])
-        free(self.l2p_leaf); free(self.l2p_live); free(self.p2l_blk); free(self.valid_bits); free(self.gc_lpns)
+        free(self.l2p_leaf); free(self.l2p_live); free(self.p2l_blk); free(self.p2l_runs); free(self.p2l_cap)
+        free(self.valid_bits); free(self.gc_lpns)
         free(self.blk_valid); free(self.blk_erases)
         free(self.blk_state); free(self.blk_next); free(self.blk_prev); free(self.blk_pos)
         free(self.dense); free(self.planes)
@@ -217,6 +221,47 @@ cdef class SSDCore:
         """Block ``b`` holds no valid page (or was erased): its p2l is not needed."""
         free(self.p2l_blk[b])
         self.p2l_blk[b] = NULL
+        self.p2l_runs[b] = 0
+        self.p2l_cap[b] = 0
+
+    cdef inline int _p2l_append(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil:
+        """Record that ``page`` of block ``b`` (the next one programmed there) holds ``lpn``.
+        Returns -1 when out of memory."""
+        cdef int32_t n = self.p2l_runs[b], cap, r
+        cdef uint32_t* d = self.p2l_blk[b]
+        cdef uint32_t* dense
+        cdef int64_t P = self.p.pages_per_block, o
+        if n < 0:
+            d[page] = lpn
+            return 0
+        if n > 0 and <int64_t> d[2 * n - 2] + (page - <int64_t> d[2 * n - 1]) * self.p.n_planes == lpn:
+            return 0                                   # continues the last run
+        cap = self.p2l_cap[b]
+        if n == cap:
+            if 2 * cap >= P:                           # runs would cost more than a page each
+                dense = <uint32_t*> malloc(P * sizeof(uint32_t))
+                if dense == NULL:
+                    return -1
+                r = 0
+                for o in range(page):
+                    while r + 1 < n and <int64_t> d[2 * r + 3] <= o:
+                        r += 1
+                    dense[o] = <uint32_t> (d[2 * r] + (o - <int64_t> d[2 * r + 1]) * self.p.n_planes)
+                dense[page] = lpn
+                free(d)
+                self.p2l_blk[b] = dense
+                self.p2l_runs[b] = -1
+                return 0
+            cap = 2 * cap if cap > 0 else 4
+            d = <uint32_t*> realloc(d, 2 * cap * sizeof(uint32_t))
+            if d == NULL:
+                return -1
+            self.p2l_blk[b] = d
+            self.p2l_cap[b] = cap
+        d[2 * n] = lpn
+        d[2 * n + 1] = <uint32_t> page
+        self.p2l_runs[b] = n + 1
+        return 0
 
     # ---- write buffer ------------------------------------------------------------
 
@@ -507,7 +552,8 @@ cdef class SSDCore:
             return admit
         b = self._block_of(ppn)
         bit = ppn + b * self.bit_pad
-        self.p2l_blk[b][ppn - b * self.p.pages_per_block] = <uint32_t> lpn
+        if self._p2l_append(<int32_t> b, ppn - b * self.p.pages_per_block, <uint32_t> lpn) < 0:
+            self.st.alloc_failures += 1                # out of memory for its p2l
         self.valid_bits[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
         slot[0] = <uint32_t> (ppn + 1)
         self.blk_valid[b] += 1
@@ -588,11 +634,6 @@ cdef class SSDCore:
         cdef int32_t b = pl.free_head
         if b < 0:
             return -1
-        if self.p2l_blk[b] == NULL:
-            self.p2l_blk[b] = <uint32_t*> malloc(self.p.pages_per_block * sizeof(uint32_t))
-            if self.p2l_blk[b] == NULL:                # out of memory: as if no block were free
-                self.st.alloc_failures += 1
-                return -1
         pl.free_head = self.blk_next[b]
         if pl.free_head < 0:
             pl.free_tail = -1
@@ -694,21 +735,27 @@ cdef class SSDCore:
         cdef uint32_t* lpns = self.gc_lpns
         cdef uint32_t** l2p = self.l2p_leaf
         cdef uint32_t* p2l = self.p2l_blk[b] if b >= 0 else NULL
-        cdef uint32_t* dst_p2l
+        cdef int32_t runs = self.p2l_runs[b] if b >= 0 else 0, r = 0
         cdef uint32_t l
         if b < 0:
             return -1
         # the victim's valid pages, in block order (the order they are copied in); a victim
         # without valid pages has no p2l left
         if p2l != NULL:
-            for j in range(0, P, 16):                  # the victim's p2l was written long ago
+            for j in range(0, P if runs < 0 else 2 * runs, 16):   # written long ago
                 g10_prefetch_w(&p2l[j])
         words = &self.valid_bits[<int64_t> b * W]
         for w in range(W):
             x = words[w]
             words[w] = 0
             while x != 0:
-                lpns[n] = p2l[w * 64 + g10_ctz64(x)]
+                j = w * 64 + g10_ctz64(x)
+                if runs < 0:
+                    lpns[n] = p2l[j]
+                else:                                  # pages come in order: the run cursor only advances
+                    while r + 1 < runs and <int64_t> p2l[2 * r + 3] <= j:
+                        r += 1
+                    lpns[n] = <uint32_t> (p2l[2 * r] + (j - <int64_t> p2l[2 * r + 1]) * self.p.n_planes)
                 x &= x - 1
                 n += 1
         for j in range(n if n < GC_PREFETCH_DISTANCE else GC_PREFETCH_DISTANCE):
@@ -724,14 +771,13 @@ cdef class SSDCore:
             if run > n - copies:
                 run = n - copies
             dst = fb * P + frontier_next[0]
-            dst_p2l = &self.p2l_blk[fb][frontier_next[0]]
             for j in range(copies, copies + run):
                 if j + GC_PREFETCH_DISTANCE < n:
                     l = lpns[j + GC_PREFETCH_DISTANCE]
                     g10_prefetch_w(&l2p[l >> L2P_SHIFT][l & L2P_MASK])
                 l = lpns[j]
-                dst_p2l[0] = l
-                dst_p2l += 1
+                if self._p2l_append(<int32_t> fb, dst - fb * P, l) < 0:
+                    self.st.alloc_failures += 1        # out of memory for its p2l
                 l2p[l >> L2P_SHIFT][l & L2P_MASK] = <uint32_t> (dst + 1)
                 dst += 1
             bit = fb * P + frontier_next[0] + fb * self.bit_pad
@@ -846,9 +892,16 @@ cdef class SSDCore:
                 leaf = np.array(<uint32_t[:L2P_LEAF]> self.l2p_leaf[k], copy=True)
                 l2p[k * L2P_LEAF:(k + 1) * L2P_LEAF] = leaf[:min(L2P_LEAF, self.logical_pages - k * L2P_LEAF)]
         lpn = np.zeros(self.physical_pages, dtype=np.uint32)
+        cdef int64_t o, r, runs
         for b in range(self.n_blocks):
-            if self.p2l_blk[b] != NULL:
+            runs = self.p2l_runs[b]
+            if runs < 0:
                 lpn[b * P:(b + 1) * P] = np.array(<uint32_t[:P]> self.p2l_blk[b], copy=True)
+            for r in range(runs):                      # run r: pages [first, next run's first)
+                o = self.p2l_blk[b][2 * r + 1]
+                while o < (self.p2l_blk[b][2 * r + 3] if r + 1 < runs else P):
+                    lpn[b * P + o] = (self.p2l_blk[b][2 * r] + (o - self.p2l_blk[b][2 * r + 1]) * self.p.n_planes) & 0xFFFFFFFF
+                    o += 1
         nxt = np.array(<int32_t[:self.n_blocks + nl]> self.blk_next, copy=True)
         out = {
             "l2p": l2p,
