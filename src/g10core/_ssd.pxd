@@ -113,6 +113,7 @@ cdef class SSDCore:
     cdef void _l2p_unmapped(self, int64_t lpn) noexcept nogil
     cdef void _p2l_release(self, int32_t b) noexcept nogil
     cdef int _p2l_append(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil
+    cdef int _p2l_new_run(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil
     cdef int64_t _plane_of(self, int64_t lpn) noexcept nogil
     cdef int64_t _block_of(self, int64_t ppn) noexcept nogil
     cdef cycle_t _pop_slot(self) noexcept nogil
@@ -127,6 +128,7 @@ cdef class SSDCore:
     cdef cycle_t _read_page(self, int64_t lpn, cycle_t t) noexcept nogil
     cdef cycle_t _write_page(self, int64_t lpn, cycle_t arrive) noexcept nogil
     cdef void _invalidate(self, int64_t plane, int64_t ppn) noexcept nogil
+    cdef void _block_lost(self, int64_t plane, int32_t b, int32_t k) noexcept nogil
     cdef int64_t _gc_room(self, int64_t plane) noexcept nogil
     cdef int64_t _host_alloc(self, int64_t plane, cycle_t t) noexcept nogil
     cdef int32_t _take_free(self, int64_t plane) noexcept nogil

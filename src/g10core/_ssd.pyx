@@ -55,6 +55,10 @@ cdef inline cycle_t _max(cycle_t a, cycle_t b) noexcept nogil:
 cdef enum:
     GC_PREFETCH_DISTANCE = 16
 
+# trim works through this many l2p leaves (64 KiB) plane by plane at a time.
+cdef enum:
+    TRIM_CHUNK_LEAVES = 16
+
 # The key of a plane with nothing buffered: later than any simulated cycle.
 cdef cycle_t CYCLE_NEVER = INT64_MAX
 
@@ -227,15 +231,21 @@ cdef class SSDCore:
     cdef inline int _p2l_append(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil:
         """Record that ``page`` of block ``b`` (the next one programmed there) holds ``lpn``.
         Returns -1 when out of memory."""
-        cdef int32_t n = self.p2l_runs[b], cap, r
+        cdef int32_t n = self.p2l_runs[b]
         cdef uint32_t* d = self.p2l_blk[b]
-        cdef uint32_t* dense
-        cdef int64_t P = self.p.pages_per_block, o
         if n < 0:
             d[page] = lpn
             return 0
         if n > 0 and <int64_t> d[2 * n - 2] + (page - <int64_t> d[2 * n - 1]) * self.p.n_planes == lpn:
             return 0                                   # continues the last run
+        return self._p2l_new_run(b, page, lpn)
+
+    cdef int _p2l_new_run(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil:
+        """``_p2l_append`` when ``page`` starts a run: add one (or switch to one lpn per page)."""
+        cdef int32_t n = self.p2l_runs[b], cap, r
+        cdef uint32_t* d = self.p2l_blk[b]
+        cdef uint32_t* dense
+        cdef int64_t P = self.p.pages_per_block, o
         cap = self.p2l_cap[b]
         if n == cap:
             if 2 * cap >= P:                           # runs would cost more than a page each
@@ -483,28 +493,54 @@ cdef class SSDCore:
         return last
 
     cdef void trim(self, int64_t lpn, int64_t npages) noexcept nogil:
-        """Deallocate pages (their data is dead: GC will not copy them). Takes no time."""
-        cdef int64_t i = lpn, j, k, stop, end = lpn + npages
+        """Deallocate pages (their data is dead: GC will not copy them). Takes no time.
+
+        Planes share no FTL state, so the range is taken plane by plane (in lpn order within
+        a plane, as one page at a time would), in chunks of TRIM_CHUNK lpns that stay in
+        cache; a plane's pages that sit in a row in one block go stale in one step."""
+        cdef int64_t i = lpn, j, k, q, stop, end = lpn + npages, npl = self.p.n_planes
+        cdef int64_t ppn, bit, plane, trimmed = 0
+        cdef int32_t b, cur, run
         cdef uint32_t e
         cdef uint32_t* leaf
-        while i < end:                                 # leaf by leaf; a leaf not there maps nothing
-            k = i >> L2P_SHIFT
-            stop = (k + 1) << L2P_SHIFT
+        while i < end:
+            stop = ((i >> L2P_SHIFT) + TRIM_CHUNK_LEAVES) << L2P_SHIFT
             if stop > end:
                 stop = end
-            leaf = self.l2p_leaf[k]
-            if leaf != NULL:
-                for j in range(i, stop):
+            for q in range(npl if npl < stop - i else stop - i):
+                plane = self._plane_of(i + q)
+                cur = -1
+                run = 0
+                j = i + q
+                while j < stop:
+                    leaf = self.l2p_leaf[j >> L2P_SHIFT]
+                    if leaf == NULL:                   # a leaf not there maps nothing
+                        j += npl
+                        continue
                     e = leaf[j & L2P_MASK]
                     if e != 0:
-                        self._invalidate(self._plane_of(j), <int64_t> e - 1)
+                        ppn = <int64_t> e - 1
+                        b = <int32_t> self._block_of(ppn)
+                        bit = ppn + b * self.bit_pad
+                        self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
+                        if b != cur:
+                            if run > 0:
+                                self._block_lost(plane, cur, run)
+                            cur = b
+                            run = 0
+                        run += 1
                         leaf[j & L2P_MASK] = 0
-                        self.l2p_live[k] -= 1
-                        self.st.trimmed_pages += 1
-                if self.l2p_live[k] == 0:
-                    free(leaf)
+                        self.l2p_live[j >> L2P_SHIFT] -= 1
+                        trimmed += 1
+                    j += npl
+                if run > 0:
+                    self._block_lost(plane, cur, run)
+            for k in range(i >> L2P_SHIFT, ((stop - 1) >> L2P_SHIFT) + 1):
+                if self.l2p_leaf[k] != NULL and self.l2p_live[k] == 0:
+                    free(self.l2p_leaf[k])
                     self.l2p_leaf[k] = NULL
             i = stop
+        self.st.trimmed_pages += trimmed
 
     # ---- flash pages -------------------------------------------------------------
 
@@ -569,20 +605,27 @@ cdef class SSDCore:
     cdef void _invalidate(self, int64_t plane, int64_t ppn) noexcept nogil:
         """The page at ``ppn`` (in ``plane``: an lpn never leaves its plane) holds stale data."""
         cdef int32_t b = <int32_t> self._block_of(ppn)
-        cdef int32_t v = self.blk_valid[b]
-        cdef int64_t lst, bit = ppn + b * self.bit_pad
-        cdef ssd_plane* pl
+        cdef int64_t bit = ppn + b * self.bit_pad
         self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
-        self.blk_valid[b] = v - 1
-        if v == 1 and self.blk_state[b] == BLOCK_CLOSED:
+        self._block_lost(plane, b, 1)
+
+    cdef void _block_lost(self, int64_t plane, int32_t b, int32_t k) noexcept nogil:
+        """``k`` pages of block ``b`` (in ``plane``) went stale, their valid bits already cleared.
+        One call for k pages leaves the same state as k calls for one page in a row: a greedy
+        block moves from bucket v to v - k at its head, as it would through v - 1, v - 2, ..."""
+        cdef int32_t v = self.blk_valid[b]
+        cdef int64_t lst
+        cdef ssd_plane* pl
+        self.blk_valid[b] = v - k
+        if v == k and self.blk_state[b] == BLOCK_CLOSED:
             self._p2l_release(b)
         if self.p.victim_policy == VICTIM_GREEDY and self.blk_state[b] == BLOCK_CLOSED:
             lst = plane * self.n_lists
             self._list_remove(b)
-            self._list_push(lst + v - 1, b, False)
+            self._list_push(lst + v - k, b, False)
             pl = &self.planes[plane]
-            if v - 1 < pl.min_valid:
-                pl.min_valid = v - 1
+            if v - k < pl.min_valid:
+                pl.min_valid = v - k
 
     # ---- allocation and GC -------------------------------------------------------
 
