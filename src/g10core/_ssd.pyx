@@ -248,7 +248,9 @@ cdef class SSDCore:
         cdef int64_t P = self.p.pages_per_block, o
         cap = self.p2l_cap[b]
         if n == cap:
-            if 2 * cap >= P:                           # runs would cost more than a page each
+            # dense when runs would cost more than a page each, or when the first runs are
+            # short (a block filled at random: skip the run lists' growth)
+            if 2 * cap >= P or (cap >= 8 and page < 4 * cap):
                 dense = <uint32_t*> malloc(P * sizeof(uint32_t))
                 if dense == NULL:
                     return -1
