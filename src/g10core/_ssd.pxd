@@ -6,6 +6,12 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t
 from g10core._types cimport cycle_t, ssd_params, ssd_stats, ssd_plane
 from g10core._pcie cimport LinkCore
 
+cdef extern from "g10core/pool.h" nogil:
+    cdef cppclass g10_node_pool:         # fixed-size nodes from chunks, a free list for reuse (pool.h)
+        g10_node_pool()
+        void* get(size_t size)
+        void put(void* p)
+
 cdef extern from "g10core/ssd_math.h" nogil:
     int G10_HIST_BUCKETS
     int g10_hist_bucket(int64_t v)
@@ -35,6 +41,11 @@ cdef enum:
     L2P_LEAF = 1024
     L2P_MASK = 1023
 
+# p2l run lists hold 8, then 32 runs, then turn into one lpn per page.
+cdef enum:
+    P2L_RUNS_SMALL = 8
+    P2L_RUNS_LARGE = 32
+
 
 @cython.final
 cdef class SSDCore:
@@ -61,6 +72,12 @@ cdef class SSDCore:
     cdef uint32_t** p2l_blk                # per block: runs (lpn, first page) x p2l_runs, or lpn per page; NULL: none
     cdef int32_t* p2l_runs                 # per block: runs in p2l_blk (-1: one lpn per page)
     cdef int32_t* p2l_cap                  # per block: runs p2l_blk has room for
+    # each size from its own pool: the tables come and go millions of times, and mixed sizes
+    # from one heap left it fragmented (freed memory the next size could not reuse)
+    cdef g10_node_pool leaf_pool           # l2p leaves
+    cdef g10_node_pool dense_pool          # p2l, one lpn per page
+    cdef g10_node_pool runs_small_pool     # p2l, P2L_RUNS_SMALL runs
+    cdef g10_node_pool runs_large_pool     # p2l, P2L_RUNS_LARGE runs
     cdef uint64_t* valid_bits              # one bit per flash page; each block padded to 64-bit words
     cdef int64_t words_per_block           # ceil(pages_per_block / 64)
     cdef int64_t bit_pad                   # words_per_block * 64 - pages_per_block (bit = ppn + block * pad)

@@ -36,8 +36,8 @@ Everything here trusts its inputs (ssd.py validates the spec and lpn ranges).
 """
 cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t, INT64_MAX
-from libc.stdlib cimport calloc, malloc, realloc, free
-from libc.string cimport memset
+from libc.stdlib cimport calloc, malloc, free
+from libc.string cimport memcpy, memset
 
 from g10core._types cimport cycle_t, ssd_params, ssd_stats, ssd_plane
 from g10core._types cimport VICTIM_GREEDY, VICTIM_FIFO, VICTIM_RANDOM, VICTIM_DCHOICES
@@ -160,13 +160,7 @@ cdef class SSDCore:
         self.reset_stats()
 
     def __dealloc__(self):
-        cdef int64_t i
-        if self.l2p_leaf != NULL:
-            for i in range(self.n_leaves):
-                free(self.l2p_leaf[i])
-        if self.p2l_blk != NULL:
-            for i in range(self.n_blocks):
-                free(self.p2l_blk[i])
+        # leaves and p2l tables live in the pools, which free their chunks themselves
         free(self.l2p_leaf); free(self.l2p_live); free(self.p2l_blk); free(self.p2l_runs); free(self.p2l_cap)
         free(self.valid_bits); free(self.gc_lpns)
         free(self.blk_valid); free(self.blk_erases)
@@ -207,9 +201,8 @@ cdef class SSDCore:
         cdef int64_t k = lpn >> L2P_SHIFT
         cdef uint32_t* leaf = self.l2p_leaf[k]
         if leaf == NULL:
-            leaf = <uint32_t*> calloc(L2P_LEAF, sizeof(uint32_t))
-            if leaf == NULL:
-                return NULL
+            leaf = <uint32_t*> self.leaf_pool.get(L2P_LEAF * sizeof(uint32_t))
+            memset(leaf, 0, L2P_LEAF * sizeof(uint32_t))
             self.l2p_leaf[k] = leaf
         return &leaf[lpn & L2P_MASK]
 
@@ -218,12 +211,19 @@ cdef class SSDCore:
         cdef int64_t k = lpn >> L2P_SHIFT
         self.l2p_live[k] -= 1
         if self.l2p_live[k] == 0:
-            free(self.l2p_leaf[k])
+            self.leaf_pool.put(self.l2p_leaf[k])
             self.l2p_leaf[k] = NULL
 
     cdef inline void _p2l_release(self, int32_t b) noexcept nogil:
         """Block ``b`` holds no valid page (or was erased): its p2l is not needed."""
-        free(self.p2l_blk[b])
+        cdef uint32_t* d = self.p2l_blk[b]
+        if d != NULL:
+            if self.p2l_runs[b] < 0:
+                self.dense_pool.put(d)
+            elif self.p2l_cap[b] == P2L_RUNS_SMALL:
+                self.runs_small_pool.put(d)
+            else:
+                self.runs_large_pool.put(d)
         self.p2l_blk[b] = NULL
         self.p2l_runs[b] = 0
         self.p2l_cap[b] = 0
@@ -248,28 +248,28 @@ cdef class SSDCore:
         cdef int64_t P = self.p.pages_per_block, o
         cap = self.p2l_cap[b]
         if n == cap:
-            # dense when runs would cost more than a page each, or when the first runs are
-            # short (a block filled at random: skip the run lists' growth)
-            if 2 * cap >= P or (cap >= 8 and page < 4 * cap):
-                dense = <uint32_t*> malloc(P * sizeof(uint32_t))
-                if dense == NULL:
-                    return -1
+            if n == 0:
+                d = <uint32_t*> self.runs_small_pool.get(2 * P2L_RUNS_SMALL * sizeof(uint32_t))
+                self.p2l_cap[b] = P2L_RUNS_SMALL
+            elif cap == P2L_RUNS_SMALL and 2 * P2L_RUNS_LARGE < P and page >= 4 * P2L_RUNS_SMALL:
+                d = <uint32_t*> self.runs_large_pool.get(2 * P2L_RUNS_LARGE * sizeof(uint32_t))
+                memcpy(d, self.p2l_blk[b], 2 * n * sizeof(uint32_t))
+                self.runs_small_pool.put(self.p2l_blk[b])
+                self.p2l_cap[b] = P2L_RUNS_LARGE
+            else:                                      # more runs would cost more than a page each
+                # (or the first runs are short: the block is filled at random, go dense early)
+                dense = <uint32_t*> self.dense_pool.get(P * sizeof(uint32_t))
                 r = 0
                 for o in range(page):
                     while r + 1 < n and <int64_t> d[2 * r + 3] <= o:
                         r += 1
                     dense[o] = <uint32_t> (d[2 * r] + (o - <int64_t> d[2 * r + 1]) * self.p.n_planes)
                 dense[page] = lpn
-                free(d)
+                self._p2l_release(b)
                 self.p2l_blk[b] = dense
                 self.p2l_runs[b] = -1
                 return 0
-            cap = 2 * cap if cap > 0 else 4
-            d = <uint32_t*> realloc(d, 2 * cap * sizeof(uint32_t))
-            if d == NULL:
-                return -1
             self.p2l_blk[b] = d
-            self.p2l_cap[b] = cap
         d[2 * n] = lpn
         d[2 * n + 1] = <uint32_t> page
         self.p2l_runs[b] = n + 1
@@ -539,7 +539,7 @@ cdef class SSDCore:
                     self._block_lost(plane, cur, run)
             for k in range(i >> L2P_SHIFT, ((stop - 1) >> L2P_SHIFT) + 1):
                 if self.l2p_leaf[k] != NULL and self.l2p_live[k] == 0:
-                    free(self.l2p_leaf[k])
+                    self.leaf_pool.put(self.l2p_leaf[k])
                     self.l2p_leaf[k] = NULL
             i = stop
         self.st.trimmed_pages += trimmed
