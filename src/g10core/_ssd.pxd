@@ -59,13 +59,14 @@ cdef class SSDCore:
 
     # mapping, allocated where it holds something, so memory follows the live data, not the
     # pages ever written: l2p in leaves of L2P_LEAF lpns, each made on its first mapping and
-    # freed when its last entry is unmapped; p2l per erase block, made when the block opens and
+    # freed when its last entry is unmapped; p2l per erase block, made at its first program and
     # freed once it holds no valid page (GC reads a victim's p2l only where its valid bits are
     # set).  Validity lives in a bitmap, so an overwrite or a GC copy never writes p2l at
     # random: it is written once per program (in frontier order) and read once per GC copy.
     # A block's p2l is a list of runs (lpn, first page): pages programmed in a row whose lpns
     # step by n_planes (a sequential write as one plane sees it) share one run; a block with
-    # more than pages_per_block / 2 runs switches to one lpn per page.
+    # more than P2L_RUNS_LARGE runs, or whose first P2L_RUNS_SMALL runs are short (filled at
+    # random), switches to one lpn per page.
     cdef uint32_t** l2p_leaf               # per leaf: lpn -> ppn + 1 (0: unmapped), or NULL: none mapped
     cdef int32_t* l2p_live                 # per leaf: mapped entries
     cdef int64_t n_leaves
