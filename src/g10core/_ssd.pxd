@@ -6,6 +6,12 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t
 from g10core._types cimport cycle_t, ssd_params, ssd_stats, ssd_plane
 from g10core._pcie cimport LinkCore
 
+cdef extern from "g10core/pool.h" nogil:
+    cdef cppclass g10_node_pool:         # fixed-size nodes from chunks, a free list for reuse (pool.h)
+        g10_node_pool()
+        void* get(size_t size)
+        void put(void* p)
+
 cdef extern from "g10core/ssd_math.h" nogil:
     int G10_HIST_BUCKETS
     int g10_hist_bucket(int64_t v)
@@ -29,6 +35,18 @@ cdef enum:
     BLOCK_CLOSED = 2           # full; a GC candidate
 
 
+# l2p leaves: 1024 lpns (4 KiB) each.
+cdef enum:
+    L2P_SHIFT = 10
+    L2P_LEAF = 1024
+    L2P_MASK = 1023
+
+# p2l run lists hold 8, then 32 runs, then turn into one lpn per page.
+cdef enum:
+    P2L_RUNS_SMALL = 8
+    P2L_RUNS_LARGE = 32
+
+
 @cython.final
 cdef class SSDCore:
     cdef ssd_params p
@@ -39,11 +57,28 @@ cdef class SSDCore:
     cdef int64_t plane_mask                # n_planes - 1 when a power of two, else -1
     cdef int64_t page_shift                # log2(pages_per_block) when a power of two, else -1
 
-    # mapping (calloc: pages never touched cost no memory).  Validity lives in a bitmap, so
-    # an overwrite or a GC copy never writes the big per-page p2l table at random: it is
-    # written once per program (in frontier order) and read once per GC copy (in block order).
-    cdef uint32_t* l2p                     # lpn -> ppn + 1 (0: unmapped)
-    cdef uint32_t* p2l                     # ppn -> lpn, meaningful where the page's valid bit is set
+    # mapping, allocated where it holds something, so memory follows the live data, not the
+    # pages ever written: l2p in leaves of L2P_LEAF lpns, each made on its first mapping and
+    # freed when its last entry is unmapped; p2l per erase block, made at its first program and
+    # freed once it holds no valid page (GC reads a victim's p2l only where its valid bits are
+    # set).  Validity lives in a bitmap, so an overwrite or a GC copy never writes p2l at
+    # random: it is written once per program (in frontier order) and read once per GC copy.
+    # A block's p2l is a list of runs (lpn, first page): pages programmed in a row whose lpns
+    # step by n_planes (a sequential write as one plane sees it) share one run; a block with
+    # more than P2L_RUNS_LARGE runs, or whose first P2L_RUNS_SMALL runs are short (filled at
+    # random), switches to one lpn per page.
+    cdef uint32_t** l2p_leaf               # per leaf: lpn -> ppn + 1 (0: unmapped), or NULL: none mapped
+    cdef int32_t* l2p_live                 # per leaf: mapped entries
+    cdef int64_t n_leaves
+    cdef uint32_t** p2l_blk                # per block: runs (lpn, first page) x p2l_runs, or lpn per page; NULL: none
+    cdef int32_t* p2l_runs                 # per block: runs in p2l_blk (-1: one lpn per page)
+    cdef int32_t* p2l_cap                  # per block: runs p2l_blk has room for
+    # each size from its own pool: the tables come and go millions of times, and mixed sizes
+    # from one heap left it fragmented (freed memory the next size could not reuse)
+    cdef g10_node_pool leaf_pool           # l2p leaves
+    cdef g10_node_pool dense_pool          # p2l, one lpn per page
+    cdef g10_node_pool runs_small_pool     # p2l, P2L_RUNS_SMALL runs
+    cdef g10_node_pool runs_large_pool     # p2l, P2L_RUNS_LARGE runs
     cdef uint64_t* valid_bits              # one bit per flash page; each block padded to 64-bit words
     cdef int64_t words_per_block           # ceil(pages_per_block / 64)
     cdef int64_t bit_pad                   # words_per_block * 64 - pages_per_block (bit = ppn + block * pad)
@@ -91,6 +126,12 @@ cdef class SSDCore:
     cdef cycle_t idle_at(self) noexcept nogil
 
     cdef void _prefetch_overwrite(self, int64_t lpn) noexcept nogil
+    cdef uint32_t _l2p_get(self, int64_t lpn) noexcept nogil
+    cdef uint32_t* _l2p_slot(self, int64_t lpn) noexcept nogil
+    cdef void _l2p_unmapped(self, int64_t lpn) noexcept nogil
+    cdef void _p2l_release(self, int32_t b) noexcept nogil
+    cdef int _p2l_append(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil
+    cdef int _p2l_new_run(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil
     cdef int64_t _plane_of(self, int64_t lpn) noexcept nogil
     cdef int64_t _block_of(self, int64_t ppn) noexcept nogil
     cdef cycle_t _pop_slot(self) noexcept nogil
@@ -105,6 +146,7 @@ cdef class SSDCore:
     cdef cycle_t _read_page(self, int64_t lpn, cycle_t t) noexcept nogil
     cdef cycle_t _write_page(self, int64_t lpn, cycle_t arrive) noexcept nogil
     cdef void _invalidate(self, int64_t plane, int64_t ppn) noexcept nogil
+    cdef void _block_lost(self, int64_t plane, int32_t b, int32_t k) noexcept nogil
     cdef int64_t _gc_room(self, int64_t plane) noexcept nogil
     cdef int64_t _host_alloc(self, int64_t plane, cycle_t t) noexcept nogil
     cdef int32_t _take_free(self, int64_t plane) noexcept nogil

@@ -9,9 +9,11 @@ Layers, top to bottom:
   crosses the SSD's own PCIe link (a LinkCore).  Writes are acknowledged once
   their pages sit in the DRAM write buffer, so bursts see the buffer and
   sustained writes the flash.
-* FTL: page-level mapping (lpn -> ppn and back, flat arrays; which flash pages
-  hold valid data is a bitmap, so an overwrite writes l2p and one bit, and GC
-  reads the victim's p2l entries in block order).  lpn % n_planes picks the
+* FTL: page-level mapping (lpn -> ppn in leaves of 1024 lpns, ppn -> lpn per
+  erase block; each is allocated only while it maps something, so memory
+  follows the live data, not the pages ever written; which flash pages hold
+  valid data is a bitmap, so an overwrite writes l2p and one bit, and GC reads
+  the victim's p2l entries in block order).  lpn % n_planes picks the
   plane (channel first, then chip, die, plane); each plane is one GC domain
   with a host frontier, a GC frontier and a FIFO of erased blocks.  After a
   host frontier is replaced, GC collects victims until the plane has
@@ -35,7 +37,7 @@ Everything here trusts its inputs (ssd.py validates the spec and lpn ranges).
 cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport calloc, malloc, free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from g10core._types cimport cycle_t, ssd_params, ssd_stats, ssd_plane
 from g10core._types cimport VICTIM_GREEDY, VICTIM_FIFO, VICTIM_RANDOM, VICTIM_DCHOICES
@@ -52,6 +54,10 @@ cdef inline cycle_t _max(cycle_t a, cycle_t b) noexcept nogil:
 # copies ahead (far enough to hide a DRAM miss, near enough to stay in L1).
 cdef enum:
     GC_PREFETCH_DISTANCE = 16
+
+# trim works through this many l2p leaves (64 KiB) plane by plane at a time.
+cdef enum:
+    TRIM_CHUNK_LEAVES = 16
 
 # The key of a plane with nothing buffered: later than any simulated cycle.
 cdef cycle_t CYCLE_NEVER = INT64_MAX
@@ -79,8 +85,12 @@ cdef class SSDCore:
 
         self.words_per_block = (P + 63) // 64
         self.bit_pad = self.words_per_block * 64 - P
-        self.l2p = <uint32_t*> calloc(self.logical_pages, sizeof(uint32_t))
-        self.p2l = <uint32_t*> calloc(self.physical_pages, sizeof(uint32_t))
+        self.n_leaves = (self.logical_pages + L2P_LEAF - 1) >> L2P_SHIFT
+        self.l2p_leaf = <uint32_t**> calloc(self.n_leaves + 1, sizeof(uint32_t*))
+        self.l2p_live = <int32_t*> calloc(self.n_leaves + 1, sizeof(int32_t))
+        self.p2l_blk = <uint32_t**> calloc(self.n_blocks + 1, sizeof(uint32_t*))
+        self.p2l_runs = <int32_t*> calloc(self.n_blocks + 1, sizeof(int32_t))
+        self.p2l_cap = <int32_t*> calloc(self.n_blocks + 1, sizeof(int32_t))
         self.valid_bits = <uint64_t*> calloc(self.n_blocks * self.words_per_block, sizeof(uint64_t))
         self.gc_lpns = <uint32_t*> malloc(P * sizeof(uint32_t))
         self.blk_valid = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
@@ -105,7 +115,8 @@ cdef class SSDCore:
         self.slot_scratch = <cycle_t*> calloc(self.p.queue_depth, sizeof(cycle_t))
         self.hist_read = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
         self.hist_write = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
-        if (self.l2p == NULL or self.p2l == NULL or self.valid_bits == NULL or self.gc_lpns == NULL
+        if (self.l2p_leaf == NULL or self.l2p_live == NULL or self.p2l_blk == NULL
+                or self.p2l_runs == NULL or self.p2l_cap == NULL or self.valid_bits == NULL or self.gc_lpns == NULL
                 or self.blk_valid == NULL or self.blk_erases == NULL
                 or self.blk_state == NULL or self.blk_next == NULL or self.blk_prev == NULL
                 or self.blk_pos == NULL or self.dense == NULL
@@ -149,7 +160,9 @@ cdef class SSDCore:
         self.reset_stats()
 
     def __dealloc__(self):
-        free(self.l2p); free(self.p2l); free(self.valid_bits); free(self.gc_lpns)
+        # leaves and p2l tables live in the pools, which free their chunks themselves
+        free(self.l2p_leaf); free(self.l2p_live); free(self.p2l_blk); free(self.p2l_runs); free(self.p2l_cap)
+        free(self.valid_bits); free(self.gc_lpns)
         free(self.blk_valid); free(self.blk_erases)
         free(self.blk_state); free(self.blk_next); free(self.blk_prev); free(self.blk_pos)
         free(self.dense); free(self.planes)
@@ -175,6 +188,92 @@ cdef class SSDCore:
 
     cdef int64_t _block_of(self, int64_t ppn) noexcept nogil:
         return (ppn >> self.page_shift) if self.page_shift >= 0 else ppn // self.p.pages_per_block
+
+    # ---- mapping tables (allocated where they hold something) -------------------
+
+    cdef inline uint32_t _l2p_get(self, int64_t lpn) noexcept nogil:
+        """ppn + 1 of ``lpn``, 0: unmapped."""
+        cdef uint32_t* leaf = self.l2p_leaf[lpn >> L2P_SHIFT]
+        return leaf[lpn & L2P_MASK] if leaf != NULL else 0
+
+    cdef inline uint32_t* _l2p_slot(self, int64_t lpn) noexcept nogil:
+        """``lpn``'s l2p entry, its leaf made if there is none (NULL: out of memory)."""
+        cdef int64_t k = lpn >> L2P_SHIFT
+        cdef uint32_t* leaf = self.l2p_leaf[k]
+        if leaf == NULL:
+            leaf = <uint32_t*> self.leaf_pool.get(L2P_LEAF * sizeof(uint32_t))
+            memset(leaf, 0, L2P_LEAF * sizeof(uint32_t))
+            self.l2p_leaf[k] = leaf
+        return &leaf[lpn & L2P_MASK]
+
+    cdef inline void _l2p_unmapped(self, int64_t lpn) noexcept nogil:
+        """``lpn``'s entry, counted as mapped until now, was cleared: free its leaf once empty."""
+        cdef int64_t k = lpn >> L2P_SHIFT
+        self.l2p_live[k] -= 1
+        if self.l2p_live[k] == 0:
+            self.leaf_pool.put(self.l2p_leaf[k])
+            self.l2p_leaf[k] = NULL
+
+    cdef inline void _p2l_release(self, int32_t b) noexcept nogil:
+        """Block ``b`` holds no valid page (or was erased): its p2l is not needed."""
+        cdef uint32_t* d = self.p2l_blk[b]
+        if d != NULL:
+            if self.p2l_runs[b] < 0:
+                self.dense_pool.put(d)
+            elif self.p2l_cap[b] == P2L_RUNS_SMALL:
+                self.runs_small_pool.put(d)
+            else:
+                self.runs_large_pool.put(d)
+        self.p2l_blk[b] = NULL
+        self.p2l_runs[b] = 0
+        self.p2l_cap[b] = 0
+
+    cdef inline int _p2l_append(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil:
+        """Record that ``page`` of block ``b`` (the next one programmed there) holds ``lpn``.
+        Returns -1 when out of memory."""
+        cdef int32_t n = self.p2l_runs[b]
+        cdef uint32_t* d = self.p2l_blk[b]
+        if n < 0:
+            d[page] = lpn
+            return 0
+        if n > 0 and <int64_t> d[2 * n - 2] + (page - <int64_t> d[2 * n - 1]) * self.p.n_planes == lpn:
+            return 0                                   # continues the last run
+        return self._p2l_new_run(b, page, lpn)
+
+    cdef int _p2l_new_run(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil:
+        """``_p2l_append`` when ``page`` starts a run: add one (or switch to one lpn per page)."""
+        cdef int32_t n = self.p2l_runs[b], cap, r
+        cdef uint32_t* d = self.p2l_blk[b]
+        cdef uint32_t* dense
+        cdef int64_t P = self.p.pages_per_block, o
+        cap = self.p2l_cap[b]
+        if n == cap:
+            if n == 0:
+                d = <uint32_t*> self.runs_small_pool.get(2 * P2L_RUNS_SMALL * sizeof(uint32_t))
+                self.p2l_cap[b] = P2L_RUNS_SMALL
+            elif cap == P2L_RUNS_SMALL and 2 * P2L_RUNS_LARGE < P and page >= 4 * P2L_RUNS_SMALL:
+                d = <uint32_t*> self.runs_large_pool.get(2 * P2L_RUNS_LARGE * sizeof(uint32_t))
+                memcpy(d, self.p2l_blk[b], 2 * n * sizeof(uint32_t))
+                self.runs_small_pool.put(self.p2l_blk[b])
+                self.p2l_cap[b] = P2L_RUNS_LARGE
+            else:                                      # more runs would cost more than a page each
+                # (or the first runs are short: the block is filled at random, go dense early)
+                dense = <uint32_t*> self.dense_pool.get(P * sizeof(uint32_t))
+                r = 0
+                for o in range(page):
+                    while r + 1 < n and <int64_t> d[2 * r + 3] <= o:
+                        r += 1
+                    dense[o] = <uint32_t> (d[2 * r] + (o - <int64_t> d[2 * r + 1]) * self.p.n_planes)
+                dense[page] = lpn
+                self._p2l_release(b)
+                self.p2l_blk[b] = dense
+                self.p2l_runs[b] = -1
+                return 0
+            self.p2l_blk[b] = d
+        d[2 * n] = lpn
+        d[2 * n + 1] = <uint32_t> page
+        self.p2l_runs[b] = n + 1
+        return 0
 
     # ---- write buffer ------------------------------------------------------------
 
@@ -396,22 +495,61 @@ cdef class SSDCore:
         return last
 
     cdef void trim(self, int64_t lpn, int64_t npages) noexcept nogil:
-        """Deallocate pages (their data is dead: GC will not copy them). Takes no time."""
-        cdef int64_t i
+        """Deallocate pages (their data is dead: GC will not copy them). Takes no time.
+
+        Planes share no FTL state, so the range is taken plane by plane (in lpn order within
+        a plane, as one page at a time would), in chunks of TRIM_CHUNK lpns that stay in
+        cache; a plane's pages that sit in a row in one block go stale in one step."""
+        cdef int64_t i = lpn, j, k, q, stop, end = lpn + npages, npl = self.p.n_planes
+        cdef int64_t ppn, bit, plane, trimmed = 0
+        cdef int32_t b, cur, run
         cdef uint32_t e
-        for i in range(lpn, lpn + npages):
-            e = self.l2p[i]
-            if e != 0:
-                self._invalidate(self._plane_of(i), <int64_t> e - 1)
-                self.l2p[i] = 0
-                self.st.trimmed_pages += 1
+        cdef uint32_t* leaf
+        while i < end:
+            stop = ((i >> L2P_SHIFT) + TRIM_CHUNK_LEAVES) << L2P_SHIFT
+            if stop > end:
+                stop = end
+            for q in range(npl if npl < stop - i else stop - i):
+                plane = self._plane_of(i + q)
+                cur = -1
+                run = 0
+                j = i + q
+                while j < stop:
+                    leaf = self.l2p_leaf[j >> L2P_SHIFT]
+                    if leaf == NULL:                   # a leaf not there maps nothing
+                        j += npl
+                        continue
+                    e = leaf[j & L2P_MASK]
+                    if e != 0:
+                        ppn = <int64_t> e - 1
+                        b = <int32_t> self._block_of(ppn)
+                        bit = ppn + b * self.bit_pad
+                        self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
+                        if b != cur:
+                            if run > 0:
+                                self._block_lost(plane, cur, run)
+                            cur = b
+                            run = 0
+                        run += 1
+                        leaf[j & L2P_MASK] = 0
+                        self.l2p_live[j >> L2P_SHIFT] -= 1
+                        trimmed += 1
+                    j += npl
+                if run > 0:
+                    self._block_lost(plane, cur, run)
+            for k in range(i >> L2P_SHIFT, ((stop - 1) >> L2P_SHIFT) + 1):
+                if self.l2p_leaf[k] != NULL and self.l2p_live[k] == 0:
+                    self.leaf_pool.put(self.l2p_leaf[k])
+                    self.l2p_leaf[k] = NULL
+            i = stop
+        self.st.trimmed_pages += trimmed
 
     # ---- flash pages -------------------------------------------------------------
 
     cdef cycle_t _read_page(self, int64_t lpn, cycle_t t) noexcept nogil:
         """Read one page for a command that reached the flash at ``t``; return when its data
         is in the controller."""
-        cdef uint32_t e = self.l2p[lpn]
+        cdef uint32_t e = self._l2p_get(lpn)
         cdef ssd_plane* pl
         cdef cycle_t t0, bus
         if e == 0:                                     # never written: the controller returns zeros
@@ -432,21 +570,30 @@ cdef class SSDCore:
         cdef int64_t plane = self._plane_of(lpn)
         cdef ssd_plane* pl = &self.planes[plane]
         cdef cycle_t admit = self._buffer_admit(arrive)
-        cdef uint32_t old = self.l2p[lpn]
+        cdef uint32_t* slot = self._l2p_slot(lpn)
+        cdef uint32_t old
         cdef int64_t ppn, b, bit
         cdef cycle_t bus, start
+        if slot == NULL:                               # out of memory for an l2p leaf
+            self.st.alloc_failures += 1
+            return admit
+        old = slot[0]
         if old != 0:
             self._invalidate(plane, <int64_t> old - 1)
-            self.l2p[lpn] = 0
+            slot[0] = 0
+        else:
+            self.l2p_live[lpn >> L2P_SHIFT] += 1       # counted as mapped from here (GC never frees leaves)
         ppn = self._host_alloc(plane, admit)
         if ppn < 0:                                    # unreachable for a validated geometry
             self.st.alloc_failures += 1
+            self._l2p_unmapped(lpn)
             return admit
         b = self._block_of(ppn)
         bit = ppn + b * self.bit_pad
-        self.p2l[ppn] = <uint32_t> lpn
+        if self._p2l_append(<int32_t> b, ppn - b * self.p.pages_per_block, <uint32_t> lpn) < 0:
+            self.st.alloc_failures += 1                # out of memory for its p2l
         self.valid_bits[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
-        self.l2p[lpn] = <uint32_t> (ppn + 1)
+        slot[0] = <uint32_t> (ppn + 1)
         self.blk_valid[b] += 1
         self.st.flash_program_pages += 1
         # channel time is charged in request order from the request time (module doc)
@@ -460,18 +607,27 @@ cdef class SSDCore:
     cdef void _invalidate(self, int64_t plane, int64_t ppn) noexcept nogil:
         """The page at ``ppn`` (in ``plane``: an lpn never leaves its plane) holds stale data."""
         cdef int32_t b = <int32_t> self._block_of(ppn)
-        cdef int32_t v = self.blk_valid[b]
-        cdef int64_t lst, bit = ppn + b * self.bit_pad
-        cdef ssd_plane* pl
+        cdef int64_t bit = ppn + b * self.bit_pad
         self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
-        self.blk_valid[b] = v - 1
+        self._block_lost(plane, b, 1)
+
+    cdef void _block_lost(self, int64_t plane, int32_t b, int32_t k) noexcept nogil:
+        """``k`` pages of block ``b`` (in ``plane``) went stale, their valid bits already cleared.
+        One call for k pages leaves the same state as k calls for one page in a row: a greedy
+        block moves from bucket v to v - k at its head, as it would through v - 1, v - 2, ..."""
+        cdef int32_t v = self.blk_valid[b]
+        cdef int64_t lst
+        cdef ssd_plane* pl
+        self.blk_valid[b] = v - k
+        if v == k and self.blk_state[b] == BLOCK_CLOSED:
+            self._p2l_release(b)
         if self.p.victim_policy == VICTIM_GREEDY and self.blk_state[b] == BLOCK_CLOSED:
             lst = plane * self.n_lists
             self._list_remove(b)
-            self._list_push(lst + v - 1, b, False)
+            self._list_push(lst + v - k, b, False)
             pl = &self.planes[plane]
-            if v - 1 < pl.min_valid:
-                pl.min_valid = v - 1
+            if v - k < pl.min_valid:
+                pl.min_valid = v - k
 
     # ---- allocation and GC -------------------------------------------------------
 
@@ -537,6 +693,8 @@ cdef class SSDCore:
         cdef int32_t pos
         self.blk_state[b] = BLOCK_CLOSED
         pl.closed_count += 1
+        if v == 0:
+            self._p2l_release(b)
         if self.p.victim_policy == VICTIM_GREEDY:
             self._list_push(plane * self.n_lists + v, b, False)
             if v < pl.min_valid:
@@ -620,25 +778,33 @@ cdef class SSDCore:
         cdef uint64_t x
         cdef uint64_t* words
         cdef uint32_t* lpns = self.gc_lpns
-        cdef uint32_t* l2p = self.l2p
-        cdef uint32_t* p2l = self.p2l
+        cdef uint32_t** l2p = self.l2p_leaf
+        cdef uint32_t* p2l = self.p2l_blk[b] if b >= 0 else NULL
+        cdef int32_t runs = self.p2l_runs[b] if b >= 0 else 0, r = 0
         cdef uint32_t l
         if b < 0:
             return -1
-        # the victim's valid pages, in block order (the order they are copied in)
-        base = <int64_t> b * P
-        for j in range(0, P, 16):                      # the victim's p2l was written long ago
-            g10_prefetch_w(&p2l[base + j])
+        # the victim's valid pages, in block order (the order they are copied in); a victim
+        # without valid pages has no p2l left
+        if p2l != NULL:
+            for j in range(0, P if runs < 0 else 2 * runs, 16):   # written long ago
+                g10_prefetch_w(&p2l[j])
         words = &self.valid_bits[<int64_t> b * W]
         for w in range(W):
             x = words[w]
             words[w] = 0
             while x != 0:
-                lpns[n] = p2l[base + w * 64 + g10_ctz64(x)]
+                j = w * 64 + g10_ctz64(x)
+                if runs < 0:
+                    lpns[n] = p2l[j]
+                else:                                  # pages come in order: the run cursor only advances
+                    while r + 1 < runs and <int64_t> p2l[2 * r + 3] <= j:
+                        r += 1
+                    lpns[n] = <uint32_t> (p2l[2 * r] + (j - <int64_t> p2l[2 * r + 1]) * self.p.n_planes)
                 x &= x - 1
                 n += 1
         for j in range(n if n < GC_PREFETCH_DISTANCE else GC_PREFETCH_DISTANCE):
-            g10_prefetch_w(&l2p[lpns[j]])
+            g10_prefetch_w(&l2p[lpns[j] >> L2P_SHIFT][lpns[j] & L2P_MASK])
         frontier_next = &pl.host_next if self.p.shared_frontier else &pl.gc_next
         # copy in runs that fit the open GC frontier
         while copies < n:
@@ -652,10 +818,12 @@ cdef class SSDCore:
             dst = fb * P + frontier_next[0]
             for j in range(copies, copies + run):
                 if j + GC_PREFETCH_DISTANCE < n:
-                    g10_prefetch_w(&l2p[lpns[j + GC_PREFETCH_DISTANCE]])
+                    l = lpns[j + GC_PREFETCH_DISTANCE]
+                    g10_prefetch_w(&l2p[l >> L2P_SHIFT][l & L2P_MASK])
                 l = lpns[j]
-                p2l[dst] = l
-                l2p[l] = <uint32_t> (dst + 1)
+                if self._p2l_append(<int32_t> fb, dst - fb * P, l) < 0:
+                    self.st.alloc_failures += 1        # out of memory for its p2l
+                l2p[l >> L2P_SHIFT][l & L2P_MASK] = <uint32_t> (dst + 1)
                 dst += 1
             bit = fb * P + frontier_next[0] + fb * self.bit_pad
             g10_bits_set_range(self.valid_bits, bit, bit + run)
@@ -663,6 +831,7 @@ cdef class SSDCore:
             frontier_next[0] += <int32_t> run
             copies += run
         self.blk_valid[b] -= <int32_t> copies
+        self._p2l_release(b)
         # erase and queue at the tail of the free FIFO (rotates wear across blocks)
         self.blk_erases[b] += 1
         self.blk_state[b] = BLOCK_FREE
@@ -699,7 +868,7 @@ cdef class SSDCore:
 
     cdef inline void _prefetch_overwrite(self, int64_t lpn) noexcept nogil:
         """Ask for the cache lines an overwrite of ``lpn`` will touch first (a hint only)."""
-        cdef uint32_t e = self.l2p[lpn]
+        cdef uint32_t e = self._l2p_get(lpn)
         cdef int64_t b, bit
         if e != 0:
             b = self._block_of(<int64_t> e - 1)
@@ -717,8 +886,8 @@ cdef class SSDCore:
             for i in range(n):
                 # an overwrite misses on l2p[lpn], then on the old page's valid bit and block:
                 # fetch the first early, the others once the first has arrived
-                if i + 16 < n:
-                    g10_prefetch_w(&self.l2p[lpns[i + 16]])
+                if i + 16 < n and self.l2p_leaf[lpns[i + 16] >> L2P_SHIFT] != NULL:
+                    g10_prefetch_w(&self.l2p_leaf[lpns[i + 16] >> L2P_SHIFT][lpns[i + 16] & L2P_MASK])
                 if i + 8 < n:
                     self._prefetch_overwrite(lpns[i + 8])
                 if closed_loop:
@@ -761,10 +930,26 @@ cdef class SSDCore:
         P = self.p.pages_per_block
         bits = np.array(<uint64_t[:self.n_blocks * self.words_per_block]> self.valid_bits, copy=True)
         valid = np.unpackbits(bits.view(np.uint8), bitorder="little").reshape(self.n_blocks, -1)[:, :P]
-        lpn = np.array(<uint32_t[:self.physical_pages]> self.p2l, copy=True)
+        cdef int64_t b, k
+        l2p = np.zeros(self.logical_pages, dtype=np.uint32)
+        for k in range(self.n_leaves):
+            if self.l2p_leaf[k] != NULL:
+                leaf = np.array(<uint32_t[:L2P_LEAF]> self.l2p_leaf[k], copy=True)
+                l2p[k * L2P_LEAF:(k + 1) * L2P_LEAF] = leaf[:min(L2P_LEAF, self.logical_pages - k * L2P_LEAF)]
+        lpn = np.zeros(self.physical_pages, dtype=np.uint32)
+        cdef int64_t o, r, runs
+        for b in range(self.n_blocks):
+            runs = self.p2l_runs[b]
+            if runs < 0:
+                lpn[b * P:(b + 1) * P] = np.array(<uint32_t[:P]> self.p2l_blk[b], copy=True)
+            for r in range(runs):                      # run r: pages [first, next run's first)
+                o = self.p2l_blk[b][2 * r + 1]
+                while o < (self.p2l_blk[b][2 * r + 3] if r + 1 < runs else P):
+                    lpn[b * P + o] = (self.p2l_blk[b][2 * r] + (o - self.p2l_blk[b][2 * r + 1]) * self.p.n_planes) & 0xFFFFFFFF
+                    o += 1
         nxt = np.array(<int32_t[:self.n_blocks + nl]> self.blk_next, copy=True)
         out = {
-            "l2p": np.array(<uint32_t[:self.logical_pages]> self.l2p, copy=True),
+            "l2p": l2p,
             "p2l": np.where(valid.reshape(-1) != 0, lpn + 1, 0).astype(np.uint32),   # lpn + 1, 0: invalid
             "valid": np.array(<int32_t[:self.n_blocks]> self.blk_valid, copy=True),
             "erases": np.array(<int32_t[:self.n_blocks]> self.blk_erases, copy=True),
