@@ -46,10 +46,12 @@ cdef enum:
     L2P_LEAF = 1024
     L2P_MASK = 1023
 
-# p2l run lists hold 8, then 32 runs, then turn into one lpn per page.
+# p2l run lists hold 8, then 32, then 64 runs (while that is below half a page's worth per
+# page), then turn into one lpn per page.
 cdef enum:
     P2L_RUNS_SMALL = 8
     P2L_RUNS_LARGE = 32
+    P2L_RUNS_HUGE = 64
 
 
 @cython.final
@@ -70,8 +72,8 @@ cdef class SSDCore:
     # random: it is written once per program (in frontier order) and read once per GC copy.
     # A block's p2l is a list of runs (lpn, first page): pages programmed in a row whose lpns
     # step by n_planes (a sequential write as one plane sees it) share one run; a block with
-    # more than P2L_RUNS_LARGE runs, or whose first P2L_RUNS_SMALL runs are short (filled at
-    # random), switches to one lpn per page.
+    # more runs than its list can take at 4+ pages a run (P2L_RUNS_HUGE), or whose first
+    # P2L_RUNS_SMALL runs are short (filled at random), switches to one lpn per page.
     cdef uint32_t** l2p_leaf               # per leaf: lpn -> ppn + 1 (0: unmapped), or NULL: none mapped
     cdef int32_t* l2p_live                 # per leaf: mapped entries
     cdef int64_t n_leaves
@@ -82,6 +84,7 @@ cdef class SSDCore:
     cdef g10_node_pool dense_pool          # p2l, one lpn per page
     cdef g10_node_pool runs_small_pool     # p2l, P2L_RUNS_SMALL runs
     cdef g10_node_pool runs_large_pool     # p2l, P2L_RUNS_LARGE runs
+    cdef g10_node_pool runs_huge_pool      # p2l, P2L_RUNS_HUGE runs
     cdef uint64_t* valid_bits              # one bit per flash page; each block padded to 64-bit words
     cdef int64_t words_per_block           # ceil(pages_per_block / 64)
     cdef int64_t bit_pad                   # words_per_block * 64 - pages_per_block (bit = ppn + block * pad)

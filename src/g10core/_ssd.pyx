@@ -229,8 +229,10 @@ cdef class SSDCore:
                 self.dense_pool.put(d)
             elif self.blk[b].cap == P2L_RUNS_SMALL:
                 self.runs_small_pool.put(d)
-            else:
+            elif self.blk[b].cap == P2L_RUNS_LARGE:
                 self.runs_large_pool.put(d)
+            else:
+                self.runs_huge_pool.put(d)
         self.blk[b].p2l = NULL
         self.blk[b].runs = 0
         self.blk[b].cap = 0
@@ -263,6 +265,12 @@ cdef class SSDCore:
                 memcpy(d, self.blk[b].p2l, 2 * n * sizeof(uint32_t))
                 self.runs_small_pool.put(self.blk[b].p2l)
                 self.blk[b].cap = P2L_RUNS_LARGE
+            elif cap == P2L_RUNS_LARGE and 2 * P2L_RUNS_HUGE < P and page >= 4 * P2L_RUNS_LARGE:
+                # runs of 4 pages, a 2 MiB write's share of each of 128 planes, cost half of dense
+                d = <uint32_t*> self.runs_huge_pool.get(2 * P2L_RUNS_HUGE * sizeof(uint32_t))
+                memcpy(d, self.blk[b].p2l, 2 * n * sizeof(uint32_t))
+                self.runs_large_pool.put(self.blk[b].p2l)
+                self.blk[b].cap = P2L_RUNS_HUGE
             else:                                      # more runs would cost more than a page each
                 # (or the first runs are short: the block is filled at random, go dense early)
                 dense = <uint32_t*> self.dense_pool.get(P * sizeof(uint32_t))
