@@ -11,6 +11,7 @@ cdef extern from "g10core/pool.h" nogil:
         g10_node_pool()
         void* get(size_t size)
         void put(void* p)
+        size_t reserved_bytes()
 
 cdef extern from "g10core/ssd_math.h" nogil:
     int G10_HIST_BUCKETS

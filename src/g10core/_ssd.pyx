@@ -962,6 +962,19 @@ cdef class SSDCore:
         out[G10_HIST_BUCKETS] = np.iinfo(np.int64).max
         return out
 
+    def table_bytes(self):
+        """Heap bytes the mapping tables hold (pools keep their peak), by table."""
+        P = self.p.pages_per_block
+        return {"l2p_leaves": self.leaf_pool.reserved_bytes(),
+                "l2p_index": (self.n_leaves + 1) * (sizeof(uint32_t*) + sizeof(int32_t)),
+                "p2l_dense": self.dense_pool.reserved_bytes(),
+                "p2l_runs": (self.runs_small_pool.reserved_bytes() + self.runs_large_pool.reserved_bytes()
+                             + self.runs_huge_pool.reserved_bytes()),
+                "valid_bits": self.n_blocks * self.words_per_block * sizeof(uint64_t),
+                "blocks": (self.n_blocks + 1) * sizeof(blk_meta)
+                          + (self.n_blocks + self.p.n_planes * self.n_lists) * 2 * sizeof(int32_t)
+                          + 2 * self.n_blocks * sizeof(int32_t)}
+
     def erase_counts(self):
         return self._blk_column(BLK_ERASES)
 
