@@ -164,11 +164,11 @@ cdef class SSDCore:
                 "channel": pl.channel, "busy_until": pl.busy_until}
 
     def __dealloc__(self):
+        cdef int64_t pl
         # leaves and p2l tables live in the pools, which free their chunks themselves
         free(self.l2p_leaf); free(self.l2p_live); free(self.blk)
         free(self.valid_bits); free(self.gc_lpns)
         free(self.blk_next); free(self.blk_prev); free(self.blk_pos)
-        cdef int64_t pl
         if self.planes != NULL:
             for pl in range(self.p.n_planes):
                 free(self.planes[pl].buf_done)
@@ -980,11 +980,19 @@ cdef class SSDCore:
 
     def _blk_column(self, int which):
         """One per-block field as an array (BLK_VALID, BLK_ERASES or BLK_STATE)."""
-        out = np.empty(self.n_blocks, dtype=np.int8 if which == BLK_STATE else np.int32)
         cdef int64_t b
-        for b in range(self.n_blocks):
-            out[b] = (self.blk[b].valid if which == BLK_VALID else
-                      self.blk[b].erases if which == BLK_ERASES else self.blk[b].state)
+        cdef int32_t[::1] v
+        cdef int8_t[::1] st
+        if which == BLK_STATE:
+            out = np.empty(self.n_blocks, dtype=np.int8)
+            st = out
+            for b in range(self.n_blocks):
+                st[b] = self.blk[b].state
+        else:
+            out = np.empty(self.n_blocks, dtype=np.int32)
+            v = out
+            for b in range(self.n_blocks):
+                v[b] = self.blk[b].valid if which == BLK_VALID else self.blk[b].erases
         return out
 
     def snapshot(self):
