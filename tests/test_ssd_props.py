@@ -268,3 +268,24 @@ def test_queue_slots_follow_a_plain_multiset_of_completions(qd, seed, cmds):
         done = ssd.write(lpn, 1, now) if is_write else ssd.read(lpn, 1, now)
         in_flight.append(done)
     assert ssd.idle_at() >= max(in_flight)
+
+
+def test_table_bytes_follow_the_data_and_its_pattern():
+    # Tables are allocated only for data: none before the first write.  A sequential
+    # write is one p2l run per block (no per-page p2l); writes at random go per page.
+    spec = ssd_preset("zssd").with_user_capacity(1 << 30)
+    ssd = SSD(spec)
+    before = ssd.table_bytes()
+    assert before["l2p_leaves"] == before["p2l_dense"] == before["p2l_runs"] == 0
+    assert before["total"] == sum(v for k, v in before.items() if k != "total")
+    n = 64 * spec.n_planes * spec.pages_per_block // 8          # an eighth of a block per plane
+    t = 0
+    for lpn in range(0, n, 32):
+        t = ssd.write(lpn, 32, t)
+    seq = ssd.table_bytes()
+    assert seq["l2p_leaves"] >= (n // 1024) * 1024 * 4        # 4 B per mapped lpn, at least
+    assert seq["p2l_runs"] > 0 and seq["p2l_dense"] == 0
+    rng = np.random.default_rng(7)
+    for lpn in rng.integers(n, ssd.spec.logical_pages, size=4 * spec.n_planes * spec.pages_per_block):
+        t = ssd.write(int(lpn), 1, t)
+    assert ssd.table_bytes()["p2l_dense"] > 0

@@ -39,6 +39,8 @@ public:
         free_ = l;
     }
     std::size_t node_size() const { return node_size_; }
+    /* Bytes taken from the heap so far (a pool keeps what it took until it is destroyed). */
+    std::size_t reserved_bytes() const { return chunks_.size() * kChunkNodes * node_size_; }
 
 private:
     struct link { link *next; };

@@ -11,6 +11,7 @@ cdef extern from "g10core/pool.h" nogil:
         g10_node_pool()
         void* get(size_t size)
         void put(void* p)
+        size_t reserved_bytes()
 
 cdef extern from "g10core/ssd_math.h" nogil:
     int G10_HIST_BUCKETS
@@ -22,10 +23,15 @@ cdef extern from "g10core/ssd_math.h" nogil:
     int g10_ctz64(uint64_t x)
     void g10_bits_set_range(uint64_t* w, int64_t lo, int64_t hi)
 
-# One page in the write buffer.
-cdef struct buf_entry:
-    cycle_t done               # when its program ends (it leaves the buffer then)
-    int32_t next               # next entry in its plane's FIFO, or in the free list (-1: none)
+# What a write, a trim or GC reads and writes of one erase block, in one cache line (these
+# were six arrays: a page written or trimmed touched a line of each).
+cdef struct blk_meta:
+    uint32_t* p2l              # runs (lpn, first page) x runs, or one lpn per page; NULL: none
+    int32_t runs               # runs in p2l (-1: one lpn per page)
+    int32_t cap                # runs p2l has room for
+    int32_t valid              # valid pages
+    int32_t erases             # erase count (wear)
+    int8_t state               # BLOCK_FREE / OPEN / CLOSED
 
 
 # Block states.
@@ -41,10 +47,12 @@ cdef enum:
     L2P_LEAF = 1024
     L2P_MASK = 1023
 
-# p2l run lists hold 8, then 32 runs, then turn into one lpn per page.
+# p2l run lists hold 8, then 32, then 64 runs (while that is below half a page's worth per
+# page), then turn into one lpn per page.
 cdef enum:
     P2L_RUNS_SMALL = 8
     P2L_RUNS_LARGE = 32
+    P2L_RUNS_HUGE = 64
 
 
 @cython.final
@@ -65,28 +73,24 @@ cdef class SSDCore:
     # random: it is written once per program (in frontier order) and read once per GC copy.
     # A block's p2l is a list of runs (lpn, first page): pages programmed in a row whose lpns
     # step by n_planes (a sequential write as one plane sees it) share one run; a block with
-    # more than P2L_RUNS_LARGE runs, or whose first P2L_RUNS_SMALL runs are short (filled at
-    # random), switches to one lpn per page.
+    # more runs than its list can take at 4+ pages a run (P2L_RUNS_HUGE), or whose first
+    # P2L_RUNS_SMALL runs are short (filled at random), switches to one lpn per page.
     cdef uint32_t** l2p_leaf               # per leaf: lpn -> ppn + 1 (0: unmapped), or NULL: none mapped
     cdef int32_t* l2p_live                 # per leaf: mapped entries
     cdef int64_t n_leaves
-    cdef uint32_t** p2l_blk                # per block: runs (lpn, first page) x p2l_runs, or lpn per page; NULL: none
-    cdef int32_t* p2l_runs                 # per block: runs in p2l_blk (-1: one lpn per page)
-    cdef int32_t* p2l_cap                  # per block: runs p2l_blk has room for
+    cdef blk_meta* blk                     # per block: p2l, valid pages, erases, state (blk_meta)
     # each size from its own pool: the tables come and go millions of times, and mixed sizes
     # from one heap left it fragmented (freed memory the next size could not reuse)
     cdef g10_node_pool leaf_pool           # l2p leaves
     cdef g10_node_pool dense_pool          # p2l, one lpn per page
     cdef g10_node_pool runs_small_pool     # p2l, P2L_RUNS_SMALL runs
     cdef g10_node_pool runs_large_pool     # p2l, P2L_RUNS_LARGE runs
+    cdef g10_node_pool runs_huge_pool      # p2l, P2L_RUNS_HUGE runs
     cdef uint64_t* valid_bits              # one bit per flash page; each block padded to 64-bit words
     cdef int64_t words_per_block           # ceil(pages_per_block / 64)
     cdef int64_t bit_pad                   # words_per_block * 64 - pages_per_block (bit = ppn + block * pad)
     cdef uint32_t* gc_lpns                 # scratch: lpns of the victim's valid pages, in block order
     # per block
-    cdef int32_t* blk_valid                # valid pages
-    cdef int32_t* blk_erases               # erase count (wear)
-    cdef int8_t* blk_state                 # BLOCK_FREE / OPEN / CLOSED
     # blk_next / blk_prev: per block, then one sentinel node per victim list (node
     # n_blocks + plane * n_lists + list): the victim lists are circular through their sentinel
     cdef int32_t* blk_next                 # next in its free FIFO (-1: last) or victim list
@@ -97,12 +101,11 @@ cdef class SSDCore:
     # timing
     cdef cycle_t* channel_free             # per channel: bus free from here
     # write buffer: one pool shared by all planes; a buffered page leaves it when its program
-    # ends.  Each plane's pages form a FIFO (a plane programs in order), and a winner tree
-    # over the planes, keyed by their oldest page, finds the next page to leave in
-    # log2(planes) branch-free steps.
-    cdef buf_entry* buf                    # buffer entries
-    cdef int32_t buf_free                  # first unused entry
-    cdef int64_t buf_count                 # entries in use
+    # ends.  Each plane's pages form a FIFO (a plane programs in order), kept as a ring of
+    # program ends that grows by doubling (ssd_plane.buf_*), and a winner tree over the
+    # planes, keyed by their oldest page, finds the next page to leave in log2(planes)
+    # branch-free steps.
+    cdef int64_t buf_count                 # buffered pages, counted until taken out (_buffer_admit)
     cdef int64_t tree_leaves               # power of two >= n_planes
     cdef int32_t* tree                     # [1, 2 * leaves): plane with the smallest key below the node
     cdef cycle_t* plane_key                # per leaf: the plane's oldest page's program end (or never)
@@ -138,7 +141,9 @@ cdef class SSDCore:
     cdef void _note_command(self, cycle_t now, cycle_t done) noexcept nogil
     cdef cycle_t _buffer_admit(self, cycle_t t) noexcept nogil
     cdef void _buffer_retire_top(self) noexcept nogil
+    cdef void _buffer_retire_until(self, int32_t plane, cycle_t t) noexcept nogil
     cdef void _buffer_add(self, int64_t plane, cycle_t done) noexcept nogil
+    cdef int _buffer_grow(self, ssd_plane* pl) noexcept nogil
     cdef void _buffer_tree_update(self, int64_t plane) noexcept nogil
     cdef cycle_t _slot_min(self) noexcept nogil
     cdef cycle_t _acquire_slot(self, cycle_t now) noexcept nogil

@@ -62,6 +62,12 @@ cdef enum:
 # The key of a plane with nothing buffered: later than any simulated cycle.
 cdef cycle_t CYCLE_NEVER = INT64_MAX
 
+# per-block fields _blk_column can copy out
+cdef enum:
+    BLK_VALID = 0
+    BLK_ERASES = 1
+    BLK_STATE = 2
+
 
 cdef class SSDCore:
     """One SSD's state; build it through ``g10core.ssd.SSD``."""
@@ -88,14 +94,9 @@ cdef class SSDCore:
         self.n_leaves = (self.logical_pages + L2P_LEAF - 1) >> L2P_SHIFT
         self.l2p_leaf = <uint32_t**> calloc(self.n_leaves + 1, sizeof(uint32_t*))
         self.l2p_live = <int32_t*> calloc(self.n_leaves + 1, sizeof(int32_t))
-        self.p2l_blk = <uint32_t**> calloc(self.n_blocks + 1, sizeof(uint32_t*))
-        self.p2l_runs = <int32_t*> calloc(self.n_blocks + 1, sizeof(int32_t))
-        self.p2l_cap = <int32_t*> calloc(self.n_blocks + 1, sizeof(int32_t))
+        self.blk = <blk_meta*> calloc(self.n_blocks + 1, sizeof(blk_meta))
         self.valid_bits = <uint64_t*> calloc(self.n_blocks * self.words_per_block, sizeof(uint64_t))
         self.gc_lpns = <uint32_t*> malloc(P * sizeof(uint32_t))
-        self.blk_valid = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
-        self.blk_erases = <int32_t*> calloc(self.n_blocks, sizeof(int32_t))
-        self.blk_state = <int8_t*> calloc(self.n_blocks, sizeof(int8_t))
         # victim lists are circular with one sentinel node each, after the blocks:
         # list l's sentinel is node n_blocks + l (so unlinking a block never branches)
         nodes = self.n_blocks + self.p.n_planes * self.n_lists
@@ -105,7 +106,6 @@ cdef class SSDCore:
         self.dense = <int32_t*> malloc(self.n_blocks * sizeof(int32_t))
         self.planes = <ssd_plane*> calloc(self.p.n_planes, sizeof(ssd_plane))
         self.channel_free = <cycle_t*> calloc(self.p.n_channels, sizeof(cycle_t))
-        self.buf = <buf_entry*> calloc(self.p.write_buffer_pages, sizeof(buf_entry))
         self.tree_leaves = 1
         while self.tree_leaves < self.p.n_planes:
             self.tree_leaves *= 2
@@ -115,13 +115,12 @@ cdef class SSDCore:
         self.slot_scratch = <cycle_t*> calloc(self.p.queue_depth, sizeof(cycle_t))
         self.hist_read = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
         self.hist_write = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
-        if (self.l2p_leaf == NULL or self.l2p_live == NULL or self.p2l_blk == NULL
-                or self.p2l_runs == NULL or self.p2l_cap == NULL or self.valid_bits == NULL or self.gc_lpns == NULL
-                or self.blk_valid == NULL or self.blk_erases == NULL
-                or self.blk_state == NULL or self.blk_next == NULL or self.blk_prev == NULL
+        if (self.l2p_leaf == NULL or self.l2p_live == NULL or self.blk == NULL
+                or self.valid_bits == NULL or self.gc_lpns == NULL
+                or self.blk_next == NULL or self.blk_prev == NULL
                 or self.blk_pos == NULL or self.dense == NULL
                 or self.planes == NULL or self.channel_free == NULL
-                or self.buf == NULL or self.tree == NULL or self.plane_key == NULL
+                or self.tree == NULL or self.plane_key == NULL
                 or self.slots == NULL or self.slot_scratch == NULL or self.hist_read == NULL
                 or self.hist_write == NULL):
             raise MemoryError(f"SSD: cannot allocate the FTL tables for {self.physical_pages} flash pages")
@@ -129,9 +128,6 @@ cdef class SSDCore:
         for i in range(self.p.n_planes * self.n_lists):
             self.blk_next[self.n_blocks + i] = <int32_t> (self.n_blocks + i)
             self.blk_prev[self.n_blocks + i] = <int32_t> (self.n_blocks + i)
-        for i in range(self.p.write_buffer_pages):
-            self.buf[i].next = <int32_t> (i + 1) if i + 1 < self.p.write_buffer_pages else -1
-        self.buf_free = 0
         # every plane's buffer is empty: key CYCLE_NEVER, and so is every padding leaf
         for i in range(self.tree_leaves):
             self.plane_key[i] = CYCLE_NEVER
@@ -141,8 +137,7 @@ cdef class SSDCore:
         self.slots_sorted = True
         self.slot_head = 0
         for pl in range(self.p.n_planes):
-            self.planes[pl].buf_head = -1
-            self.planes[pl].buf_tail = -1
+            self.planes[pl].buf_mask = -1          # no ring until its first page (calloc: the rest 0)
             self.planes[pl].host_block = -1
             self.planes[pl].gc_block = -1
             self.planes[pl].min_valid = <int32_t> P
@@ -159,14 +154,26 @@ cdef class SSDCore:
         g10_rng_seed(self.rng, self.p.seed)
         self.reset_stats()
 
+    def _plane_dict(self, int64_t i):
+        """Plane ``i``'s FTL and timing state (the write buffer's ring is not part of it:
+        it holds pages lazily, see _buffer_admit)."""
+        cdef ssd_plane* pl = &self.planes[i]
+        return {"host_block": pl.host_block, "host_next": pl.host_next, "gc_block": pl.gc_block,
+                "gc_next": pl.gc_next, "free_head": pl.free_head, "free_tail": pl.free_tail,
+                "free_count": pl.free_count, "closed_count": pl.closed_count, "min_valid": pl.min_valid,
+                "channel": pl.channel, "busy_until": pl.busy_until}
+
     def __dealloc__(self):
+        cdef int64_t pl
         # leaves and p2l tables live in the pools, which free their chunks themselves
-        free(self.l2p_leaf); free(self.l2p_live); free(self.p2l_blk); free(self.p2l_runs); free(self.p2l_cap)
+        free(self.l2p_leaf); free(self.l2p_live); free(self.blk)
         free(self.valid_bits); free(self.gc_lpns)
-        free(self.blk_valid); free(self.blk_erases)
-        free(self.blk_state); free(self.blk_next); free(self.blk_prev); free(self.blk_pos)
+        free(self.blk_next); free(self.blk_prev); free(self.blk_pos)
+        if self.planes != NULL:
+            for pl in range(self.p.n_planes):
+                free(self.planes[pl].buf_done)
         free(self.dense); free(self.planes)
-        free(self.channel_free); free(self.buf); free(self.tree); free(self.plane_key)
+        free(self.channel_free); free(self.tree); free(self.plane_key)
         free(self.slots); free(self.slot_scratch); free(self.hist_read); free(self.hist_write)
 
     def __reduce__(self):
@@ -216,23 +223,25 @@ cdef class SSDCore:
 
     cdef inline void _p2l_release(self, int32_t b) noexcept nogil:
         """Block ``b`` holds no valid page (or was erased): its p2l is not needed."""
-        cdef uint32_t* d = self.p2l_blk[b]
+        cdef uint32_t* d = self.blk[b].p2l
         if d != NULL:
-            if self.p2l_runs[b] < 0:
+            if self.blk[b].runs < 0:
                 self.dense_pool.put(d)
-            elif self.p2l_cap[b] == P2L_RUNS_SMALL:
+            elif self.blk[b].cap == P2L_RUNS_SMALL:
                 self.runs_small_pool.put(d)
-            else:
+            elif self.blk[b].cap == P2L_RUNS_LARGE:
                 self.runs_large_pool.put(d)
-        self.p2l_blk[b] = NULL
-        self.p2l_runs[b] = 0
-        self.p2l_cap[b] = 0
+            else:
+                self.runs_huge_pool.put(d)
+        self.blk[b].p2l = NULL
+        self.blk[b].runs = 0
+        self.blk[b].cap = 0
 
     cdef inline int _p2l_append(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil:
         """Record that ``page`` of block ``b`` (the next one programmed there) holds ``lpn``.
         Returns -1 when out of memory."""
-        cdef int32_t n = self.p2l_runs[b]
-        cdef uint32_t* d = self.p2l_blk[b]
+        cdef int32_t n = self.blk[b].runs
+        cdef uint32_t* d = self.blk[b].p2l
         if n < 0:
             d[page] = lpn
             return 0
@@ -242,20 +251,26 @@ cdef class SSDCore:
 
     cdef int _p2l_new_run(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil:
         """``_p2l_append`` when ``page`` starts a run: add one (or switch to one lpn per page)."""
-        cdef int32_t n = self.p2l_runs[b], cap, r
-        cdef uint32_t* d = self.p2l_blk[b]
+        cdef int32_t n = self.blk[b].runs, cap, r
+        cdef uint32_t* d = self.blk[b].p2l
         cdef uint32_t* dense
         cdef int64_t P = self.p.pages_per_block, o
-        cap = self.p2l_cap[b]
+        cap = self.blk[b].cap
         if n == cap:
             if n == 0:
                 d = <uint32_t*> self.runs_small_pool.get(2 * P2L_RUNS_SMALL * sizeof(uint32_t))
-                self.p2l_cap[b] = P2L_RUNS_SMALL
+                self.blk[b].cap = P2L_RUNS_SMALL
             elif cap == P2L_RUNS_SMALL and 2 * P2L_RUNS_LARGE < P and page >= 4 * P2L_RUNS_SMALL:
                 d = <uint32_t*> self.runs_large_pool.get(2 * P2L_RUNS_LARGE * sizeof(uint32_t))
-                memcpy(d, self.p2l_blk[b], 2 * n * sizeof(uint32_t))
-                self.runs_small_pool.put(self.p2l_blk[b])
-                self.p2l_cap[b] = P2L_RUNS_LARGE
+                memcpy(d, self.blk[b].p2l, 2 * n * sizeof(uint32_t))
+                self.runs_small_pool.put(self.blk[b].p2l)
+                self.blk[b].cap = P2L_RUNS_LARGE
+            elif cap == P2L_RUNS_LARGE and 2 * P2L_RUNS_HUGE < P and page >= 4 * P2L_RUNS_LARGE:
+                # runs of 4 pages, a 2 MiB write's share of each of 128 planes, cost half of dense
+                d = <uint32_t*> self.runs_huge_pool.get(2 * P2L_RUNS_HUGE * sizeof(uint32_t))
+                memcpy(d, self.blk[b].p2l, 2 * n * sizeof(uint32_t))
+                self.runs_large_pool.put(self.blk[b].p2l)
+                self.blk[b].cap = P2L_RUNS_HUGE
             else:                                      # more runs would cost more than a page each
                 # (or the first runs are short: the block is filled at random, go dense early)
                 dense = <uint32_t*> self.dense_pool.get(P * sizeof(uint32_t))
@@ -266,13 +281,13 @@ cdef class SSDCore:
                     dense[o] = <uint32_t> (d[2 * r] + (o - <int64_t> d[2 * r + 1]) * self.p.n_planes)
                 dense[page] = lpn
                 self._p2l_release(b)
-                self.p2l_blk[b] = dense
-                self.p2l_runs[b] = -1
+                self.blk[b].p2l = dense
+                self.blk[b].runs = -1
                 return 0
-            self.p2l_blk[b] = d
+            self.blk[b].p2l = d
         d[2 * n] = lpn
         d[2 * n + 1] = <uint32_t> page
-        self.p2l_runs[b] = n + 1
+        self.blk[b].runs = n + 1
         return 0
 
     # ---- write buffer ------------------------------------------------------------
@@ -295,46 +310,73 @@ cdef class SSDCore:
         """The earliest-programmed buffered page leaves the buffer."""
         cdef int32_t plane = self.tree[1]
         cdef ssd_plane* pl = &self.planes[plane]
-        cdef int32_t e = pl.buf_head
-        cdef int32_t h = self.buf[e].next
-        pl.buf_head = h
-        self.buf[e].next = self.buf_free
-        self.buf_free = e
+        pl.buf_first = (pl.buf_first + 1) & pl.buf_mask
+        pl.buf_n -= 1
         self.buf_count -= 1
-        if h >= 0:
-            self.plane_key[plane] = self.buf[h].done
-            if self.buf[h].next >= 0:                  # the plane's next key, long out of cache
-                g10_prefetch_w(&self.buf[self.buf[h].next])
-        else:
-            pl.buf_tail = -1
-            self.plane_key[plane] = CYCLE_NEVER
+        self.plane_key[plane] = pl.buf_done[pl.buf_first] if pl.buf_n > 0 else CYCLE_NEVER
+        self._buffer_tree_update(plane)
+
+    cdef void _buffer_retire_until(self, int32_t plane, cycle_t t) noexcept nogil:
+        """Every page of ``plane`` whose program ended by ``t`` leaves the buffer: the
+        plane's ring is cut at once, with one winner-tree update for the whole run."""
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef int32_t n = 0
+        while n < pl.buf_n and pl.buf_done[(pl.buf_first + n) & pl.buf_mask] <= t:
+            n += 1
+        if n == 0:
+            return
+        pl.buf_first = (pl.buf_first + n) & pl.buf_mask
+        pl.buf_n -= n
+        self.buf_count -= n
+        self.plane_key[plane] = pl.buf_done[pl.buf_first] if pl.buf_n > 0 else CYCLE_NEVER
         self._buffer_tree_update(plane)
 
     cdef cycle_t _buffer_admit(self, cycle_t t) noexcept nogil:
-        """When a page whose data arrived at ``t`` finds room in the buffer."""
+        """When a page whose data arrived at ``t`` finds room in the buffer.
+
+        Pages leave lazily: ``buf_count`` also counts pages whose program has ended, and
+        only when it reaches the buffer's size are those taken out, each plane's run of
+        them in one step.  The answer is the one an exact count gives: a count below the
+        size means fewer pages still in the buffer, and at the size the count is made exact
+        before it is used."""
+        if self.buf_count < self.p.write_buffer_pages:
+            return t
         while self.plane_key[self.tree[1]] <= t:       # an empty buffer's key is CYCLE_NEVER
-            self._buffer_retire_top()
+            self._buffer_retire_until(self.tree[1], t)
         if self.buf_count < self.p.write_buffer_pages:
             return t
         t = self.plane_key[self.tree[1]]               # full: wait for the next program to end
         self._buffer_retire_top()
         return t
 
+    cdef int _buffer_grow(self, ssd_plane* pl) noexcept nogil:
+        """Double ``pl``'s ring (it is full); -1 when out of memory."""
+        cdef int64_t size = 2 * (<int64_t> pl.buf_mask + 1), i
+        cdef cycle_t* d
+        if size < 16:
+            size = 16
+        d = <cycle_t*> malloc(size * sizeof(cycle_t))
+        if d == NULL:
+            return -1
+        for i in range(pl.buf_n):                      # unwrapped: the oldest at 0
+            d[i] = pl.buf_done[(pl.buf_first + i) & pl.buf_mask]
+        free(pl.buf_done)
+        pl.buf_done = d
+        pl.buf_first = 0
+        pl.buf_mask = <int32_t> (size - 1)
+        return 0
+
     cdef void _buffer_add(self, int64_t plane, cycle_t done) noexcept nogil:
         cdef ssd_plane* pl = &self.planes[plane]
-        cdef int32_t e = self.buf_free
-        self.buf_free = self.buf[e].next
-        self.buf[e].done = done
-        self.buf[e].next = -1
-        self.buf_count += 1
-        if pl.buf_tail >= 0:                           # programs of a plane end in order
-            self.buf[pl.buf_tail].next = e
-            pl.buf_tail = e
+        if pl.buf_n > pl.buf_mask and self._buffer_grow(pl) < 0:
+            self.st.alloc_failures += 1                # out of memory: the page is not held
             return
-        pl.buf_head = e
-        pl.buf_tail = e
-        self.plane_key[plane] = done
-        self._buffer_tree_update(plane)
+        pl.buf_done[(pl.buf_first + pl.buf_n) & pl.buf_mask] = done   # programs of a plane end in order
+        pl.buf_n += 1
+        self.buf_count += 1
+        if pl.buf_n == 1:
+            self.plane_key[plane] = done
+            self._buffer_tree_update(plane)
 
     # ---- NVMe front end --------------------------------------------------------
 
@@ -594,7 +636,7 @@ cdef class SSDCore:
             self.st.alloc_failures += 1                # out of memory for its p2l
         self.valid_bits[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
         slot[0] = <uint32_t> (ppn + 1)
-        self.blk_valid[b] += 1
+        self.blk[b].valid += 1
         self.st.flash_program_pages += 1
         # channel time is charged in request order from the request time (module doc)
         bus = _max(self.channel_free[pl.channel], admit) + self.p.t_xfer
@@ -615,13 +657,13 @@ cdef class SSDCore:
         """``k`` pages of block ``b`` (in ``plane``) went stale, their valid bits already cleared.
         One call for k pages leaves the same state as k calls for one page in a row: a greedy
         block moves from bucket v to v - k at its head, as it would through v - 1, v - 2, ..."""
-        cdef int32_t v = self.blk_valid[b]
+        cdef int32_t v = self.blk[b].valid
         cdef int64_t lst
         cdef ssd_plane* pl
-        self.blk_valid[b] = v - k
-        if v == k and self.blk_state[b] == BLOCK_CLOSED:
+        self.blk[b].valid = v - k
+        if v == k and self.blk[b].state == BLOCK_CLOSED:
             self._p2l_release(b)
-        if self.p.victim_policy == VICTIM_GREEDY and self.blk_state[b] == BLOCK_CLOSED:
+        if self.p.victim_policy == VICTIM_GREEDY and self.blk[b].state == BLOCK_CLOSED:
             lst = plane * self.n_lists
             self._list_remove(b)
             self._list_push(lst + v - k, b, False)
@@ -683,15 +725,15 @@ cdef class SSDCore:
         if pl.free_head < 0:
             pl.free_tail = -1
         pl.free_count -= 1
-        self.blk_state[b] = BLOCK_OPEN
+        self.blk[b].state = BLOCK_OPEN
         self.blk_next[b] = -1
         return b
 
     cdef void _close_block(self, int64_t plane, int32_t b) noexcept nogil:
         cdef ssd_plane* pl = &self.planes[plane]
-        cdef int32_t v = self.blk_valid[b]
+        cdef int32_t v = self.blk[b].valid
         cdef int32_t pos
-        self.blk_state[b] = BLOCK_CLOSED
+        self.blk[b].state = BLOCK_CLOSED
         pl.closed_count += 1
         if v == 0:
             self._p2l_release(b)
@@ -756,7 +798,7 @@ cdef class SSDCore:
             if self.p.victim_policy == VICTIM_DCHOICES:
                 for k in range(1, self.p.victim_choices):
                     cand = self.dense[base + <int64_t> g10_rng_below(self.rng, pl.closed_count)]
-                    if self.blk_valid[cand] < self.blk_valid[b]:
+                    if self.blk[cand].valid < self.blk[b].valid:
                         b = cand
             pos = self.blk_pos[b]
             last = self.dense[base + pl.closed_count - 1]
@@ -779,8 +821,8 @@ cdef class SSDCore:
         cdef uint64_t* words
         cdef uint32_t* lpns = self.gc_lpns
         cdef uint32_t** l2p = self.l2p_leaf
-        cdef uint32_t* p2l = self.p2l_blk[b] if b >= 0 else NULL
-        cdef int32_t runs = self.p2l_runs[b] if b >= 0 else 0, r = 0
+        cdef uint32_t* p2l = self.blk[b].p2l if b >= 0 else NULL
+        cdef int32_t runs = self.blk[b].runs if b >= 0 else 0, r = 0
         cdef uint32_t l
         if b < 0:
             return -1
@@ -827,14 +869,14 @@ cdef class SSDCore:
                 dst += 1
             bit = fb * P + frontier_next[0] + fb * self.bit_pad
             g10_bits_set_range(self.valid_bits, bit, bit + run)
-            self.blk_valid[fb] += <int32_t> run
+            self.blk[fb].valid += <int32_t> run
             frontier_next[0] += <int32_t> run
             copies += run
-        self.blk_valid[b] -= <int32_t> copies
+        self.blk[b].valid -= <int32_t> copies
         self._p2l_release(b)
         # erase and queue at the tail of the free FIFO (rotates wear across blocks)
-        self.blk_erases[b] += 1
-        self.blk_state[b] = BLOCK_FREE
+        self.blk[b].erases += 1
+        self.blk[b].state = BLOCK_FREE
         self.blk_next[b] = -1
         if pl.free_tail >= 0:
             self.blk_next[pl.free_tail] = b
@@ -874,7 +916,7 @@ cdef class SSDCore:
             b = self._block_of(<int64_t> e - 1)
             bit = <int64_t> e - 1 + b * self.bit_pad
             g10_prefetch_w(&self.valid_bits[bit >> 6])
-            g10_prefetch_w(&self.blk_valid[b])
+            g10_prefetch_w(&self.blk[b].valid)
 
     def run_pages(self, const int64_t[::1] lpns, bint is_write, cycle_t now, bint closed_loop):
         """One single-page command per entry of ``lpns``.  Closed loop: each is
@@ -920,9 +962,38 @@ cdef class SSDCore:
         out[G10_HIST_BUCKETS] = np.iinfo(np.int64).max
         return out
 
+    def table_bytes(self):
+        """Heap bytes the mapping tables hold (pools keep their peak), by table."""
+        P = self.p.pages_per_block
+        return {"l2p_leaves": self.leaf_pool.reserved_bytes(),
+                "l2p_index": (self.n_leaves + 1) * (sizeof(uint32_t*) + sizeof(int32_t)),
+                "p2l_dense": self.dense_pool.reserved_bytes(),
+                "p2l_runs": (self.runs_small_pool.reserved_bytes() + self.runs_large_pool.reserved_bytes()
+                             + self.runs_huge_pool.reserved_bytes()),
+                "valid_bits": self.n_blocks * self.words_per_block * sizeof(uint64_t),
+                "blocks": (self.n_blocks + 1) * sizeof(blk_meta)
+                          + (self.n_blocks + self.p.n_planes * self.n_lists) * 2 * sizeof(int32_t)
+                          + 2 * self.n_blocks * sizeof(int32_t)}
+
     def erase_counts(self):
-        cdef int32_t[::1] v = <int32_t[:self.n_blocks]> self.blk_erases
-        return np.array(v, copy=True)
+        return self._blk_column(BLK_ERASES)
+
+    def _blk_column(self, int which):
+        """One per-block field as an array (BLK_VALID, BLK_ERASES or BLK_STATE)."""
+        cdef int64_t b
+        cdef int32_t[::1] v
+        cdef int8_t[::1] st
+        if which == BLK_STATE:
+            out = np.empty(self.n_blocks, dtype=np.int8)
+            st = out
+            for b in range(self.n_blocks):
+                st[b] = self.blk[b].state
+        else:
+            out = np.empty(self.n_blocks, dtype=np.int32)
+            v = out
+            for b in range(self.n_blocks):
+                v[b] = self.blk[b].valid if which == BLK_VALID else self.blk[b].erases
+        return out
 
     def snapshot(self):
         """Copies of the FTL tables (for invariant checks in tests; small geometries only)."""
@@ -939,24 +1010,24 @@ cdef class SSDCore:
         lpn = np.zeros(self.physical_pages, dtype=np.uint32)
         cdef int64_t o, r, runs
         for b in range(self.n_blocks):
-            runs = self.p2l_runs[b]
+            runs = self.blk[b].runs
             if runs < 0:
-                lpn[b * P:(b + 1) * P] = np.array(<uint32_t[:P]> self.p2l_blk[b], copy=True)
+                lpn[b * P:(b + 1) * P] = np.array(<uint32_t[:P]> self.blk[b].p2l, copy=True)
             for r in range(runs):                      # run r: pages [first, next run's first)
-                o = self.p2l_blk[b][2 * r + 1]
-                while o < (self.p2l_blk[b][2 * r + 3] if r + 1 < runs else P):
-                    lpn[b * P + o] = (self.p2l_blk[b][2 * r] + (o - self.p2l_blk[b][2 * r + 1]) * self.p.n_planes) & 0xFFFFFFFF
+                o = self.blk[b].p2l[2 * r + 1]
+                while o < (self.blk[b].p2l[2 * r + 3] if r + 1 < runs else P):
+                    lpn[b * P + o] = (self.blk[b].p2l[2 * r] + (o - self.blk[b].p2l[2 * r + 1]) * self.p.n_planes) & 0xFFFFFFFF
                     o += 1
         nxt = np.array(<int32_t[:self.n_blocks + nl]> self.blk_next, copy=True)
         out = {
             "l2p": l2p,
             "p2l": np.where(valid.reshape(-1) != 0, lpn + 1, 0).astype(np.uint32),   # lpn + 1, 0: invalid
-            "valid": np.array(<int32_t[:self.n_blocks]> self.blk_valid, copy=True),
-            "erases": np.array(<int32_t[:self.n_blocks]> self.blk_erases, copy=True),
-            "state": np.array(<int8_t[:self.n_blocks]> self.blk_state, copy=True),
+            "valid": self._blk_column(BLK_VALID),
+            "erases": self._blk_column(BLK_ERASES),
+            "state": self._blk_column(BLK_STATE),
             "next": np.where(nxt[:self.n_blocks] >= self.n_blocks, -1, nxt[:self.n_blocks]),  # -1: end
             "list_head": np.where(nxt[self.n_blocks:] >= self.n_blocks, -1, nxt[self.n_blocks:]),
-            "planes": [dict(self.planes[i]) for i in range(self.p.n_planes)],
+            "planes": [self._plane_dict(i) for i in range(self.p.n_planes)],
             "channel_free": [self.channel_free[i] for i in range(self.p.n_channels)],
         }
         return out

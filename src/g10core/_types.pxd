@@ -143,8 +143,10 @@ cdef struct ssd_plane:
     int32_t closed_count       # full blocks that GC may pick
     int32_t min_valid          # greedy: no closed block holds fewer valid pages than this
     int32_t channel            # flash channel the plane sits behind
-    int32_t buf_head           # oldest buffered page waiting for this plane's program (-1: none)
-    int32_t buf_tail           # newest one
+    int32_t buf_first          # ring index of the oldest buffered page waiting for this plane's program
+    int32_t buf_n              # buffered pages of this plane (some may have left: see _buffer_admit)
+    int32_t buf_mask           # ring size - 1 (-1: no ring yet)
+    cycle_t* buf_done          # ring of their program ends, in program order
     cycle_t busy_until         # the plane's array (read, program, erase) is free from here
 
 # ---- page-level replay (_replay.pyx) ------------------------------------------

@@ -520,9 +520,16 @@ class SSD:
             "write_latency_us": {f"p{q}": percentile_us(hw, self.bucket_bounds, q / 100, per_us) for q in (50, 99)},
             "latency_us": {f"p{q}": percentile_us(hr + hw, self.bucket_bounds, q / 100, per_us) for q in (50, 99)},
             "erase_counts": self.erase_count_summary(),
+            "table_bytes": self.table_bytes(),
             "link": self.link.stats(window or None),
         }
         return out
+
+    def table_bytes(self) -> dict:
+        """Heap bytes of the FTL's tables by table, and their ``total`` (the pools keep their peak)."""
+        t = self.core.table_bytes()
+        t["total"] = sum(t.values())
+        return t
 
     def __repr__(self):
         s = self.spec
