@@ -28,6 +28,16 @@ typedef std::map<int64_t, g10_loc_run, std::less<int64_t>,
 typedef std::map<int64_t, int32_t, std::less<int64_t>,
                  g10_pool_alloc<std::pair<const int64_t, int32_t>>> g10_lruindex;
 
+/* Index `key` -> `node` (replacing any entry for key); `hint`: the entry it goes just
+ * before when the caller knows it (then amortized constant time; a wrong hint costs
+ * only the ordinary search).  Returns the entry. */
+static inline g10_lruindex::iterator g10_index_put(g10_lruindex &m, g10_lruindex::iterator hint,
+                                                   int64_t key, int32_t node) {
+    g10_lruindex::iterator it = m.emplace_hint(hint, key, node);
+    it->second = node;
+    return it;
+}
+
 /* Pages removed from each counted state by an assignment. */
 struct g10_removed {
     int64_t ready;     /* GPU and not in transfer */

@@ -20,6 +20,8 @@ cdef extern from "g10core/runmap.h":
     # the same types as runmap.h's typedefs: std::maps whose nodes come from a pool
     ctypedef cmap[int64_t, loc_run, less[int64_t], g10_pool_alloc[pair[const int64_t, loc_run]]] g10_runmap
     ctypedef cmap[int64_t, int32_t, less[int64_t], g10_pool_alloc[pair[const int64_t, int32_t]]] g10_lruindex
+    g10_lruindex.iterator g10_index_put(g10_lruindex& m, g10_lruindex.iterator hint, int64_t key,
+                                        int32_t node) noexcept nogil
     g10_removed g10_assign(g10_runmap& m, int64_t a, int64_t b, int8_t loc, int8_t intr,
                            int64_t lo, int64_t hi, int8_t gpu) except + nogil
 
@@ -65,6 +67,7 @@ cdef class PageTable:
     cdef vector[lru_node] nodes
     cdef vector[int32_t] free_nodes
     cdef g10_lruindex lru_index            # a node's first page -> the node
+    cdef vector[g10_lruindex.iterator] node_it   # each live node's entry in lru_index (no search to erase or re-key it)
     cdef public int32_t head, tail         # oldest and newest node (-1: empty)
     cdef int32_t finger                    # the node lru_find found last
     cdef public int64_t cursor             # victim search position (a page; -1: the list's end)
@@ -101,7 +104,8 @@ cdef class PageTable:
     cdef int64_t idle_runs(self, int32_t t, vector[int64_t]& segs) except -1 nogil
 
     # arrival list
-    cdef int32_t _new_node(self, int64_t start, int64_t count, int32_t t) except -1 nogil
+    cdef int32_t _new_node(self, int64_t start, int64_t count, int32_t t, g10_lruindex.iterator hint) except -1 nogil
+    cdef g10_lruindex.iterator _after(self, int32_t i) noexcept nogil
     cdef void _tensor_link_after(self, int32_t i, int32_t after) noexcept nogil
     cdef void _tensor_unlink(self, int32_t i) noexcept nogil
     cdef void _unlink(self, int32_t i) noexcept nogil
