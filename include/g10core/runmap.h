@@ -3,8 +3,9 @@
  * Must match the declarations in src/g10core/_types.pxd ("page-level replay" section):
  * g10_loc_run is the value type; g10_runmap maps a run's first page to it.  A run
  * covers consecutive pages of one tensor with one location and in-transfer flag; runs
- * never cross a tensor boundary [lo, hi).  Both maps draw their nodes from a pool
- * (pool.h): runs are split and merged tens of millions of times in a run.
+ * never cross a tensor boundary [lo, hi).  The map draws its nodes from a pool
+ * (pool.h): runs are split and merged tens of millions of times in a run.  (The GPU
+ * page list's index is g10_sorted_index, sortedindex.h.)
  */
 #ifndef G10CORE_RUNMAP_H
 #define G10CORE_RUNMAP_H
@@ -23,20 +24,6 @@ struct g10_loc_run {
 
 typedef std::map<int64_t, g10_loc_run, std::less<int64_t>,
                  g10_pool_alloc<std::pair<const int64_t, g10_loc_run>>> g10_runmap;
-
-/* The GPU page list's index: a node's first page -> the node. */
-typedef std::map<int64_t, int32_t, std::less<int64_t>,
-                 g10_pool_alloc<std::pair<const int64_t, int32_t>>> g10_lruindex;
-
-/* Index `key` -> `node` (replacing any entry for key); `hint`: the entry it goes just
- * before when the caller knows it (then amortized constant time; a wrong hint costs
- * only the ordinary search).  Returns the entry. */
-static inline g10_lruindex::iterator g10_index_put(g10_lruindex &m, g10_lruindex::iterator hint,
-                                                   int64_t key, int32_t node) {
-    g10_lruindex::iterator it = m.emplace_hint(hint, key, node);
-    it->second = node;
-    return it;
-}
 
 /* Pages removed from each counted state by an assignment. */
 struct g10_removed {

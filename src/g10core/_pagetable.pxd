@@ -17,13 +17,17 @@ cdef extern from "<functional>" namespace "std":
         pass
 
 cdef extern from "g10core/runmap.h":
-    # the same types as runmap.h's typedefs: std::maps whose nodes come from a pool
+    # the same type as runmap.h's typedef: a std::map whose nodes come from a pool
     ctypedef cmap[int64_t, loc_run, less[int64_t], g10_pool_alloc[pair[const int64_t, loc_run]]] g10_runmap
-    ctypedef cmap[int64_t, int32_t, less[int64_t], g10_pool_alloc[pair[const int64_t, int32_t]]] g10_lruindex
-    g10_lruindex.iterator g10_index_put(g10_lruindex& m, g10_lruindex.iterator hint, int64_t key,
-                                        int32_t node) noexcept nogil
     g10_removed g10_assign(g10_runmap& m, int64_t a, int64_t b, int8_t loc, int8_t intr,
                            int64_t lo, int64_t hi, int8_t gpu) except + nogil
+
+cdef extern from "g10core/sortedindex.h":
+    cdef cppclass g10_sorted_index:      # first page -> node, "last key <= p" queries
+        size_t size() noexcept
+        void put(int64_t key, int32_t val) except + nogil
+        void erase(int64_t key) noexcept nogil
+        int32_t floor_val(int64_t p, int* found) noexcept nogil
 
 cimport cython
 
@@ -66,8 +70,7 @@ cdef class PageTable:
     # ---- the GPU's pages in arrival order (the artifact's "LRU": FIFO by arrival) ----
     cdef vector[lru_node] nodes
     cdef vector[int32_t] free_nodes
-    cdef g10_lruindex lru_index            # a node's first page -> the node
-    cdef vector[g10_lruindex.iterator] node_it   # each live node's entry in lru_index (no search to erase or re-key it)
+    cdef g10_sorted_index lru_index        # a node's first page -> the node
     cdef public int32_t head, tail         # oldest and newest node (-1: empty)
     cdef int32_t finger                    # the node lru_find found last
     cdef public int64_t cursor             # victim search position (a page; -1: the list's end)
@@ -104,8 +107,7 @@ cdef class PageTable:
     cdef int64_t idle_runs(self, int32_t t, vector[int64_t]& segs) except -1 nogil
 
     # arrival list
-    cdef int32_t _new_node(self, int64_t start, int64_t count, int32_t t, g10_lruindex.iterator hint) except -1 nogil
-    cdef g10_lruindex.iterator _after(self, int32_t i) noexcept nogil
+    cdef int32_t _new_node(self, int64_t start, int64_t count, int32_t t) except -1 nogil
     cdef void _tensor_link_after(self, int32_t i, int32_t after) noexcept nogil
     cdef void _tensor_unlink(self, int32_t i) noexcept nogil
     cdef void _unlink(self, int32_t i) noexcept nogil
@@ -128,9 +130,8 @@ cdef class PageTable:
                 if n.start <= page < n.start + n.count:
                     self.finger = self.nodes[i].next
                     return self.finger
-        cdef g10_lruindex.iterator it = self.lru_index.upper_bound(page)
-        predec(it)
-        i = deref(it).second
+        cdef int found
+        i = self.lru_index.floor_val(page, &found)
         self.finger = i
         return i
     cdef int64_t next_page(self, int64_t page) noexcept nogil

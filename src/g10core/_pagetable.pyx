@@ -173,9 +173,7 @@ cdef class PageTable:
     # ======================================================================
     # the GPU's pages in arrival order
     # ======================================================================
-    cdef int32_t _new_node(self, int64_t start, int64_t count, int32_t t, g10_lruindex.iterator hint) except -1 nogil:
-        """A node for [start, start+count) of t, indexed; ``hint``: the index entry it goes
-        just before, when the caller knows it (constant time then; else any iterator)."""
+    cdef int32_t _new_node(self, int64_t start, int64_t count, int32_t t) except -1 nogil:
         cdef int32_t i
         cdef lru_node n
         n.start = start
@@ -189,15 +187,8 @@ cdef class PageTable:
         else:
             i = <int32_t>self.nodes.size()
             self.nodes.push_back(n)
-            self.node_it.push_back(hint)
-        self.node_it[i] = g10_index_put(self.lru_index, hint, start, i)
+        self.lru_index.put(start, i)
         return i
-
-    cdef inline g10_lruindex.iterator _after(self, int32_t i) noexcept nogil:
-        """The index entry after live node i's."""
-        cdef g10_lruindex.iterator it = self.node_it[i]
-        inc(it)
-        return it
 
     cdef void _tensor_link_after(self, int32_t i, int32_t after) noexcept nogil:
         """Chain node i into its tensor's nodes after node `after` (-1: as the newest)."""
@@ -247,9 +238,7 @@ cdef class PageTable:
             if tl.start + tl.count == start and tl.tensor == t:
                 tl.count += count
                 return 0
-        # a batch brings its ranges in ascending page order: the new node usually sorts
-        # right after the tail's
-        i = self._new_node(start, count, t, self._after(self.tail) if self.tail >= 0 else self.lru_index.end())
+        i = self._new_node(start, count, t)
         self.nodes[i].prev = self.tail
         if self.tail >= 0:
             self.nodes[self.tail].next = i
@@ -270,7 +259,7 @@ cdef class PageTable:
         else:
             self.tail = p
         self._tensor_unlink(i)
-        self.lru_index.erase(self.node_it[i])
+        self.lru_index.erase(self.nodes[i].start)
         self.nodes[i].count = 0          # a free node covers no page: node_of's finger skips it
         self.free_nodes.push_back(i)
 
@@ -290,7 +279,6 @@ cdef class PageTable:
         cdef bint hit = self.cursor >= a and self.cursor < a + count
         cdef int32_t i, j
         cdef int64_t s, e, take
-        cdef g10_lruindex.iterator nx
         while count > 0:
             i = self.node_of(a)
             s = self.nodes[i].start
@@ -304,17 +292,15 @@ cdef class PageTable:
             if a == s and take == e - s:
                 self._unlink(i)
             elif a == s:
-                # re-key in place: s + take still sorts between the same neighbours
-                nx = self._after(i)
-                self.lru_index.erase(self.node_it[i])
+                self.lru_index.erase(s)
                 self.nodes[i].start = s + take
                 self.nodes[i].count -= take
-                self.node_it[i] = g10_index_put(self.lru_index, nx, s + take, i)
+                self.lru_index.put(s + take, i)
             elif a + take == e:
                 self.nodes[i].count -= take
             else:                       # split: the tail part becomes a node after i
                 self.nodes[i].count = a - s
-                j = self._new_node(a + take, e - a - take, self.nodes[i].tensor, self._after(i))
+                j = self._new_node(a + take, e - a - take, self.nodes[i].tensor)
                 self.nodes[j].prev = i
                 self.nodes[j].next = self.nodes[i].next
                 if self.nodes[i].next >= 0:
