@@ -44,11 +44,20 @@ static inline void g10_count(g10_removed *rem, const g10_loc_run &r, int64_t n, 
 /* Set pages [a, b) (inside one tensor's [lo, hi)) to (loc, intr), keeping runs maximal.
  * Returns what the old states of those pages were, for the per-tensor counters.
  * One search, then constant work per run touched (hinted inserts). */
+static inline g10_removed g10_assign_at(g10_runmap &m, g10_runmap::iterator it, int64_t a, int64_t b,
+                                        int8_t loc, int8_t intr, int64_t lo, int64_t hi, int8_t gpu);
+
 static inline g10_removed g10_assign(g10_runmap &m, int64_t a, int64_t b, int8_t loc, int8_t intr,
                                      int64_t lo, int64_t hi, int8_t gpu) {
-    g10_removed rem = {0, 0, 0};
     g10_runmap::iterator it = m.upper_bound(a);
     --it;
+    return g10_assign_at(m, it, a, b, loc, intr, lo, hi, gpu);
+}
+
+/* g10_assign when the caller already holds `it`, the run that contains page a. */
+static inline g10_removed g10_assign_at(g10_runmap &m, g10_runmap::iterator it, int64_t a, int64_t b,
+                                        int8_t loc, int8_t intr, int64_t lo, int64_t hi, int8_t gpu) {
+    g10_removed rem = {0, 0, 0};
     if (it->second.loc == loc && it->second.intr == intr && it->second.end >= b) {
         g10_count(&rem, it->second, b - a, gpu);   /* unchanged: the caller adds it back */
         return rem;

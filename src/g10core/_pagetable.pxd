@@ -21,6 +21,8 @@ cdef extern from "g10core/runmap.h":
     ctypedef cmap[int64_t, loc_run, less[int64_t], g10_pool_alloc[pair[const int64_t, loc_run]]] g10_runmap
     g10_removed g10_assign(g10_runmap& m, int64_t a, int64_t b, int8_t loc, int8_t intr,
                            int64_t lo, int64_t hi, int8_t gpu) except + nogil
+    g10_removed g10_assign_at(g10_runmap& m, g10_runmap.iterator it, int64_t a, int64_t b, int8_t loc,
+                              int8_t intr, int64_t lo, int64_t hi, int8_t gpu) except + nogil
 
 cdef extern from "g10core/sortedindex.h":
     cdef cppclass g10_sorted_index:      # first page -> node, "last key <= p" queries
@@ -103,6 +105,8 @@ cdef class PageTable:
 
     # location runs
     cdef int assign(self, int32_t t, int64_t a, int64_t b, int8_t loc, int8_t intr) except -1 nogil
+    cdef int assign_at(self, int32_t t, g10_runmap.iterator it, int64_t a, int64_t b, int8_t loc,
+                       int8_t intr) except -1 nogil
     cdef g10_runmap.iterator run_at(self, int64_t page) noexcept nogil
     cdef int64_t idle_runs(self, int32_t t, vector[int64_t]& segs) except -1 nogil
 

@@ -135,8 +135,13 @@ cdef class PageTable:
     # ======================================================================
     cdef int assign(self, int32_t t, int64_t a, int64_t b, int8_t loc, int8_t intr) except -1 nogil:
         """Set pages [a, b) of tensor t to (loc, intr), keeping runs maximal within t."""
+        return self.assign_at(t, self.run_at(a), a, b, loc, intr)
+
+    cdef int assign_at(self, int32_t t, g10_runmap.iterator it, int64_t a, int64_t b, int8_t loc,
+                       int8_t intr) except -1 nogil:
+        """assign, when the caller holds ``it``, the run that contains page a."""
         cdef int64_t lo = self.t_first[t]
-        cdef g10_removed rem = g10_assign(self.loc, a, b, loc, intr, lo, lo + self.t_np[t], TIER_GPU)
+        cdef g10_removed rem = g10_assign_at(self.loc, it, a, b, loc, intr, lo, lo + self.t_np[t], TIER_GPU)
         self.cnt_ready[t] -= rem.ready
         self.cnt_intr[t] -= rem.intr
         self.gpu_intr -= rem.gpu_intr
