@@ -68,6 +68,8 @@ cdef class PageTable:
 
     # ---- location runs: first page -> (end, tier, in transfer) ----
     cdef g10_runmap loc
+    cdef g10_runmap.iterator run_finger    # the run run_at found last (callers go page by page)
+    cdef bint run_finger_ok                # false once the map changed (assign_at)
 
     # ---- the GPU's pages in arrival order (the artifact's "LRU": FIFO by arrival) ----
     cdef vector[lru_node] nodes
