@@ -119,3 +119,41 @@ def test_tensor_of_and_liveness_inputs():
     assert pt.n_pages == P and pt.n_tensors == len(SIZES)
     stats = pt.stats()
     assert stats["gpu_free"] == P and stats["loc_runs"] == len(SIZES)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_arrival_list_with_thousands_of_nodes(seed):
+    """Enough nodes that the arrival index's leaves split and merge: departures anywhere in
+    the list (mostly away from the last node found) and re-arrivals keep the list exact."""
+    rng = np.random.default_rng(seed)
+    n_pages = 3000
+    pt = PageTable({"first": [0], "pages": [n_pages], "is_global": [0], "birth": [0], "death": [5]},
+                   n_pages, 100)
+    cuts = np.unique(np.concatenate(([0, n_pages], rng.integers(1, n_pages, n_pages // 2))))
+    chunks = [(int(a), int(b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
+    rng.shuffle(chunks)
+    order: list[int] = []
+    for a, c in chunks:
+        pt.py_arrive(a, c, 0)
+        order.extend(range(a, a + c))
+    assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
+    for step in range(4000):
+        if not order:
+            break
+        i = int(rng.integers(len(order)))
+        a = order[i]
+        run = [a]
+        want = int(rng.integers(1, 6))
+        while len(run) < want and i + len(run) < len(order) and order[i + len(run)] == a + len(run):
+            run.append(a + len(run))
+        pt.py_depart(a, len(run))
+        del order[i:i + len(run)]
+        if rng.random() < 0.3:               # the pages come back, as the newest
+            pt.py_arrive(a, len(run), 0)
+            order.extend(run)
+        if step % 100 == 0:
+            assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
+            assert pt.stats()["lru_nodes"] == len(pt.arrival_list())
+    assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
+    assert [p for (s, c) in pt.tensor_chain(0) for p in range(s, s + c)] == order

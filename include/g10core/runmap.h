@@ -3,8 +3,9 @@
  * Must match the declarations in src/g10core/_types.pxd ("page-level replay" section):
  * g10_loc_run is the value type; g10_runmap maps a run's first page to it.  A run
  * covers consecutive pages of one tensor with one location and in-transfer flag; runs
- * never cross a tensor boundary [lo, hi).  Both maps draw their nodes from a pool
- * (pool.h): runs are split and merged tens of millions of times in a run.
+ * never cross a tensor boundary [lo, hi).  The map draws its nodes from a pool
+ * (pool.h): runs are split and merged tens of millions of times in a run.  (The GPU
+ * page list's index is g10_sorted_index, sortedindex.h.)
  */
 #ifndef G10CORE_RUNMAP_H
 #define G10CORE_RUNMAP_H
@@ -23,10 +24,6 @@ struct g10_loc_run {
 
 typedef std::map<int64_t, g10_loc_run, std::less<int64_t>,
                  g10_pool_alloc<std::pair<const int64_t, g10_loc_run>>> g10_runmap;
-
-/* The GPU page list's index: a node's first page -> the node. */
-typedef std::map<int64_t, int32_t, std::less<int64_t>,
-                 g10_pool_alloc<std::pair<const int64_t, int32_t>>> g10_lruindex;
 
 /* Pages removed from each counted state by an assignment. */
 struct g10_removed {
@@ -47,11 +44,20 @@ static inline void g10_count(g10_removed *rem, const g10_loc_run &r, int64_t n, 
 /* Set pages [a, b) (inside one tensor's [lo, hi)) to (loc, intr), keeping runs maximal.
  * Returns what the old states of those pages were, for the per-tensor counters.
  * One search, then constant work per run touched (hinted inserts). */
+static inline g10_removed g10_assign_at(g10_runmap &m, g10_runmap::iterator it, int64_t a, int64_t b,
+                                        int8_t loc, int8_t intr, int64_t lo, int64_t hi, int8_t gpu);
+
 static inline g10_removed g10_assign(g10_runmap &m, int64_t a, int64_t b, int8_t loc, int8_t intr,
                                      int64_t lo, int64_t hi, int8_t gpu) {
-    g10_removed rem = {0, 0, 0};
     g10_runmap::iterator it = m.upper_bound(a);
     --it;
+    return g10_assign_at(m, it, a, b, loc, intr, lo, hi, gpu);
+}
+
+/* g10_assign when the caller already holds `it`, the run that contains page a. */
+static inline g10_removed g10_assign_at(g10_runmap &m, g10_runmap::iterator it, int64_t a, int64_t b,
+                                        int8_t loc, int8_t intr, int64_t lo, int64_t hi, int8_t gpu) {
+    g10_removed rem = {0, 0, 0};
     if (it->second.loc == loc && it->second.intr == intr && it->second.end >= b) {
         g10_count(&rem, it->second, b - a, gpu);   /* unchanged: the caller adds it back */
         return rem;

@@ -42,7 +42,7 @@ Inputs are trusted: ``simulator.py`` validated them.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t
 from libcpp.vector cimport vector
-from cython.operator cimport dereference as deref
+from cython.operator cimport dereference as deref, preincrement as inc
 
 from ._types cimport (cycle_t, page_t, kernel_row, traffic_row, victim_t,
                       TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
@@ -110,13 +110,16 @@ cdef class PageTableTiers(TierMap):
         cdef page_t a = first, b
         cdef int64_t n
         cdef int8_t old
-        cdef g10_runmap.iterator it
+        cdef g10_runmap.iterator it, first_run
         cdef traffic_row* tr = &self.traffic[self.iteration]
         if end <= first:
             return
         t = self.pt.tensor_of(first)
+        # the tensor's runs are contiguous, and the arrival list's updates below leave the
+        # run map alone: one search, then the runs in order, and the assignment from the first
+        it = self.pt.run_at(first)
+        first_run = it
         while a < end:
-            it = self.pt.run_at(a)
             old = deref(it).second.loc
             b = imin(deref(it).second.end, end)
             n = b - a
@@ -151,7 +154,8 @@ cdef class PageTableTiers(TierMap):
                     if self.pt.host_used > self.pt.host_line:
                         self.pt.host_overflow = True
             a = b
-        self.pt.assign(t, first, end, tier, 0)
+            inc(it)
+        self.pt.assign_at(t, first_run, first, end, tier, 0)
 
     def traffic_rows(self, int64_t iterations):
         """Per iteration traffic as (alloc, ssd->gpu, host->gpu, gpu->ssd, gpu->host) rows."""

@@ -17,11 +17,19 @@ cdef extern from "<functional>" namespace "std":
         pass
 
 cdef extern from "g10core/runmap.h":
-    # the same types as runmap.h's typedefs: std::maps whose nodes come from a pool
+    # the same type as runmap.h's typedef: a std::map whose nodes come from a pool
     ctypedef cmap[int64_t, loc_run, less[int64_t], g10_pool_alloc[pair[const int64_t, loc_run]]] g10_runmap
-    ctypedef cmap[int64_t, int32_t, less[int64_t], g10_pool_alloc[pair[const int64_t, int32_t]]] g10_lruindex
     g10_removed g10_assign(g10_runmap& m, int64_t a, int64_t b, int8_t loc, int8_t intr,
                            int64_t lo, int64_t hi, int8_t gpu) except + nogil
+    g10_removed g10_assign_at(g10_runmap& m, g10_runmap.iterator it, int64_t a, int64_t b, int8_t loc,
+                              int8_t intr, int64_t lo, int64_t hi, int8_t gpu) except + nogil
+
+cdef extern from "g10core/sortedindex.h":
+    cdef cppclass g10_sorted_index:      # first page -> node, "last key <= p" queries
+        size_t size() noexcept
+        void put(int64_t key, int32_t val) except + nogil
+        void erase(int64_t key) noexcept nogil
+        int32_t floor_val(int64_t p, int* found) noexcept nogil
 
 cimport cython
 
@@ -60,11 +68,13 @@ cdef class PageTable:
 
     # ---- location runs: first page -> (end, tier, in transfer) ----
     cdef g10_runmap loc
+    cdef g10_runmap.iterator run_finger    # the run run_at found last (callers go page by page)
+    cdef bint run_finger_ok                # false once the map changed (assign_at)
 
     # ---- the GPU's pages in arrival order (the artifact's "LRU": FIFO by arrival) ----
     cdef vector[lru_node] nodes
     cdef vector[int32_t] free_nodes
-    cdef g10_lruindex lru_index            # a node's first page -> the node
+    cdef g10_sorted_index lru_index        # a node's first page -> the node
     cdef public int32_t head, tail         # oldest and newest node (-1: empty)
     cdef int32_t finger                    # the node lru_find found last
     cdef public int64_t cursor             # victim search position (a page; -1: the list's end)
@@ -97,6 +107,8 @@ cdef class PageTable:
 
     # location runs
     cdef int assign(self, int32_t t, int64_t a, int64_t b, int8_t loc, int8_t intr) except -1 nogil
+    cdef int assign_at(self, int32_t t, g10_runmap.iterator it, int64_t a, int64_t b, int8_t loc,
+                       int8_t intr) except -1 nogil
     cdef g10_runmap.iterator run_at(self, int64_t page) noexcept nogil
     cdef int64_t idle_runs(self, int32_t t, vector[int64_t]& segs) except -1 nogil
 
@@ -124,9 +136,8 @@ cdef class PageTable:
                 if n.start <= page < n.start + n.count:
                     self.finger = self.nodes[i].next
                     return self.finger
-        cdef g10_lruindex.iterator it = self.lru_index.upper_bound(page)
-        predec(it)
-        i = deref(it).second
+        cdef int found
+        i = self.lru_index.floor_val(page, &found)
         self.finger = i
         return i
     cdef int64_t next_page(self, int64_t page) noexcept nogil

@@ -78,6 +78,7 @@ cdef class PageTable:
         self.finger = -1
         self.cursor = -1
         self.arrivals = 0
+        self.run_finger_ok = False
         self.n_allocated = self.n_dropped = self.n_freed_gpu = self.n_freed_host = 0
         cdef int64_t i, t
         cdef loc_run r
@@ -135,8 +136,15 @@ cdef class PageTable:
     # ======================================================================
     cdef int assign(self, int32_t t, int64_t a, int64_t b, int8_t loc, int8_t intr) except -1 nogil:
         """Set pages [a, b) of tensor t to (loc, intr), keeping runs maximal within t."""
+        return self.assign_at(t, self.run_at(a), a, b, loc, intr)
+
+    cdef int assign_at(self, int32_t t, g10_runmap.iterator it, int64_t a, int64_t b, int8_t loc,
+                       int8_t intr) except -1 nogil:
+        """assign, when the caller holds ``it``, the run that contains page a."""
         cdef int64_t lo = self.t_first[t]
-        cdef g10_removed rem = g10_assign(self.loc, a, b, loc, intr, lo, lo + self.t_np[t], TIER_GPU)
+        cdef g10_removed rem
+        self.run_finger_ok = False         # runs split and merge: iterators may die
+        rem = g10_assign_at(self.loc, it, a, b, loc, intr, lo, lo + self.t_np[t], TIER_GPU)
         self.cnt_ready[t] -= rem.ready
         self.cnt_intr[t] -= rem.intr
         self.gpu_intr -= rem.gpu_intr
@@ -149,8 +157,23 @@ cdef class PageTable:
         return 0
 
     cdef g10_runmap.iterator run_at(self, int64_t page) noexcept nogil:
-        cdef g10_runmap.iterator it = self.loc.upper_bound(page)
+        """The run holding ``page`` (a page of a tensor).  Callers walk runs in page order,
+        so the run found last, or the one after it, usually holds it: runs are disjoint,
+        so whichever covers the page is the one; only otherwise is the map searched."""
+        cdef g10_runmap.iterator it
+        if self.run_finger_ok:
+            it = self.run_finger
+            if deref(it).first <= page:
+                if page < deref(it).second.end:
+                    return it
+                inc(it)
+                if it != self.loc.end() and deref(it).first <= page < deref(it).second.end:
+                    self.run_finger = it
+                    return it
+        it = self.loc.upper_bound(page)
         dec(it)
+        self.run_finger = it
+        self.run_finger_ok = True
         return it
 
     cdef int64_t idle_runs(self, int32_t t, vector[int64_t]& segs) except -1 nogil:
@@ -187,7 +210,7 @@ cdef class PageTable:
         else:
             i = <int32_t>self.nodes.size()
             self.nodes.push_back(n)
-        self.lru_index[start] = i
+        self.lru_index.put(start, i)
         return i
 
     cdef void _tensor_link_after(self, int32_t i, int32_t after) noexcept nogil:
@@ -295,7 +318,7 @@ cdef class PageTable:
                 self.lru_index.erase(s)
                 self.nodes[i].start = s + take
                 self.nodes[i].count -= take
-                self.lru_index[s + take] = i
+                self.lru_index.put(s + take, i)
             elif a + take == e:
                 self.nodes[i].count -= take
             else:                       # split: the tail part becomes a node after i

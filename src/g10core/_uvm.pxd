@@ -15,6 +15,14 @@ from g10core._pcie cimport LinkCore
 from g10core._ssd cimport SSDCore
 from g10core._tlb cimport Translator
 
+cdef extern from "g10core/blockindex.h":
+    cdef cppclass g10_blockindex:      # block number -> record (a pooled hash map)
+        pass
+    int32_t g10_bi_find(const g10_blockindex& m, int64_t block) noexcept nogil
+    void g10_bi_put(g10_blockindex& m, int64_t block, int32_t rec) noexcept nogil
+    void g10_bi_erase(g10_blockindex& m, int64_t block) noexcept nogil
+    void g10_bi_keys(const g10_blockindex& m, vector[int64_t]& out) except + nogil
+
 cimport cython
 
 # raise_fault's answers.
@@ -82,7 +90,7 @@ cdef class FarFaultHandler:
     cdef TierMap tiers
     cdef Translator translator         # told about every page that leaves the GPU
     cdef VictimPicker picker           # None: least recently migrated blocks are the victims
-    cdef cmap[int64_t, int32_t] block_index   # block number -> record in `blocks`
+    cdef g10_blockindex block_index    # block number -> record in `blocks`
     cdef vector[va_block] blocks
     cdef vector[int32_t] free_records
     cdef int32_t lrm_head, lrm_tail    # least recently migrated first

@@ -39,7 +39,7 @@ warp runs again" (detailed_model.md §1), in the NVIDIA driver's terms:
   only what eviction made room for.
 
 Residency is kept per VA block, for blocks with a page on the GPU only (a
-512-bit map each, in an ordered map by block number): the cost of a call is
+512-bit map each, in a hash map by block number): the cost of a call is
 proportional to the blocks it touches, never to the footprint.  Where pages
 that are not on the GPU live is the ``TierMap``'s business (the replay's page
 table implements it); the handler updates it for every page it moves.
@@ -65,7 +65,6 @@ from g10core._tlb cimport Translator, NoTranslation
 import numpy as np
 
 cdef extern from *:
-    int __builtin_popcountll(unsigned long long) nogil
     int __builtin_ctzll(unsigned long long) nogil
     int __builtin_clzll(unsigned long long) nogil
 
@@ -87,6 +86,15 @@ TIER_NAMES = ("not_present", "ssd", "host", "gpu")
 
 
 # ---- 512-bit block maps ------------------------------------------------------------
+
+cdef inline int64_t popcount64(uint64_t x) noexcept nogil:
+    """Set bits of x, inline (the builtin is a libgcc call without -mpopcnt, which the
+    package must not assume)."""
+    x = x - ((x >> 1) & <uint64_t>0x5555555555555555)
+    x = (x & <uint64_t>0x3333333333333333) + ((x >> 2) & <uint64_t>0x3333333333333333)
+    x = (x + (x >> 4)) & <uint64_t>0x0F0F0F0F0F0F0F0F
+    return <int64_t>((x * <uint64_t>0x0101010101010101) >> 56)
+
 
 cdef inline uint64_t word_mask(int64_t k, int64_t lo, int64_t hi) noexcept nogil:
     """Bits of word k inside [lo, hi)."""
@@ -115,7 +123,7 @@ cdef inline int64_t bits_count(const uint64_t* w, int64_t lo, int64_t hi) noexce
     if hi <= lo:
         return 0
     for k in range(lo >> 6, ((hi - 1) >> 6) + 1):
-        n += __builtin_popcountll(w[k] & word_mask(k, lo, hi))
+        n += popcount64(w[k] & word_mask(k, lo, hi))
     return n
 
 
@@ -123,7 +131,7 @@ cdef inline int64_t bits_total(const uint64_t* w) noexcept nogil:
     cdef int k
     cdef int64_t n = 0
     for k in range(8):
-        n += __builtin_popcountll(w[k])
+        n += popcount64(w[k])
     return n
 
 
@@ -255,11 +263,11 @@ cdef inline uint64_t keep_lowest(uint64_t* w, int64_t n) noexcept nogil:
     cdef int k
     cdef int64_t c
     for k in range(8):
-        c = __builtin_popcountll(w[k])
+        c = popcount64(w[k])
         if n >= c:
             n -= c
             continue
-        while __builtin_popcountll(w[k]) > n:
+        while popcount64(w[k]) > n:
             w[k] &= ~((<uint64_t>1) << (63 - __builtin_clzll(w[k])))
         n = 0
     return 0
@@ -298,10 +306,7 @@ cdef class FarFaultHandler:
     # ---- VA-block records ----
 
     cdef int32_t _find(self, int64_t block) noexcept nogil:
-        cdef cmap[int64_t, int32_t].iterator it = self.block_index.find(block)
-        if it == self.block_index.end():
-            return -1
-        return deref(it).second
+        return g10_bi_find(self.block_index, block)
 
     cdef int32_t _record(self, int64_t block, int64_t alloc_lo, int64_t alloc_hi) except -1 nogil:
         """The record of ``block`` (created empty, clipped to the allocation, when missing)."""
@@ -328,7 +333,7 @@ cdef class FarFaultHandler:
         else:
             i = <int32_t>self.blocks.size()
             self.blocks.push_back(b)
-        self.block_index[block] = i
+        g10_bi_put(self.block_index, block, i)
         self.live_blocks += 1
         self.st.blocks_created += 1
         if self.live_blocks > self.st.max_blocks:
@@ -345,7 +350,7 @@ cdef class FarFaultHandler:
             b.incoming[k] = bits[k]
 
     cdef void _drop_record(self, int32_t i) noexcept nogil:
-        self.block_index.erase(self.blocks[i].block)
+        g10_bi_erase(self.block_index, self.blocks[i].block)
         self.free_records.push_back(i)
         self.live_blocks -= 1
 
@@ -886,11 +891,12 @@ cdef class FarFaultHandler:
 
     cdef void _blocks_in(self, page_t first, page_t end, vector[int32_t]& recs) noexcept nogil:
         """The records of the VA blocks that [first, end) touches (collected first: callers drop some)."""
-        cdef int64_t B = self.p.block_pages
-        cdef cmap[int64_t, int32_t].iterator it = self.block_index.lower_bound(first // B)
-        while it != self.block_index.end() and deref(it).first <= (end - 1) // B:
-            recs.push_back(deref(it).second)
-            inc(it)
+        cdef int64_t B = self.p.block_pages, blockno
+        cdef int32_t rec
+        for blockno in range(first // B, (end - 1) // B + 1):
+            rec = g10_bi_find(self.block_index, blockno)
+            if rec >= 0:
+                recs.push_back(rec)
 
     cdef int64_t _resident_in(self, int32_t i, page_t first, page_t end, uint64_t* take) noexcept nogil:
         """take = block i's resident pages inside [first, end); returns how many."""
@@ -1046,17 +1052,18 @@ cdef class FarFaultHandler:
     def resident_blocks(self):
         """{block number: sorted list of its resident pages (block-relative)}."""
         out = {}
-        cdef cmap[int64_t, int32_t].iterator it = self.block_index.begin()
+        cdef vector[int64_t] keys
+        cdef size_t j
         cdef int64_t i
         cdef va_block* b
-        while it != self.block_index.end():
-            b = &self.blocks[deref(it).second]
+        g10_bi_keys(self.block_index, keys)
+        for j in range(keys.size()):
+            b = &self.blocks[g10_bi_find(self.block_index, keys[j])]
             pages = []
             for i in range(self.p.block_pages):
                 if bit_test(b.resident, i):
                     pages.append(i)
-            out[deref(it).first] = pages
-            inc(it)
+            out[keys[j]] = pages
         return out
 
     def lrm_order(self):
