@@ -141,3 +141,46 @@ def test_jsonable_turns_numpy_and_non_finite_into_plain_json():
     out = results.jsonable({"a": np.int64(3), "b": np.array([1.5, np.inf]), "c": (np.float32(2), float("nan"))})
     assert out == {"a": 3, "b": [1.5, None], "c": [2.0, None]}
     assert type(out["a"]) is int
+
+
+# ---- the busy-time sweep of the breakdown ---------------------------------------------
+
+from hypothesis import given, settings, strategies as hst  # noqa: E402
+
+from g10core.results import _busy_per_span, _busy_per_span_sweep, busy_intervals  # noqa: E402
+
+
+def _intersections(spans, begins, ends):
+    """Cycles of each span covered by the intervals, by brute force."""
+    return [sum(max(0, min(e, be) - max(s, bs)) for bs, be in zip(begins, ends)) for s, e, *_ in spans]
+
+
+@settings(max_examples=300, deadline=None)
+@given(hst.lists(hst.integers(0, 40), max_size=30), hst.lists(hst.integers(0, 40), max_size=40))
+def test_busy_per_span_is_the_sweep_for_ordered_spans_and_intervals(span_lengths, marks):
+    # spans back to back from 0 (kernel ends in order); markers in time order, paired
+    ends = np.cumsum(span_lengths).tolist()
+    spans = [(s, e, 0, i) for i, (s, e) in enumerate(zip([0] + ends[:-1], ends))]
+    times = np.cumsum(marks).tolist()
+    begins, stops = busy_intervals([(0, t, 0) for t in times], ends[-1] if ends else 0)
+    fast = _busy_per_span(spans, (begins, stops))
+    sweep = _busy_per_span_sweep(spans, list(zip(begins.tolist(), stops.tolist())))
+    if not spans:
+        assert fast == sweep == []
+        return
+    if fast is None:        # refused only where the sweep is not a plain intersection
+        assert ((len(stops) and stops[-1] < begins[-1])       # unpaired last marker after the last end
+                or any(s == e and s in begins.tolist() for s, e, *_ in spans))   # the sweep's skip
+        return
+    assert fast == sweep == _intersections(spans, begins.tolist(), stops.tolist())
+
+
+def test_busy_per_span_refuses_what_the_sweep_alone_defines():
+    spans = [(0, 10, 0, 0), (10, 20, 0, 1)]
+    overlapping = (np.array([0, 5]), np.array([8, 12]))
+    assert _busy_per_span(spans, overlapping) is None
+    assert _busy_per_span([(10, 20, 0, 0), (0, 10, 0, 1)], (np.array([0]), np.array([5]))) is None
+    # an empty span where an interval starts: the sweep steps past the whole interval
+    empty_at_start = [(0, 1, 0, 0), (1, 1, 0, 1), (1, 2, 0, 2)]
+    assert _busy_per_span(empty_at_start, (np.array([1]), np.array([2]))) is None
+    assert _busy_per_span_sweep(empty_at_start, [(1, 2)]) == [0, 0, 0]

@@ -107,17 +107,7 @@ def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=
         d["in_host"] += in_cpu
         d["out_ssd"] += out_ssd
         d["out_host"] += out_cpu
-    # transfer busy intervals from the boundary markers
-    busy = []
-    begin = None
-    for (_it, t, is_begin) in boundaries:
-        if begin is None:
-            begin = t
-        else:
-            busy.append((begin, t))
-            begin = None
-    if begin is not None:
-        busy.append((begin, last_end))
+    busy = busy_intervals(boundaries, last_end)
     per_kernel = breakdown(spans, busy, t11, rule, translation)
     if translation is not None:
         for d in its:
@@ -154,48 +144,94 @@ def split_span(total: int, ideal: int, transfer: int, rule: str = "partition") -
     return comp, ov, stall
 
 
+def busy_intervals(boundaries, last_end: int):
+    """Transfer-busy intervals from the boundary markers ``(iteration, time, is_begin)``,
+    taken in pairs in their order (an unpaired last marker runs to ``last_end``), as two
+    int64 arrays: begins and ends."""
+    t = np.asarray(boundaries, np.int64).reshape(-1, 3)[:, 1]
+    if t.size % 2:
+        t = np.append(t, np.int64(last_end))
+    return t[0::2], t[1::2]
+
+
+def _busy_per_span(spans, busy):
+    """Per span [s, e), the cycles some busy interval covers: the sweep of the artifact's
+    ``Stat``, computed from the busy time up to each edge where that is the same thing
+    (spans in order and apart, intervals in order and disjoint, no empty span where an
+    interval starts); None otherwise."""
+    bs, be = busy
+    if not len(spans):
+        return []
+    se = np.asarray([(sp[0], sp[1]) for sp in spans], np.int64)
+    s, e = se[:, 0], se[:, 1]
+    if (np.any(e < s) or np.any(s[1:] < e[:-1]) or np.any(be < bs)
+            or (bs.size > 1 and np.any(bs[1:] < be[:-1]))):
+        return None
+    if bs.size == 0:
+        return [0] * len(spans)
+    if np.isin(s[s == e], bs).any():    # the sweep steps past an interval that starts at an empty span
+        return None
+    before = np.concatenate(([0], np.cumsum(be - bs)))     # busy cycles of the intervals before i
+
+    def busy_until(t):
+        i = np.searchsorted(bs, t, side="right")            # intervals starting by t
+        j = np.maximum(i - 1, 0)
+        part = np.clip(t - bs[j], 0, be[j] - bs[j])
+        return np.where(i > 0, before[j] + part, 0)
+    return (busy_until(e) - busy_until(s)).tolist()
+
+
 def breakdown(spans, busy, t11, rule="artifact", translation=None):
     """The artifact's sweep of kernel spans against transfer-busy intervals.
 
     Per kernel span: ``transfer`` = cycles of the span during which some transfer was
-    in flight, split by :func:`split_span` under ``rule``.  ``translation`` (the detailed
-    preset): per span, the cycles address translation added to it; they are the span's
-    fourth part, and the other three split the rest (rows get a sixth column).
+    in flight, split by :func:`split_span` under ``rule``.  ``busy``: (begins, ends) as
+    :func:`busy_intervals` gives them.  ``translation`` (the detailed preset): per span,
+    the cycles address translation added to it; they are the span's fourth part, and the
+    other three split the rest (rows get a sixth column).
     """
+    covered = _busy_per_span(spans, busy)
+    if covered is None:
+        covered = _busy_per_span_sweep(spans, list(zip(busy[0].tolist(), busy[1].tolist())))
     out = []
-    ti = ki = 0
-    acc = 0
-
-    def close(span):
-        nonlocal acc
+    for n, (span, acc) in enumerate(zip(spans, covered)):
         s, e, it, k = span
         if translation is None:
             comp, ov, st = split_span(e - s, int(t11[k]), acc, rule)
             out.append((it, k, comp, ov, st))
         else:
-            x = int(translation[len(out)])
+            x = int(translation[n])
             comp, ov, st = split_span(e - s - x, int(t11[k]), acc, rule)
             out.append((it, k, comp, ov, st, x))
-        acc = 0
+    return out
 
+
+def _busy_per_span_sweep(spans, busy):
+    """The sweep itself, for spans or intervals out of order (one pass over both lists)."""
+    out = []
+    ti = ki = 0
+    acc = 0
     while ti < len(busy) and ki < len(spans):
         bs, be = busy[ti]
         s, e = spans[ki][0], spans[ki][1]
         if s < be and bs < e:
             acc += min(e, be) - max(s, bs)
             if e < be:
-                close(spans[ki])
+                out.append(acc)
+                acc = 0
                 ki += 1
             else:
                 ti += 1
         else:
             if s < bs:
-                close(spans[ki])
+                out.append(acc)
+                acc = 0
                 ki += 1
             else:
                 ti += 1
     while ki < len(spans):
-        close(spans[ki])
+        out.append(acc)
+        acc = 0
         ki += 1
     return out
 
@@ -206,7 +242,8 @@ def summarize_replay(raw: dict, t11, t00, iterations: int, rule: str = "artifact
     the breakdown gets the translation part (the replay's ``translation_cycles``)."""
     kernels = [tuple(r) for r in np.asarray(raw["kernels"], np.int64).tolist()]
     pcie = [(i, 0, *row) for i, row in enumerate(np.asarray(raw["pcie"], np.int64).tolist())]
-    bounds = [(0, t, b) for t, b in np.asarray(raw["boundaries"], np.int64).reshape(-1, 2).tolist()]
+    tb = np.asarray(raw["boundaries"], np.int64).reshape(-1, 2)
+    bounds = np.column_stack((np.zeros(len(tb), np.int64), tb))   # (iteration, time, is_begin)
     tr = np.asarray(raw["translation_cycles"], np.int64) if translation else None
     return summarize(len(t11), t11, t00, kernels, pcie, bounds, iterations, bool(raw["host_overflow"]), rule,
                      tr)
