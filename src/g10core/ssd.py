@@ -526,7 +526,9 @@ class SSD:
         return out
 
     def table_bytes(self) -> dict:
-        """Heap bytes of the FTL's tables by table, and their ``total`` (the pools keep their peak)."""
+        """Heap bytes the FTL's tables have reserved, by table, and their ``total``.  Pools take
+        memory 4,096 nodes at a time and keep their peak, and untouched parts of a reservation
+        need not be resident, so this can exceed what the tables hold now (or the process's RSS)."""
         t = self.core.table_bytes()
         t["total"] = sum(t.values())
         return t
