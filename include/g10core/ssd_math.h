@@ -67,6 +67,16 @@ static inline void g10_prefetch_w(const void *p) { __builtin_prefetch(p, 1, 3); 
 /* Index of the lowest set bit of x (x != 0). */
 static inline int g10_ctz64(uint64_t x) { return __builtin_ctzll(x); }
 
+/* Set bits of x, in a few branch-free steps (the builtin is a libgcc call unless the
+ * compiler may assume a popcnt instruction, which the package must not). */
+static inline int64_t g10_popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+    x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+    x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+    return (int64_t)((x * UINT64_C(0x0101010101010101)) >> 56);
+}
+
 /* Set bits [lo, hi) of the bitmap w (lo <= hi). */
 static inline void g10_bits_set_range(uint64_t *w, int64_t lo, int64_t hi)
 {

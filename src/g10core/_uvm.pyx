@@ -87,13 +87,10 @@ TIER_NAMES = ("not_present", "ssd", "host", "gpu")
 
 # ---- 512-bit block maps ------------------------------------------------------------
 
-cdef inline int64_t popcount64(uint64_t x) noexcept nogil:
-    """Set bits of x, inline (the builtin is a libgcc call without -mpopcnt, which the
-    package must not assume)."""
-    x = x - ((x >> 1) & <uint64_t>0x5555555555555555)
-    x = (x & <uint64_t>0x3333333333333333) + ((x >> 2) & <uint64_t>0x3333333333333333)
-    x = (x + (x >> 4)) & <uint64_t>0x0F0F0F0F0F0F0F0F
-    return <int64_t>((x * <uint64_t>0x0101010101010101) >> 56)
+cdef extern from "g10core/ssd_math.h" nogil:
+    # set bits of a word, inline in C: its multiply wraps on purpose, which the debug
+    # build's overflow checks would raise on if it were Cython arithmetic
+    int64_t g10_popcount64(uint64_t x)
 
 
 cdef inline uint64_t word_mask(int64_t k, int64_t lo, int64_t hi) noexcept nogil:
@@ -123,7 +120,7 @@ cdef inline int64_t bits_count(const uint64_t* w, int64_t lo, int64_t hi) noexce
     if hi <= lo:
         return 0
     for k in range(lo >> 6, ((hi - 1) >> 6) + 1):
-        n += popcount64(w[k] & word_mask(k, lo, hi))
+        n += g10_popcount64(w[k] & word_mask(k, lo, hi))
     return n
 
 
@@ -131,7 +128,7 @@ cdef inline int64_t bits_total(const uint64_t* w) noexcept nogil:
     cdef int k
     cdef int64_t n = 0
     for k in range(8):
-        n += popcount64(w[k])
+        n += g10_popcount64(w[k])
     return n
 
 
@@ -263,11 +260,11 @@ cdef inline uint64_t keep_lowest(uint64_t* w, int64_t n) noexcept nogil:
     cdef int k
     cdef int64_t c
     for k in range(8):
-        c = popcount64(w[k])
+        c = g10_popcount64(w[k])
         if n >= c:
             n -= c
             continue
-        while popcount64(w[k]) > n:
+        while g10_popcount64(w[k]) > n:
             w[k] &= ~((<uint64_t>1) << (63 - __builtin_clzll(w[k])))
         n = 0
     return 0
