@@ -168,3 +168,21 @@ def test_erase_counts_spread_stays_small_under_uniform_writes():
     e = st["erase_counts"]
     assert e["mean"] > 5
     assert e["max"] - e["min"] <= max(6, 0.5 * e["mean"])
+
+
+def test_the_core_refuses_a_range_outside_its_logical_pages():
+    # the Python layer validates every range; a compiled caller's unit slip (flash pages vs
+    # virtual pages) is refused and counted, and the run fails with a message, not a segfault
+    ssd = SSD(one_plane(0.07, 64, "greedy"))
+    U = ssd.logical_pages
+    assert ssd.core.py_write(U - 1, 2, 0) == 0
+    assert ssd.core.py_read(U, 1, 0) == 0
+    ssd.core.py_trim(-1, 1)
+    st = ssd.core.stats()
+    assert st["range_errors"] == 3
+    assert st["host_write_pages"] == st["host_read_pages"] == st["trimmed_pages"] == 0
+    with pytest.raises(RuntimeError, match=f"refused 3 commands outside its {U} logical pages"):
+        ssd._check_health()
+    ssd.reset_stats()
+    ssd.write(U - 1, 1, 0)          # the range's last page is writable
+    assert ssd.core.stats()["host_write_pages"] == 1

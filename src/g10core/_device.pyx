@@ -106,7 +106,8 @@ cdef class LinkDevice(Device):
 
 
 cdef class SSDDevice(Device):
-    """The SSD with its FTL; each virtual page has a logical page (lpn = page)."""
+    """The SSD with its FTL; each virtual page's bytes have their logical place on it (the
+    core's *_host calls turn page ranges into the flash pages they cover)."""
 
     def __init__(self, ssd):
         self._ssd = ssd
@@ -121,16 +122,16 @@ cdef class SSDDevice(Device):
 
     cdef void pages_out(self, int64_t page, int64_t k, int8_t dest, int64_t now) noexcept nogil:
         if dest == TIER_SSD:
-            self.core.write(page, k, now)
+            self.core.write_host(page, k, now)
         elif dest == TIER_NOT_PRESENT:
-            self.core.trim(page, k)      # dropped dead pages: any SSD copy is garbage
+            self.core.trim_host(page, k)      # dropped dead pages: any SSD copy is garbage
 
     cdef void pages_in(self, int64_t page, int64_t k, int8_t src, int64_t now) noexcept nogil:
         if src == TIER_SSD:
-            self.core.read(page, k, now)
+            self.core.read_host(page, k, now)
 
     cdef void pages_freed(self, int64_t page, int64_t k) noexcept nogil:
-        self.core.trim(page, k)          # the tensor is dead: its SSD copy is garbage
+        self.core.trim_host(page, k)          # the tensor is dead: its SSD copy is garbage
 
     cdef bint bulk_safe(self) noexcept nogil:
         return False          # FTL state evolves: no two slots are alike

@@ -64,6 +64,7 @@ cdef class SSDCore:
     cdef int64_t n_lists                   # victim lists per plane (P + 1 greedy buckets, 1 FIFO)
     cdef int64_t plane_mask                # n_planes - 1 when a power of two, else -1
     cdef int64_t page_shift                # log2(pages_per_block) when a power of two, else -1
+    cdef readonly int64_t host_page_bytes  # the page of read_host/write_host/trim_host (flash page by default)
 
     # mapping, allocated where it holds something, so memory follows the live data, not the
     # pages ever written: l2p in leaves of L2P_LEAF lpns, each made on its first mapping and
@@ -125,6 +126,10 @@ cdef class SSDCore:
     cdef cycle_t read(self, int64_t lpn, int64_t npages, cycle_t now) noexcept nogil
     cdef cycle_t write(self, int64_t lpn, int64_t npages, cycle_t now) noexcept nogil
     cdef void trim(self, int64_t lpn, int64_t npages) noexcept nogil
+    cdef cycle_t read_host(self, int64_t page, int64_t npages, cycle_t now) noexcept nogil
+    cdef cycle_t write_host(self, int64_t page, int64_t npages, cycle_t now) noexcept nogil
+    cdef void trim_host(self, int64_t page, int64_t npages) noexcept nogil
+    cdef bint _out_of_range(self, int64_t lpn, int64_t npages) noexcept nogil
     cdef cycle_t next_issue_time(self, cycle_t now) noexcept nogil
     cdef cycle_t idle_at(self) noexcept nogil
 

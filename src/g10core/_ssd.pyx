@@ -81,6 +81,7 @@ cdef class SSDCore:
         self.n_blocks = self.p.n_planes * N
         self.physical_pages = self.n_blocks * P
         self.logical_pages = self.p.logical_pages_per_plane * self.p.n_planes
+        self.host_page_bytes = self.p.page_bytes
         self.n_lists = (P + 1) if self.p.victim_policy == VICTIM_GREEDY else 1
         self.plane_mask = (self.p.n_planes - 1) if (self.p.n_planes & (self.p.n_planes - 1)) == 0 else -1
         self.page_shift = -1
@@ -482,10 +483,58 @@ cdef class SSDCore:
         if done > self.st.last_completion:
             self.st.last_completion = done
 
+    cdef inline bint _out_of_range(self, int64_t lpn, int64_t npages) noexcept nogil:
+        """Refuse (and count) a command outside the logical pages: the Python layer checks
+        every range it takes, so this catches a compiled caller's bug, not bad input."""
+        if lpn < 0 or npages < 0 or lpn + npages > self.logical_pages:
+            self.st.range_errors += 1
+            return True
+        return False
+
+    # ---- a caller whose page is not the flash page (the replay's 4 KiB virtual pages on a
+    # device with 8 or 16 KiB flash pages): its byte range becomes the flash pages it covers.
+    # Reads and writes take every flash page the range touches (a partial page is programmed
+    # whole, as the device's read-modify-write would); a trim only pages it covers whole,
+    # since the rest of a partial page may still hold live data.
+
+    cdef cycle_t read_host(self, int64_t page, int64_t npages, cycle_t now) noexcept nogil:
+        cdef int64_t first, end
+        if self.host_page_bytes == self.p.page_bytes:
+            return self.read(page, npages, now)
+        first = page * self.host_page_bytes // self.p.page_bytes
+        end = ((page + npages) * self.host_page_bytes + self.p.page_bytes - 1) // self.p.page_bytes
+        return self.read(first, end - first, now)
+
+    cdef cycle_t write_host(self, int64_t page, int64_t npages, cycle_t now) noexcept nogil:
+        cdef int64_t first, end
+        if self.host_page_bytes == self.p.page_bytes:
+            return self.write(page, npages, now)
+        first = page * self.host_page_bytes // self.p.page_bytes
+        end = ((page + npages) * self.host_page_bytes + self.p.page_bytes - 1) // self.p.page_bytes
+        return self.write(first, end - first, now)
+
+    cdef void trim_host(self, int64_t page, int64_t npages) noexcept nogil:
+        cdef int64_t first, end
+        if self.host_page_bytes == self.p.page_bytes:
+            self.trim(page, npages)
+            return
+        first = (page * self.host_page_bytes + self.p.page_bytes - 1) // self.p.page_bytes
+        end = (page + npages) * self.host_page_bytes // self.p.page_bytes
+        if end > first:
+            self.trim(first, end - first)
+
+    def set_host_page_bytes(self, int64_t nbytes):
+        """The page size of read_host/write_host/trim_host callers (validated by ssd.SSD)."""
+        if nbytes < 1:
+            raise ValueError(f"host page of {nbytes} bytes")
+        self.host_page_bytes = nbytes
+
     cdef cycle_t read(self, int64_t lpn, int64_t npages, cycle_t now) noexcept nogil:
         """Read ``npages`` logical pages from ``lpn``; return the cycle the last byte reaches the host."""
         cdef int64_t i = 0, j, k
         cdef cycle_t start, t, ready, r, done, last = now
+        if self._out_of_range(lpn, npages):
+            return now
         while i < npages:
             k = npages - i
             if k > self.p.command_pages:
@@ -513,6 +562,8 @@ cdef class SSDCore:
         """Write ``npages`` logical pages from ``lpn``; return the cycle the last command is acknowledged."""
         cdef int64_t i = 0, j, k
         cdef cycle_t start, arrive, admit, ack, last = now
+        if self._out_of_range(lpn, npages):
+            return now
         while i < npages:
             k = npages - i
             if k > self.p.command_pages:
@@ -547,6 +598,8 @@ cdef class SSDCore:
         cdef int32_t b, cur, run
         cdef uint32_t e
         cdef uint32_t* leaf
+        if self._out_of_range(lpn, npages):
+            return
         while i < end:
             stop = ((i >> L2P_SHIFT) + TRIM_CHUNK_LEAVES) << L2P_SHIFT
             if stop > end:

@@ -127,6 +127,7 @@ cdef struct ssd_stats:
     int64_t write_bytes        # host write payload
     int64_t gc_stalls          # GC found no victim (impossible for a validated geometry)
     int64_t alloc_failures     # no erased block left (impossible for a validated geometry)
+    int64_t range_errors       # commands refused: pages outside [0, logical_pages) (a caller's bug)
     cycle_t first_submit       # earliest command submit time since reset (-1 if none)
     cycle_t last_completion    # latest command completion since reset
 

@@ -437,12 +437,12 @@ cdef class FarFaultHandler:
                     if not noted:
                         noted = True
                         self._note_ssd_wait(t_in)
-                    r = self.ssd.read(self.tiers.lpn(m.first), n, t_in)
+                    r = self.ssd.read_host(self.tiers.lpn(m.first), n, t_in)
                     if r > ssd_ready:
                         ssd_ready = r
                     # the page is on the GPU now and is written back whole when evicted (clean
                     # pages are not tracked): its flash copy is garbage from here on
-                    self.ssd.trim(self.tiers.lpn(m.first), n)
+                    self.ssd.trim_host(self.tiers.lpn(m.first), n)
             elif m.src == TIER_NOT_PRESENT:
                 self.st.pages_zero_filled += n
             self.ranges.push_back(pair[int64_t, int64_t](m.first, m.end))
@@ -646,7 +646,7 @@ cdef class FarFaultHandler:
                 for j in range(first_move, self.moves.size()):
                     m = &self.moves[j]
                     if m.cause == MOVE_EVICT and m.dst == TIER_SSD:
-                        ack = imax(ack, self.ssd.write(self.tiers.lpn(m.first), m.end - m.first, t))
+                        ack = imax(ack, self.ssd.write_host(self.tiers.lpn(m.first), m.end - m.first, t))
                 if ack > r:
                     self.st.ssd_throttled += 1
                     self.st.ssd_wait_cycles += ack - r
@@ -944,7 +944,7 @@ cdef class FarFaultHandler:
             if t == TIER_HOST:
                 self.host_used -= run_end - a
             elif t == TIER_SSD and self.ssd is not None:
-                self.ssd.trim(self.tiers.lpn(a), run_end - a)
+                self.ssd.trim_host(self.tiers.lpn(a), run_end - a)
             a = run_end
         self._blocks_in(first, end, recs)
         for j in range(recs.size()):

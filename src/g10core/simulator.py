@@ -42,11 +42,29 @@ from .tracestore import resolve_trace
 GiB = 1 << 30
 
 
+def ssd_first_pages(trace: Trace, flash_page_bytes: int) -> tuple[np.ndarray, int]:
+    """Per tensor its first logical page on the SSD (in virtual pages) and the virtual pages
+    the layout spans: the trace's own layout, except that on a device whose flash page holds
+    several virtual pages (mlc: 8 KiB) each tensor starts on a flash page, so a migration unit
+    (aligned in the tensor) is whole flash pages, not a partial one at each end."""
+    ratio = flash_page_bytes // PAGE_SIZE_BYTES
+    if ratio <= 1 or flash_page_bytes % PAGE_SIZE_BYTES:
+        return trace.tensor_first_page.astype(np.int64), int(trace.tensor_pages.sum())
+    pages = -(-trace.tensor_pages.astype(np.int64) // ratio) * ratio
+    first = np.empty_like(pages)
+    glob = trace.tensor_is_global
+    for mask, base in ((glob, 0), (~glob, int(pages[glob].sum()))):
+        p = pages[mask]
+        first[mask] = base + np.concatenate(([0], np.cumsum(p)[:-1])) if p.size else p
+    return first, int(pages.sum())
+
+
 def detailed_devices(trace: Trace, cfg):
     """The detailed preset's SSD (with its FTL) and GPU link, sized for this trace.
 
-    Every page of the footprint gets a logical page on the SSD (lpn = virtual page),
-    so the SSD's user capacity must hold the footprint.  ``ssd.capacity_GiB`` sets it
+    Every page of the footprint gets a logical page on the SSD (its bytes: the flash pages
+    that hold them when the device's page is not ``gpu.page_size_bytes``), so the SSD's
+    user capacity must hold the footprint.  ``ssd.capacity_GiB`` sets it
     (an SSD that just holds the footprint is rewritten every iteration: that is where
     garbage collection shows); 0 means the device preset's capacity, or the footprint
     rounded up to 1 GiB when the preset is smaller.  (VA-block-aligned tensors, the
@@ -55,7 +73,8 @@ def detailed_devices(trace: Trace, cfg):
     from .pcie import link_from_config
     from .ssd import ssd_from_config, ssd_spec_from_config
 
-    footprint = trace.footprint_bytes
+    _, layout_pages = ssd_first_pages(trace, ssd_spec_from_config(cfg).page_size_bytes)
+    footprint = max(trace.footprint_bytes, layout_pages * PAGE_SIZE_BYTES)
     if cfg.ssd.capacity_GiB > 0:
         capacity = int(cfg.ssd.capacity_GiB * GiB)
         if capacity < footprint:
@@ -64,7 +83,10 @@ def detailed_devices(trace: Trace, cfg):
     else:
         preset_capacity = ssd_spec_from_config(cfg).user_capacity_bytes
         capacity = None if preset_capacity >= footprint else -(-footprint // GiB) * GiB
-    return ssd_from_config(cfg, capacity), link_from_config(cfg)
+    ssd = ssd_from_config(cfg, capacity)
+    # the replay numbers virtual pages; the FTL maps flash pages (mlc: 8 KiB)
+    ssd.set_host_page_bytes(cfg.gpu.page_size_bytes)
+    return ssd, link_from_config(cfg)
 
 
 def detailed_quotas(cfg, ssd, link) -> dict:
@@ -92,6 +114,7 @@ def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
     # link may still be busy when the last kernel ends: its utilisation is over the span
     # until it is idle too (never above 1)
     busy_until = max((d["last_completion_cycle"] for d in link.core.stats().values()), default=0)
+    ssd._check_health()
     st = ssd.stats()
     ls = link.stats(max(elapsed, busy_until))
     return {
@@ -245,7 +268,7 @@ def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace):
     return KernelRunner(params, link.core, ssd.core, tlb.core,
                         {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t")},
                         int(cfg.gpu.sms), use_evictor, int(consts["iterations"]),
-                        lpn_first=trace.tensor_first_page.astype(np.int64))
+                        lpn_first=ssd_first_pages(trace, ssd.spec.page_size_bytes)[0])
 
 
 def handler_counters(raw: dict, runner, cfg, consts) -> dict:

@@ -388,7 +388,7 @@ def ssd_spec_from_config(cfg, user_capacity_bytes: int | None = None) -> SSDSpec
     Its bandwidth and latencies emerge from the preset's geometry and timing (zssd: 3.2 GB/s,
     12/16 us for an idle 4 KiB read/write), so ``ssd.bandwidth_GBps`` and ``ssd.latency_us``
     (the bandwidth model's and the scheduler's figures) are not used by the device.  Its flash page (zssd 4 KiB, mlc 8 KiB) is the unit
-    of ``SSD.read``/``SSD.write``; callers with other page sizes convert their ranges.
+    of ``SSD.read``/``SSD.write``; the compiled callers convert theirs (``SSD.set_host_page_bytes``).
     """
     cfg.check()
     spec = device_spec(cfg.ssd, cfg.gpu.frequency_GHz)
@@ -433,6 +433,14 @@ class SSD:
     def logical_pages(self) -> int:
         return self.core.logical_pages
 
+    def set_host_page_bytes(self, nbytes: int) -> None:
+        """The page of the compiled callers (the replay and the far-fault handler number
+        virtual pages of ``gpu.page_size_bytes``): their ranges become the flash pages they
+        cover.  ``SSD.read``/``write``/``trim`` here keep taking flash pages."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or not 512 <= nbytes <= 1 << 30:
+            raise ConfigError(f"host page = {nbytes!r} bytes: must be an integer in [512, 2**30]")
+        self.core.set_host_page_bytes(int(nbytes))
+
     def _range(self, lpn, npages, now):
         for name, v in (("lpn", lpn), ("npages", npages), ("now", now)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -447,6 +455,9 @@ class SSD:
         if st["alloc_failures"] or st["gc_stalls"]:
             raise RuntimeError(f"SSD FTL ran out of erased blocks ({st['alloc_failures']} failed "
                                f"allocations, {st['gc_stalls']} GC stalls): a bug, please report it")
+        if st["range_errors"]:
+            raise RuntimeError(f"SSD refused {st['range_errors']} commands outside its {self.core.logical_pages} "
+                               f"logical pages: a bug, please report it")
 
     def read(self, lpn: int, npages: int = 1, now: int = 0) -> int:
         """Read pages [lpn, lpn + npages) submitted at cycle ``now``; return the completion cycle."""
