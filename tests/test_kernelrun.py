@@ -269,3 +269,46 @@ def test_no_tlb_entry_maps_a_page_off_the_gpu_after_a_run(seed, gpu_mib, granula
     st = handler.stats()
     if gpu_mib < 48:                              # the footprint does not fit: pages left the GPU
         assert st["pages_to_host"] + st["pages_to_ssd"] + st["pages_dropped"] > 0
+
+
+# ---- the handler's merged ranges may span tensors ---------------------------------------------
+
+def test_a_range_set_across_two_tensors_keeps_each_tensors_counters_and_arrival_chain():
+    """A batch merges the ranges it brings in; when a tensor ends on a VA block the next one
+    starts there, so one range spans both: each tensor's counters and arrival chain must get
+    its own pages (they went to the first, and Belady's evictor later named page -1)."""
+    from g10core._kernelrun import PageTableTiers
+    from g10core._pagetable import PageTable
+    from g10core.uvm import TIERS
+
+    pt = PageTable({"first": [0, 512, 1024], "pages": [512, 512, 100], "is_global": [0, 0, 0],
+                    "birth": [0, 0, 0], "death": [5, 5, 5]}, 2048, 4096)
+    tiers = PageTableTiers(pt, 1)
+    tiers.py_set_tier(480, 1050, TIERS["gpu"])           # the end of 0, all of 1, the start of 2
+    assert list(pt.counts()[0]) == [32, 512, 26]
+    assert pt.tensors_on_gpu() == [0, 1, 2]
+    assert [pt.py_oldest_idle_page(t) for t in range(3)] == [480, 512, 1024]
+    tiers.py_set_tier(500, 1030, TIERS["host"])
+    assert list(pt.counts()[0]) == [20, 0, 20]
+    assert pt.tensors_on_gpu() == [0, 2]
+    assert pt.stats()["host_used"] == 12 + 512 + 6
+
+
+def test_belady_with_a_long_sequential_prefetch_keeps_within_gpu_memory():
+    """The sweep's case (bert_base-b256, whose tensors often end on a VA block): the GPU held
+    688,460 pages of 655,360 (exit 1, 'GPU-resident pages ... capacity'), since the evictor,
+    misled by the counters, found no victim and the handler overcommitted."""
+    seen = {}
+    real_runner = S.kernel_runner
+
+    def runner(*a, **kw):
+        seen["runner"] = real_runner(*a, **kw)
+        return seen["runner"]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(S, "kernel_runner", runner)
+        r = Simulator(resolve("detailed", None, ["gpu.memory_GiB=2.5", "fault.prefetcher=sequential",
+                                                 "fault.sequential_units=512"])).run("bert_base-b256", "belady")
+    assert not r.failed
+    st = seen["runner"].fault_handler.stats()
+    assert st["overcommit_pages"] == 0 and st["picked_victims"] > 0

@@ -24,6 +24,7 @@ cdef class PageTableTiers(TierMap):
     cdef public bint freeing               # set around a FREE hint: pages leave as freed, not dropped
     cdef public int64_t iteration          # the iteration traffic is counted in
     cdef vector[traffic_row] traffic       # per iteration
+    cdef void _set_tier_in(self, int32_t t, page_t first, page_t end, int8_t tier) noexcept nogil
 
 
 @cython.final

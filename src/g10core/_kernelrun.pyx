@@ -105,16 +105,27 @@ cdef class PageTableTiers(TierMap):
         return page - self.pt.t_first[t] + self.lpn_first[t]
 
     cdef void set_tier(self, page_t first, page_t end, int8_t tier) noexcept nogil:
-        """Pages [first, end) (one tensor's) are now in ``tier``: runs, arrival list, counters."""
+        """Pages [first, end) are now in ``tier``: runs, arrival list, counters.  The range may
+        span tensors (the handler merges the ranges a batch brings in, and two tensors lie
+        side by side when the first ends on a VA block): each tensor's part is set apart, as
+        its counters and its chain in the arrival list are its own."""
         cdef int32_t t
+        cdef page_t stop
+        while first < end:
+            t = self.pt.tensor_of(first)
+            stop = imin(end, self.pt.t_first[t] + self.pt.t_np[t])
+            if stop <= first:
+                return          # not a tensor's page (the handler moves allocations only)
+            self._set_tier_in(t, first, stop, tier)
+            first = stop
+
+    cdef void _set_tier_in(self, int32_t t, page_t first, page_t end, int8_t tier) noexcept nogil:
+        """set_tier for pages [first, end) of tensor t."""
         cdef page_t a = first, b
         cdef int64_t n
         cdef int8_t old
         cdef g10_runmap.iterator it, first_run
         cdef traffic_row* tr = &self.traffic[self.iteration]
-        if end <= first:
-            return
-        t = self.pt.tensor_of(first)
         # the tensor's runs are contiguous, and the arrival list's updates below leave the
         # run map alone: one search, then the runs in order, and the assignment from the first
         it = self.pt.run_at(first)
