@@ -48,15 +48,11 @@ def ssd_first_pages(trace: Trace, flash_page_bytes: int) -> tuple[np.ndarray, in
     several virtual pages (mlc: 8 KiB) each tensor starts on a flash page, so a migration unit
     (aligned in the tensor) is whole flash pages, not a partial one at each end."""
     ratio = flash_page_bytes // PAGE_SIZE_BYTES
+    npages = trace.tensor_pages.astype(np.int64)
     if ratio <= 1 or flash_page_bytes % PAGE_SIZE_BYTES:
-        return trace.tensor_first_page.astype(np.int64), int(trace.tensor_pages.sum())
-    pages = -(-trace.tensor_pages.astype(np.int64) // ratio) * ratio
-    first = np.empty_like(pages)
-    glob = trace.tensor_is_global
-    for mask, base in ((glob, 0), (~glob, int(pages[glob].sum()))):
-        p = pages[mask]
-        first[mask] = base + np.concatenate(([0], np.cumsum(p)[:-1])) if p.size else p
-    return first, int(pages.sum())
+        return trace.tensor_first_page.astype(np.int64), int(npages.sum())
+    first = aligned_first_pages(trace, ratio)
+    return first, int((first + -(-npages // ratio) * ratio).max(initial=0))
 
 
 def detailed_devices(trace: Trace, cfg):
