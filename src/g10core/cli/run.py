@@ -51,8 +51,9 @@ def add_parser(subparsers) -> None:
         "run", help="simulate one trace under one policy",
         description="Simulate TRACE under a migration policy and print the iteration time, the slowdown "
                     "against ideal, faults and traffic by tier, and the compute/overlap/stall breakdown. "
-                    "Exit 0 when the run finished, 1 when it failed (cannot fit under the policy, host "
-                    "memory overflow), 2 on bad input.")
+                    "Exit 0 when the run finished, 1 when it failed (the policy's schedule does not fit, "
+                    "host memory overflow), 2 on bad input (a kernel whose own working set exceeds GPU "
+                    "memory is refused up front: cannot fit).")
     p.add_argument("trace", metavar="TRACE", help="trace file (.h5) or name, e.g. bert_base-b256 (g10sim trace list)")
     p.add_argument("--policy", metavar="P", help=policy_help())
     p.add_argument("--hints", metavar="FILE.h5",
