@@ -236,3 +236,76 @@ def test_belady_faults_no_more_than_base_uvm_on_fig11(name, load_shipped):
     assert total_faults(belady) <= total_faults(base)
     for b, u in zip(belady.iterations, base.iterations):
         assert sum(b.faults_pages.values()) <= sum(u.faults_pages.values())
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 2, 5, 40]), st.sampled_from([1, 3, 64]))
+def test_deepum_search_finds_the_first_page_outside_its_window(seed, window, walk_steps):
+    """DeepUM+'s victim is the oldest GPU page of a tensor outside the next ``window``
+    kernels.  Its search keeps a cursor, a known prefix of window nodes, and (long windows)
+    asks the tensors instead of walking the list; under random arrivals and departures,
+    which split, shrink and unlink nodes and move the cursor to the head, it must name the
+    page a walk of the whole list from the head names."""
+    from g10core._evict import DeepUMWindowEvictor
+    from g10core._pagetable import PageTable
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(20, 120, 12)
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    n_pages = int(sizes.sum())
+    T = len(sizes)
+    pt = PageTable({"first": first, "pages": sizes, "is_global": [0] * T, "birth": [0] * T,
+                    "death": [5] * T}, n_pages, 100)
+    n_kernels = 8
+    uses = [sorted(set(rng.integers(0, T - 3, 2).tolist())) for _ in range(n_kernels)]  # the last 3: never used
+    off = np.concatenate(([0], np.cumsum([len(u) for u in uses]))).astype(np.int64)
+    flat = np.array([t for u in uses for t in u], np.int32)
+    ev = DeepUMWindowEvictor(pt, {"in_off": off, "in_t": flat, "out_off": np.zeros(n_kernels + 1, np.int64),
+                                  "out_t": np.zeros(0, np.int32)}, window, walk_steps)
+    weights = np.array([1.0] * (T - 3) + [0.01] * 3)
+    weights /= weights.sum()
+    order: list[int] = []                    # GPU pages, oldest first
+    on_gpu = np.zeros(n_pages, bool)
+    kernel, searches = 0, 0
+
+    def expected():
+        in_window = {t for off_k in range(window) for t in uses[(kernel + off_k) % n_kernels]}
+        if pt.cursor < 0:                    # the cursor at the list's end (no kernel yet, a search
+            return -1                        # that found nothing, the list emptied) waits for a kernel
+        for s, _c, t in pt.arrival_list():
+            if t not in in_window:
+                return s
+        return -1
+
+    for step in range(3000):
+        r = rng.random()
+        if r < 0.45 or not order:            # a few pages of one tensor arrive, as the newest
+            # (the unused tensors rarely: long stretches of window nodes, as a long window makes)
+            t = int(rng.choice(T, p=weights))
+            absent = np.flatnonzero(~on_gpu[first[t]:first[t] + sizes[t]]) + first[t]
+            if absent.size == 0:
+                continue
+            a = int(absent[rng.integers(absent.size)])
+            n = 1
+            while n < 8 and a + n < first[t] + sizes[t] and not on_gpu[a + n]:
+                n += 1
+            pt.py_arrive(a, n, t)
+            on_gpu[a:a + n] = True
+            order.extend(range(a, a + n))
+        elif r < 0.85:                       # consecutive pages leave (anywhere in the list)
+            i = int(rng.integers(len(order)))
+            a = order[i]
+            run = 1
+            while run < 4 and i + run < len(order) and order[i + run] == a + run:
+                run += 1
+            pt.py_depart(a, run)
+            on_gpu[a:a + run] = False
+            del order[i:i + run]
+        elif r < 0.9:                        # the next kernel begins
+            kernel = (kernel + 1) % n_kernels
+            ev.kernel_begin_py(kernel, 0)
+        else:
+            want = expected()
+            got = ev.find_victim_py(False)
+            assert got == want, f"step {step}: victim page {got}, a walk from the head finds {want}"
+            searches += 1
+    assert searches > 100 and len(pt.arrival_list()) > 0

@@ -92,6 +92,9 @@ def cases(draw):
     policy = draw(st.sampled_from(["base-uvm", "deepum", "hinted"]))
     cfg = small_config(gpu, host, batch, ssd, host_bw)
     if policy == "deepum":
+        # its window (the prefetch degree): the default 8, short, or as long as the trace
+        degree = draw(st.sampled_from([8, 1, 3, n_kernels, 2 * n_kernels]))
+        cfg = cfg.with_overrides({"scheduler": {"prefetch_degree": degree}})
         return trace, cfg, "deepum", deepum_hints(trace, cfg), True
     if policy == "hinted":
         return trace, cfg, "lru", random_hints(trace, rng, draw(st.integers(0, 60))), True

@@ -39,9 +39,11 @@ cdef class DeepUMWindowEvictor(Evictor):
     cdef const int32_t* out_t
     cdef int64_t* win_mark                 # epoch at which the tensor was last in the window
     cdef int64_t epoch
+    cdef int64_t walk_steps                # window nodes kernel_begin walks before it asks the tensors
     cdef object _keep
 
     cdef bint in_window(self, int32_t t) noexcept nogil
+    cdef int32_t first_outside_window(self) noexcept nogil
 
 
 cdef class ScoreEvictor(Evictor):

@@ -78,12 +78,16 @@ cdef class PageTable:
     cdef public int32_t head, tail         # oldest and newest node (-1: empty)
     cdef int32_t finger                    # the node lru_find found last
     cdef public int64_t cursor             # victim search position (a page; -1: the list's end)
+    # a node every node before which belongs to a tensor the evictor's search skips (-1: not
+    # known); the evictor sets it, an unlinked node hands it to its successor (_evict.pyx)
+    cdef public int32_t skip_prefix
     cdef int32_t* t_head                   # per tensor: its oldest node on the GPU (-1: none)
     cdef int32_t* t_tail                   # per tensor: its newest node
     cdef int64_t* t_arrival                # per tensor: arrival sequence when it last came to the GPU
     cdef int64_t arrivals                  # arrival sequence counter
     cdef vector[int32_t] gpu_tensors       # tensors with at least one node on the GPU
     cdef int32_t* gpu_pos                  # index in gpu_tensors (-1: absent)
+    cdef int64_t node_seq                  # nodes made so far (lru_node.order)
 
     # ---- conservation counters ----
     cdef public int64_t n_allocated        # never-present pages given a GPU frame

@@ -77,6 +77,8 @@ cdef class PageTable:
         self.head = self.tail = -1
         self.finger = -1
         self.cursor = -1
+        self.skip_prefix = -1
+        self.node_seq = 0
         self.arrivals = 0
         self.run_finger_ok = False
         self.n_allocated = self.n_dropped = self.n_freed_gpu = self.n_freed_host = 0
@@ -203,6 +205,8 @@ cdef class PageTable:
         n.count = count
         n.tensor = t
         n.prev = n.next = n.tprev = n.tnext = -1
+        n.order = self.node_seq
+        self.node_seq += 1
         if self.free_nodes.size():
             i = self.free_nodes.back()
             self.free_nodes.pop_back()
@@ -273,6 +277,8 @@ cdef class PageTable:
 
     cdef void _unlink(self, int32_t i) noexcept nogil:
         cdef int32_t p = self.nodes[i].prev, n = self.nodes[i].next
+        if i == self.skip_prefix:       # the nodes before its successor are still all skipped ones
+            self.skip_prefix = n
         if p >= 0:
             self.nodes[p].next = n
         else:
@@ -324,6 +330,7 @@ cdef class PageTable:
             else:                       # split: the tail part becomes a node after i
                 self.nodes[i].count = a - s
                 j = self._new_node(a + take, e - a - take, self.nodes[i].tensor)
+                self.nodes[j].order = self.nodes[i].order     # it stands where i stood
                 self.nodes[j].prev = i
                 self.nodes[j].next = self.nodes[i].next
                 if self.nodes[i].next >= 0:

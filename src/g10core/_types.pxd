@@ -175,6 +175,7 @@ cdef struct lru_node:
     int32_t next               # next node (newer), -1 at the tail
     int32_t tprev              # previous node of the same tensor (older), -1 at its head
     int32_t tnext              # next node of the same tensor (newer), -1 at its tail
+    int64_t order              # creation sequence (a split-off tail keeps its node's): follows list order
 
 # A run of pages waiting in one of the transfer queues.
 cdef struct queue_run:
