@@ -117,6 +117,50 @@ def test_gc_never_deadlocks_and_tables_stay_consistent(g, ops, hammer, seed):
     assert link["to_device"]["busy_cycles"] <= end and link["from_device"]["busy_cycles"] <= end
 
 
+def _drive(ssd, ops, hammer, seed):
+    """The workload of the test above; returns every completion cycle."""
+    U = ssd.logical_pages
+    rng = np.random.default_rng(seed)
+    now, out = 0, []
+    for kind, where, n, gap in ops:
+        lpn = int(where * U)
+        n = min(n, U - lpn)
+        now += gap
+        if kind == "write":
+            out.append(ssd.write(lpn, n, now))
+        elif kind == "read":
+            out.append(ssd.read(lpn, n, now))
+        else:
+            ssd.trim(lpn, n)
+    if hammer:
+        lpns = rng.integers(0, U, hammer * ssd.spec.physical_pages)
+        lpns[::3] = rng.integers(0, max(1, U // 5), lpns[::3].size)
+        out.append(ssd.run_pages(lpns, write=True, now=now))
+    out.append(ssd.idle_at())
+    return out
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=geometries, ops=ops, hammer=st.integers(0, 4), seed=st.integers(0, 2**32 - 1))
+def test_blocks_without_lpns_change_no_result(g, ops, hammer, seed):
+    """A block filled at random keeps no lpns until the first GC that copies out of one
+    (p2l_lazy); a device that keeps them from the start gives the same completions,
+    statistics and tables."""
+    spec = make_spec(g)
+    lazy, kept = SSD(spec), SSD(spec)
+    kept.core.p2l_lazy = False
+    assert _drive(lazy, ops, hammer, seed) == _drive(kept, ops, hammer, seed)
+    assert lazy.core.stats() == kept.core.stats()
+    assert repr(lazy.stats()) == repr(kept.stats())     # (nan where nothing was measured)
+    a, b = lazy.core.snapshot(), kept.core.snapshot()
+    for key in ("l2p", "p2l", "valid", "erases", "state", "next", "list_head"):
+        assert np.array_equal(a[key], b[key]), key
+    assert a["planes"] == b["planes"] and a["channel_free"] == b["channel_free"]
+    assert b["p2l_unknown_blocks"] == 0
+    assert lazy.table_bytes()["p2l_dense"] <= kept.table_bytes()["p2l_dense"]
+    check_ftl_invariants(lazy)
+
+
 @settings(max_examples=40, deadline=None)
 @given(g=geometries, seed=st.integers(0, 1000))
 def test_full_device_rewritten_repeatedly_keeps_every_page(g, seed):
@@ -285,7 +329,35 @@ def test_table_bytes_follow_the_data_and_its_pattern():
     seq = ssd.table_bytes()
     assert seq["l2p_leaves"] >= (n // 1024) * 1024 * 4        # 4 B per mapped lpn, at least
     assert seq["p2l_runs"] > 0 and seq["p2l_dense"] == 0
-    rng = np.random.default_rng(7)
-    for lpn in rng.integers(n, ssd.spec.logical_pages, size=4 * spec.n_planes * spec.pages_per_block):
-        t = ssd.write(int(lpn), 1, t)
-    assert ssd.table_bytes()["p2l_dense"] > 0
+    # at random (fresh devices, half full: no GC), one lpn per page; but blocks filled at
+    # random keep no lpns until a GC must copy out of one (p2l_lazy)
+    lpns = np.random.default_rng(7).integers(0, spec.logical_pages, size=4 * spec.n_planes * spec.pages_per_block)
+    lazy, kept = SSD(spec), SSD(spec)
+    kept.core.p2l_lazy = False
+    for dev in (lazy, kept):
+        t = 0
+        for lpn in lpns:
+            t = dev.write(int(lpn), 1, t)
+        assert dev.stats()["gc_copies"] == 0
+    assert kept.table_bytes()["p2l_dense"] > 0
+    assert lazy.table_bytes()["p2l_dense"] == 0 and lazy.core.p2l_lazy
+    assert lazy.core.snapshot()["p2l_unknown_blocks"] > 0
+    check_ftl_invariants(lazy)
+
+
+def test_the_first_gc_copy_from_a_block_without_lpns_rebuilds_them():
+    spec = make_spec({"n_channels": 1, "chips_per_channel": 1, "dies_per_chip": 1, "planes_per_die": 2,
+                      "pages_per_block": 256, "extra_blocks": 12, "gc_free_blocks_min": 2,
+                      "overprovisioning": 0.125, "victim_policy": "fifo", "gc_frontier": "separate",
+                      "queue_depth": 4, "write_buffer_bytes": 65536, "seed": 3})
+    ssd = SSD(spec)
+    U = ssd.logical_pages
+    rng = np.random.default_rng(11)
+    ssd.run_pages(rng.permutation(U), write=True)          # filled at random: no lpns kept
+    assert ssd.core.p2l_lazy and ssd.stats()["gc_copies"] == 0
+    assert ssd.table_bytes()["p2l_dense"] == 0
+    ssd.run_pages(rng.integers(0, U, 2 * spec.physical_pages), write=True)   # FIFO victims hold valid pages
+    assert ssd.stats()["gc_copies"] > 0
+    assert not ssd.core.p2l_lazy and ssd.table_bytes()["p2l_dense"] > 0
+    assert ssd.core.snapshot()["p2l_unknown_blocks"] == 0
+    check_ftl_invariants(ssd)

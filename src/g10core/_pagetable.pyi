@@ -16,6 +16,7 @@ class PageTable:
     head: int
     tail: int
     cursor: int
+    skip_prefix: int                     # a node before which every node is one the evictor skips (-1: unknown)
     n_allocated: int
     n_dropped: int
     n_freed_gpu: int

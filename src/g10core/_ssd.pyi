@@ -14,6 +14,7 @@ class SSDCore:
     physical_pages: int                 # every flash page of the device (read-only)
     n_blocks: int                       # every erase block of the device (read-only)
     link: LinkCore                      # the SSD's own PCIe front end (read-only)
+    p2l_lazy: bool                      # blocks filled at random keep no lpns until GC needs them (results the same)
     def __init__(self, params: dict[str, int], link: LinkCore) -> None: ...
     def __reduce__(self) -> Any: ...     # raises TypeError: rebuild from the SSDSpec instead
     def reset_stats(self) -> None: ...

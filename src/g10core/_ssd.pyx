@@ -153,6 +153,7 @@ cdef class SSDCore:
                 self.blk_prev[b] = -1
                 self.blk_pos[b] = -1
         g10_rng_seed(self.rng, self.p.seed)
+        self.p2l_lazy = True
         self.reset_stats()
 
     def _plane_dict(self, int64_t i):
@@ -244,8 +245,9 @@ cdef class SSDCore:
         cdef int32_t n = self.blk[b].runs
         cdef uint32_t* d = self.blk[b].p2l
         if n < 0:
-            d[page] = lpn
-            return 0
+            if n == P2L_DENSE:
+                d[page] = lpn
+            return 0                                   # (P2L_UNKNOWN: not kept)
         if n > 0 and <int64_t> d[2 * n - 2] + (page - <int64_t> d[2 * n - 1]) * self.p.n_planes == lpn:
             return 0                                   # continues the last run
         return self._p2l_new_run(b, page, lpn)
@@ -272,6 +274,10 @@ cdef class SSDCore:
                 memcpy(d, self.blk[b].p2l, 2 * n * sizeof(uint32_t))
                 self.runs_large_pool.put(self.blk[b].p2l)
                 self.blk[b].cap = P2L_RUNS_HUGE
+            elif self.p2l_lazy:                        # filled at random: keep nothing until GC needs it
+                self._p2l_release(b)
+                self.blk[b].runs = P2L_UNKNOWN
+                return 0
             else:                                      # more runs would cost more than a page each
                 # (or the first runs are short: the block is filled at random, go dense early)
                 dense = <uint32_t*> self.dense_pool.get(P * sizeof(uint32_t))
@@ -283,13 +289,39 @@ cdef class SSDCore:
                 dense[page] = lpn
                 self._p2l_release(b)
                 self.blk[b].p2l = dense
-                self.blk[b].runs = -1
+                self.blk[b].runs = P2L_DENSE
                 return 0
             self.blk[b].p2l = d
         d[2 * n] = lpn
         d[2 * n + 1] = <uint32_t> page
         self.blk[b].runs = n + 1
         return 0
+
+    cdef void _p2l_rebuild(self) noexcept nogil:
+        """GC must copy out of a block whose lpns were not kept: give every such block one lpn
+        per page again, from l2p (its valid pages are exactly the mapped lpns that point into
+        it), and keep p2l from here on.  One pass over the l2p leaves, once per run."""
+        cdef int64_t b, k, j, ppn, P = self.p.pages_per_block
+        cdef uint32_t e
+        cdef uint32_t* leaf
+        cdef uint32_t* d
+        self.p2l_lazy = False
+        for b in range(self.n_blocks):
+            if self.blk[b].runs == P2L_UNKNOWN:
+                d = <uint32_t*> self.dense_pool.get(P * sizeof(uint32_t))
+                self.blk[b].p2l = d
+                self.blk[b].runs = P2L_DENSE
+        for k in range(self.n_leaves):
+            leaf = self.l2p_leaf[k]
+            if leaf == NULL:
+                continue
+            for j in range(L2P_LEAF):
+                e = leaf[j]
+                if e != 0:
+                    ppn = <int64_t> e - 1
+                    b = self._block_of(ppn)
+                    if self.blk[b].runs == P2L_DENSE:  # (a block kept dense already holds this)
+                        self.blk[b].p2l[ppn - b * P] = <uint32_t> ((k << L2P_SHIFT) + j)
 
     # ---- write buffer ------------------------------------------------------------
 
@@ -874,11 +906,15 @@ cdef class SSDCore:
         cdef uint64_t* words
         cdef uint32_t* lpns = self.gc_lpns
         cdef uint32_t** l2p = self.l2p_leaf
-        cdef uint32_t* p2l = self.blk[b].p2l if b >= 0 else NULL
-        cdef int32_t runs = self.blk[b].runs if b >= 0 else 0, r = 0
+        cdef uint32_t* p2l
+        cdef int32_t runs, r = 0
         cdef uint32_t l
         if b < 0:
             return -1
+        if self.blk[b].runs == P2L_UNKNOWN and self.blk[b].valid > 0:
+            self._p2l_rebuild()                        # the first copy out of a block without lpns
+        p2l = self.blk[b].p2l
+        runs = self.blk[b].runs
         # the victim's valid pages, in block order (the order they are copied in); a victim
         # without valid pages has no p2l left
         if p2l != NULL:
@@ -1064,15 +1100,23 @@ cdef class SSDCore:
         cdef int64_t o, r, runs
         for b in range(self.n_blocks):
             runs = self.blk[b].runs
-            if runs < 0:
+            if runs == P2L_DENSE:
                 lpn[b * P:(b + 1) * P] = np.array(<uint32_t[:P]> self.blk[b].p2l, copy=True)
             for r in range(runs):                      # run r: pages [first, next run's first)
                 o = self.blk[b].p2l[2 * r + 1]
                 while o < (self.blk[b].p2l[2 * r + 3] if r + 1 < runs else P):
                     lpn[b * P + o] = (self.blk[b].p2l[2 * r] + (o - self.blk[b].p2l[2 * r + 1]) * self.p.n_planes) & 0xFFFFFFFF
                     o += 1
+        # blocks whose lpns are not kept (p2l_lazy) hold what l2p says they hold
+        unknown = np.array([self.blk[b].runs == P2L_UNKNOWN for b in range(self.n_blocks)], dtype=bool)
+        if unknown.any():
+            mapped = np.flatnonzero(l2p)
+            where = l2p[mapped].astype(np.int64) - 1
+            keep = unknown[where // P]
+            lpn[where[keep]] = mapped[keep].astype(np.uint32)
         nxt = np.array(<int32_t[:self.n_blocks + nl]> self.blk_next, copy=True)
         out = {
+            "p2l_unknown_blocks": int(unknown.sum()),
             "l2p": l2p,
             "p2l": np.where(valid.reshape(-1) != 0, lpn + 1, 0).astype(np.uint32),   # lpn + 1, 0: invalid
             "valid": self._blk_column(BLK_VALID),
