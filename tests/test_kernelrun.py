@@ -312,3 +312,27 @@ def test_belady_with_a_long_sequential_prefetch_keeps_within_gpu_memory():
     assert not r.failed
     st = seen["runner"].fault_handler.stats()
     assert st["overcommit_pages"] == 0 and st["picked_victims"] > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 200), st.integers(-5, 40)), max_size=60), st.booleans())
+def test_busy_intervals_coalesced_as_recorded_give_the_same_periods(pairs, in_order):
+    """The runner joins a busy interval to the last one as it records it (batches come in time
+    order, hint transfers may not); the merged periods must be those of the raw intervals."""
+    from g10core._kernelrun import busy_periods, coalesced_busy_periods
+    rows = [(a, a + d) for a, d in pairs]
+    if in_order:
+        rows.sort()
+    iv = np.array(rows, np.int64).reshape(-1, 2)
+    got, kept = coalesced_busy_periods(iv)
+    assert np.array_equal(got, busy_periods(iv.reshape(-1)))
+    assert kept <= max(1, len(rows))
+    # the union, page by page: every cycle inside some interval is inside exactly one period
+    covered = np.zeros(260, bool)
+    for a, b in rows:
+        covered[a:max(a, b)] = True
+    periods = np.zeros(260, bool)
+    for (s, _), (e, _) in zip(got[0::2], got[1::2]):
+        assert not periods[s:e].any()
+        periods[s:e] = True
+    assert np.array_equal(covered, periods)

@@ -11,6 +11,9 @@ from ._ssd import SSDCore
 from ._tlb import Translator
 from ._uvm import FarFaultHandler, TierMap, VictimPicker
 
+def busy_periods(flat: np.ndarray) -> np.ndarray: ...   # (start, end) pairs merged: (cycle, 1 begin / 0 end) rows
+def coalesced_busy_periods(intervals: np.ndarray) -> tuple[np.ndarray, int]: ...   # (periods, pairs kept); for tests
+
 class PageTableTiers(TierMap):
     freeing: bool
     iteration: int
