@@ -75,7 +75,7 @@ cdef class KernelRunner(FaultModel):
     cdef kernel_row* row
     cdef cycle_t inflight_until            # a hint's pages may still be in flight until then
     # ---- outputs ----
-    cdef vector[int64_t] busy              # (start, end) of batches and hint transfers, coalesced (_note_busy)
+    cdef vector[int64_t] busy              # (start, end) of batches and hint transfers, coalesced (note_busy)
     cdef int64_t n_fast, n_simulated, n_steps, n_batches, n_resumes, n_inflight_waits
 
     cdef bint _all_ready(self, int64_t k, cycle_t now) noexcept nogil

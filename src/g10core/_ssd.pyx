@@ -1097,9 +1097,11 @@ cdef class SSDCore:
                 leaf = np.array(<uint32_t[:L2P_LEAF]> self.l2p_leaf[k], copy=True)
                 l2p[k * L2P_LEAF:(k + 1) * L2P_LEAF] = leaf[:min(L2P_LEAF, self.logical_pages - k * L2P_LEAF)]
         lpn = np.zeros(self.physical_pages, dtype=np.uint32)
+        unknown = np.zeros(self.n_blocks, dtype=bool)   # blocks whose lpns are not kept (p2l_lazy)
         cdef int64_t o, r, runs
         for b in range(self.n_blocks):
             runs = self.blk[b].runs
+            unknown[b] = runs == P2L_UNKNOWN
             if runs == P2L_DENSE:
                 lpn[b * P:(b + 1) * P] = np.array(<uint32_t[:P]> self.blk[b].p2l, copy=True)
             for r in range(runs):                      # run r: pages [first, next run's first)
@@ -1107,8 +1109,7 @@ cdef class SSDCore:
                 while o < (self.blk[b].p2l[2 * r + 3] if r + 1 < runs else P):
                     lpn[b * P + o] = (self.blk[b].p2l[2 * r] + (o - self.blk[b].p2l[2 * r + 1]) * self.p.n_planes) & 0xFFFFFFFF
                     o += 1
-        # blocks whose lpns are not kept (p2l_lazy) hold what l2p says they hold
-        unknown = np.array([self.blk[b].runs == P2L_UNKNOWN for b in range(self.n_blocks)], dtype=bool)
+        # blocks whose lpns are not kept hold what l2p says they hold
         if unknown.any():
             mapped = np.flatnonzero(l2p)
             where = l2p[mapped].astype(np.int64) - 1
