@@ -294,6 +294,34 @@ def test_a_range_set_across_two_tensors_keeps_each_tensors_counters_and_arrival_
     assert pt.stats()["host_used"] == 12 + 512 + 6
 
 
+def test_tiers_without_the_arrival_list_keep_the_same_runs_counters_and_traffic():
+    """Under the handler's least-recently-migrated rule no evictor reads the page table's GPU
+    arrival list, so the tier map does not keep it (it was ~19 % of a Base UVM run): runs,
+    counters, occupancy and traffic must be those of a tier map that keeps it."""
+    from g10core._kernelrun import PageTableTiers
+    from g10core._pagetable import PageTable
+    from g10core.uvm import TIERS
+
+    moves = [(480, 1050, "gpu"), (500, 1030, "host"), (0, 300, "gpu"), (100, 200, "ssd"),
+             (520, 900, "gpu"), (0, 1124, "not_present"), (10, 20, "gpu"), (600, 1100, "gpu")]
+    seen = []
+    for keep in (True, False):
+        pt = PageTable({"first": [0, 512, 1024], "pages": [512, 512, 100], "is_global": [0, 0, 0],
+                        "birth": [0, 0, 0], "death": [5, 5, 5]}, 2048, 4096)
+        tiers = PageTableTiers(pt, 1, None, keep)
+        assert tiers.keep_arrivals == keep
+        for a, b, tier in moves:
+            tiers.py_set_tier(a, b, TIERS[tier])
+        counts = [list(c) for c in pt.counts()]
+        stats = {k: v for k, v in pt.stats().items() if k != "lru_nodes"}
+        seen.append((pt.runs(), counts, stats, tiers.traffic_rows(1).tolist()))
+        gpu_pages = sum(e - s for (s, e, loc, _f) in pt.runs() if loc == TIERS["gpu"])
+        assert gpu_pages == 2048 - pt.stats()["gpu_free"] > 0
+        listed = sum(c for (_s, c, _t) in pt.arrival_list())
+        assert listed == (gpu_pages if keep else 0)
+    assert seen[0] == seen[1]
+
+
 def test_belady_with_a_long_sequential_prefetch_keeps_within_gpu_memory():
     """The sweep's case (bert_base-b256, whose tensors often end on a VA block): the GPU held
     688,460 pages of 655,360 (exit 1, 'GPU-resident pages ... capacity'), since the evictor,

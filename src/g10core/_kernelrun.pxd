@@ -23,6 +23,9 @@ cdef class PageTableTiers(TierMap):
     cdef object _keep
     cdef public bint freeing               # set around a FREE hint: pages leave as freed, not dropped
     cdef public int64_t iteration          # the iteration traffic is counted in
+    # keep the page table's GPU arrival list (only a policy's evictor reads it; the handler's
+    # least-recently-migrated rule keeps its own block list)
+    cdef public bint keep_arrivals
     cdef vector[traffic_row] traffic       # per iteration
     cdef void _set_tier_in(self, int32_t t, page_t first, page_t end, int8_t tier) noexcept nogil
 
