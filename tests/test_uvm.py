@@ -191,6 +191,23 @@ def test_prefetch_stays_inside_a_partial_last_block():
     assert max(res[1]) < 128 and len(res[1]) == 128        # [0, 128) filled by the tree, nothing after
 
 
+def test_blocks_far_apart_in_the_va_are_found_and_forgotten():
+    """The VA-block index is a directory made 4,096 blocks (8 GiB) at a time where faults land:
+    blocks in different directory pages, at the edges of one, and past 1 TiB each keep their own
+    resident pages, and a block evicted whole leaves it."""
+    h = FaultHandler(FaultHandlerSpec(prefetcher="none"), gpu_pages=1 << 20)
+    blocks = [0, 4095, 4096, 8191, 3 * 4096 + 17, 600_000]            # 600,000 blocks: 1.14 TiB
+    for i, blk in enumerate(blocks):
+        h.fault(blk * B + i * U, 0, (blk * B, blk * B + B))
+    h.service_all(0)
+    res = h.core.resident_blocks()
+    assert sorted(res) == blocks
+    assert all(res[blk] == list(range(i * U, i * U + U)) for i, blk in enumerate(blocks))
+    h.core.py_evict_range(4096 * B, 4097 * B, TIERS["host"], 0)
+    assert sorted(h.core.resident_blocks()) == [b for b in blocks if b != 4096]
+    assert h.core.py_arrival(4096 * B + 2 * U) == -1 and h.core.py_arrival(4095 * B + U) >= 0
+
+
 @settings(max_examples=150, deadline=None)
 @given(blocks=st.integers(1, 4), lo_off=st.integers(0, 511), hi_cut=st.integers(0, 511),
        touches=st.lists(st.integers(0, 4 * B - 1), min_size=1, max_size=40),

@@ -16,7 +16,7 @@ from g10core._ssd cimport SSDCore
 from g10core._tlb cimport Translator
 
 cdef extern from "g10core/blockindex.h":
-    cdef cppclass g10_blockindex:      # block number -> record (a pooled hash map)
+    cdef cppclass g10_blockindex:      # block number -> record (a paged directory)
         pass
     int32_t g10_bi_find(const g10_blockindex& m, int64_t block) noexcept nogil
     void g10_bi_put(g10_blockindex& m, int64_t block, int32_t rec) noexcept nogil
