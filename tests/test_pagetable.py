@@ -121,6 +121,29 @@ def test_tensor_of_and_liveness_inputs():
     assert stats["gpu_free"] == P and stats["loc_runs"] == len(SIZES)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 3000), min_size=1, max_size=60), st.integers(0, 2**32 - 1))
+def test_tensor_of_matches_a_search_over_every_tensor(sizes, seed):
+    """tensor_of narrows its search with a table per 512 pages: tensors many to a 2 MiB
+    stretch, one spanning many, gaps (VA-block padding) and any order of first pages must give
+    what a search over every tensor gives, at each tensor's edges and beyond the last."""
+    rng = np.random.default_rng(seed)
+    gaps = rng.integers(0, 700, len(sizes)) * rng.integers(0, 2, len(sizes))
+    first = np.cumsum(np.array(sizes) + gaps) - np.array(sizes)
+    perm = rng.permutation(len(sizes))                  # tensors need not be listed by address
+    first, pages = first[perm], np.array(sizes)[perm]
+    T = len(sizes)
+    pt = PageTable({"first": first, "pages": pages, "is_global": [0] * T, "birth": [0] * T,
+                    "death": [5] * T}, int(pages.sum()), 100)
+    starts = np.sort(first)
+    owner = np.argsort(first, kind="stable")
+    end = int(first.max() + pages.max()) + 1030
+    probes = np.unique(np.concatenate([first, first + pages - 1, first + pages,
+                                       rng.integers(0, end, 200), [0, end]]))
+    for p in probes:
+        assert pt.py_tensor_of(int(p)) == owner[max(np.searchsorted(starts, p, side="right") - 1, 0)]
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_arrival_list_with_thousands_of_nodes(seed):

@@ -33,6 +33,9 @@ cdef extern from "g10core/sortedindex.h":
 
 cimport cython
 
+cdef enum:
+    TENSOR_GRID_SHIFT = 9              # tensor_of's table: one entry per 512 pages (2 MiB)
+
 
 @cython.final
 cdef class PageTable:
@@ -48,6 +51,8 @@ cdef class PageTable:
     cdef const int64_t* s_start            # tensors' first pages, ascending
     cdef const int32_t* s_tensor           # the tensor of each s_start
     cdef int64_t n_sorted
+    cdef const int64_t* s_grid             # per 2 MiB of pages: the last tensor (index into s_*) starting by it
+    cdef int64_t n_grid
 
     # ---- capacities and occupancy, pages ----
     cdef readonly int64_t gpu_pages        # GPU frames
