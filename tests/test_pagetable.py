@@ -113,6 +113,43 @@ def test_page_table_matches_a_page_by_page_model(steps):
             assert pt.py_oldest_idle_page(t) == (idle[0] if idle else -1)
 
 
+BIG = [700, 300, 1500, 9, 1100]                # pages: runs over several 2 MiB stretches
+BIG_FIRST = np.concatenate(([0], np.cumsum(BIG)[:-1]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, sum(BIG) - 1), st.integers(1, 900),
+                          st.sampled_from([TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU]), st.booleans(),
+                          st.lists(st.integers(0, sum(BIG) - 1), max_size=6)), max_size=50))
+def test_run_at_finds_the_run_of_a_page_after_runs_split_and_merge(steps):
+    """run_at keeps a cache of runs per 2 MiB of pages, trusted while no run whose first page
+    lies in the same stretch was erased: after any sequence of assignments (runs split, merge
+    across stretches, die), every page's answer must be the maximal run the pages' states give."""
+    T = len(BIG)
+    pt = PageTable({"first": BIG_FIRST, "pages": BIG, "is_global": [0] * T, "birth": [0] * T,
+                    "death": [5] * T}, sum(BIG), 10_000)
+    owner = np.repeat(np.arange(T), BIG)
+    state = [(TIER_NOT_PRESENT, False)] * sum(BIG)
+
+    def run_of(p):
+        lo, hi = p, p + 1
+        while lo > 0 and owner[lo - 1] == owner[p] and state[lo - 1] == state[p]:
+            lo -= 1
+        while hi < len(state) and owner[hi] == owner[p] and state[hi] == state[p]:
+            hi += 1
+        return lo, hi, state[p][0], int(state[p][1])
+
+    for a, n, tier, flag, probes in steps:
+        t = int(owner[a])
+        b = min(a + n, int(BIG_FIRST[t] + BIG[t]))
+        for p in probes + [a, b - 1]:                  # fill the cache, then change the runs
+            assert pt.py_run_at(p) == run_of(p)
+        pt.py_assign(t, a, b, tier, int(flag))
+        state[a:b] = [(tier, flag)] * (b - a)
+        for p in probes + [a, b - 1, max(a - 1, 0), min(b, len(state) - 1)]:
+            assert pt.py_run_at(p) == run_of(p)
+
+
 def test_tensor_of_and_liveness_inputs():
     pt = table()
     assert [pt.py_tensor_of(p) for p in range(P)] == [tensor_of(p) for p in range(P)]

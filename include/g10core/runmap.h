@@ -16,6 +16,8 @@
 
 #include "g10core/pool.h"
 
+#define G10_RUN_VER_SHIFT 9   /* run versions per 512 pages (2 MiB) */
+
 struct g10_loc_run {
     int64_t end;   /* one past the last page */
     int8_t loc;    /* Tier */
@@ -45,18 +47,27 @@ static inline void g10_count(g10_removed *rem, const g10_loc_run &r, int64_t n, 
  * Returns what the old states of those pages were, for the per-tensor counters.
  * One search, then constant work per run touched (hinted inserts). */
 static inline g10_removed g10_assign_at(g10_runmap &m, g10_runmap::iterator it, int64_t a, int64_t b,
-                                        int8_t loc, int8_t intr, int64_t lo, int64_t hi, int8_t gpu);
+                                        int8_t loc, int8_t intr, int64_t lo, int64_t hi, int8_t gpu,
+                                        uint32_t *key_ver);
 
 static inline g10_removed g10_assign(g10_runmap &m, int64_t a, int64_t b, int8_t loc, int8_t intr,
-                                     int64_t lo, int64_t hi, int8_t gpu) {
+                                     int64_t lo, int64_t hi, int8_t gpu, uint32_t *key_ver) {
     g10_runmap::iterator it = m.upper_bound(a);
     --it;
-    return g10_assign_at(m, it, a, b, loc, intr, lo, hi, gpu);
+    return g10_assign_at(m, it, a, b, loc, intr, lo, hi, gpu, key_ver);
 }
 
-/* g10_assign when the caller already holds `it`, the run that contains page a. */
+/* A run is about to be erased: bump the version of the 2 MiB stretch its first page lies in,
+ * so that a cached iterator to it (PageTable.run_at's cache) is known dead without reading it. */
+static inline void g10_run_dies(uint32_t *key_ver, g10_runmap::iterator it) {
+    if (key_ver) ++key_ver[it->first >> G10_RUN_VER_SHIFT];
+}
+
+/* g10_assign when the caller already holds `it`, the run that contains page a.  `key_ver`
+ * (or NULL): per 2 MiB of pages, bumped for each run erased whose first page lies there. */
 static inline g10_removed g10_assign_at(g10_runmap &m, g10_runmap::iterator it, int64_t a, int64_t b,
-                                        int8_t loc, int8_t intr, int64_t lo, int64_t hi, int8_t gpu) {
+                                        int8_t loc, int8_t intr, int64_t lo, int64_t hi, int8_t gpu,
+                                        uint32_t *key_ver) {
     g10_removed rem = {0, 0, 0};
     if (it->second.loc == loc && it->second.intr == intr && it->second.end >= b) {
         g10_count(&rem, it->second, b - a, gpu);   /* unchanged: the caller adds it back */
@@ -80,6 +91,7 @@ static inline g10_removed g10_assign_at(g10_runmap &m, g10_runmap::iterator it, 
         }
         ++cur;
     }
+    for (g10_runmap::iterator d = std::next(it); d != cur; ++d) g10_run_dies(key_ver, d);
     m.erase(std::next(it), cur);
     it->second.end = b;
     it->second.loc = loc;
@@ -87,12 +99,14 @@ static inline g10_removed g10_assign_at(g10_runmap &m, g10_runmap::iterator it, 
     g10_runmap::iterator nx = std::next(it);
     if (nx != m.end() && nx->first == b && b < hi && nx->second.loc == loc && nx->second.intr == intr) {
         it->second.end = nx->second.end;
+        g10_run_dies(key_ver, nx);
         m.erase(nx);
     }
     if (a > lo) {
         g10_runmap::iterator pv = std::prev(it);
         if (pv->second.loc == loc && pv->second.intr == intr && pv->second.end == a) {
             pv->second.end = it->second.end;
+            g10_run_dies(key_ver, it);
             m.erase(it);
         }
     }

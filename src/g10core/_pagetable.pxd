@@ -1,6 +1,6 @@
 # The UVM page table of the page-level replay: where every page of the footprint
 # lives, kept in runs (extents), never per page.  See _pagetable.pyx.
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t
 from libcpp.map cimport map as cmap
 from libcpp.vector cimport vector
 from libcpp.utility cimport pair
@@ -19,10 +19,11 @@ cdef extern from "<functional>" namespace "std":
 cdef extern from "g10core/runmap.h":
     # the same type as runmap.h's typedef: a std::map whose nodes come from a pool
     ctypedef cmap[int64_t, loc_run, less[int64_t], g10_pool_alloc[pair[const int64_t, loc_run]]] g10_runmap
+    int G10_RUN_VER_SHIFT
     g10_removed g10_assign(g10_runmap& m, int64_t a, int64_t b, int8_t loc, int8_t intr,
-                           int64_t lo, int64_t hi, int8_t gpu) except + nogil
+                           int64_t lo, int64_t hi, int8_t gpu, uint32_t* key_ver) except + nogil
     g10_removed g10_assign_at(g10_runmap& m, g10_runmap.iterator it, int64_t a, int64_t b, int8_t loc,
-                              int8_t intr, int64_t lo, int64_t hi, int8_t gpu) except + nogil
+                              int8_t intr, int64_t lo, int64_t hi, int8_t gpu, uint32_t* key_ver) except + nogil
 
 cdef extern from "g10core/sortedindex.h":
     cdef cppclass g10_sorted_index:      # first page -> node, "last key <= p" queries
@@ -35,6 +36,7 @@ cimport cython
 
 cdef enum:
     TENSOR_GRID_SHIFT = 9              # tensor_of's table: one entry per 512 pages (2 MiB)
+    RUN_CACHE_SIZE = 2048              # run_at's cache: entries (a power of two)
 
 
 @cython.final
@@ -75,6 +77,16 @@ cdef class PageTable:
     cdef g10_runmap loc
     cdef g10_runmap.iterator run_finger    # the run run_at found last (callers go page by page)
     cdef bint run_finger_ok                # false once the map changed (assign_at)
+    # run_at's cache, direct-mapped by 2 MiB stretch of pages: the run found there last, with
+    # the version its first page's stretch had then.  Erasing a run bumps the version of the
+    # stretch its first page lies in (runmap.h), so a cached run is live while the versions
+    # agree, and then it is the answer if it covers the page (runs are disjoint).
+    cdef uint32_t* key_ver                 # per 2 MiB stretch of pages
+    cdef int64_t n_ver
+    cdef vector[g10_runmap.iterator] rc_it
+    cdef int64_t* rc_stretch               # the stretch each entry was made for (-1: none)
+    cdef int64_t* rc_key_stretch           # its run's first page's stretch
+    cdef uint32_t* rc_ver                  # and that stretch's version then
 
     # ---- the GPU's pages in arrival order (the artifact's "LRU": FIFO by arrival) ----
     cdef vector[lru_node] nodes
