@@ -419,7 +419,8 @@ cdef class PageTable:
         return e
 
     cdef int64_t oldest_idle_page(self, int32_t t) except -2 nogil:
-        """Tensor t's oldest-arrived GPU page that is not in transfer, or -1."""
+        """Tensor t's oldest-arrived GPU page that is not in transfer, or -1.  Its node
+        becomes node_of's finger: the evictor asks for that page's node and span next."""
         cdef int32_t i = self.t_head[t]
         cdef int64_t c, e
         cdef g10_runmap.iterator it
@@ -427,10 +428,12 @@ cdef class PageTable:
             c = self.nodes[i].start
             e = c + self.nodes[i].count
             if self.gpu_intr == 0 or self.cnt_intr[t] == 0:
+                self.finger = i
                 return c
             while c < e:
                 it = self.run_at(c)
                 if not deref(it).second.intr:
+                    self.finger = i
                     return c
                 c = deref(it).second.end
             i = self.nodes[i].tnext
