@@ -81,6 +81,25 @@ public:
         return L.val[pos];
     }
 
+    /* The values of the keys in [lo, hi), in key order, into `out` (replacing its contents):
+     * one search, then a walk along the leaves. */
+    void collect(int64_t lo, int64_t hi, std::vector<int32_t> &out) const {
+        out.clear();
+        if (leaves_.empty()) return;
+        std::size_t j = leaf_for(lo);
+        const leaf *L = leaves_[j].get();
+        int pos = static_cast<int>(std::lower_bound(L->key, L->key + L->n, lo) - L->key);
+        while (true) {
+            for (; pos < L->n; ++pos) {
+                if (L->key[pos] >= hi) return;
+                out.push_back(L->val[pos]);
+            }
+            if (++j == leaves_.size()) return;
+            L = leaves_[j].get();
+            pos = 0;
+        }
+    }
+
 private:
     static constexpr int kCap = 128;
     struct leaf {

@@ -31,6 +31,7 @@ cdef extern from "g10core/sortedindex.h":
         void put(int64_t key, int32_t val) except + nogil
         void erase(int64_t key) noexcept nogil
         int32_t floor_val(int64_t p, int* found) noexcept nogil
+        void collect(int64_t lo, int64_t hi, vector[int32_t]& out) except + nogil
 
 cimport cython
 
@@ -92,6 +93,7 @@ cdef class PageTable:
     cdef vector[lru_node] nodes
     cdef vector[int32_t] free_nodes
     cdef g10_sorted_index lru_index        # a node's first page -> the node
+    cdef vector[int32_t] depart_nodes      # depart's scratch: the nodes after the first, page order
     cdef public int32_t head, tail         # oldest and newest node (-1: empty)
     cdef int32_t finger                    # the node lru_find found last
     cdef public int64_t cursor             # victim search position (a page; -1: the list's end)
@@ -140,6 +142,7 @@ cdef class PageTable:
     cdef void _unlink(self, int32_t i) noexcept nogil
     cdef int arrive(self, int64_t start, int64_t count, int32_t t) except -1 nogil
     cdef int depart(self, int64_t a, int64_t count) except -1 nogil
+    cdef int _depart_from(self, int32_t i, int64_t a, int64_t take) except -1 nogil
     cdef inline int32_t node_of(self, int64_t page) noexcept nogil:
         """The node holding `page` (which must be in the list).
 
