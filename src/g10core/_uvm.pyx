@@ -378,8 +378,10 @@ cdef class FarFaultHandler:
     # ---- prefetchers ----
 
     cdef void _prefetch_tree(self, va_block* b, int64_t unit_off, uint64_t* occ) noexcept nogil:
-        """Walk up from the faulted unit; fill every node more than the threshold occupied."""
+        """Walk up from the faulted unit; fill every node more than the threshold occupied.
+        A node holds the one below it, whose occupancy is known: only its other half is counted."""
         cdef int64_t size = self.p.unit_pages, off = unit_off, lo, hi, valid, cnt
+        cdef int64_t plo = 0, phi = 0, pcnt = 0          # the node below (clipped) and its occupancy
         while size < self.p.block_pages:
             size *= 2
             off &= ~(size - 1)
@@ -388,9 +390,16 @@ cdef class FarFaultHandler:
             valid = hi - lo
             if valid <= 0:
                 continue
-            cnt = bits_count(occ, lo, hi)
+            if phi > plo:                                 # nodes nest: [plo, phi) lies in [lo, hi)
+                cnt = pcnt + bits_count(occ, lo, plo) + bits_count(occ, phi, hi)
+            else:
+                cnt = bits_count(occ, lo, hi)
             if cnt < valid and cnt * self.p.threshold_den > self.p.threshold_num * valid:
                 bits_set(occ, lo, hi)
+                cnt = valid
+            plo = lo
+            phi = hi
+            pcnt = cnt
 
     # ---- moves ----
 
