@@ -217,3 +217,55 @@ def test_arrival_list_with_thousands_of_nodes(seed):
             assert pt.stats()["lru_nodes"] == len(pt.arrival_list())
     assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
     assert [p for (s, c) in pt.tensor_chain(0) for p in range(s, s + c)] == order
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_departures_of_page_ranges_spanning_many_nodes(seed):
+    """The handler evicts a VA block's pages at once, and they arrived in many nodes, in any
+    order: depart reads the nodes after the first off the index and takes their keys out as a
+    range (across the index's leaves).  The list, the chains and the index stay exact."""
+    rng = np.random.default_rng(seed)
+    n_pages = 6000
+    pt = PageTable({"first": [0, 2500], "pages": [2500, 3500], "is_global": [0, 0], "birth": [0, 0],
+                    "death": [5, 5]}, n_pages, 100)
+    owner = lambda p: 0 if p < 2500 else 1                      # noqa: E731
+    order: list[int] = []
+    present = np.zeros(n_pages, bool)
+
+    def arrive_chunks(lo, hi):
+        cuts = np.unique(np.concatenate(([lo, hi], rng.integers(lo + 1, hi, (hi - lo) // 3), [2500])))
+        chunks = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if lo <= a < b <= hi]
+        rng.shuffle(chunks)
+        for a, b in chunks:
+            pt.py_arrive(a, b - a, owner(a))
+            order.extend(range(a, b))
+            present[a:b] = True
+
+    arrive_chunks(0, n_pages)
+    for step in range(300):
+        a = int(rng.integers(n_pages))
+        if not present[a]:
+            continue
+        b = a
+        stop = 2500 if a < 2500 else n_pages                  # one tensor's pages at a time
+        want = int(rng.integers(1, 700))
+        while b < stop and b - a < want and present[b]:
+            b += 1
+        pt.py_depart(a, b - a)
+        gone = set(range(a, b))
+        order[:] = [p for p in order if p not in gone]
+        present[a:b] = False
+        if rng.random() < 0.5:                                # they come back, in pieces
+            arrive_chunks(a, b)
+        if step % 25 == 0:
+            assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
+            for t in (0, 1):
+                assert ([p for (s, c) in pt.tensor_chain(t) for p in range(s, s + c)]
+                        == [p for p in order if owner(p) == t])
+            assert pt.stats()["lru_nodes"] == len(pt.arrival_list())
+            for p in rng.integers(0, n_pages, 20):            # every present page's node is found
+                if present[p]:
+                    assert pt.py_next_page(int(p)) == (order[order.index(p) + 1]
+                                                       if order.index(p) + 1 < len(order) else -1)
+    assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order

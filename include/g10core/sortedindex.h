@@ -61,12 +61,7 @@ public:
             return;
         }
         if (pos == 0) first_[j] = L.key[0];
-        if (L.n < kCap / 4) {
-            if (j + 1 < leaves_.size() && L.n + leaves_[j + 1]->n <= kCap / 2)
-                merge(j);
-            else if (j > 0 && L.n + leaves_[j - 1]->n <= kCap / 2)
-                merge(j - 1);
-        }
+        shrink(j);
     }
 
     /* The value of the last key <= p; `found[0]` 0 when there is none. */
@@ -79,6 +74,37 @@ public:
         int pos = static_cast<int>(std::upper_bound(L.key, L.key + L.n, p) - L.key) - 1;
         *found = 1;
         return L.val[pos];
+    }
+
+    /* Remove every key in [lo, hi): one search, then a cut per leaf (leaves emptied are
+     * dropped, and the partly emptied ones at the edges merge as erase() would). */
+    void erase_range(int64_t lo, int64_t hi) {
+        if (leaves_.empty() || lo >= hi) return;
+        std::size_t j = leaf_for(lo), first = leaves_.size();
+        while (j < leaves_.size()) {
+            leaf &L = *leaves_[j];
+            int p0 = static_cast<int>(std::lower_bound(L.key, L.key + L.n, lo) - L.key);
+            int p1 = static_cast<int>(std::lower_bound(L.key + p0, L.key + L.n, hi) - L.key);
+            bool rest = p1 < L.n;                     /* keys >= hi remain: nothing beyond */
+            if (p0 < p1) {
+                std::memmove(L.key + p0, L.key + p1, sizeof(int64_t) * (L.n - p1));
+                std::memmove(L.val + p0, L.val + p1, sizeof(int32_t) * (L.n - p1));
+                L.n -= p1 - p0;
+                size_ -= static_cast<std::size_t>(p1 - p0);
+                if (L.n == 0) {
+                    drop(j);
+                    continue;
+                }
+                if (p0 == 0) first_[j] = L.key[0];
+                if (first == leaves_.size()) first = j;
+            }
+            if (rest) break;
+            ++j;
+        }
+        if (first < leaves_.size()) {
+            shrink(first + 1);
+            shrink(first);
+        }
     }
 
     /* The values of the keys in [lo, hi), in key order, into `out` (replacing its contents):
@@ -112,6 +138,15 @@ private:
     std::size_t leaf_for(int64_t key) const {
         std::size_t j = std::upper_bound(first_.begin(), first_.end(), key) - first_.begin();
         return j ? j - 1 : 0;
+    }
+
+    /* A leaf below a quarter full merges with a neighbour when both fit in half a leaf. */
+    void shrink(std::size_t j) {
+        if (j >= leaves_.size() || leaves_[j]->n >= kCap / 4) return;
+        if (j + 1 < leaves_.size() && leaves_[j]->n + leaves_[j + 1]->n <= kCap / 2)
+            merge(j);
+        else if (j > 0 && leaves_[j]->n + leaves_[j - 1]->n <= kCap / 2)
+            merge(j - 1);
     }
 
     void split(std::size_t j) {

@@ -32,6 +32,7 @@ cdef extern from "g10core/sortedindex.h":
         void erase(int64_t key) noexcept nogil
         int32_t floor_val(int64_t p, int* found) noexcept nogil
         void collect(int64_t lo, int64_t hi, vector[int32_t]& out) except + nogil
+        void erase_range(int64_t lo, int64_t hi) noexcept nogil
 
 cimport cython
 
@@ -139,7 +140,7 @@ cdef class PageTable:
     cdef int32_t _new_node(self, int64_t start, int64_t count, int32_t t) except -1 nogil
     cdef void _tensor_link_after(self, int32_t i, int32_t after) noexcept nogil
     cdef void _tensor_unlink(self, int32_t i) noexcept nogil
-    cdef void _unlink(self, int32_t i) noexcept nogil
+    cdef void _unlink(self, int32_t i, bint erase_key=*) noexcept nogil
     cdef int arrive(self, int64_t start, int64_t count, int32_t t) except -1 nogil
     cdef int depart(self, int64_t a, int64_t count) except -1 nogil
     cdef int _depart_from(self, int32_t i, int64_t a, int64_t take) except -1 nogil

@@ -321,7 +321,7 @@ cdef class PageTable:
         self._tensor_link_after(i, -1)
         return 0
 
-    cdef void _unlink(self, int32_t i) noexcept nogil:
+    cdef void _unlink(self, int32_t i, bint erase_key=True) noexcept nogil:
         cdef int32_t p = self.nodes[i].prev, n = self.nodes[i].next
         if i == self.skip_prefix:       # the nodes before its successor are still all skipped ones
             self.skip_prefix = n
@@ -334,7 +334,8 @@ cdef class PageTable:
         else:
             self.tail = p
         self._tensor_unlink(i)
-        self.lru_index.erase(self.nodes[i].start)
+        if erase_key:                    # (depart takes a range of keys out at once)
+            self.lru_index.erase(self.nodes[i].start)
         self.nodes[i].count = 0          # a free node covers no page: node_of's finger skips it
         self.free_nodes.push_back(i)
 
@@ -370,6 +371,9 @@ cdef class PageTable:
             self.lru_index.collect(e, end, self.depart_nodes)
         self._depart_from(i, a, take)
         if e < end:
+            # their keys lie in [e, end): out of the index at once; a last node that reaches
+            # past the range keeps its tail under a new key
+            self.lru_index.erase_range(e, end)
             a = e
             for j in range(self.depart_nodes.size()):
                 i = self.depart_nodes[j]
@@ -378,7 +382,12 @@ cdef class PageTable:
                     with gil:
                         raise RuntimeError(f"internal: page {a} is not in the GPU page list")
                 take = imin(s + self.nodes[i].count, end) - a
-                self._depart_from(i, a, take)
+                if take == self.nodes[i].count:
+                    self._unlink(i, False)
+                else:
+                    self.nodes[i].start = s + take
+                    self.nodes[i].count -= take
+                    self.lru_index.put(s + take, i)
                 a += take
             if a != end:
                 with gil:
@@ -484,6 +493,11 @@ cdef class PageTable:
     def py_depart(self, int64_t a, int64_t count):
         self.depart(a, count)
         self.gpu_free += count
+
+    def py_next_page(self, int64_t page):
+        """The page after ``page`` (on the list) in arrival order, or -1 (through the index)."""
+        self.finger = -1
+        return self.next_page(page)
 
     def py_oldest_idle_page(self, int32_t t):
         return self.oldest_idle_page(t)
