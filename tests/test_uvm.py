@@ -90,6 +90,39 @@ def test_codes_are_the_compiled_ones():
 
 # ---- buffer and batches ------------------------------------------------------------------
 
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_a_deep_buffer_deduplicates_every_unit_while_batches_drain_it(seed):
+    """The buffer's unit set (a flat hash table) grows past its first size, and batches take
+    units out of it while faults keep coming: each unit is queued once while it waits,
+    duplicates are told apart, and a unit a batch took faults as resident afterwards."""
+    rng = np.random.default_rng(seed)
+    h = FaultHandler(FaultHandlerSpec(prefetcher="none"), gpu_pages=1 << 22)
+    waiting, served, t = set(), set(), 0
+    counts = {FAULT_QUEUED: 0, FAULT_DUPLICATE: 0, FAULT_RESIDENT: 0}
+    for _ in range(6):
+        for unit in rng.integers(0, 3000, 700):
+            unit = int(unit) * 7919 % 100_003                 # units far apart, many VA blocks
+            code = h.fault(unit * U + int(rng.integers(U)), t)
+            expect = (FAULT_RESIDENT if unit in served else FAULT_DUPLICATE if unit in waiting
+                      else FAULT_QUEUED)
+            assert code == expect
+            counts[code] += 1
+            if code == FAULT_QUEUED:
+                waiting.add(unit)
+        for _ in range(int(rng.integers(1, 4))):              # a few batches drain part of it
+            if h.next_batch_time() < 0:
+                break
+            t = h.service_batch(t)
+            took = {u for r in h.moves() for u in range(int(r["first"]) // U, int(r["end"]) // U)}
+            assert took <= waiting
+            waiting -= took
+            served |= took
+    s = h.stats()
+    assert (s["duplicate_faults"], s["resident_faults"]) == (counts[FAULT_DUPLICATE], counts[FAULT_RESIDENT])
+    assert s["max_buffer"] > 256
+
+
 def test_deduplication_per_migration_unit():
     h = FaultHandler(gpu_pages=10_000)
     assert h.fault(0, 0) == FAULT_QUEUED

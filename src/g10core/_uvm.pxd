@@ -6,7 +6,6 @@
 from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
 from libcpp.deque cimport deque
 from libcpp.map cimport map as cmap
-from libcpp.unordered_set cimport unordered_set
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
@@ -14,6 +13,13 @@ from g10core._types cimport cycle_t, page_t, uvm_params, uvm_move, uvm_stats
 from g10core._pcie cimport LinkCore
 from g10core._ssd cimport SSDCore
 from g10core._tlb cimport Translator
+
+cdef extern from "g10core/unitset.h":
+    cdef cppclass g10_unitset:         # units in the fault buffer (a flat hash set)
+        bint contains(int64_t unit) noexcept nogil
+        void insert(int64_t unit) noexcept nogil   # (grows to a few KB at most)
+        void erase(int64_t unit) noexcept nogil
+        size_t size() noexcept nogil
 
 cdef extern from "g10core/blockindex.h":
     cdef cppclass g10_blockindex:      # block number -> record (a paged directory)
@@ -95,7 +101,7 @@ cdef class FarFaultHandler:
     cdef vector[int32_t] free_records
     cdef int32_t lrm_head, lrm_tail    # least recently migrated first
     cdef deque[fault_entry] buffer     # faults waiting, in the order raised
-    cdef unordered_set[int64_t] pending  # units in the buffer (deduplication)
+    cdef g10_unitset pending             # units in the buffer (deduplication)
     cdef vector[fault_entry] batch     # scratch: the batch being serviced
     cdef vector[uvm_move] moves        # what the latest batch / hint / eviction / release moved
     cdef vector[pair[int64_t, int64_t]] ranges   # scratch: the ranges a batch brings in, merged

@@ -677,7 +677,7 @@ cdef class FarFaultHandler:
             self.st.resident_faults += 1
             self.last_arrival = self.arrival(page)
             return FAULT_RESIDENT
-        if self.pending.count(unit):
+        if self.pending.contains(unit):
             self.st.duplicate_faults += 1
             return FAULT_DUPLICATE
         self.pending.insert(unit)
