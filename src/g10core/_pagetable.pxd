@@ -55,7 +55,7 @@ cdef class PageTable:
     cdef const int64_t* s_start            # tensors' first pages, ascending
     cdef const int32_t* s_tensor           # the tensor of each s_start
     cdef int64_t n_sorted
-    cdef const int64_t* s_grid             # per 2 MiB of pages: the last tensor (index into s_*) starting by it
+    cdef const int32_t* s_grid             # per 2 MiB of pages: the last tensor (index into s_*) starting by it
     cdef int64_t n_grid
 
     # ---- capacities and occupancy, pages ----

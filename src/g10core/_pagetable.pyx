@@ -59,9 +59,9 @@ cdef class PageTable:
         # (0 when none): tensor_of searches only between two neighbouring entries
         grid = np.arange((int(keep["s_start"][T - 1]) >> TENSOR_GRID_SHIFT) + 2 if T else 1, dtype=np.int64)
         keep["s_grid"] = np.maximum(np.searchsorted(keep["s_start"], grid << TENSOR_GRID_SHIFT, side="right") - 1,
-                                    0).astype(np.int64)
-        v64 = keep["s_grid"]; self.s_grid = &v64[0]
-        self.n_grid = v64.shape[0]
+                                    0).astype(np.int32)
+        v32 = keep["s_grid"]; self.s_grid = &v32[0]
+        self.n_grid = v32.shape[0]
         self.n_tensors = T
         self.n_pages = int(keep["pages"].sum())
         for name in ("cnt_ready", "cnt_intr", "t_arrival"):
