@@ -83,7 +83,8 @@ cdef class PageTable:
     # the version its first page's stretch had then.  Erasing a run bumps the version of the
     # stretch its first page lies in (runmap.h), so a cached run is live while the versions
     # agree, and then it is the answer if it covers the page (runs are disjoint).
-    cdef uint32_t* key_ver                 # per 2 MiB stretch of pages
+    cdef uint32_t* key_ver                 # per 2 MiB stretch of pages (wraps after 2^32 erasures
+                                           # in one stretch; a run makes ~10^7 in all)
     cdef int64_t n_ver
     cdef vector[g10_runmap.iterator] rc_it
     cdef int64_t* rc_stretch               # the stretch each entry was made for (-1: none)
