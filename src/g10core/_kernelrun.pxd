@@ -17,7 +17,8 @@ cimport cython
 @cython.final
 cdef class PageTableTiers(TierMap):
     """The replay's page table as the handler's tier map: every move keeps its runs, the GPU's
-    arrival list, occupancy and conservation counters, and the iteration's traffic exact."""
+    arrival list (when kept), occupancy and conservation counters, and the iteration's traffic
+    exact."""
     cdef PageTable pt
     cdef const int64_t* lpn_first          # per tensor: its first logical page on the SSD
     cdef object _keep

@@ -79,7 +79,7 @@ cdef class PageTableTiers(TierMap):
         """``lpn_first``: per tensor its first logical page on the SSD (None: its first page):
         the SSD holds the trace's footprint, not the VA-block padding between tensors.
         ``keep_arrivals``: keep the page table's GPU arrival list (False when no evictor reads it:
-        it was ~9 % of a Base UVM run)."""
+        it was ~19 % of a Base UVM run)."""
         cdef traffic_row zero
         cdef int64_t[::1] v
         self.pt = pt
