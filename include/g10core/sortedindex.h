@@ -76,9 +76,11 @@ public:
         return L.val[pos];
     }
 
-    /* Remove every key in [lo, hi): one search, then a cut per leaf (leaves emptied are
-     * dropped, and the partly emptied ones at the edges merge as erase() would). */
-    void erase_range(int64_t lo, int64_t hi) {
+    /* Take every key in [lo, hi) out, appending their values to `out` in key order (after
+     * clearing it): one search, then a cut per leaf (leaves emptied are dropped, and the partly
+     * emptied ones at the edges merge as erase() would). */
+    void extract(int64_t lo, int64_t hi, std::vector<int32_t> &out) {
+        out.clear();
         if (leaves_.empty() || lo >= hi) return;
         std::size_t j = leaf_for(lo), first = leaves_.size();
         while (j < leaves_.size()) {
@@ -87,6 +89,7 @@ public:
             int p1 = static_cast<int>(std::lower_bound(L.key + p0, L.key + L.n, hi) - L.key);
             bool rest = p1 < L.n;                     /* keys >= hi remain: nothing beyond */
             if (p0 < p1) {
+                out.insert(out.end(), L.val + p0, L.val + p1);
                 std::memmove(L.key + p0, L.key + p1, sizeof(int64_t) * (L.n - p1));
                 std::memmove(L.val + p0, L.val + p1, sizeof(int32_t) * (L.n - p1));
                 L.n -= p1 - p0;
@@ -104,25 +107,6 @@ public:
         if (first < leaves_.size()) {
             shrink(first + 1);
             shrink(first);
-        }
-    }
-
-    /* The values of the keys in [lo, hi), in key order, into `out` (replacing its contents):
-     * one search, then a walk along the leaves. */
-    void collect(int64_t lo, int64_t hi, std::vector<int32_t> &out) const {
-        out.clear();
-        if (leaves_.empty()) return;
-        std::size_t j = leaf_for(lo);
-        const leaf *L = leaves_[j].get();
-        int pos = static_cast<int>(std::lower_bound(L->key, L->key + L->n, lo) - L->key);
-        while (true) {
-            for (; pos < L->n; ++pos) {
-                if (L->key[pos] >= hi) return;
-                out.push_back(L->val[pos]);
-            }
-            if (++j == leaves_.size()) return;
-            L = leaves_[j].get();
-            pos = 0;
         }
     }
 

@@ -31,8 +31,7 @@ cdef extern from "g10core/sortedindex.h":
         void put(int64_t key, int32_t val) except + nogil
         void erase(int64_t key) noexcept nogil
         int32_t floor_val(int64_t p, int* found) noexcept nogil
-        void collect(int64_t lo, int64_t hi, vector[int32_t]& out) except + nogil
-        void erase_range(int64_t lo, int64_t hi) noexcept nogil
+        void extract(int64_t lo, int64_t hi, vector[int32_t]& out) except + nogil
 
 cimport cython
 
@@ -144,7 +143,7 @@ cdef class PageTable:
     cdef void _unlink(self, int32_t i, bint erase_key=*) noexcept nogil
     cdef int arrive(self, int64_t start, int64_t count, int32_t t) except -1 nogil
     cdef int depart(self, int64_t a, int64_t count) except -1 nogil
-    cdef int _depart_from(self, int32_t i, int64_t a, int64_t take) except -1 nogil
+    cdef int _depart_from(self, int32_t i, int64_t a, int64_t take, bint key_indexed=*) except -1 nogil
     cdef inline int32_t node_of(self, int64_t page) noexcept nogil:
         """The node holding `page` (which must be in the list).
 

@@ -22,10 +22,6 @@ from ._types cimport TIER_NOT_PRESENT, TIER_SSD, TIER_GPU
 import numpy as np
 
 
-cdef inline int64_t imin(int64_t a, int64_t b) noexcept nogil:
-    return a if a < b else b
-
-
 cdef class PageTable:
     """Pages of every tensor: tiers in runs, the GPU's arrival order, occupancy counters.
 
@@ -334,7 +330,7 @@ cdef class PageTable:
         else:
             self.tail = p
         self._tensor_unlink(i)
-        if erase_key:                    # (depart takes a range of keys out at once)
+        if erase_key:                    # (depart may have taken it off already)
             self.lru_index.erase(self.nodes[i].start)
         self.nodes[i].count = 0          # a free node covers no page: node_of's finger skips it
         self.free_nodes.push_back(i)
@@ -352,8 +348,8 @@ cdef class PageTable:
 
     cdef int depart(self, int64_t a, int64_t count) except -1 nogil:
         """Pages [a, a+count) (consecutive, all in the list) leave the list.  The nodes after
-        the first are read off the index in one walk (they follow in page order, not in
-        arrival order, so the finger rarely had them: a 2 MiB eviction cost a search per node)."""
+        the first follow in page order, not in arrival order, so the finger rarely has them:
+        they are taken off the index at once, their keys lying in [end of the first, a+count)."""
         cdef bint hit = self.cursor >= a and self.cursor < a + count
         cdef int32_t i
         cdef int64_t s, e, take, end = a + count
@@ -366,44 +362,36 @@ cdef class PageTable:
         if a < s or a >= e:
             with gil:
                 raise RuntimeError(f"internal: page {a} is not in the GPU page list")
-        take = imin(e, end) - a
-        if e < end:                     # more nodes: collect them before the index changes
-            self.lru_index.collect(e, end, self.depart_nodes)
-        self._depart_from(i, a, take)
+        self.depart_nodes.clear()
         if e < end:
-            # their keys lie in [e, end): out of the index at once; a last node that reaches
-            # past the range keeps its tail under a new key
-            self.lru_index.erase_range(e, end)
-            a = e
-            for j in range(self.depart_nodes.size()):
-                i = self.depart_nodes[j]
-                s = self.nodes[i].start
-                if s != a:
-                    with gil:
-                        raise RuntimeError(f"internal: page {a} is not in the GPU page list")
-                take = imin(s + self.nodes[i].count, end) - a
-                if take == self.nodes[i].count:
-                    self._unlink(i, False)
-                else:
-                    self.nodes[i].start = s + take
-                    self.nodes[i].count -= take
-                    self.lru_index.put(s + take, i)
-                a += take
-            if a != end:
+            self.lru_index.extract(e, end, self.depart_nodes)
+        self._depart_from(i, a, min(e, end) - a)
+        a = min(e, end)
+        for j in range(self.depart_nodes.size()):
+            i = self.depart_nodes[j]
+            if self.nodes[i].start != a:
                 with gil:
                     raise RuntimeError(f"internal: page {a} is not in the GPU page list")
+            take = min(a + self.nodes[i].count, end) - a
+            self._depart_from(i, a, take, False)
+            a += take
+        if a != end:
+            with gil:
+                raise RuntimeError(f"internal: page {a} is not in the GPU page list")
         if hit:  # the artifact resets its cursor to the head when the cursor page leaves
             self.cursor = self.head_page()
         return 0
 
-    cdef int _depart_from(self, int32_t i, int64_t a, int64_t take) except -1 nogil:
-        """Pages [a, a+take) of node i (inside it) leave the list."""
+    cdef int _depart_from(self, int32_t i, int64_t a, int64_t take, bint key_indexed=True) except -1 nogil:
+        """Pages [a, a+take) of node i (inside it) leave the list.  ``key_indexed``: False when
+        depart already took the node's key off the index."""
         cdef int32_t j
         cdef int64_t s = self.nodes[i].start, e = s + self.nodes[i].count
         if a == s and take == e - s:
-            self._unlink(i)
+            self._unlink(i, key_indexed)
         elif a == s:
-            self.lru_index.erase(s)
+            if key_indexed:
+                self.lru_index.erase(s)
             self.nodes[i].start = s + take
             self.nodes[i].count -= take
             self.lru_index.put(s + take, i)
