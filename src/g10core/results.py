@@ -169,8 +169,13 @@ def _busy_per_span(spans, busy):
         return None
     if bs.size == 0:
         return [0] * len(spans)
-    if np.isin(s[s == e], bs).any():    # the sweep steps past an interval that starts at an empty span
-        return None
+    # the sweep steps past an interval that starts at an empty span (bs is sorted: a binary
+    # search per empty span, where isin would hash every interval)
+    empty = s[s == e]
+    if empty.size:
+        i = np.minimum(np.searchsorted(bs, empty), bs.size - 1)
+        if np.any(bs[i] == empty):
+            return None
     before = np.concatenate(([0], np.cumsum(be - bs)))     # busy cycles of the intervals before i
 
     def busy_until(t):
