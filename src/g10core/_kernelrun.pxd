@@ -75,6 +75,7 @@ cdef class KernelRunner(FaultModel):
     cdef vector[sm_run] sm
     cdef vector[int64_t] heap_t            # SMs by the cycle of their next step (a min-heap)
     cdef vector[int32_t] heap_s
+    cdef bint top_held                     # the root's SM is being stepped: a push takes its place
     cdef vector[int32_t] waiting           # SMs waiting on a fault
     cdef kernel_row* row
     cdef cycle_t inflight_until            # a hint's pages may still be in flight until then
@@ -84,7 +85,8 @@ cdef class KernelRunner(FaultModel):
 
     cdef bint _all_ready(self, int64_t k, cycle_t now) noexcept nogil
     cdef void _push(self, cycle_t t, int32_t s) noexcept nogil
-    cdef int32_t _pop(self, cycle_t* t) noexcept nogil
+    cdef void _drop_top(self) noexcept nogil
+    cdef void _sift_down(self, cycle_t x, int32_t s) noexcept nogil
     cdef void _next_segment(self, sm_run* c, int32_t s) noexcept nogil
     cdef int _step(self, int32_t s, cycle_t t) except -1 nogil
     cdef int _batch(self, cycle_t t) except -1 nogil

@@ -358,6 +358,10 @@ cdef class KernelRunner(FaultModel):
 
     cdef void _push(self, cycle_t t, int32_t s) noexcept nogil:
         cdef size_t i = self.heap_t.size(), p
+        if self.top_held:                 # the SM being stepped goes back: reuse its place
+            self.top_held = False
+            self._sift_down(t, s)
+            return
         self.heap_t.push_back(t)
         self.heap_s.push_back(s)
         while i > 0:
@@ -370,17 +374,19 @@ cdef class KernelRunner(FaultModel):
         self.heap_t[i] = t
         self.heap_s[i] = s
 
-    cdef int32_t _pop(self, cycle_t* t) noexcept nogil:
-        cdef int32_t top = self.heap_s[0], s
-        cdef size_t n = self.heap_t.size() - 1, i = 0, c
-        cdef cycle_t x
-        t[0] = self.heap_t[0]
-        x = self.heap_t[n]
-        s = self.heap_s[n]
+    cdef void _drop_top(self) noexcept nogil:
+        """Take the earliest SM off the heap."""
+        cdef size_t n = self.heap_t.size() - 1
+        cdef cycle_t x = self.heap_t[n]
+        cdef int32_t s = self.heap_s[n]
         self.heap_t.pop_back()
         self.heap_s.pop_back()
-        if n == 0:
-            return top
+        if n > 0:
+            self._sift_down(x, s)
+
+    cdef void _sift_down(self, cycle_t x, int32_t s) noexcept nogil:
+        """Put (x, s) in the root's place and restore the heap order below it."""
+        cdef size_t n = self.heap_t.size(), i = 0, c
         while True:
             c = 2 * i + 1
             if c >= n:
@@ -395,7 +401,6 @@ cdef class KernelRunner(FaultModel):
             i = c
         self.heap_t[i] = x
         self.heap_s[i] = s
-        return top
 
     cdef void _next_segment(self, sm_run* c, int32_t s) noexcept nogil:
         """Move SM s to the next tensor of which its share is not empty."""
@@ -519,6 +524,7 @@ cdef class KernelRunner(FaultModel):
         self.sm.resize(S)
         self.heap_t.clear()
         self.heap_s.clear()
+        self.top_held = False
         self.waiting.clear()
         for s in range(S):
             c = &self.sm[s]
@@ -539,9 +545,16 @@ cdef class KernelRunner(FaultModel):
         while True:
             tb = self.handler.next_batch_time()
             if self.heap_t.size() and (tb < 0 or self.heap_t[0] <= tb):
-                s = self._pop(&t)
+                # the earliest SM steps while it holds the heap's root: most steps end with
+                # it due again, and taking its place then is one sift down, not a pop and a push
+                s = self.heap_s[0]
+                t = self.heap_t[0]
+                self.top_held = True
                 j = self.sm[s].pos
                 self._step(s, t)
+                if self.top_held:
+                    self.top_held = False
+                    self._drop_top()
                 progressed = self.sm[s].pos != j
             elif tb >= 0:
                 self._batch(tb)
