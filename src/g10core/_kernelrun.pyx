@@ -387,20 +387,23 @@ cdef class KernelRunner(FaultModel):
     cdef void _sift_down(self, cycle_t x, int32_t s) noexcept nogil:
         """Put (x, s) in the root's place and restore the heap order below it."""
         cdef size_t n = self.heap_t.size(), i = 0, c
+        cdef cycle_t* ht = self.heap_t.data()
+        cdef int32_t* hs = self.heap_s.data()
+        # the comparisons are combined with & and |, not and/or: which child is earlier is a
+        # coin toss, and a branch on it mispredicts half the time
         while True:
             c = 2 * i + 1
             if c >= n:
                 break
-            if c + 1 < n and (self.heap_t[c + 1] < self.heap_t[c] or
-                              (self.heap_t[c + 1] == self.heap_t[c] and self.heap_s[c + 1] < self.heap_s[c])):
-                c += 1
-            if self.heap_t[c] > x or (self.heap_t[c] == x and self.heap_s[c] > s):
+            if c + 1 < n:
+                c += (ht[c + 1] < ht[c]) | ((ht[c + 1] == ht[c]) & (hs[c + 1] < hs[c]))
+            if (ht[c] > x) | ((ht[c] == x) & (hs[c] > s)):
                 break
-            self.heap_t[i] = self.heap_t[c]
-            self.heap_s[i] = self.heap_s[c]
+            ht[i] = ht[c]
+            hs[i] = hs[c]
             i = c
-        self.heap_t[i] = x
-        self.heap_s[i] = s
+        ht[i] = x
+        hs[i] = s
 
     cdef void _next_segment(self, sm_run* c, int32_t s) noexcept nogil:
         """Move SM s to the next tensor of which its share is not empty."""
