@@ -271,6 +271,43 @@ def test_no_tlb_entry_maps_a_page_off_the_gpu_after_a_run(seed, gpu_mib, granula
         assert st["pages_to_host"] + st["pages_to_ssd"] + st["pages_dropped"] > 0
 
 
+@pytest.fixture(scope="module")
+def a_runner():
+    """A kernel runner, taken from a one-kernel run."""
+    seen = {}
+    real = S.kernel_runner
+
+    def runner(*a, **kw):
+        seen["runner"] = real(*a, **kw)
+        return seen["runner"]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(S, "kernel_runner", runner)
+        Simulator(cfg()).run(one_kernel_trace(4, is_global=True), "base-uvm")
+    return seen["runner"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 20), min_size=1, max_size=40).flatmap(
+    lambda initial: st.tuples(st.just(initial), st.lists(st.lists(st.integers(0, 40), max_size=6),
+                                                         min_size=len(initial), max_size=len(initial)))))
+def test_sms_step_in_cycle_then_sm_order(a_runner, case):
+    """The SM schedule steps SMs by (cycle, SM), the earliest first, whether a step's SM comes
+    back (taking the held root's place) or leaves; ties in cycle are many here."""
+    import heapq
+    initial, again = case
+    heap = [(t, s) for s, t in enumerate(initial)]
+    heapq.heapify(heap)
+    later = [list(a) for a in again]
+    expected = []
+    while heap:
+        t, s = heapq.heappop(heap)
+        expected.append((t, s))
+        if later[s]:
+            heapq.heappush(heap, (later[s].pop(0), s))
+    assert a_runner.py_schedule(initial, again) == expected
+
+
 # ---- the handler's merged ranges may span tensors ---------------------------------------------
 
 def test_a_range_set_across_two_tensors_keeps_each_tensors_counters_and_arrival_chain():

@@ -85,6 +85,8 @@ cdef class KernelRunner(FaultModel):
 
     cdef bint _all_ready(self, int64_t k, cycle_t now) noexcept nogil
     cdef void _push(self, cycle_t t, int32_t s) noexcept nogil
+    cdef int32_t _hold_top(self, cycle_t* t) noexcept nogil
+    cdef void _release_top(self) noexcept nogil
     cdef void _drop_top(self) noexcept nogil
     cdef void _sift_down(self, cycle_t x, int32_t s) noexcept nogil
     cdef void _next_segment(self, sm_run* c, int32_t s) noexcept nogil

@@ -374,6 +374,20 @@ cdef class KernelRunner(FaultModel):
         self.heap_t[i] = t
         self.heap_s[i] = s
 
+    cdef int32_t _hold_top(self, cycle_t* t) noexcept nogil:
+        """The earliest SM (and its cycle), left at the heap's root while it steps: most steps
+        end with it due again (_push), and taking the root's place then is one sift down, not
+        a pop and a push.  _release_top ends the step."""
+        t[0] = self.heap_t[0]
+        self.top_held = True
+        return self.heap_s[0]
+
+    cdef void _release_top(self) noexcept nogil:
+        """The held SM's step is over: off the heap, unless _push put it back."""
+        if self.top_held:
+            self.top_held = False
+            self._drop_top()
+
     cdef void _drop_top(self) noexcept nogil:
         """Take the earliest SM off the heap."""
         cdef size_t n = self.heap_t.size() - 1
@@ -548,16 +562,10 @@ cdef class KernelRunner(FaultModel):
         while True:
             tb = self.handler.next_batch_time()
             if self.heap_t.size() and (tb < 0 or self.heap_t[0] <= tb):
-                # the earliest SM steps while it holds the heap's root: most steps end with
-                # it due again, and taking its place then is one sift down, not a pop and a push
-                s = self.heap_s[0]
-                t = self.heap_t[0]
-                self.top_held = True
+                s = self._hold_top(&t)
                 j = self.sm[s].pos
                 self._step(s, t)
-                if self.top_held:
-                    self.top_held = False
-                    self._drop_top()
+                self._release_top()
                 progressed = self.sm[s].pos != j
             elif tb >= 0:
                 self._batch(tb)
@@ -590,6 +598,27 @@ cdef class KernelRunner(FaultModel):
         """Transfer-busy periods (batches and hint transfers, merged) as (cycle, 1 begin / 0 end)
         rows, the batcher's format."""
         return busy_periods(np.asarray(self.busy, np.int64))
+
+    def py_schedule(self, initial, again):
+        """Test hook: the order SMs are stepped in.  SM s is first due at ``initial[s]``; each
+        step makes it due again at the next cycle of ``again[s]`` (none left: it is done).
+        Returns the (cycle, SM) steps in order."""
+        cdef int32_t s
+        cdef cycle_t t
+        later = [list(a) for a in again]
+        out = []
+        self.heap_t.clear()
+        self.heap_s.clear()
+        self.top_held = False
+        for s in range(len(initial)):
+            self._push(initial[s], s)
+        while self.heap_t.size():
+            s = self._hold_top(&t)
+            out.append((t, s))
+            if later[s]:
+                self._push(later[s].pop(0), s)
+            self._release_top()
+        return out
 
     def set_max_idle_steps(self, int64_t steps):
         """The livelock guard: SM steps and batches in a row that advance no SM (tests lower it)."""
