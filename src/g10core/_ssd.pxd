@@ -55,7 +55,7 @@ cdef enum:
     P2L_RUNS_HUGE = 64
 
 # blk_meta.runs of a block that keeps one lpn per page, and of one whose lpns are not kept
-# (filled at random while no GC has needed them: see SSDCore.p2l_lazy)
+# (written while no GC has needed them: see SSDCore.p2l_lazy)
 cdef enum:
     P2L_DENSE = -1
     P2L_UNKNOWN = -2
@@ -71,11 +71,13 @@ cdef class SSDCore:
     cdef int64_t plane_mask                # n_planes - 1 when a power of two, else -1
     cdef int64_t page_shift                # log2(pages_per_block) when a power of two, else -1
     cdef readonly int64_t host_page_bytes  # the page of read_host/write_host/trim_host (flash page by default)
-    # A block filled at random would keep one lpn per page (4 B per flash page), read only
-    # when GC copies valid pages out of it; tensor traffic often never needs that (Base UVM on
-    # Inceptionv3: 580 k GCs, none with a valid page; 508 MB of such tables).  While p2l_lazy,
-    # such a block keeps none (P2L_UNKNOWN); the first GC that must copy out of one rebuilds
-    # them all from l2p in one pass and clears p2l_lazy.  Results are the same either way.
+    # A block's lpns (p2l) are read only when GC copies valid pages out of it, and tensor
+    # traffic often never needs that (Base UVM on Inceptionv3: 580 k GCs, none with a valid
+    # page; 508 MB of per-page tables for blocks filled at random, 86 MB of runs for the
+    # others, and 5 % of the run's time appending to them).  While p2l_lazy, no block keeps
+    # them (P2L_UNKNOWN); the first GC that must copy out of a block rebuilds them all from
+    # l2p in one pass (runs where a block's lpns allow) and clears p2l_lazy.  Results are
+    # the same either way.
     cdef public bint p2l_lazy
 
     # mapping, allocated where it holds something, so memory follows the live data, not the
@@ -152,6 +154,9 @@ cdef class SSDCore:
     cdef void _p2l_release(self, int32_t b) noexcept nogil
     cdef int _p2l_append(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil
     cdef int _p2l_new_run(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil
+    cdef int _p2l_room(self, int32_t b, int32_t more, int64_t progress, int64_t upto) noexcept nogil
+    cdef int _p2l_insert(self, int32_t b, int64_t page, uint32_t lpn, int64_t last) noexcept nogil
+    cdef uint32_t* _p2l_to_dense(self, int32_t b, int64_t upto) noexcept nogil
     cdef void _p2l_rebuild(self) noexcept nogil
     cdef int64_t _plane_of(self, int64_t lpn) noexcept nogil
     cdef int64_t _block_of(self, int64_t ppn) noexcept nogil

@@ -37,7 +37,7 @@ Everything here trusts its inputs (ssd.py validates the spec and lpn ranges).
 cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport calloc, malloc, free
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy, memmove, memset
 
 from g10core._types cimport cycle_t, ssd_params, ssd_stats, ssd_plane
 from g10core._types cimport VICTIM_GREEDY, VICTIM_FIFO, VICTIM_RANDOM, VICTIM_DCHOICES
@@ -248,80 +248,158 @@ cdef class SSDCore:
             if n == P2L_DENSE:
                 d[page] = lpn
             return 0                                   # (P2L_UNKNOWN: not kept)
+        if n == 0 and self.p2l_lazy:                  # a block's first page: keep nothing yet
+            self.blk[b].runs = P2L_UNKNOWN
+            return 0
         if n > 0 and <int64_t> d[2 * n - 2] + (page - <int64_t> d[2 * n - 1]) * self.p.n_planes == lpn:
             return 0                                   # continues the last run
         return self._p2l_new_run(b, page, lpn)
 
     cdef int _p2l_new_run(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil:
         """``_p2l_append`` when ``page`` starts a run: add one (or switch to one lpn per page)."""
-        cdef int32_t n = self.blk[b].runs, cap, r
-        cdef uint32_t* d = self.blk[b].p2l
-        cdef uint32_t* dense
-        cdef int64_t P = self.p.pages_per_block, o
-        cap = self.blk[b].cap
-        if n == cap:
-            if n == 0:
-                d = <uint32_t*> self.runs_small_pool.get(2 * P2L_RUNS_SMALL * sizeof(uint32_t))
-                self.blk[b].cap = P2L_RUNS_SMALL
-            elif cap == P2L_RUNS_SMALL and 2 * P2L_RUNS_LARGE < P and page >= 4 * P2L_RUNS_SMALL:
-                d = <uint32_t*> self.runs_large_pool.get(2 * P2L_RUNS_LARGE * sizeof(uint32_t))
-                memcpy(d, self.blk[b].p2l, 2 * n * sizeof(uint32_t))
-                self.runs_small_pool.put(self.blk[b].p2l)
-                self.blk[b].cap = P2L_RUNS_LARGE
-            elif cap == P2L_RUNS_LARGE and 2 * P2L_RUNS_HUGE < P and page >= 4 * P2L_RUNS_LARGE:
-                # runs of 4 pages, a 2 MiB write's share of each of 128 planes, cost half of dense
-                d = <uint32_t*> self.runs_huge_pool.get(2 * P2L_RUNS_HUGE * sizeof(uint32_t))
-                memcpy(d, self.blk[b].p2l, 2 * n * sizeof(uint32_t))
-                self.runs_large_pool.put(self.blk[b].p2l)
-                self.blk[b].cap = P2L_RUNS_HUGE
-            elif self.p2l_lazy:                        # filled at random: keep nothing until GC needs it
-                self._p2l_release(b)
-                self.blk[b].runs = P2L_UNKNOWN
-                return 0
-            else:                                      # more runs would cost more than a page each
-                # (or the first runs are short: the block is filled at random, go dense early)
-                dense = <uint32_t*> self.dense_pool.get(P * sizeof(uint32_t))
-                r = 0
-                for o in range(page):
-                    while r + 1 < n and <int64_t> d[2 * r + 3] <= o:
-                        r += 1
-                    dense[o] = <uint32_t> (d[2 * r] + (o - <int64_t> d[2 * r + 1]) * self.p.n_planes)
-                dense[page] = lpn
-                self._p2l_release(b)
-                self.blk[b].p2l = dense
-                self.blk[b].runs = P2L_DENSE
-                return 0
-            self.blk[b].p2l = d
-        d[2 * n] = lpn
-        d[2 * n + 1] = <uint32_t> page
+        cdef int32_t n
+        cdef int room = self._p2l_room(b, 1, page, page)
+        if room < 0:
+            return -1
+        if room == 1:
+            self.blk[b].p2l[page] = lpn
+            return 0
+        n = self.blk[b].runs
+        self.blk[b].p2l[2 * n] = lpn
+        self.blk[b].p2l[2 * n + 1] = <uint32_t> page
         self.blk[b].runs = n + 1
         return 0
 
+    cdef int _p2l_room(self, int32_t b, int32_t more, int64_t progress, int64_t upto) noexcept nogil:
+        """Make room in block ``b``'s run list for ``more`` (1 or 2) runs, ``progress`` pages
+        into the block: 0 when there is, 1 when the block switched to one lpn per page instead
+        (pages [0, upto) filled from its runs), -1 when out of memory."""
+        cdef int32_t n = self.blk[b].runs, cap = self.blk[b].cap
+        cdef uint32_t* d
+        cdef int64_t P = self.p.pages_per_block
+        if n + more <= cap:
+            return 0
+        if n == 0:
+            d = <uint32_t*> self.runs_small_pool.get(2 * P2L_RUNS_SMALL * sizeof(uint32_t))
+            self.blk[b].cap = P2L_RUNS_SMALL
+        elif cap == P2L_RUNS_SMALL and 2 * P2L_RUNS_LARGE < P and progress >= 4 * P2L_RUNS_SMALL:
+            d = <uint32_t*> self.runs_large_pool.get(2 * P2L_RUNS_LARGE * sizeof(uint32_t))
+            memcpy(d, self.blk[b].p2l, 2 * n * sizeof(uint32_t))
+            self.runs_small_pool.put(self.blk[b].p2l)
+            self.blk[b].cap = P2L_RUNS_LARGE
+        elif cap == P2L_RUNS_LARGE and 2 * P2L_RUNS_HUGE < P and progress >= 4 * P2L_RUNS_LARGE:
+            # runs of 4 pages, a 2 MiB write's share of each of 128 planes, cost half of dense
+            d = <uint32_t*> self.runs_huge_pool.get(2 * P2L_RUNS_HUGE * sizeof(uint32_t))
+            memcpy(d, self.blk[b].p2l, 2 * n * sizeof(uint32_t))
+            self.runs_large_pool.put(self.blk[b].p2l)
+            self.blk[b].cap = P2L_RUNS_HUGE
+        else:                                          # more runs would cost more than a page each
+            # (or the first runs are short: the block is filled at random, go dense early)
+            return 1 if self._p2l_to_dense(b, upto) != NULL else -1
+        self.blk[b].p2l = d
+        return 0
+
+    cdef int _p2l_insert(self, int32_t b, int64_t page, uint32_t lpn, int64_t last) noexcept nogil:
+        """The rebuild found ``page`` of block ``b`` (below ``last``, the highest page found
+        there so far) holding ``lpn``: fit it in among the runs, which stay in page order.
+        A run stands for the pages from its first up to the next run's first, so a page
+        inside a run that does not follow it splits the run: the page's own run, then the
+        rest of the old one.  Returns -1 when out of memory."""
+        cdef int32_t n = self.blk[b].runs, r, need
+        cdef int room
+        cdef uint32_t* d = self.blk[b].p2l
+        cdef int64_t end
+        if n < 0:
+            if n == P2L_DENSE:
+                d[page] = lpn
+            return 0
+        r = n - 1                                      # the run holding page (-1: before them all)
+        while r >= 0 and <int64_t> d[2 * r + 1] > page:
+            r -= 1
+        if r >= 0 and <int64_t> d[2 * r] + (page - <int64_t> d[2 * r + 1]) * self.p.n_planes == lpn:
+            return 0                                   # the run already says so
+        end = <int64_t> d[2 * r + 3] if r + 1 < n else last + 1
+        need = 2 if r >= 0 and page + 1 < end else 1
+        room = self._p2l_room(b, need, last, last + 1)
+        if room < 0:
+            return -1
+        if room == 1:
+            self.blk[b].p2l[page] = lpn
+            return 0
+        d = self.blk[b].p2l
+        memmove(&d[2 * (r + 1 + need)], &d[2 * (r + 1)], 2 * (n - r - 1) * sizeof(uint32_t))
+        d[2 * (r + 1)] = lpn
+        d[2 * (r + 1) + 1] = <uint32_t> page
+        if need == 2:                                  # the rest of run r, from page + 1
+            d[2 * (r + 2)] = <uint32_t> (d[2 * r] + (page + 1 - <int64_t> d[2 * r + 1]) * self.p.n_planes)
+            d[2 * (r + 2) + 1] = <uint32_t> (page + 1)
+        self.blk[b].runs = n + need
+        return 0
+
+    cdef uint32_t* _p2l_to_dense(self, int32_t b, int64_t upto) noexcept nogil:
+        """Block ``b`` (a run list) turns into one lpn per page, pages [0, upto) filled from
+        its runs; returns the new table (NULL: out of memory, the runs are kept)."""
+        cdef uint32_t* d = self.blk[b].p2l
+        cdef uint32_t* dense = <uint32_t*> self.dense_pool.get(self.p.pages_per_block * sizeof(uint32_t))
+        cdef int32_t n = self.blk[b].runs, r = 0
+        cdef int64_t o
+        if dense == NULL:
+            return NULL
+        for o in range(upto):
+            while r + 1 < n and <int64_t> d[2 * r + 3] <= o:
+                r += 1
+            dense[o] = <uint32_t> (d[2 * r] + (o - <int64_t> d[2 * r + 1]) * self.p.n_planes)
+        self._p2l_release(b)
+        self.blk[b].p2l = dense
+        self.blk[b].runs = P2L_DENSE
+        return dense
+
     cdef void _p2l_rebuild(self) noexcept nogil:
-        """GC must copy out of a block whose lpns were not kept: give every such block one lpn
-        per page again, from l2p (its valid pages are exactly the mapped lpns that point into
-        it), and keep p2l from here on.  One pass over the l2p leaves, once per run."""
-        cdef int64_t b, k, j, ppn, P = self.p.pages_per_block
+        """GC must copy out of a block whose lpns were not kept: give every such block its
+        lpns again, from l2p (its valid pages are exactly the mapped lpns that point into
+        it), and keep p2l from here on.  One pass over the l2p leaves, once per run.
+
+        The pass goes in lpn order: a block's pages come in page order when its lpns rise
+        with its pages (a sequential write), and are appended as a program would append
+        them; a page that comes before one already found is fitted in among the runs
+        (_p2l_insert).  So a block gets back runs where its lpns allow, and one lpn per
+        page where they do not."""
+        cdef int64_t b, k, j, ppn, page, P = self.p.pages_per_block
         cdef uint32_t e
         cdef uint32_t* leaf
-        cdef uint32_t* d
+        # per block: the last page given back its lpn (-1: none yet; -2: kept its lpns)
+        cdef int32_t* last = <int32_t*> malloc(self.n_blocks * sizeof(int32_t))
+        if last == NULL:
+            self.st.alloc_failures += 1                # (the run fails: ssd.SSD reports it)
+            return
         self.p2l_lazy = False
         for b in range(self.n_blocks):
+            last[b] = -2
             if self.blk[b].runs == P2L_UNKNOWN:
-                d = <uint32_t*> self.dense_pool.get(P * sizeof(uint32_t))
-                self.blk[b].p2l = d
-                self.blk[b].runs = P2L_DENSE
+                self.blk[b].runs = 0
+                self.blk[b].cap = 0
+                self.blk[b].p2l = NULL
+                last[b] = -1
         for k in range(self.n_leaves):
             leaf = self.l2p_leaf[k]
             if leaf == NULL:
                 continue
             for j in range(L2P_LEAF):
                 e = leaf[j]
-                if e != 0:
-                    ppn = <int64_t> e - 1
-                    b = self._block_of(ppn)
-                    if self.blk[b].runs == P2L_DENSE:  # (a block kept dense already holds this)
-                        self.blk[b].p2l[ppn - b * P] = <uint32_t> ((k << L2P_SHIFT) + j)
+                if e == 0:
+                    continue
+                ppn = <int64_t> e - 1
+                b = self._block_of(ppn)
+                if last[b] == -2:
+                    continue
+                page = ppn - b * P
+                if page > last[b]:
+                    if self._p2l_append(<int32_t> b, page, <uint32_t> ((k << L2P_SHIFT) + j)) < 0:
+                        self.st.alloc_failures += 1
+                    last[b] = <int32_t> page
+                elif self._p2l_insert(<int32_t> b, page, <uint32_t> ((k << L2P_SHIFT) + j), last[b]) < 0:
+                    self.st.alloc_failures += 1
+        free(last)
 
     # ---- write buffer ------------------------------------------------------------
 
