@@ -55,6 +55,10 @@ cdef inline cycle_t _max(cycle_t a, cycle_t b) noexcept nogil:
 cdef enum:
     GC_PREFETCH_DISTANCE = 16
 
+# a plane's log of deferred greedy-list moves holds this many before it is applied
+cdef enum:
+    MOVE_LOG_CAP = 256
+
 # trim works through this many l2p leaves (64 KiB) plane by plane at a time.
 cdef enum:
     TRIM_CHUNK_LEAVES = 16
@@ -116,7 +120,11 @@ cdef class SSDCore:
         self.slot_scratch = <cycle_t*> calloc(self.p.queue_depth, sizeof(cycle_t))
         self.hist_read = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
         self.hist_write = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
-        if (self.l2p_leaf == NULL or self.l2p_live == NULL or self.blk == NULL
+        self.move_log = <uint32_t*> malloc(self.p.n_planes * MOVE_LOG_CAP * 2 * sizeof(uint32_t))
+        self.move_log_n = <int32_t*> calloc(self.p.n_planes, sizeof(int32_t))
+        self.move_count = <uint32_t*> calloc(self.p.n_planes, sizeof(uint32_t))
+        if (self.move_log == NULL or self.move_log_n == NULL or self.move_count == NULL
+                or self.l2p_leaf == NULL or self.l2p_live == NULL or self.blk == NULL
                 or self.valid_bits == NULL or self.gc_lpns == NULL
                 or self.blk_next == NULL or self.blk_prev == NULL
                 or self.blk_pos == NULL or self.dense == NULL
@@ -154,6 +162,8 @@ cdef class SSDCore:
                 self.blk_pos[b] = -1
         g10_rng_seed(self.rng, self.p.seed)
         self.p2l_lazy = True
+        self.moves_deferred = self.p.victim_policy == VICTIM_GREEDY
+        self.move_log_cap = MOVE_LOG_CAP
         self.reset_stats()
 
     def _plane_dict(self, int64_t i):
@@ -171,6 +181,7 @@ cdef class SSDCore:
         free(self.l2p_leaf); free(self.l2p_live); free(self.blk)
         free(self.valid_bits); free(self.gc_lpns)
         free(self.blk_next); free(self.blk_prev); free(self.blk_pos)
+        free(self.move_log); free(self.move_log_n); free(self.move_count)
         if self.planes != NULL:
             for pl in range(self.p.n_planes):
                 free(self.planes[pl].buf_done)
@@ -821,15 +832,12 @@ cdef class SSDCore:
         One call for k pages leaves the same state as k calls for one page in a row: a greedy
         block moves from bucket v to v - k at its head, as it would through v - 1, v - 2, ..."""
         cdef int32_t v = self.blk[b].valid
-        cdef int64_t lst
         cdef ssd_plane* pl
         self.blk[b].valid = v - k
         if v == k and self.blk[b].state == BLOCK_CLOSED:
             self._p2l_release(b)
         if self.p.victim_policy == VICTIM_GREEDY and self.blk[b].state == BLOCK_CLOSED:
-            lst = plane * self.n_lists
-            self._list_remove(b)
-            self._list_push(lst + v - k, b, False)
+            self._greedy_move(plane, b)
             pl = &self.planes[plane]
             if v - k < pl.min_valid:
                 pl.min_valid = v - k
@@ -901,7 +909,7 @@ cdef class SSDCore:
         if v == 0:
             self._p2l_release(b)
         if self.p.victim_policy == VICTIM_GREEDY:
-            self._list_push(plane * self.n_lists + v, b, False)
+            self._greedy_move(plane, b)
             if v < pl.min_valid:
                 pl.min_valid = v
         elif self.p.victim_policy == VICTIM_FIFO:
@@ -910,6 +918,59 @@ cdef class SSDCore:
             pos = pl.closed_count - 1
             self.dense[plane * self.p.blocks_per_plane + pos] = b
             self.blk_pos[b] = pos
+
+    cdef inline void _greedy_move(self, int64_t plane, int32_t b) noexcept nogil:
+        """Closed block ``b`` goes to the head of the greedy list of its valid count (at once,
+        or logged while moves_deferred)."""
+        cdef int32_t n
+        if not self.moves_deferred:
+            if self.blk_prev[b] >= 0:                  # (a block just closed is in no list)
+                self._list_remove(b)
+            self._list_push(plane * self.n_lists + self.blk[b].valid, b, False)
+            return
+        self.move_count[plane] += 1
+        self.blk[b].moved = self.move_count[plane]
+        n = self.move_log_n[plane]
+        self.move_log[2 * (plane * MOVE_LOG_CAP + n)] = <uint32_t> b
+        self.move_log[2 * (plane * MOVE_LOG_CAP + n) + 1] = self.move_count[plane]
+        self.move_log_n[plane] = n + 1
+        if n + 1 >= self.move_log_cap:
+            self._apply_moves(plane)
+
+    cdef void _apply_moves(self, int64_t plane) noexcept nogil:
+        """Apply ``plane``'s logged moves: each block's last one, in their order."""
+        cdef int32_t j, b
+        cdef uint32_t* e = &self.move_log[2 * plane * MOVE_LOG_CAP]
+        cdef int64_t lst = plane * self.n_lists
+        for j in range(self.move_log_n[plane]):
+            b = <int32_t> e[2 * j]
+            if self.blk[b].moved != e[2 * j + 1]:
+                continue                               # moved again later: that move decides
+            if self.blk_prev[b] >= 0:
+                self._list_remove(b)
+            self._list_push(lst + self.blk[b].valid, b, False)
+        self.move_log_n[plane] = 0
+
+    def set_move_log_cap(self, int32_t n):
+        """Apply a plane's logged moves once it holds ``n`` (1 to MOVE_LOG_CAP; tests)."""
+        cdef int64_t pl
+        if not 1 <= n <= MOVE_LOG_CAP:
+            raise ValueError(f"move log of {n} entries: must be 1 to {MOVE_LOG_CAP}")
+        for pl in range(self.p.n_planes):
+            self._apply_moves(pl)
+        self.move_log_cap = n
+
+    @property
+    def greedy_moves_deferred(self):
+        """Greedy-list moves are logged and applied at the plane's next GC (see the .pxd)."""
+        return self.moves_deferred
+
+    @greedy_moves_deferred.setter
+    def greedy_moves_deferred(self, bint on):
+        cdef int64_t pl
+        for pl in range(self.p.n_planes):
+            self._apply_moves(pl)
+        self.moves_deferred = on and self.p.victim_policy == VICTIM_GREEDY
 
     cdef inline void _list_push(self, int64_t lst, int32_t b, bint at_tail) noexcept nogil:
         cdef int32_t sentinel = <int32_t> (self.n_blocks + lst)
@@ -945,6 +1006,7 @@ cdef class SSDCore:
         if pl.closed_count == 0:
             return -1
         if self.p.victim_policy == VICTIM_GREEDY:
+            self._apply_moves(plane)
             lst = plane * self.n_lists
             m = pl.min_valid
             while m <= self.p.pages_per_block and self._list_first(lst + m) < 0:
@@ -1164,7 +1226,9 @@ cdef class SSDCore:
 
     def snapshot(self):
         """Copies of the FTL tables (for invariant checks in tests; small geometries only)."""
-        cdef int64_t nl = self.p.n_planes * self.n_lists
+        cdef int64_t pl, nl = self.p.n_planes * self.n_lists
+        for pl in range(self.p.n_planes):              # the lists as the moves leave them
+            self._apply_moves(pl)
         P = self.p.pages_per_block
         bits = np.array(<uint64_t[:self.n_blocks * self.words_per_block]> self.valid_bits, copy=True)
         valid = np.unpackbits(bits.view(np.uint8), bitorder="little").reshape(self.n_blocks, -1)[:, :P]
