@@ -88,7 +88,8 @@ cdef class SSDCore:
     # those last moves: the lists come out as the moves one by one would leave them (a move
     # puts the block at its list's head, so only the last one decides its place).
     cdef bint moves_deferred
-    cdef uint32_t* move_log                # per plane: MOVE_LOG_CAP (block, move count) pairs
+    cdef uint32_t* move_log                # per plane: move_log_stride (block, move count) pairs
+    cdef int64_t move_log_stride           # room of a plane's log (MOVE_LOG_CAP, less on many planes)
     cdef int32_t move_log_cap              # entries a plane's log takes before it is applied
     cdef int32_t* move_log_n               # per plane: entries in its log
     cdef uint32_t* move_count              # per plane: moves logged so far (wraps; compared for equality)

@@ -55,7 +55,7 @@ cdef inline cycle_t _max(cycle_t a, cycle_t b) noexcept nogil:
 cdef enum:
     GC_PREFETCH_DISTANCE = 16
 
-# a plane's log of deferred greedy-list moves holds this many before it is applied
+# a plane's log of deferred greedy-list moves holds up to this many before it is applied
 cdef enum:
     MOVE_LOG_CAP = 256
 
@@ -120,7 +120,9 @@ cdef class SSDCore:
         self.slot_scratch = <cycle_t*> calloc(self.p.queue_depth, sizeof(cycle_t))
         self.hist_read = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
         self.hist_write = <int64_t*> calloc(G10_HIST_BUCKETS, sizeof(int64_t))
-        self.move_log = <uint32_t*> malloc(self.p.n_planes * MOVE_LOG_CAP * 2 * sizeof(uint32_t))
+        # 256 entries a plane (2 KiB); fewer, down to 16, on devices of over 256 planes
+        self.move_log_stride = max(16, min(MOVE_LOG_CAP, (MOVE_LOG_CAP * 256) // self.p.n_planes))
+        self.move_log = <uint32_t*> malloc(self.p.n_planes * self.move_log_stride * 2 * sizeof(uint32_t))
         self.move_log_n = <int32_t*> calloc(self.p.n_planes, sizeof(int32_t))
         self.move_count = <uint32_t*> calloc(self.p.n_planes, sizeof(uint32_t))
         if (self.move_log == NULL or self.move_log_n == NULL or self.move_count == NULL
@@ -163,7 +165,7 @@ cdef class SSDCore:
         g10_rng_seed(self.rng, self.p.seed)
         self.p2l_lazy = True
         self.moves_deferred = self.p.victim_policy == VICTIM_GREEDY
-        self.move_log_cap = MOVE_LOG_CAP
+        self.move_log_cap = <int32_t> self.move_log_stride
         self.reset_stats()
 
     def _plane_dict(self, int64_t i):
@@ -931,8 +933,8 @@ cdef class SSDCore:
         self.move_count[plane] += 1
         self.blk[b].moved = self.move_count[plane]
         n = self.move_log_n[plane]
-        self.move_log[2 * (plane * MOVE_LOG_CAP + n)] = <uint32_t> b
-        self.move_log[2 * (plane * MOVE_LOG_CAP + n) + 1] = self.move_count[plane]
+        self.move_log[2 * (plane * self.move_log_stride + n)] = <uint32_t> b
+        self.move_log[2 * (plane * self.move_log_stride + n) + 1] = self.move_count[plane]
         self.move_log_n[plane] = n + 1
         if n + 1 >= self.move_log_cap:
             self._apply_moves(plane)
@@ -940,7 +942,7 @@ cdef class SSDCore:
     cdef void _apply_moves(self, int64_t plane) noexcept nogil:
         """Apply ``plane``'s logged moves: each block's last one, in their order."""
         cdef int32_t j, b
-        cdef uint32_t* e = &self.move_log[2 * plane * MOVE_LOG_CAP]
+        cdef uint32_t* e = &self.move_log[2 * plane * self.move_log_stride]
         cdef int64_t lst = plane * self.n_lists
         for j in range(self.move_log_n[plane]):
             b = <int32_t> e[2 * j]
@@ -952,10 +954,10 @@ cdef class SSDCore:
         self.move_log_n[plane] = 0
 
     def set_move_log_cap(self, int32_t n):
-        """Apply a plane's logged moves once it holds ``n`` (1 to MOVE_LOG_CAP; tests)."""
+        """Apply a plane's logged moves once it holds ``n`` (1 to the log's room; tests)."""
         cdef int64_t pl
-        if not 1 <= n <= MOVE_LOG_CAP:
-            raise ValueError(f"move log of {n} entries: must be 1 to {MOVE_LOG_CAP}")
+        if not 1 <= n <= self.move_log_stride:
+            raise ValueError(f"move log of {n} entries: must be 1 to {self.move_log_stride}")
         for pl in range(self.p.n_planes):
             self._apply_moves(pl)
         self.move_log_cap = n
