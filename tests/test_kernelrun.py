@@ -49,6 +49,16 @@ def kernel_cycles(r):
     return np.asarray(k["end_cycles"]) - np.asarray(k["start_cycles"])
 
 
+def keep_built(mp, seen, *names):
+    """Patch the simulator's builders ``names`` (``kernel_runner``, ``translator``) so that
+    what each builds is kept in ``seen[name]``."""
+    for name in names:
+        def built(*a, _real=getattr(S, name), _name=name, **kw):
+            seen[_name] = _real(*a, **kw)
+            return seen[_name]
+        mp.setattr(S, name, built)
+
+
 # ---- closed forms ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("W", [1, 108, 256, 257, 600])
@@ -240,19 +250,8 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 def test_no_tlb_entry_maps_a_page_off_the_gpu_after_a_run(seed, gpu_mib, granularity, policy):
     trace = synthesize(24, 48 << 20, pattern="training", seed=seed)
     seen = {}
-    real_runner, real_translator = S.kernel_runner, S.translator
-
-    def runner(*a, **kw):
-        seen["runner"] = real_runner(*a, **kw)
-        return seen["runner"]
-
-    def translator(*a, **kw):
-        seen["tlb"] = real_translator(*a, **kw)
-        return seen["tlb"]
-
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(S, "kernel_runner", runner)
-        mp.setattr(S, "translator", translator)
+        keep_built(mp, seen, "kernel_runner", "translator")
         try:
             r = Simulator(cfg(f"gpu.memory_GiB={gpu_mib / 1024}", "host.memory_GiB=0.02", "ssd.capacity_GiB=1",
                               "tlb.sample_modulus=1", "tlb.reuse=none", f"fault.eviction_granularity={granularity}",
@@ -260,9 +259,9 @@ def test_no_tlb_entry_maps_a_page_off_the_gpu_after_a_run(seed, gpu_mib, granula
         except CannotFit:                         # a kernel larger than the GPU: not this test's concern
             return
     assert not r.failed
-    handler = seen["runner"].fault_handler
+    handler = seen["kernel_runner"].fault_handler
     resident = {b * 512 + p for b, pages in handler.resident_blocks().items() for p in pages}
-    entries = seen["tlb"].core.entries()
+    entries = seen["translator"].core.entries()
     assert entries and all(page in resident for (_r, _level, _sm, page) in entries)
     # the handler's frames never exceed the GPU's, and its count matches its blocks
     assert handler.gpu_used_pages == len(resident) <= r.counters["gpu_pages"]
@@ -275,16 +274,10 @@ def test_no_tlb_entry_maps_a_page_off_the_gpu_after_a_run(seed, gpu_mib, granula
 def a_runner():
     """A kernel runner, taken from a one-kernel run."""
     seen = {}
-    real = S.kernel_runner
-
-    def runner(*a, **kw):
-        seen["runner"] = real(*a, **kw)
-        return seen["runner"]
-
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(S, "kernel_runner", runner)
+        keep_built(mp, seen, "kernel_runner")
         Simulator(cfg()).run(one_kernel_trace(4, is_global=True), "base-uvm")
-    return seen["runner"]
+    return seen["kernel_runner"]
 
 
 @settings(max_examples=200, deadline=None)
@@ -364,18 +357,12 @@ def test_belady_with_a_long_sequential_prefetch_keeps_within_gpu_memory():
     688,460 pages of 655,360 (exit 1, 'GPU-resident pages ... capacity'), since the evictor,
     misled by the counters, found no victim and the handler overcommitted."""
     seen = {}
-    real_runner = S.kernel_runner
-
-    def runner(*a, **kw):
-        seen["runner"] = real_runner(*a, **kw)
-        return seen["runner"]
-
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(S, "kernel_runner", runner)
+        keep_built(mp, seen, "kernel_runner")
         r = Simulator(resolve("detailed", None, ["gpu.memory_GiB=2.5", "fault.prefetcher=sequential",
                                                  "fault.sequential_units=512"])).run("bert_base-b256", "belady")
     assert not r.failed
-    st = seen["runner"].fault_handler.stats()
+    st = seen["kernel_runner"].fault_handler.stats()
     assert st["overcommit_pages"] == 0 and st["picked_victims"] > 0
 
 

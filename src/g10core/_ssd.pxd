@@ -168,7 +168,8 @@ cdef class SSDCore:
     cdef void _p2l_release(self, int32_t b) noexcept nogil
     cdef int _p2l_append(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil
     cdef int _p2l_new_run(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil
-    cdef int _p2l_room(self, int32_t b, int32_t more, int64_t progress, int64_t upto) noexcept nogil
+    cdef int _p2l_room(self, int32_t b, int32_t more, int64_t progress, int64_t upto,
+                       int64_t page, uint32_t lpn) noexcept nogil
     cdef int _p2l_insert(self, int32_t b, int64_t page, uint32_t lpn, int64_t last) noexcept nogil
     cdef uint32_t* _p2l_to_dense(self, int32_t b, int64_t upto) noexcept nogil
     cdef void _p2l_rebuild(self) noexcept nogil

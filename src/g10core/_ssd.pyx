@@ -271,22 +271,22 @@ cdef class SSDCore:
     cdef int _p2l_new_run(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil:
         """``_p2l_append`` when ``page`` starts a run: add one (or switch to one lpn per page)."""
         cdef int32_t n
-        cdef int room = self._p2l_room(b, 1, page, page)
-        if room < 0:
-            return -1
-        if room == 1:
-            self.blk[b].p2l[page] = lpn
-            return 0
+        cdef int room = self._p2l_room(b, 1, page, page, page, lpn)
+        if room != 0:
+            return -1 if room < 0 else 0
         n = self.blk[b].runs
         self.blk[b].p2l[2 * n] = lpn
         self.blk[b].p2l[2 * n + 1] = <uint32_t> page
         self.blk[b].runs = n + 1
         return 0
 
-    cdef int _p2l_room(self, int32_t b, int32_t more, int64_t progress, int64_t upto) noexcept nogil:
+    cdef int _p2l_room(self, int32_t b, int32_t more, int64_t progress, int64_t upto,
+                       int64_t page, uint32_t lpn) noexcept nogil:
         """Make room in block ``b``'s run list for ``more`` (1 or 2) runs, ``progress`` pages
-        into the block: 0 when there is, 1 when the block switched to one lpn per page instead
-        (pages [0, upto) filled from its runs), -1 when out of memory."""
+        into the block: 0 when there is; 1 when the block switched to one lpn per page instead
+        (pages [0, upto) filled from its runs) and ``page`` was recorded as holding ``lpn``;
+        -1 when out of memory."""
+        cdef uint32_t* dense
         cdef int32_t n = self.blk[b].runs, cap = self.blk[b].cap
         cdef uint32_t* d
         cdef int64_t P = self.p.pages_per_block
@@ -308,7 +308,11 @@ cdef class SSDCore:
             self.blk[b].cap = P2L_RUNS_HUGE
         else:                                          # more runs would cost more than a page each
             # (or the first runs are short: the block is filled at random, go dense early)
-            return 1 if self._p2l_to_dense(b, upto) != NULL else -1
+            dense = self._p2l_to_dense(b, upto)
+            if dense == NULL:
+                return -1
+            dense[page] = lpn
+            return 1
         self.blk[b].p2l = d
         return 0
 
@@ -333,12 +337,9 @@ cdef class SSDCore:
             return 0                                   # the run already says so
         end = <int64_t> d[2 * r + 3] if r + 1 < n else last + 1
         need = 2 if r >= 0 and page + 1 < end else 1
-        room = self._p2l_room(b, need, last, last + 1)
-        if room < 0:
-            return -1
-        if room == 1:
-            self.blk[b].p2l[page] = lpn
-            return 0
+        room = self._p2l_room(b, need, last, last + 1, page, lpn)
+        if room != 0:
+            return -1 if room < 0 else 0
         d = self.blk[b].p2l
         memmove(&d[2 * (r + 1 + need)], &d[2 * (r + 1)], 2 * (n - r - 1) * sizeof(uint32_t))
         d[2 * (r + 1)] = lpn
