@@ -261,9 +261,6 @@ cdef class SSDCore:
             if n == P2L_DENSE:
                 d[page] = lpn
             return 0                                   # (P2L_UNKNOWN: not kept)
-        if n == 0 and self.p2l_lazy:                  # a block's first page: keep nothing yet
-            self.blk[b].runs = P2L_UNKNOWN
-            return 0
         if n > 0 and <int64_t> d[2 * n - 2] + (page - <int64_t> d[2 * n - 1]) * self.p.n_planes == lpn:
             return 0                                   # continues the last run
         return self._p2l_new_run(b, page, lpn)
@@ -809,7 +806,8 @@ cdef class SSDCore:
             return admit
         b = self._block_of(ppn)
         bit = ppn + b * self.bit_pad
-        if self._p2l_append(<int32_t> b, ppn - b * self.p.pages_per_block, <uint32_t> lpn) < 0:
+        if not self.p2l_lazy and self._p2l_append(<int32_t> b, ppn - b * self.p.pages_per_block,
+                                                  <uint32_t> lpn) < 0:
             self.st.alloc_failures += 1                # out of memory for its p2l
         self.valid_bits[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
         slot[0] = <uint32_t> (ppn + 1)
@@ -901,6 +899,8 @@ cdef class SSDCore:
         pl.free_count -= 1
         self.blk[b].state = BLOCK_OPEN
         self.blk_next[b] = -1
+        if self.p2l_lazy:                              # its lpns are not kept (writes skip p2l)
+            self.blk[b].runs = P2L_UNKNOWN
         return b
 
     cdef void _close_block(self, int64_t plane, int32_t b) noexcept nogil:
