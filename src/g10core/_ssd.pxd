@@ -164,6 +164,7 @@ cdef class SSDCore:
     cdef void _prefetch_overwrite(self, int64_t lpn) noexcept nogil
     cdef uint32_t _l2p_get(self, int64_t lpn) noexcept nogil
     cdef uint32_t* _l2p_slot(self, int64_t lpn) noexcept nogil
+    cdef uint32_t* _l2p_new_leaf(self, int64_t lpn) noexcept nogil
     cdef void _l2p_unmapped(self, int64_t lpn) noexcept nogil
     cdef void _p2l_release(self, int32_t b) noexcept nogil
     cdef int _p2l_append(self, int32_t b, int64_t page, uint32_t lpn) noexcept nogil
@@ -178,9 +179,11 @@ cdef class SSDCore:
     cdef cycle_t _pop_slot(self) noexcept nogil
     cdef void _note_command(self, cycle_t now, cycle_t done) noexcept nogil
     cdef cycle_t _buffer_admit(self, cycle_t t) noexcept nogil
+    cdef cycle_t _buffer_admit_full(self, cycle_t t) noexcept nogil
     cdef void _buffer_retire_top(self) noexcept nogil
     cdef void _buffer_retire_until(self, int32_t plane, cycle_t t) noexcept nogil
     cdef void _buffer_add(self, int64_t plane, cycle_t done) noexcept nogil
+    cdef void _buffer_add_slow(self, int64_t plane, cycle_t done) noexcept nogil
     cdef int _buffer_grow(self, ssd_plane* pl) noexcept nogil
     cdef void _buffer_tree_update(self, int64_t plane) noexcept nogil
     cdef cycle_t _slot_min(self) noexcept nogil
@@ -192,6 +195,7 @@ cdef class SSDCore:
     cdef void _block_lost(self, int64_t plane, int32_t b, int32_t k) noexcept nogil
     cdef int64_t _gc_room(self, int64_t plane) noexcept nogil
     cdef int64_t _host_alloc(self, int64_t plane, cycle_t t) noexcept nogil
+    cdef int64_t _host_alloc_open(self, int64_t plane, cycle_t t) noexcept nogil
     cdef int32_t _take_free(self, int64_t plane) noexcept nogil
     cdef void _close_block(self, int64_t plane, int32_t b) noexcept nogil
     cdef void _list_push(self, int64_t lst, int32_t b, bint at_tail) noexcept nogil

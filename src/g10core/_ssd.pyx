@@ -219,13 +219,18 @@ cdef class SSDCore:
         return leaf[lpn & L2P_MASK] if leaf != NULL else 0
 
     cdef inline uint32_t* _l2p_slot(self, int64_t lpn) noexcept nogil:
-        """``lpn``'s l2p entry, its leaf made if there is none (NULL: out of memory)."""
-        cdef int64_t k = lpn >> L2P_SHIFT
-        cdef uint32_t* leaf = self.l2p_leaf[k]
+        """``lpn``'s l2p entry, its leaf made if there is none (NULL: out of memory).
+        (Small enough to inline into a write; making a leaf is the out-of-line part.)"""
+        cdef uint32_t* leaf = self.l2p_leaf[lpn >> L2P_SHIFT]
         if leaf == NULL:
-            leaf = <uint32_t*> self.leaf_pool.get(L2P_LEAF * sizeof(uint32_t))
-            memset(leaf, 0, L2P_LEAF * sizeof(uint32_t))
-            self.l2p_leaf[k] = leaf
+            return self._l2p_new_leaf(lpn)
+        return &leaf[lpn & L2P_MASK]
+
+    cdef uint32_t* _l2p_new_leaf(self, int64_t lpn) noexcept nogil:
+        """_l2p_slot when ``lpn``'s leaf is not there: make it."""
+        cdef uint32_t* leaf = <uint32_t*> self.leaf_pool.get(L2P_LEAF * sizeof(uint32_t))
+        memset(leaf, 0, L2P_LEAF * sizeof(uint32_t))
+        self.l2p_leaf[lpn >> L2P_SHIFT] = leaf
         return &leaf[lpn & L2P_MASK]
 
     cdef inline void _l2p_unmapped(self, int64_t lpn) noexcept nogil:
@@ -453,7 +458,7 @@ cdef class SSDCore:
         self.plane_key[plane] = pl.buf_done[pl.buf_first] if pl.buf_n > 0 else CYCLE_NEVER
         self._buffer_tree_update(plane)
 
-    cdef cycle_t _buffer_admit(self, cycle_t t) noexcept nogil:
+    cdef inline cycle_t _buffer_admit(self, cycle_t t) noexcept nogil:
         """When a page whose data arrived at ``t`` finds room in the buffer.
 
         Pages leave lazily: ``buf_count`` also counts pages whose program has ended, and
@@ -463,6 +468,10 @@ cdef class SSDCore:
         before it is used."""
         if self.buf_count < self.p.write_buffer_pages:
             return t
+        return self._buffer_admit_full(t)
+
+    cdef cycle_t _buffer_admit_full(self, cycle_t t) noexcept nogil:
+        """_buffer_admit once the count has reached the buffer's size."""
         while self.plane_key[self.tree[1]] <= t:       # an empty buffer's key is CYCLE_NEVER
             self._buffer_retire_until(self.tree[1], t)
         if self.buf_count < self.p.write_buffer_pages:
@@ -488,7 +497,19 @@ cdef class SSDCore:
         pl.buf_mask = <int32_t> (size - 1)
         return 0
 
-    cdef void _buffer_add(self, int64_t plane, cycle_t done) noexcept nogil:
+    cdef inline void _buffer_add(self, int64_t plane, cycle_t done) noexcept nogil:
+        """``plane``'s page programmed by ``done`` joins the buffer.  Inlined into a write; a
+        plane's first page (the winner tree learns its key) and a full ring are out of line."""
+        cdef ssd_plane* pl = &self.planes[plane]
+        if pl.buf_n == 0 or pl.buf_n > pl.buf_mask:
+            self._buffer_add_slow(plane, done)
+            return
+        pl.buf_done[(pl.buf_first + pl.buf_n) & pl.buf_mask] = done   # programs of a plane end in order
+        pl.buf_n += 1
+        self.buf_count += 1
+
+    cdef void _buffer_add_slow(self, int64_t plane, cycle_t done) noexcept nogil:
+        """_buffer_add of a plane with no page in the buffer or no room in its ring."""
         cdef ssd_plane* pl = &self.planes[plane]
         if pl.buf_n > pl.buf_mask and self._buffer_grow(pl) < 0:
             self.st.alloc_failures += 1                # out of memory: the page is not held
@@ -845,7 +866,19 @@ cdef class SSDCore:
 
     # ---- allocation and GC -------------------------------------------------------
 
-    cdef int64_t _host_alloc(self, int64_t plane, cycle_t t) noexcept nogil:
+    cdef inline int64_t _host_alloc(self, int64_t plane, cycle_t t) noexcept nogil:
+        """The ppn of ``plane``'s next host page (-1: none).  Inlined into a write; opening
+        a block (and the GC that may take) is the out-of-line part."""
+        cdef ssd_plane* pl = &self.planes[plane]
+        cdef int64_t ppn
+        if pl.host_block < 0 or pl.host_next == self.p.pages_per_block:
+            return self._host_alloc_open(plane, t)
+        ppn = <int64_t> pl.host_block * self.p.pages_per_block + pl.host_next
+        pl.host_next += 1
+        return ppn
+
+    cdef int64_t _host_alloc_open(self, int64_t plane, cycle_t t) noexcept nogil:
+        """_host_alloc when ``plane`` has no host block with room: open one."""
         cdef ssd_plane* pl = &self.planes[plane]
         cdef int64_t cost, ppn
         cdef cycle_t start
