@@ -201,6 +201,7 @@ cdef class SSDCore:
     cdef void _list_push(self, int64_t lst, int32_t b, bint at_tail) noexcept nogil
     cdef void _list_remove(self, int32_t b) noexcept nogil
     cdef void _greedy_move(self, int64_t plane, int32_t b) noexcept nogil
+    cdef void _greedy_move_now(self, int64_t plane, int32_t b) noexcept nogil
     cdef void _apply_moves(self, int64_t plane) noexcept nogil
     cdef int32_t _list_first(self, int64_t lst) noexcept nogil
     cdef int32_t _pick_victim(self, int64_t plane) noexcept nogil

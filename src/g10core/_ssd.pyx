@@ -960,9 +960,7 @@ cdef class SSDCore:
         or logged while moves_deferred)."""
         cdef int32_t n
         if not self.moves_deferred:
-            if self.blk_prev[b] >= 0:                  # (a block just closed is in no list)
-                self._list_remove(b)
-            self._list_push(plane * self.n_lists + self.blk[b].valid, b, False)
+            self._greedy_move_now(plane, b)
             return
         self.move_count[plane] += 1
         self.blk[b].moved = self.move_count[plane]
@@ -972,6 +970,12 @@ cdef class SSDCore:
         self.move_log_n[plane] = n + 1
         if n + 1 >= self.move_log_cap:
             self._apply_moves(plane)
+
+    cdef void _greedy_move_now(self, int64_t plane, int32_t b) noexcept nogil:
+        """_greedy_move without the log (out of line: the log is the usual case)."""
+        if self.blk_prev[b] >= 0:                      # (a block just closed is in no list)
+            self._list_remove(b)
+        self._list_push(plane * self.n_lists + self.blk[b].valid, b, False)
 
     cdef void _apply_moves(self, int64_t plane) noexcept nogil:
         """Apply ``plane``'s logged moves: each block's last one, in their order."""
