@@ -128,9 +128,9 @@ def test_gc_never_deadlocks_and_tables_stay_consistent(g, ops, hammer, seed):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(g=geometries, ops=ops, hammer=st.integers(0, 4), seed=st.integers(0, 2**32 - 1))
 def test_blocks_without_lpns_change_no_result(g, ops, hammer, seed):
-    """No block keeps its lpns until the first GC that copies out of one (p2l_lazy), which
-    gives them back from l2p; a device that keeps them from the start gives the same
-    completions, statistics and tables (but the tables' sizes)."""
+    """No block keeps its lpns, and no page its valid bit, until the first GC that copies
+    out of one (p2l_lazy), which gives them back from l2p; a device that keeps them from
+    the start gives the same completions, statistics and tables (but the tables' sizes)."""
     spec = make_spec(g)
     lazy, kept = SSD(spec), SSD(spec)
     kept.core.p2l_lazy = False
@@ -146,6 +146,7 @@ def test_blocks_without_lpns_change_no_result(g, ops, hammer, seed):
     if lazy.core.p2l_lazy:                              # no GC copied: no lpns kept at all
         assert lazy.stats()["gc_copies"] == 0
         assert lazy.table_bytes()["p2l_dense"] == lazy.table_bytes()["p2l_runs"] == 0
+        assert lazy.table_bytes()["valid_bits"] == 0 < kept.table_bytes()["valid_bits"]
     else:                                               # rebuilt, every block
         assert a["p2l_unknown_blocks"] == 0
     check_ftl_invariants(lazy)

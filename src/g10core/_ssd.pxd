@@ -76,9 +76,10 @@ cdef class SSDCore:
     # traffic often never needs that (Base UVM on Inceptionv3: 580 k GCs, none with a valid
     # page; 508 MB of per-page tables for blocks filled at random, 86 MB of runs for the
     # others, and 5 % of the run's time appending to them).  While p2l_lazy, no block keeps
-    # them (P2L_UNKNOWN); the first GC that must copy out of a block rebuilds them all from
-    # l2p in one pass (runs where a block's lpns allow) and clears p2l_lazy.  Results are
-    # the same either way.
+    # them (P2L_UNKNOWN), nor valid bits (a page is valid when l2p maps it: keeping the bits
+    # cost a miss per trimmed page, 4 % of that run); the first GC that must copy out of a
+    # block rebuilds both from l2p in one pass (runs where a block's lpns allow) and clears
+    # p2l_lazy.  Results are the same either way.
     cdef public bint p2l_lazy
     # Greedy victim lists: a block goes to the head of its valid count's list at every page it
     # loses, four random lines each time, and only GC reads the lists (Base UVM on
@@ -115,7 +116,7 @@ cdef class SSDCore:
     cdef g10_node_pool runs_small_pool     # p2l, P2L_RUNS_SMALL runs
     cdef g10_node_pool runs_large_pool     # p2l, P2L_RUNS_LARGE runs
     cdef g10_node_pool runs_huge_pool      # p2l, P2L_RUNS_HUGE runs
-    cdef uint64_t* valid_bits              # one bit per flash page; each block padded to 64-bit words
+    cdef uint64_t* valid_bits              # one bit per flash page, each block padded to 64-bit words (kept once p2l is)
     cdef int64_t words_per_block           # ceil(pages_per_block / 64)
     cdef int64_t bit_pad                   # words_per_block * 64 - pages_per_block (bit = ppn + block * pad)
     cdef uint32_t* gc_lpns                 # scratch: lpns of the victim's valid pages, in block order

@@ -380,7 +380,7 @@ cdef class SSDCore:
         them; a page that comes before one already found is fitted in among the runs
         (_p2l_insert).  So a block gets back runs where its lpns allow, and one lpn per
         page where they do not."""
-        cdef int64_t b, k, j, ppn, page, P = self.p.pages_per_block
+        cdef int64_t b, k, j, ppn, page, bit, P = self.p.pages_per_block
         cdef uint32_t e
         cdef uint32_t* leaf
         # per block: the last page given back its lpn (-1: none yet; -2: kept its lpns)
@@ -406,6 +406,8 @@ cdef class SSDCore:
                     continue
                 ppn = <int64_t> e - 1
                 b = self._block_of(ppn)
+                bit = ppn + b * self.bit_pad           # no bit was kept while lazy
+                self.valid_bits[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
                 if last[b] == -2:
                     continue
                 page = ppn - b * P
@@ -740,6 +742,7 @@ cdef class SSDCore:
         cdef int32_t b, cur, run
         cdef uint32_t e
         cdef uint32_t* leaf
+        cdef bint keep_bits = not self.p2l_lazy
         if self._out_of_range(lpn, npages):
             return
         while i < end:
@@ -760,8 +763,9 @@ cdef class SSDCore:
                     if e != 0:
                         ppn = <int64_t> e - 1
                         b = <int32_t> self._block_of(ppn)
-                        bit = ppn + b * self.bit_pad
-                        self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
+                        if keep_bits:                  # (a miss: the page was written long ago)
+                            bit = ppn + b * self.bit_pad
+                            self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
                         if b != cur:
                             if run > 0:
                                 self._block_lost(plane, cur, run)
@@ -826,11 +830,11 @@ cdef class SSDCore:
             self._l2p_unmapped(lpn)
             return admit
         b = self._block_of(ppn)
-        bit = ppn + b * self.bit_pad
-        if not self.p2l_lazy and self._p2l_append(<int32_t> b, ppn - b * self.p.pages_per_block,
-                                                  <uint32_t> lpn) < 0:
-            self.st.alloc_failures += 1                # out of memory for its p2l
-        self.valid_bits[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
+        if not self.p2l_lazy:                          # (while lazy, l2p alone says what is valid)
+            if self._p2l_append(<int32_t> b, ppn - b * self.p.pages_per_block, <uint32_t> lpn) < 0:
+                self.st.alloc_failures += 1            # out of memory for its p2l
+            bit = ppn + b * self.bit_pad
+            self.valid_bits[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
         slot[0] = <uint32_t> (ppn + 1)
         self.blk[b].valid += 1
         self.st.flash_program_pages += 1
@@ -846,7 +850,8 @@ cdef class SSDCore:
         """The page at ``ppn`` (in ``plane``: an lpn never leaves its plane) holds stale data."""
         cdef int32_t b = <int32_t> self._block_of(ppn)
         cdef int64_t bit = ppn + b * self.bit_pad
-        self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
+        if not self.p2l_lazy:
+            self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
         self._block_lost(plane, b, 1)
 
     cdef void _block_lost(self, int64_t plane, int32_t b, int32_t k) noexcept nogil:
@@ -1101,7 +1106,7 @@ cdef class SSDCore:
             for j in range(0, P if runs < 0 else 2 * runs, 16):   # written long ago
                 g10_prefetch_w(&p2l[j])
         words = &self.valid_bits[<int64_t> b * W]
-        for w in range(W):
+        for w in range(W if not self.p2l_lazy else 0):   # (lazy: the victim holds no valid page)
             x = words[w]
             words[w] = 0
             while x != 0:
@@ -1239,7 +1244,8 @@ cdef class SSDCore:
                 "p2l_dense": self.dense_pool.reserved_bytes(),
                 "p2l_runs": (self.runs_small_pool.reserved_bytes() + self.runs_large_pool.reserved_bytes()
                              + self.runs_huge_pool.reserved_bytes()),
-                "valid_bits": self.n_blocks * self.words_per_block * sizeof(uint64_t),
+                # (calloc'd, and untouched while p2l_lazy: no page is mapped in until then)
+                "valid_bits": 0 if self.p2l_lazy else self.n_blocks * self.words_per_block * sizeof(uint64_t),
                 "blocks": (self.n_blocks + 1) * sizeof(blk_meta)
                           + (self.n_blocks + self.p.n_planes * self.n_lists) * 2 * sizeof(int32_t)
                           + 2 * self.n_blocks * sizeof(int32_t)}
@@ -1278,6 +1284,11 @@ cdef class SSDCore:
             if self.l2p_leaf[k] != NULL:
                 leaf = np.array(<uint32_t[:L2P_LEAF]> self.l2p_leaf[k], copy=True)
                 l2p[k * L2P_LEAF:(k + 1) * L2P_LEAF] = leaf[:min(L2P_LEAF, self.logical_pages - k * L2P_LEAF)]
+        if self.p2l_lazy:                              # no bit kept yet: a page is valid when l2p maps it
+            assert not bits.any()
+            flat = valid.reshape(-1).copy()
+            flat[l2p[l2p != 0].astype(np.int64) - 1] = 1
+            valid = flat.reshape(self.n_blocks, P)
         lpn = np.zeros(self.physical_pages, dtype=np.uint32)
         unknown = np.zeros(self.n_blocks, dtype=bool)   # blocks whose lpns are not kept (p2l_lazy)
         cdef int64_t o, r, runs
