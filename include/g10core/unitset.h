@@ -77,4 +77,11 @@ private:
     std::size_t size_;
 };
 
+/* The fault batch's sort order, by migration unit: a functor, so std::sort inlines the
+ * comparison (through a function pointer it was a call per comparison). */
+struct g10_by_unit {
+    template <class E>
+    bool operator()(const E &a, const E &b) const { return a.unit < b.unit; }
+};
+
 #endif

@@ -20,6 +20,8 @@ cdef extern from "g10core/unitset.h":
         void insert(int64_t unit) noexcept nogil   # (grows to a few KB at most)
         void erase(int64_t unit) noexcept nogil
         size_t size() noexcept nogil
+    cdef cppclass g10_by_unit:          # the batch's order: by unit
+        g10_by_unit() noexcept nogil
 
 cdef extern from "g10core/blockindex.h":
     cdef cppclass g10_blockindex:      # block number -> record (a paged directory)

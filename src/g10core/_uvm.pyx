@@ -172,10 +172,6 @@ cdef inline int64_t imin(int64_t a, int64_t b) noexcept nogil:
     return a if a < b else b
 
 
-cdef bint unit_less(const fault_entry& a, const fault_entry& b) noexcept nogil:
-    return a.unit < b.unit
-
-
 # ---- where pages live ----------------------------------------------------------------
 
 cdef class TierMap:
@@ -721,7 +717,7 @@ cdef class FarFaultHandler:
             self.pending.erase(self.buffer.front().unit)
             self.buffer.pop_front()
         n_batch = self.batch.size()
-        sort(self.batch.begin(), self.batch.end(), unit_less)
+        sort(self.batch.begin(), self.batch.end(), g10_by_unit())
         # per VA block: the faulted units, then the prefetcher
         i = 0
         while i < n_batch:
