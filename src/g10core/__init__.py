@@ -5,11 +5,14 @@ The public API lives in the Python layer (``trace``, ``config``, ``simulator``,
 """
 __version__ = "0.1.0"
 
-try:  # the compiled layer must be built before anything else works
-    from . import _traceidx  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only on a broken install
+import importlib.util as _importlib_util
+
+# The compiled layer must be built before anything else works.  It is looked up, not
+# imported: importing it imports numpy, and the g10sim command sets numpy's BLAS up
+# first (cli/__init__.py).
+if _importlib_util.find_spec(__name__ + "._traceidx") is None:  # pragma: no cover - a broken install
     raise ImportError(
         "g10core's compiled extensions are not built. Install the package with "
         "`pip install -e .` (or rebuild in place with "
         "`python setup.py build_ext --inplace`) from the repository root."
-    ) from exc
+    )

@@ -31,6 +31,11 @@ import tempfile
 import traceback
 import warnings
 
+# g10sim does no linear algebra: numpy's OpenBLAS gets one thread, not one per core that
+# spins ~0.1 s of CPU after numpy's import in every process (a sweep starts thousands).
+# Set before numpy loads (g10core's __init__ does not import it); a user's setting stands.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from .. import __version__
 from . import config, hints, report, reproduce, run, ssd, sweep, trace, uvm_micro
 from ..errors import G10Warning, SimulationError
