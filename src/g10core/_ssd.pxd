@@ -79,7 +79,8 @@ cdef class SSDCore:
     # them (P2L_UNKNOWN), nor valid bits (a page is valid when l2p maps it: keeping the bits
     # cost a miss per trimmed page, 4 % of that run); the first GC that must copy out of a
     # block rebuilds both from l2p in one pass (runs where a block's lpns allow) and clears
-    # p2l_lazy.  Results are the same either way.
+    # p2l_lazy.  Results are the same either way.  (Tests clear it before the first write to
+    # compare; set back to True on a device that kept its bits, the bits would go stale.)
     cdef public bint p2l_lazy
     # Greedy victim lists: a block goes to the head of its valid count's list at every page it
     # loses, four random lines each time, and only GC reads the lists (Base UVM on
