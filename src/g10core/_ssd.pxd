@@ -205,6 +205,7 @@ cdef class SSDCore:
     cdef void _greedy_move(self, int64_t plane, int32_t b) noexcept nogil
     cdef void _greedy_move_now(self, int64_t plane, int32_t b) noexcept nogil
     cdef void _apply_moves(self, int64_t plane) noexcept nogil
+    cdef void _apply_all_moves(self) noexcept nogil
     cdef int32_t _list_first(self, int64_t lst) noexcept nogil
     cdef int32_t _pick_victim(self, int64_t plane) noexcept nogil
     cdef int64_t _collect(self, int64_t plane) noexcept nogil

@@ -849,8 +849,9 @@ cdef class SSDCore:
     cdef void _invalidate(self, int64_t plane, int64_t ppn) noexcept nogil:
         """The page at ``ppn`` (in ``plane``: an lpn never leaves its plane) holds stale data."""
         cdef int32_t b = <int32_t> self._block_of(ppn)
-        cdef int64_t bit = ppn + b * self.bit_pad
+        cdef int64_t bit
         if not self.p2l_lazy:
+            bit = ppn + b * self.bit_pad
             self.valid_bits[bit >> 6] &= ~((<uint64_t> 1) << (bit & 63))
         self._block_lost(plane, b, 1)
 
@@ -991,18 +992,24 @@ cdef class SSDCore:
             b = <int32_t> e[2 * j]
             if self.blk[b].moved != e[2 * j + 1]:
                 continue                               # moved again later: that move decides
+            # _greedy_move_now's body, written out: gcc keeps that one a call, 1 % of Base
+            # UVM Inceptionv3 here (10.33 vs 10.44 s)
             if self.blk_prev[b] >= 0:
                 self._list_remove(b)
             self._list_push(lst + self.blk[b].valid, b, False)
         self.move_log_n[plane] = 0
 
-    def set_move_log_cap(self, int32_t n):
-        """Apply a plane's logged moves once it holds ``n`` (1 to the log's room; tests)."""
+    cdef void _apply_all_moves(self) noexcept nogil:
+        """Every plane's logged moves applied (before the lists are read or the log changes)."""
         cdef int64_t pl
-        if not 1 <= n <= self.move_log_stride:
-            raise ValueError(f"move log of {n} entries: must be 1 to {self.move_log_stride}")
         for pl in range(self.p.n_planes):
             self._apply_moves(pl)
+
+    def set_move_log_cap(self, int32_t n):
+        """Apply a plane's logged moves once it holds ``n`` (1 to the log's room; tests)."""
+        if not 1 <= n <= self.move_log_stride:
+            raise ValueError(f"move log of {n} entries: must be 1 to {self.move_log_stride}")
+        self._apply_all_moves()
         self.move_log_cap = n
 
     @property
@@ -1012,9 +1019,7 @@ cdef class SSDCore:
 
     @greedy_moves_deferred.setter
     def greedy_moves_deferred(self, bint on):
-        cdef int64_t pl
-        for pl in range(self.p.n_planes):
-            self._apply_moves(pl)
+        self._apply_all_moves()
         self.moves_deferred = on and self.p.victim_policy == VICTIM_GREEDY
 
     cdef inline void _list_push(self, int64_t lst, int32_t b, bint at_tail) noexcept nogil:
@@ -1272,9 +1277,8 @@ cdef class SSDCore:
 
     def snapshot(self):
         """Copies of the FTL tables (for invariant checks in tests; small geometries only)."""
-        cdef int64_t pl, nl = self.p.n_planes * self.n_lists
-        for pl in range(self.p.n_planes):              # the lists as the moves leave them
-            self._apply_moves(pl)
+        cdef int64_t nl = self.p.n_planes * self.n_lists
+        self._apply_all_moves()                        # the lists as the moves leave them
         P = self.p.pages_per_block
         bits = np.array(<uint64_t[:self.n_blocks * self.words_per_block]> self.valid_bits, copy=True)
         valid = np.unpackbits(bits.view(np.uint8), bitorder="little").reshape(self.n_blocks, -1)[:, :P]
