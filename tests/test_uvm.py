@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from g10core.config import ConfigError
-from g10core.pcie import PcieSpec
+from g10core.pcie import PcieLink, PcieSpec
 from g10core.ssd import SSD
 from g10core.tlb import TLB, TLBSpec
 from g10core.uvm import (FAULT_DUPLICATE, FAULT_QUEUED, FAULT_RESIDENT, TIERS, FaultHandler,
@@ -53,6 +53,16 @@ def test_defaults_are_the_reference_figures():
 def test_bad_values_are_refused_naming_the_field(field, value):
     with pytest.raises(ConfigError, match=rf"fault\.{field}"):
         FaultHandlerSpec(**{field: value}).check()
+
+
+@pytest.mark.parametrize("name", ["unit_pages", "block_pages"])
+def test_compiled_handler_refuses_sizes_that_are_not_powers_of_two(name):
+    # it divides pages by these with shifts; the spec's check refuses such sizes first
+    from g10core._uvm import FarFaultHandler
+    params = FaultHandlerSpec().check().compiled_params(1024, 1024)
+    params[name] = 24
+    with pytest.raises(ValueError, match=f"{name} = 24: must be a power of two"):
+        FarFaultHandler(params, PcieLink().core)
 
 
 def test_block_smaller_than_the_unit_is_refused():

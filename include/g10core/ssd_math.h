@@ -68,7 +68,8 @@ static inline void g10_prefetch_w(const void *p) { __builtin_prefetch(p, 1, 3); 
 static inline int g10_ctz64(uint64_t x) { return __builtin_ctzll(x); }
 
 /* Set bits of x, in a few branch-free steps (the builtin is a libgcc call unless the
- * compiler may assume a popcnt instruction, which the package must not). */
+ * compiler may assume a popcnt instruction).  Where setup.py allows popcnt (x86-64, unless
+ * G10_NO_POPCNT=1), gcc compiles these steps to that one instruction. */
 static inline int64_t g10_popcount64(uint64_t x)
 {
     x = x - ((x >> 1) & UINT64_C(0x5555555555555555));

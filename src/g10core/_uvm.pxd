@@ -93,6 +93,7 @@ cdef class VictimPicker:
 @cython.final
 cdef class FarFaultHandler:
     cdef uvm_params p
+    cdef int unit_shift, block_shift   # log2 of p.unit_pages and p.block_pages (powers of two)
     cdef LinkCore link                 # the GPU's PCIe link
     cdef SSDCore ssd                   # None: SSD pages cost only their link transfer
     cdef TierMap tiers
