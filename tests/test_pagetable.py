@@ -122,9 +122,9 @@ BIG_FIRST = np.concatenate(([0], np.cumsum(BIG)[:-1]))
                           st.sampled_from([TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU]), st.booleans(),
                           st.lists(st.integers(0, sum(BIG) - 1), max_size=6)), max_size=50))
 def test_run_at_finds_the_run_of_a_page_after_runs_split_and_merge(steps):
-    """run_at keeps a cache of runs per 2 MiB of pages, trusted while no run whose first page
-    lies in the same stretch was erased: after any sequence of assignments (runs split, merge
-    across stretches, die), every page's answer must be the maximal run the pages' states give."""
+    """run_at starts from the run it found last (its finger, moved by each assignment to the
+    run it made): after any sequence of assignments (runs split, merge, die), every page's
+    answer must be the maximal run the pages' states give."""
     T = len(BIG)
     pt = PageTable({"first": BIG_FIRST, "pages": BIG, "is_global": [0] * T, "birth": [0] * T,
                     "death": [5] * T}, sum(BIG), 10_000)
@@ -269,3 +269,54 @@ def test_departures_of_page_ranges_spanning_many_nodes(seed):
                     assert pt.py_next_page(int(p)) == (order[order.index(p) + 1]
                                                        if order.index(p) + 1 < len(order) else -1)
     assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
+
+
+def model_runs(first, sizes, loc, intr):
+    """The maximal runs of a page-by-page state: (first page, end, tier, in transfer)."""
+    out = []
+    for f, n in zip(first, sizes):
+        f, n = int(f), int(n)
+        change = np.flatnonzero((loc[f + 1:f + n] != loc[f:f + n - 1]) | (intr[f + 1:f + n] != intr[f:f + n - 1]))
+        starts = [f] + [f + 1 + int(c) for c in change]
+        ends = starts[1:] + [f + n]
+        out += [(s, e, int(loc[s]), int(intr[s])) for s, e in zip(starts, ends)]
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_thousands_of_runs_split_and_merge_across_leaves(seed):
+    """The run map keeps runs in sorted leaves (64 runs, 4 in the debug build) that split when
+    full and merge when small: thousands of runs made by one-page assignments, then merged away
+    by long ones, must stay exactly the maximal runs the pages' states give, and run_at must
+    find each page's run."""
+    rng = np.random.default_rng(seed)
+    sizes = [6000, 3, 2500]
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    n_pages = sum(sizes)
+    pt = PageTable({"first": first, "pages": sizes, "is_global": [0] * 3, "birth": [0] * 3,
+                    "death": [5] * 3}, n_pages, 100_000)
+    owner = np.repeat(np.arange(3), sizes)
+    loc = np.full(n_pages, TIER_NOT_PRESENT, np.int8)
+    intr = np.zeros(n_pages, np.int8)
+    tiers = [TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU]
+    most = 0
+    for phase, (count, longest) in enumerate([(3000, 3), (400, 2000), (1500, 5), (300, 6000)]):
+        for i in range(count):
+            a = int(rng.integers(n_pages))
+            t = int(owner[a])
+            b = min(a + int(rng.integers(1, longest + 1)), int(first[t] + sizes[t]))
+            tier, flag = tiers[int(rng.integers(4))], int(rng.integers(2))
+            pt.py_assign(t, a, b, tier, flag)
+            loc[a:b] = tier
+            intr[a:b] = flag
+            if i % 97 == 0:
+                runs = pt.runs()
+                most = max(most, len(runs))
+                assert runs == model_runs(first, sizes, loc, intr)
+                for p in rng.integers(n_pages, size=20):
+                    p = int(p)
+                    s, e, l_, f_ = pt.py_run_at(p)
+                    assert s <= p < e and (l_, f_) == (loc[p], intr[p])
+        assert pt.runs() == model_runs(first, sizes, loc, intr)
+    assert most > 1000                      # the one-page phases made many leaves' worth

@@ -1,17 +1,16 @@
-/* A node pool for the replay's ordered maps (runmap.h).
+/* A pool of fixed-size nodes, for the SSD's tables (_ssd.pyx: the l2p leaves and the dense
+ * p2l tables).
  *
- * std::map allocates one node per run and frees it when runs merge; the replay does
- * that tens of millions of times per run, and general-purpose malloc/free was ~9 % of
- * its time.  g10_pool_alloc hands out fixed-size nodes from chunks and keeps freed
- * nodes on a free list.  Each default-constructed allocator (so each map) owns its own
- * pool; copies and rebinds share it, and it is released with the last of them.
+ * Those tables are made and freed millions of times in a run, and general-purpose
+ * malloc/free cost a measurable share of it.  A pool hands out nodes of one size from
+ * chunks of 4096 and keeps freed nodes on a free list; it returns its chunks to the heap
+ * only when it is destroyed.
  */
 #ifndef G10CORE_POOL_H
 #define G10CORE_POOL_H
 
 #include <cstddef>
 #include <memory>
-#include <new>
 #include <vector>
 
 class g10_node_pool {
@@ -63,34 +62,5 @@ private:
     char *next_;
     std::vector<std::unique_ptr<char[]>> chunks_;
 };
-
-template <class T>
-struct g10_pool_alloc {
-    typedef T value_type;
-    std::shared_ptr<g10_node_pool> pool;
-
-    g10_pool_alloc() : pool(std::make_shared<g10_node_pool>()) {}
-    template <class U>
-    g10_pool_alloc(const g10_pool_alloc<U> &o) noexcept : pool(o.pool) {}
-
-    T *allocate(std::size_t n) {
-        /* single nodes (all std::map asks for) come from the pool, anything else from new */
-        if (n == 1 && (pool->node_size() == 0 || pool->node_size() >= sizeof(T)) &&
-            alignof(T) <= alignof(std::max_align_t))
-            return static_cast<T *>(pool->get(sizeof(T)));
-        return static_cast<T *>(::operator new(n * sizeof(T)));
-    }
-    void deallocate(T *p, std::size_t n) noexcept {
-        if (n == 1 && pool->node_size() >= sizeof(T) && alignof(T) <= alignof(std::max_align_t))
-            pool->put(p);
-        else
-            ::operator delete(p);
-    }
-};
-
-template <class T, class U>
-bool operator==(const g10_pool_alloc<T> &a, const g10_pool_alloc<U> &b) noexcept { return a.pool == b.pool; }
-template <class T, class U>
-bool operator!=(const g10_pool_alloc<T> &a, const g10_pool_alloc<U> &b) noexcept { return a.pool != b.pool; }
 
 #endif

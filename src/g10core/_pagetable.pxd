@@ -1,29 +1,31 @@
 # The UVM page table of the page-level replay: where every page of the footprint
 # lives, kept in runs (extents), never per page.  See _pagetable.pyx.
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t
-from libcpp.map cimport map as cmap
 from libcpp.vector cimport vector
-from libcpp.utility cimport pair
 from cython.operator cimport dereference as deref, predecrement as predec
 
 from g10core._types cimport loc_run, lru_node, g10_removed
 
-cdef extern from "g10core/pool.h":
-    cdef cppclass g10_pool_alloc[T]:     # node pool (pool.h): one per map
-        pass
-
-cdef extern from "<functional>" namespace "std":
-    cdef cppclass less[T]:
-        pass
-
 cdef extern from "g10core/runmap.h":
-    # the same type as runmap.h's typedef: a std::map whose nodes come from a pool
-    ctypedef cmap[int64_t, loc_run, less[int64_t], g10_pool_alloc[pair[const int64_t, loc_run]]] g10_runmap
-    int G10_RUN_VER_SHIFT
-    g10_removed g10_assign(g10_runmap& m, int64_t a, int64_t b, int8_t loc, int8_t intr,
-                           int64_t lo, int64_t hi, int8_t gpu, uint32_t* key_ver) except + nogil
+    cdef cppclass g10_run_entry:         # a run: its first page and its state
+        int64_t first
+        loc_run second
+    cdef cppclass g10_runmap:            # first page -> run, in sorted leaves (runmap.h)
+        cppclass iterator:               # dead after any change to the map but the one it returns
+            iterator() noexcept nogil
+            g10_run_entry& operator*() noexcept nogil
+            iterator operator++() noexcept nogil
+            iterator operator--() noexcept nogil
+            bint operator==(iterator) noexcept nogil
+            bint operator!=(iterator) noexcept nogil
+        size_t size() noexcept nogil
+        iterator begin() noexcept nogil
+        iterator end() noexcept nogil
+        iterator upper_bound(int64_t key) noexcept nogil
+        void put(int64_t key, loc_run r) except + nogil
     g10_removed g10_assign_at(g10_runmap& m, g10_runmap.iterator it, int64_t a, int64_t b, int8_t loc,
-                              int8_t intr, int64_t lo, int64_t hi, int8_t gpu, uint32_t* key_ver) except + nogil
+                              int8_t intr, int64_t lo, int64_t hi, int8_t gpu,
+                              g10_runmap.iterator* at) except + nogil
 
 cdef extern from "g10core/sortedindex.h":
     cdef cppclass g10_sorted_index:      # first page -> node, "last key <= p" queries
@@ -37,7 +39,6 @@ cimport cython
 
 cdef enum:
     TENSOR_GRID_SHIFT = 9              # tensor_of's table: one entry per 512 pages (2 MiB)
-    RUN_CACHE_SIZE = 2048              # run_at's cache: entries (a power of two)
 
 
 @cython.final
@@ -77,18 +78,7 @@ cdef class PageTable:
     # ---- location runs: first page -> (end, tier, in transfer) ----
     cdef g10_runmap loc
     cdef g10_runmap.iterator run_finger    # the run run_at found last (callers go page by page)
-    cdef bint run_finger_ok                # false once the map changed (assign_at)
-    # run_at's cache, direct-mapped by 2 MiB stretch of pages: the run found there last, with
-    # the version its first page's stretch had then.  Erasing a run bumps the version of the
-    # stretch its first page lies in (runmap.h), so a cached run is live while the versions
-    # agree, and then it is the answer if it covers the page (runs are disjoint).
-    cdef uint32_t* key_ver                 # per 2 MiB stretch of pages (wraps after 2^32 erasures
-                                           # in one stretch; a run makes ~10^7 in all)
-    cdef int64_t n_ver
-    cdef vector[g10_runmap.iterator] rc_it
-    cdef int64_t* rc_stretch               # the stretch each entry was made for (-1: none)
-    cdef int64_t* rc_key_stretch           # its run's first page's stretch
-    cdef uint32_t* rc_ver                  # and that stretch's version then
+    cdef bint run_finger_ok                # false before the first run_at
 
     # ---- the GPU's pages in arrival order (the artifact's "LRU": FIFO by arrival) ----
     cdef vector[lru_node] nodes

@@ -88,18 +88,6 @@ cdef class PageTable:
         self.node_seq = 0
         self.arrivals = 0
         self.run_finger_ok = False
-        # run_at's cache (see the .pxd); stretches up to the last tensor's end
-        n_ver = (int(np.max(keep["first"] + keep["pages"])) >> G10_RUN_VER_SHIFT) + 1 if T else 1
-        for name, dtype, fill in (("key_ver", np.uint32, 0), ("rc_stretch", np.int64, -1),
-                                  ("rc_key_stretch", np.int64, 0), ("rc_ver", np.uint32, 0)):
-            keep[name] = np.full(n_ver if name == "key_ver" else RUN_CACHE_SIZE, fill, dtype)
-        cdef uint32_t[::1] vu32
-        vu32 = keep["key_ver"]; self.key_ver = &vu32[0]
-        self.n_ver = n_ver
-        v64 = keep["rc_stretch"]; self.rc_stretch = &v64[0]
-        v64 = keep["rc_key_stretch"]; self.rc_key_stretch = &v64[0]
-        vu32 = keep["rc_ver"]; self.rc_ver = &vu32[0]
-        self.rc_it.resize(RUN_CACHE_SIZE)
         self.n_allocated = self.n_dropped = self.n_freed_gpu = self.n_freed_host = 0
         cdef int64_t i, t
         cdef loc_run r
@@ -108,7 +96,7 @@ cdef class PageTable:
             r.end = self.t_first[t] + self.t_np[t]
             r.loc = TIER_SSD if self.t_global[t] else TIER_NOT_PRESENT
             r.intr = 0
-            self.loc[self.t_first[t]] = r
+            self.loc.put(self.t_first[t], r)
 
     # ======================================================================
     # tensors
@@ -175,8 +163,10 @@ cdef class PageTable:
         """assign, when the caller holds ``it``, the run that contains page a."""
         cdef int64_t lo = self.t_first[t]
         cdef g10_removed rem
-        self.run_finger_ok = False         # runs split and merge: iterators may die
-        rem = g10_assign_at(self.loc, it, a, b, loc, intr, lo, lo + self.t_np[t], TIER_GPU, self.key_ver)
+        # runs split and merge, and the map's other iterators die: the finger moves to the run
+        # that now holds [a, b)
+        rem = g10_assign_at(self.loc, it, a, b, loc, intr, lo, lo + self.t_np[t], TIER_GPU, &self.run_finger)
+        self.run_finger_ok = True
         self.cnt_ready[t] -= rem.ready
         self.cnt_intr[t] -= rem.intr
         self.gpu_intr -= rem.gpu_intr
@@ -193,7 +183,6 @@ cdef class PageTable:
         so the run found last, or the one after it, usually holds it: runs are disjoint,
         so whichever covers the page is the one; only otherwise is the map searched."""
         cdef g10_runmap.iterator it
-        cdef int64_t k = page >> G10_RUN_VER_SHIFT, e = k & (RUN_CACHE_SIZE - 1), ks
         if self.run_finger_ok:
             it = self.run_finger
             if deref(it).first <= page:
@@ -203,21 +192,10 @@ cdef class PageTable:
                 if it != self.loc.end() and deref(it).first <= page < deref(it).second.end:
                     self.run_finger = it
                     return it
-        if self.rc_stretch[e] == k and self.key_ver[self.rc_key_stretch[e]] == self.rc_ver[e]:
-            it = self.rc_it[e]               # live: its first page's stretch lost no run since
-            if deref(it).first <= page < deref(it).second.end:
-                self.run_finger = it
-                self.run_finger_ok = True
-                return it
         it = self.loc.upper_bound(page)
         dec(it)
         self.run_finger = it
         self.run_finger_ok = True
-        ks = deref(it).first >> G10_RUN_VER_SHIFT
-        self.rc_it[e] = it
-        self.rc_stretch[e] = k
-        self.rc_key_stretch[e] = ks
-        self.rc_ver[e] = self.key_ver[ks]
         return it
 
     cdef int64_t idle_runs(self, int32_t t, vector[int64_t]& segs) except -1 nogil:

@@ -154,7 +154,7 @@ cdef struct ssd_plane:
 # Page state is kept in runs: a run covers consecutive pages of ONE tensor that
 # share a location and an in-transfer flag.  Runs never cross tensor boundaries.
 cdef extern from "g10core/runmap.h":
-    # the run map and its assignment live in a C++ header (hinted std::map inserts)
+    # the run map and its assignment live in a C++ header (sorted leaves of runs)
     cdef struct g10_loc_run:
         int64_t end            # one past the last page of the run
         int8_t loc             # Tier
