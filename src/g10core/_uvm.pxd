@@ -107,6 +107,7 @@ cdef class FarFaultHandler:
     cdef g10_unitset pending             # units in the buffer (deduplication)
     cdef vector[fault_entry] batch     # scratch: the batch being serviced
     cdef vector[uvm_move] moves        # what the latest batch / hint / eviction / release moved
+    cdef vector[uvm_move] pref_moves   # scratch: a block's prefetch moves (_add_fault_runs)
     cdef vector[pair[int64_t, int64_t]] ranges   # scratch: the ranges a batch brings in, merged
     cdef cycle_t busy_until            # the handler is servicing a batch until then
     cdef cycle_t last_start            # when the latest batch started
@@ -154,6 +155,8 @@ cdef class FarFaultHandler:
     cdef void _migrating(self, va_block* b, const uint64_t* bits) noexcept nogil
     cdef void _prefetch_tree(self, va_block* b, int64_t unit_off, uint64_t* occ) noexcept nogil
     cdef int _add_runs(self, int64_t base, const uint64_t* bits, int64_t n_bits, int8_t cause) except -1 nogil
+    cdef int _add_fault_runs(self, int64_t base, const uint64_t* fresh, const uint64_t* pref,
+                             int64_t n_bits) except -1 nogil
     cdef int64_t _evict(self, int64_t need, int8_t forced_dest, cycle_t now, bint for_fault) except -1 nogil
     cdef int64_t _evict_picked(self, int64_t need, bint for_fault) except -1 nogil
     cdef void _put_back(self, size_t first) noexcept nogil

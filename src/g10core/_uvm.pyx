@@ -425,6 +425,43 @@ cdef class FarFaultHandler:
             i = next_set(bits, e, n_bits)
         return 0
 
+    cdef int _add_fault_runs(self, int64_t base, const uint64_t* fresh, const uint64_t* pref,
+                             int64_t n_bits) except -1 nogil:
+        """_add_runs(fresh, MOVE_FAULT) then _add_runs(pref, MOVE_PREFETCH) (the bits are
+        disjoint), with one walk over the tier map in page order instead of two: the second
+        would start over at the block's first page, where the tier map's finger is not."""
+        cdef uint64_t both[8]
+        cdef int64_t i, e, f, k
+        cdef page_t a, run_end
+        cdef bint faulted
+        cdef uvm_move m
+        for k in range(8):
+            both[k] = fresh[k] | pref[k]
+        self.pref_moves.clear()
+        m.dst = TIER_GPU
+        m.done = -1
+        i = next_set(both, 0, n_bits)
+        while i < n_bits:
+            e = next_clear(both, i, n_bits)
+            while i < e:                  # the fresh and the prefetched stretches of [i, e)
+                faulted = bit_test(fresh, i)
+                f = next_clear(fresh, i, e) if faulted else next_set(fresh, i, e)
+                m.cause = MOVE_FAULT if faulted else MOVE_PREFETCH
+                a = base + i
+                while a < base + f:
+                    m.src = self.tiers.tier_run(a, base + f, &run_end)
+                    m.first = a
+                    m.end = run_end
+                    if faulted:
+                        self.moves.push_back(m)
+                    else:
+                        self.pref_moves.push_back(m)
+                    a = run_end
+                i = f
+            i = next_set(both, e, n_bits)
+        self.moves.insert(self.moves.end(), self.pref_moves.begin(), self.pref_moves.end())
+        return 0
+
     cdef cycle_t _move_in(self, size_t first_move, cycle_t t_in, cycle_t t_floor) noexcept nogil:
         """Start the transfers of moves[first_move:] that come in (at t_in); return when all are in."""
         cdef size_t j
@@ -774,8 +811,7 @@ cdef class FarFaultHandler:
                 if b.n_resident == 0:
                     self._drop_record(rec)
                 continue
-            self._add_runs(blockno * B, fresh, B, MOVE_FAULT)
-            self._add_runs(blockno * B, pref, B, MOVE_PREFETCH)
+            self._add_fault_runs(blockno * B, fresh, pref, B)
             b = &self.blocks[rec]
             for k in range(8):
                 fresh[k] |= pref[k]
