@@ -9,7 +9,8 @@
  * still, mostly a few runs from the last one.  A std::map cost a ~20-level descent of cache
  * misses per lookup and a pointer chase per step (Belady SENet154: 12 % of the profile).
  * Here the entries live in sorted leaves of up to kCap, found by a binary search over the
- * leaves' first keys (a small contiguous array), and a step is an index increment.
+ * leaves' first keys (a small contiguous array; the leaf found last, or the next one, is
+ * tried first), and a step is an index increment.
  *
  * An iterator is a (leaf, position) pair: any change to the map may move entries, so the
  * iterators a caller holds are dead after one, except the one a change returns.
@@ -180,8 +181,14 @@ private:
 
     /* The leaf whose range holds key: the last with first key <= key (leaf 0 below all). */
     std::size_t leaf_for(int64_t key) const {
+        /* callers go in page order: the leaf found last, or the next one, usually holds it */
+        std::size_t h = hint_, n = first_.size();
+        if (h < n && first_[h] <= key) {
+            if (h + 1 == n || key < first_[h + 1]) return h;
+            if (h + 2 == n || key < first_[h + 2]) return hint_ = h + 1;
+        }
         std::size_t j = std::upper_bound(first_.begin(), first_.end(), key) - first_.begin();
-        return j ? j - 1 : 0;
+        return hint_ = j ? j - 1 : 0;
     }
 
     /* The position of the first entry of L with a key > key. */
@@ -259,6 +266,7 @@ private:
     }
 
     std::vector<int64_t> first_;                 /* each leaf's first key, ascending */
+    mutable std::size_t hint_ = 0;               /* the leaf leaf_for found last */
     std::vector<std::unique_ptr<leaf>> leaves_;
     std::size_t size_;
 };

@@ -4,7 +4,9 @@
  * A std::map cost a ~17-level descent of cache misses per insert, erase and query, and
  * the detailed preset does millions of each.  Keys here live in sorted leaves of up to
  * kCap entries, found by a binary search over the leaves' first keys (a small
- * contiguous array): a few cache lines per operation.  Leaves split when full and merge
+ * contiguous array): a few cache lines per operation.  Operations come in page order
+ * (a batch's arrivals, a departure's nodes), so the leaf found last, or the next one, is
+ * tried before the search.  Leaves split when full and merge
  * with a neighbour when both are small, so their count stays within 4 N / kCap + 1.
  */
 #ifndef G10CORE_SORTEDINDEX_H
@@ -120,8 +122,14 @@ private:
 
     /* The leaf whose range holds key: the last with first key <= key (leaf 0 below all). */
     std::size_t leaf_for(int64_t key) const {
+        /* callers go in page order: the leaf found last, or the next one, usually holds it */
+        std::size_t h = hint_, n = first_.size();
+        if (h < n && first_[h] <= key) {
+            if (h + 1 == n || key < first_[h + 1]) return h;
+            if (h + 2 == n || key < first_[h + 2]) return hint_ = h + 1;
+        }
         std::size_t j = std::upper_bound(first_.begin(), first_.end(), key) - first_.begin();
-        return j ? j - 1 : 0;
+        return hint_ = j ? j - 1 : 0;
     }
 
     /* A leaf below a quarter full merges with a neighbour when both fit in half a leaf. */
@@ -161,6 +169,7 @@ private:
     }
 
     std::vector<int64_t> first_;                 /* each leaf's first key, ascending */
+    mutable std::size_t hint_ = 0;               /* the leaf leaf_for found last */
     std::vector<std::unique_ptr<leaf>> leaves_;
     std::size_t size_;
 };
