@@ -155,16 +155,8 @@ public:
                 p = 0;
             }
         }
-        /* then put the new ones in where the old ones began */
-        if (leaves_.empty()) {
-            leaves_.emplace_back(new leaf());
-            first_.push_back(repl[0].first);
-            j = 0;
-            p = 0;
-        } else if (j == leaves_.size()) {
-            j = leaves_.size() - 1;
-            p = leaves_[j]->n;
-        }
+        /* then put the new ones in where the old ones began (insert_at takes the map's end
+         * and an empty map) */
         for (int i = 0; i < k; ++i) {
             insert_at(j, p, repl[i]);
             iterator at = find_present(repl[i].first);   /* a split may have moved it */

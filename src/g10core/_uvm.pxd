@@ -154,6 +154,7 @@ cdef class FarFaultHandler:
     cdef void _drop_record(self, int32_t i) noexcept nogil
     cdef void _migrating(self, va_block* b, const uint64_t* bits) noexcept nogil
     cdef void _prefetch_tree(self, va_block* b, int64_t unit_off, uint64_t* occ) noexcept nogil
+    cdef int _add_tier_moves(self, page_t a, page_t end, int8_t cause, vector[uvm_move]& out) except -1 nogil
     cdef int _add_runs(self, int64_t base, const uint64_t* bits, int64_t n_bits, int8_t cause) except -1 nogil
     cdef int _add_fault_runs(self, int64_t base, const uint64_t* fresh, const uint64_t* pref,
                              int64_t n_bits) except -1 nogil

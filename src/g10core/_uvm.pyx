@@ -405,23 +405,27 @@ cdef class FarFaultHandler:
 
     # ---- moves ----
 
+    cdef int _add_tier_moves(self, page_t a, page_t end, int8_t cause, vector[uvm_move]& out) except -1 nogil:
+        """Append to ``out`` a move in for pages [a, end), one per run of one source tier."""
+        cdef page_t run_end
+        cdef uvm_move m
+        m.dst = TIER_GPU
+        m.cause = cause
+        m.done = -1
+        while a < end:
+            m.src = self.tiers.tier_run(a, end, &run_end)
+            m.first = a
+            m.end = run_end
+            out.push_back(m)
+            a = run_end
+        return 0
+
     cdef int _add_runs(self, int64_t base, const uint64_t* bits, int64_t n_bits, int8_t cause) except -1 nogil:
         """Append a move in for each run of set bits (pages base + i), split by source tier."""
         cdef int64_t i = next_set(bits, 0, n_bits), e
-        cdef page_t a, run_end
-        cdef uvm_move m
         while i < n_bits:
             e = next_clear(bits, i, n_bits)
-            a = base + i
-            while a < base + e:
-                m.src = self.tiers.tier_run(a, base + e, &run_end)
-                m.first = a
-                m.end = run_end
-                m.dst = TIER_GPU
-                m.cause = cause
-                m.done = -1
-                self.moves.push_back(m)
-                a = run_end
+            self._add_tier_moves(base + i, base + e, cause, self.moves)
             i = next_set(bits, e, n_bits)
         return 0
 
@@ -432,31 +436,19 @@ cdef class FarFaultHandler:
         would start over at the block's first page, where the tier map's finger is not."""
         cdef uint64_t both[8]
         cdef int64_t i, e, f, k
-        cdef page_t a, run_end
-        cdef bint faulted
-        cdef uvm_move m
         for k in range(8):
             both[k] = fresh[k] | pref[k]
         self.pref_moves.clear()
-        m.dst = TIER_GPU
-        m.done = -1
         i = next_set(both, 0, n_bits)
         while i < n_bits:
             e = next_clear(both, i, n_bits)
             while i < e:                  # the fresh and the prefetched stretches of [i, e)
-                faulted = bit_test(fresh, i)
-                f = next_clear(fresh, i, e) if faulted else next_set(fresh, i, e)
-                m.cause = MOVE_FAULT if faulted else MOVE_PREFETCH
-                a = base + i
-                while a < base + f:
-                    m.src = self.tiers.tier_run(a, base + f, &run_end)
-                    m.first = a
-                    m.end = run_end
-                    if faulted:
-                        self.moves.push_back(m)
-                    else:
-                        self.pref_moves.push_back(m)
-                    a = run_end
+                if bit_test(fresh, i):
+                    f = next_clear(fresh, i, e)
+                    self._add_tier_moves(base + i, base + f, MOVE_FAULT, self.moves)
+                else:
+                    f = next_set(fresh, i, e)
+                    self._add_tier_moves(base + i, base + f, MOVE_PREFETCH, self.pref_moves)
                 i = f
             i = next_set(both, e, n_bits)
         self.moves.insert(self.moves.end(), self.pref_moves.begin(), self.pref_moves.end())
