@@ -24,13 +24,6 @@
 #include <memory>
 #include <vector>
 
-#ifndef G10_RUNMAP_LEAF
-#ifdef G10_DEBUG
-#define G10_RUNMAP_LEAF 4      /* the debug build splits and merges leaves all the time */
-#else
-#define G10_RUNMAP_LEAF 64
-#endif
-#endif
 
 struct g10_loc_run {
     int64_t end;   /* one past the last page */
@@ -45,7 +38,9 @@ struct g10_run_entry {
 };
 
 class g10_runmap {
-    static constexpr int kCap = G10_RUNMAP_LEAF;
+    /* 64 runs, 1.5 KB: 16 and 32 were slower.  (A split or a dropped leaf moves the leaves'
+     * arrays, O(leaves): a debug build with 4-run leaves took minutes on one published trace.) */
+    static constexpr int kCap = 64;
     struct leaf {
         int n = 0;
         g10_run_entry e[kCap];
