@@ -24,6 +24,8 @@
 #include <memory>
 #include <vector>
 
+#include "g10core/leaves.h"
+
 
 struct g10_loc_run {
     int64_t end;   /* one past the last page */
@@ -166,17 +168,7 @@ private:
     static bool key_less(int64_t key, const g10_run_entry &e) { return key < e.first; }
     static bool entry_less(const g10_run_entry &e, int64_t key) { return e.first < key; }
 
-    /* The leaf whose range holds key: the last with first key <= key (leaf 0 below all). */
-    std::size_t leaf_for(int64_t key) const {
-        /* callers go in page order: the leaf found last, or the next one, usually holds it */
-        std::size_t h = hint_, n = first_.size();
-        if (h < n && first_[h] <= key) {
-            if (h + 1 == n || key < first_[h + 1]) return h;
-            if (h + 2 == n || key < first_[h + 2]) return hint_ = h + 1;
-        }
-        std::size_t j = std::upper_bound(first_.begin(), first_.end(), key) - first_.begin();
-        return hint_ = j ? j - 1 : 0;
-    }
+    std::size_t leaf_for(int64_t key) const { return g10_leaf_for(first_, hint_, key); }
 
     /* The position of the first entry of L with a key > key. */
     static int upper_in_leaf(const leaf &L, int64_t key) {

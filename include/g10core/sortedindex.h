@@ -18,6 +18,8 @@
 #include <memory>
 #include <vector>
 
+#include "g10core/leaves.h"
+
 class g10_sorted_index {
 public:
     g10_sorted_index() : size_(0) {}
@@ -120,17 +122,7 @@ private:
         int32_t val[kCap];
     };
 
-    /* The leaf whose range holds key: the last with first key <= key (leaf 0 below all). */
-    std::size_t leaf_for(int64_t key) const {
-        /* callers go in page order: the leaf found last, or the next one, usually holds it */
-        std::size_t h = hint_, n = first_.size();
-        if (h < n && first_[h] <= key) {
-            if (h + 1 == n || key < first_[h + 1]) return h;
-            if (h + 2 == n || key < first_[h + 2]) return hint_ = h + 1;
-        }
-        std::size_t j = std::upper_bound(first_.begin(), first_.end(), key) - first_.begin();
-        return hint_ = j ? j - 1 : 0;
-    }
+    std::size_t leaf_for(int64_t key) const { return g10_leaf_for(first_, hint_, key); }
 
     /* A leaf below a quarter full merges with a neighbour when both fit in half a leaf. */
     void shrink(std::size_t j) {
