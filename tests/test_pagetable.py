@@ -184,8 +184,9 @@ def test_tensor_of_matches_a_search_over_every_tensor(sizes, seed):
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_arrival_list_with_thousands_of_nodes(seed):
-    """Enough nodes that the arrival index's leaves split and merge: departures anywhere in
-    the list (mostly away from the last node found) and re-arrivals keep the list exact."""
+    """Thousands of nodes, several to a 2 MiB of the node grid: departures anywhere in the
+    list (mostly away from the last node found) and re-arrivals keep the list and the grid
+    exact."""
     rng = np.random.default_rng(seed)
     n_pages = 3000
     pt = PageTable({"first": [0], "pages": [n_pages], "is_global": [0], "birth": [0], "death": [5]},
@@ -215,16 +216,18 @@ def test_arrival_list_with_thousands_of_nodes(seed):
         if step % 100 == 0:
             assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
             assert pt.stats()["lru_nodes"] == len(pt.arrival_list())
+            assert_grid_matches(pt)
     assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
     assert [p for (s, c) in pt.tensor_chain(0) for p in range(s, s + c)] == order
+    assert_grid_matches(pt)
 
 
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_departures_of_page_ranges_spanning_many_nodes(seed):
     """The handler evicts a VA block's pages at once, and they arrived in many nodes, in any
-    order: depart reads the nodes after the first off the index and takes their keys out as a
-    range (across the index's leaves).  The list, the chains and the index stay exact."""
+    order: depart finds the nodes after the first through the node grid.  The list, the
+    chains and the grid stay exact."""
     rng = np.random.default_rng(seed)
     n_pages = 6000
     pt = PageTable({"first": [0, 2500], "pages": [2500, 3500], "is_global": [0, 0], "birth": [0, 0],
@@ -264,11 +267,73 @@ def test_departures_of_page_ranges_spanning_many_nodes(seed):
                 assert ([p for (s, c) in pt.tensor_chain(t) for p in range(s, s + c)]
                         == [p for p in order if owner(p) == t])
             assert pt.stats()["lru_nodes"] == len(pt.arrival_list())
+            assert_grid_matches(pt)
             for p in rng.integers(0, n_pages, 20):            # every present page's node is found
                 if present[p]:
                     assert pt.py_next_page(int(p)) == (order[order.index(p) + 1]
                                                        if order.index(p) + 1 < len(order) else -1)
     assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
+
+
+GRID = 512                                  # pages per node-grid cell (2 MiB)
+
+
+def assert_grid_matches(pt):
+    """The node grid against the live nodes: per 2 MiB the first node with a page there, and
+    each node linked to its page-order neighbours exactly when they share a 2 MiB."""
+    nodes = sorted((s, c) for (s, c, _t) in pt.arrival_list())
+    grid, links = pt.grid_state()
+    want = [-1] * len(grid)
+    for s, c in reversed(nodes):
+        for g in range(s // GRID, (s + c - 1) // GRID + 1):
+            want[g] = s
+    assert grid == want
+    for k, (s, c) in enumerate(nodes):
+        nxt = nodes[k + 1][0] if k + 1 < len(nodes) and nodes[k + 1][0] // GRID == (s + c - 1) // GRID else -1
+        prv = nodes[k - 1][0] if k > 0 and (sum(nodes[k - 1]) - 1) // GRID == s // GRID else -1
+        assert links[s] == (prv, nxt), (s, c)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_node_grid_with_nodes_spanning_many_2mib(seed):
+    """Nodes of one page to several 2 MiB arrive in any order, lose their first pages, their
+    last ones or a middle stretch (a split), grow at the list's tail and leave: after each
+    step the grid names each 2 MiB's first node and links exactly the neighbours that share
+    one, and every present page's node is found through it."""
+    rng = np.random.default_rng(seed)
+    n_pages = 24 * GRID
+    pt = PageTable({"first": [0], "pages": [n_pages], "is_global": [0], "birth": [0], "death": [5]},
+                   n_pages, 100)
+    order: list[int] = []
+    present = np.zeros(n_pages, bool)
+    for step in range(250):
+        if rng.random() < 0.45 or not order:
+            a = int(rng.integers(n_pages))
+            want = int(rng.choice([1, 7, GRID - 3, GRID, 3 * GRID + 5]))
+            b = a
+            while b < n_pages and b - a < want and not present[b]:
+                b += 1
+            if b > a:
+                pt.py_arrive(a, b - a, 0)          # joins the tail node when it follows it
+                order.extend(range(a, b))
+                present[a:b] = True
+        else:
+            a = order[int(rng.integers(len(order)))]
+            want = int(rng.choice([1, 3, 40, GRID, 2 * GRID + 9]))
+            b = a
+            while b < n_pages and b - a < want and present[b]:
+                b += 1
+            pt.py_depart(a, b - a)
+            gone = set(range(a, b))
+            order[:] = [p for p in order if p not in gone]
+            present[a:b] = False
+        assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
+        assert_grid_matches(pt)
+        for p in rng.integers(0, n_pages, 10):
+            if present[p]:
+                k = order.index(int(p))
+                assert pt.py_next_page(int(p)) == (order[k + 1] if k + 1 < len(order) else -1)
 
 
 def model_runs(first, sizes, loc, intr):

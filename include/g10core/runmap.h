@@ -24,8 +24,6 @@
 #include <memory>
 #include <vector>
 
-#include "g10core/leaves.h"
-
 
 struct g10_loc_run {
     int64_t end;   /* one past the last page */
@@ -168,7 +166,18 @@ private:
     static bool key_less(int64_t key, const g10_run_entry &e) { return key < e.first; }
     static bool entry_less(const g10_run_entry &e, int64_t key) { return e.first < key; }
 
-    std::size_t leaf_for(int64_t key) const { return g10_leaf_for(first_, hint_, key); }
+    /* The leaf whose range holds key: the last whose first key is <= key (leaf 0 below all).
+     * Callers go in page order, so the leaf found last (hint_), or the next one, is tried
+     * before the binary search; hint_ is left on the answer. */
+    std::size_t leaf_for(int64_t key) const {
+        std::size_t h = hint_, n = first_.size();
+        if (h < n && first_[h] <= key) {
+            if (h + 1 == n || key < first_[h + 1]) return h;
+            if (h + 2 == n || key < first_[h + 2]) return hint_ = h + 1;
+        }
+        std::size_t j = std::upper_bound(first_.begin(), first_.end(), key) - first_.begin();
+        return hint_ = j ? j - 1 : 0;
+    }
 
     /* The position of the first entry of L with a key > key. */
     static int upper_in_leaf(const leaf &L, int64_t key) {

@@ -27,18 +27,11 @@ cdef extern from "g10core/runmap.h":
                               int8_t intr, int64_t lo, int64_t hi, int8_t gpu,
                               g10_runmap.iterator* at) except + nogil
 
-cdef extern from "g10core/sortedindex.h":
-    cdef cppclass g10_sorted_index:      # first page -> node, "last key <= p" queries
-        size_t size() noexcept
-        void put(int64_t key, int32_t val) except + nogil
-        void erase(int64_t key) noexcept nogil
-        int32_t floor_val(int64_t p, int* found) noexcept nogil
-        void extract(int64_t lo, int64_t hi, vector[int32_t]& out) except + nogil
-
 cimport cython
 
 cdef enum:
     TENSOR_GRID_SHIFT = 9              # tensor_of's table: one entry per 512 pages (2 MiB)
+    NODE_GRID_SHIFT = 9                # node_grid: one entry per 512 pages (2 MiB)
 
 
 @cython.final
@@ -83,8 +76,9 @@ cdef class PageTable:
     # ---- the GPU's pages in arrival order (the artifact's "LRU": FIFO by arrival) ----
     cdef vector[lru_node] nodes
     cdef vector[int32_t] free_nodes
-    cdef g10_sorted_index lru_index        # a node's first page -> the node
-    cdef vector[int32_t] depart_nodes      # depart's scratch: the nodes after the first, page order
+    # which node holds a page: per 2 MiB of pages, the first node (in page order) with a page
+    # there (-1: none); from it, the nodes with pages in that 2 MiB follow through pnext
+    cdef int32_t* node_grid
     cdef public int32_t head, tail         # oldest and newest node (-1: empty)
     cdef int32_t finger                    # the node lru_find found last
     cdef public int64_t cursor             # victim search position (a page; -1: the list's end)
@@ -130,16 +124,20 @@ cdef class PageTable:
     cdef int32_t _new_node(self, int64_t start, int64_t count, int32_t t) except -1 nogil
     cdef void _tensor_link_after(self, int32_t i, int32_t after) noexcept nogil
     cdef void _tensor_unlink(self, int32_t i) noexcept nogil
-    cdef void _unlink(self, int32_t i, bint erase_key=*) noexcept nogil
+    cdef void _unlink(self, int32_t i) noexcept nogil
+    cdef void _grid_insert(self, int32_t i) noexcept nogil
+    cdef void _grid_remove(self, int32_t i) noexcept nogil
+    cdef void _grid_start_at(self, int32_t i, int64_t s2) noexcept nogil
+    cdef void _grid_end_at(self, int32_t i, int64_t e2) noexcept nogil
     cdef int arrive(self, int64_t start, int64_t count, int32_t t) except -1 nogil
     cdef int depart(self, int64_t a, int64_t count) except -1 nogil
-    cdef int _depart_from(self, int32_t i, int64_t a, int64_t take, bint key_indexed=*) except -1 nogil
+    cdef int _depart_from(self, int32_t i, int64_t a, int64_t take) except -1 nogil
     cdef inline int32_t node_of(self, int64_t page) noexcept nogil:
         """The node holding `page` (which must be in the list).
 
         Victims are taken along the list, so the node found last, or the one after it,
         usually holds the page: live nodes are disjoint, so whichever covers the page is
-        the one; only otherwise is the index searched."""
+        the one; only otherwise are the nodes with pages in its 2 MiB walked."""
         cdef int32_t i = self.finger
         cdef const lru_node* n
         if i >= 0:
@@ -151,8 +149,9 @@ cdef class PageTable:
                 if n.start <= page < n.start + n.count:
                     self.finger = self.nodes[i].next
                     return self.finger
-        cdef int found
-        i = self.lru_index.floor_val(page, &found)
+        i = self.node_grid[page >> NODE_GRID_SHIFT]
+        while self.nodes[i].start + self.nodes[i].count <= page:
+            i = self.nodes[i].pnext
         self.finger = i
         return i
     cdef int64_t next_page(self, int64_t page) noexcept nogil

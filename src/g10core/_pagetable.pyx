@@ -72,6 +72,10 @@ cdef class PageTable:
         v32 = keep["t_head"]; self.t_head = &v32[0]
         v32 = keep["t_tail"]; self.t_tail = &v32[0]
         v32 = keep["gpu_pos"]; self.gpu_pos = &v32[0]
+        # one entry per 2 MiB up to the last tensor's end (SENet154-1024's 1.7 TiB: 3.5 MB)
+        end = int((keep["first"] + keep["pages"]).max()) if T else 0
+        keep["node_grid"] = np.full((end >> NODE_GRID_SHIFT) + 1, -1, np.int32)
+        v32 = keep["node_grid"]; self.node_grid = &v32[0]
         self._keep = keep
 
         self.gpu_pages = gpu_pages
@@ -224,7 +228,7 @@ cdef class PageTable:
         n.start = start
         n.count = count
         n.tensor = t
-        n.prev = n.next = n.tprev = n.tnext = -1
+        n.prev = n.next = n.tprev = n.tnext = n.pprev = n.pnext = -1
         n.order = self.node_seq
         self.node_seq += 1
         if self.free_nodes.size():
@@ -234,8 +238,91 @@ cdef class PageTable:
         else:
             i = <int32_t>self.nodes.size()
             self.nodes.push_back(n)
-        self.lru_index.put(start, i)
+        self._grid_insert(i)
         return i
+
+    # The grid: node_grid[g] is the first node, in page order, with a page in the g-th 2 MiB
+    # of pages; a node's pnext/pprev link it to its page-order neighbours that share one of
+    # its 2 MiB (a node spanning several is the last one in its first 2 MiB and the first in
+    # the others).  Each change costs the 2 MiB it spans and the nodes of its end ones.
+
+    cdef void _grid_insert(self, int32_t i) noexcept nogil:
+        """Node i (its pages not in the list before) joins the grid."""
+        cdef int64_t s = self.nodes[i].start, e = s + self.nodes[i].count
+        cdef int64_t g0 = s >> NODE_GRID_SHIFT, g2 = (e - 1) >> NODE_GRID_SHIFT, g
+        cdef int32_t p = -1, c = self.node_grid[g0]
+        while c >= 0 and self.nodes[c].start < s:      # the nodes before it in its first 2 MiB
+            p = c
+            c = self.nodes[c].pnext
+        if g2 != g0:
+            # i covers the rest of g0 (c is -1 there) and the start of g2: the first node
+            # of g2 comes after it
+            c = self.node_grid[g2]
+            for g in range(g0 + 1, g2 + 1):
+                self.node_grid[g] = i
+        self.nodes[i].pprev = p
+        self.nodes[i].pnext = c
+        if p >= 0:
+            self.nodes[p].pnext = i
+        else:
+            self.node_grid[g0] = i
+        if c >= 0:
+            self.nodes[c].pprev = i
+
+    cdef void _grid_remove(self, int32_t i) noexcept nogil:
+        """Node i (all its pages) leaves the grid."""
+        cdef int64_t s = self.nodes[i].start, e = s + self.nodes[i].count
+        cdef int64_t g0 = s >> NODE_GRID_SHIFT, g2 = (e - 1) >> NODE_GRID_SHIFT, g
+        cdef int32_t p = self.nodes[i].pprev, n = self.nodes[i].pnext
+        if g2 != g0:                                   # its neighbours share no 2 MiB now
+            for g in range(g0 + 1, g2):
+                self.node_grid[g] = -1
+            self.node_grid[g2] = n
+            if n >= 0:
+                self.nodes[n].pprev = -1
+            n = -1
+        elif n >= 0:
+            self.nodes[n].pprev = p
+        if p >= 0:
+            self.nodes[p].pnext = n
+        else:
+            self.node_grid[g0] = n
+
+    cdef void _grid_start_at(self, int32_t i, int64_t s2) noexcept nogil:
+        """Node i's pages before s2 (inside it) leave it: its first page becomes s2."""
+        cdef int64_t s = self.nodes[i].start
+        cdef int64_t g0 = s >> NODE_GRID_SHIFT, g1 = s2 >> NODE_GRID_SHIFT, g
+        cdef int32_t p = self.nodes[i].pprev
+        if g1 != g0:
+            if p >= 0:
+                self.nodes[p].pnext = -1
+                self.nodes[i].pprev = -1
+            else:
+                self.node_grid[g0] = -1                # i covered the rest of g0
+            for g in range(g0 + 1, g1):
+                self.node_grid[g] = -1
+        self.nodes[i].start = s2
+
+    cdef void _grid_end_at(self, int32_t i, int64_t e2) noexcept nogil:
+        """Node i ends at e2 now (before or after its end; pages it gains are not in the list)."""
+        cdef int64_t s = self.nodes[i].start, e = s + self.nodes[i].count
+        cdef int64_t g2 = (e - 1) >> NODE_GRID_SHIFT, g3 = (e2 - 1) >> NODE_GRID_SHIFT, g
+        cdef int32_t n = self.nodes[i].pnext
+        if g3 < g2:                                    # it leaves 2 MiB it started after
+            if n >= 0:
+                self.nodes[n].pprev = -1
+            self.nodes[i].pnext = -1
+            self.node_grid[g2] = n
+            for g in range(g3 + 1, g2):
+                self.node_grid[g] = -1
+        elif g3 > g2:                                  # it covers the start of 2 MiB after its last
+            n = self.node_grid[g3]                     # (its pnext was -1: it would overlap)
+            for g in range(g2 + 1, g3 + 1):
+                self.node_grid[g] = i
+            self.nodes[i].pnext = n
+            if n >= 0:
+                self.nodes[n].pprev = i
+        self.nodes[i].count = e2 - s
 
     cdef void _tensor_link_after(self, int32_t i, int32_t after) noexcept nogil:
         """Chain node i into its tensor's nodes after node `after` (-1: as the newest)."""
@@ -283,7 +370,7 @@ cdef class PageTable:
         if self.tail >= 0:
             tl = &self.nodes[self.tail]
             if tl.start + tl.count == start and tl.tensor == t:
-                tl.count += count
+                self._grid_end_at(self.tail, start + count)
                 return 0
         i = self._new_node(start, count, t)
         self.nodes[i].prev = self.tail
@@ -295,7 +382,7 @@ cdef class PageTable:
         self._tensor_link_after(i, -1)
         return 0
 
-    cdef void _unlink(self, int32_t i, bint erase_key=True) noexcept nogil:
+    cdef void _unlink(self, int32_t i) noexcept nogil:
         cdef int32_t p = self.nodes[i].prev, n = self.nodes[i].next
         if i == self.skip_prefix:       # the nodes before its successor are still all skipped ones
             self.skip_prefix = n
@@ -308,8 +395,7 @@ cdef class PageTable:
         else:
             self.tail = p
         self._tensor_unlink(i)
-        if erase_key:                    # (depart may have taken it off already)
-            self.lru_index.erase(self.nodes[i].start)
+        self._grid_remove(i)
         self.nodes[i].count = 0          # a free node covers no page: node_of's finger skips it
         self.free_nodes.push_back(i)
 
@@ -325,58 +411,48 @@ cdef class PageTable:
         return self.nodes[self.head].start if self.head >= 0 else -1
 
     cdef int depart(self, int64_t a, int64_t count) except -1 nogil:
-        """Pages [a, a+count) (consecutive, all in the list) leave the list.  The nodes after
-        the first follow in page order, not in arrival order, so the finger rarely has them:
-        they are taken off the index at once, their keys lying in [end of the first, a+count)."""
+        """Pages [a, a+count) (consecutive, all in the list) leave the list."""
         cdef bint hit = self.cursor >= a and self.cursor < a + count
         cdef int32_t i
-        cdef int64_t s, e, take, end = a + count
-        cdef size_t j
+        cdef int64_t s, take, end = a + count
         if count <= 0:
             return 0
         i = self.node_of(a)
-        s = self.nodes[i].start
-        e = s + self.nodes[i].count
-        if a < s or a >= e:
-            with gil:
-                raise RuntimeError(f"internal: page {a} is not in the GPU page list")
-        self.depart_nodes.clear()
-        if e < end:
-            self.lru_index.extract(e, end, self.depart_nodes)
-        self._depart_from(i, a, min(e, end) - a)
-        a = min(e, end)
-        for j in range(self.depart_nodes.size()):
-            i = self.depart_nodes[j]
-            if self.nodes[i].start != a:
+        while True:
+            s = self.nodes[i].start
+            if a < s or a >= s + self.nodes[i].count:
                 with gil:
                     raise RuntimeError(f"internal: page {a} is not in the GPU page list")
-            take = min(a + self.nodes[i].count, end) - a
-            self._depart_from(i, a, take, False)
+            take = min(s + self.nodes[i].count, end) - a
+            self._depart_from(i, a, take)
             a += take
-        if a != end:
-            with gil:
-                raise RuntimeError(f"internal: page {a} is not in the GPU page list")
+            if a >= end:
+                break
+            # the nodes after the first follow in page order, not in arrival order: the
+            # finger rarely has them
+            i = self.node_grid[a >> NODE_GRID_SHIFT]
+            while i >= 0 and self.nodes[i].start + self.nodes[i].count <= a:
+                i = self.nodes[i].pnext
+            if i < 0:
+                with gil:
+                    raise RuntimeError(f"internal: page {a} is not in the GPU page list")
         if hit:  # the artifact resets its cursor to the head when the cursor page leaves
             self.cursor = self.head_page()
         return 0
 
-    cdef int _depart_from(self, int32_t i, int64_t a, int64_t take, bint key_indexed=True) except -1 nogil:
-        """Pages [a, a+take) of node i (inside it) leave the list.  ``key_indexed``: False when
-        depart already took the node's key off the index."""
+    cdef int _depart_from(self, int32_t i, int64_t a, int64_t take) except -1 nogil:
+        """Pages [a, a+take) of node i (inside it) leave the list."""
         cdef int32_t j
         cdef int64_t s = self.nodes[i].start, e = s + self.nodes[i].count
         if a == s and take == e - s:
-            self._unlink(i, key_indexed)
+            self._unlink(i)
         elif a == s:
-            if key_indexed:
-                self.lru_index.erase(s)
-            self.nodes[i].start = s + take
+            self._grid_start_at(i, s + take)
             self.nodes[i].count -= take
-            self.lru_index.put(s + take, i)
         elif a + take == e:
-            self.nodes[i].count -= take
+            self._grid_end_at(i, a)
         else:                           # split: the tail part becomes a node after i
-            self.nodes[i].count = a - s
+            self._grid_end_at(i, a)
             j = self._new_node(a + take, e - a - take, self.nodes[i].tensor)
             self.nodes[j].order = self.nodes[i].order     # it stands where i stood
             self.nodes[j].prev = i
@@ -500,6 +576,19 @@ cdef class PageTable:
             out.append((self.nodes[i].start, self.nodes[i].count))
             i = self.nodes[i].tnext
         return out
+
+    def grid_state(self):
+        """The node grid, by first pages: (per 2 MiB the first page of its first node, -1: none;
+        {node's first page: (pprev's first page, pnext's first page)}, -1 where there is none)."""
+        def first(i):
+            return self.nodes[i].start if i >= 0 else -1
+        grid = [first(i) for i in self._keep["node_grid"]]
+        links = {}
+        cdef int32_t i = self.head
+        while i >= 0:
+            links[self.nodes[i].start] = (first(self.nodes[i].pprev), first(self.nodes[i].pnext))
+            i = self.nodes[i].next
+        return grid, links
 
     def tensors_on_gpu(self):
         return sorted(self.gpu_tensors[i] for i in range(self.gpu_tensors.size()))

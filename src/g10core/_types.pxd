@@ -175,6 +175,8 @@ cdef struct lru_node:
     int32_t next               # next node (newer), -1 at the tail
     int32_t tprev              # previous node of the same tensor (older), -1 at its head
     int32_t tnext              # next node of the same tensor (newer), -1 at its tail
+    int32_t pprev              # the node just before it in page order if that one ends in its first 2 MiB, else -1
+    int32_t pnext              # the node just after it in page order if that one starts in its last 2 MiB, else -1
     int64_t order              # creation sequence (a split-off tail keeps its node's): follows list order
 
 # A run of pages waiting in one of the transfer queues.
