@@ -279,15 +279,18 @@ GRID = 512                                  # pages per node-grid cell (2 MiB)
 
 
 def assert_grid_matches(pt):
-    """The node grid against the live nodes: per 2 MiB the first node with a page there, and
+    """The node grid against the live nodes: per 2 MiB the first and the last node with a page there, and
     each node linked to its page-order neighbours exactly when they share a 2 MiB."""
     nodes = sorted((s, c) for (s, c, _t) in pt.arrival_list())
     grid, links = pt.grid_state()
-    want = [-1] * len(grid)
+    first, last = [-1] * len(grid), [-1] * len(grid)
     for s, c in reversed(nodes):
         for g in range(s // GRID, (s + c - 1) // GRID + 1):
-            want[g] = s
-    assert grid == want
+            first[g] = s
+    for s, c in nodes:
+        for g in range(s // GRID, (s + c - 1) // GRID + 1):
+            last[g] = s
+    assert grid == list(zip(first, last))
     for k, (s, c) in enumerate(nodes):
         nxt = nodes[k + 1][0] if k + 1 < len(nodes) and nodes[k + 1][0] // GRID == (s + c - 1) // GRID else -1
         prv = nodes[k - 1][0] if k > 0 and (sum(nodes[k - 1]) - 1) // GRID == s // GRID else -1
@@ -299,7 +302,7 @@ def assert_grid_matches(pt):
 def test_node_grid_with_nodes_spanning_many_2mib(seed):
     """Nodes of one page to several 2 MiB arrive in any order, lose their first pages, their
     last ones or a middle stretch (a split), grow at the list's tail and leave: after each
-    step the grid names each 2 MiB's first node and links exactly the neighbours that share
+    step the grid names each 2 MiB's first and last nodes and links exactly the neighbours that share
     one, and every present page's node is found through it."""
     rng = np.random.default_rng(seed)
     n_pages = 24 * GRID

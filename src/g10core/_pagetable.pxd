@@ -31,7 +31,7 @@ cimport cython
 
 cdef enum:
     TENSOR_GRID_SHIFT = 9              # tensor_of's table: one entry per 512 pages (2 MiB)
-    NODE_GRID_SHIFT = 9                # node_grid: one entry per 512 pages (2 MiB)
+    NODE_GRID_SHIFT = 9                # node_first/node_last: one entry per 512 pages (2 MiB)
 
 
 @cython.final
@@ -76,9 +76,10 @@ cdef class PageTable:
     # ---- the GPU's pages in arrival order (the artifact's "LRU": FIFO by arrival) ----
     cdef vector[lru_node] nodes
     cdef vector[int32_t] free_nodes
-    # which node holds a page: per 2 MiB of pages, the first node (in page order) with a page
-    # there (-1: none); from it, the nodes with pages in that 2 MiB follow through pnext
-    cdef int32_t* node_grid
+    # which node holds a page: per 2 MiB of pages, the first and the last node (in page
+    # order) with a page there (-1: none); the nodes between follow through pnext/pprev
+    cdef int32_t* node_first
+    cdef int32_t* node_last
     cdef public int32_t head, tail         # oldest and newest node (-1: empty)
     cdef int32_t finger                    # the node lru_find found last
     cdef public int64_t cursor             # victim search position (a page; -1: the list's end)
@@ -125,6 +126,7 @@ cdef class PageTable:
     cdef void _tensor_link_after(self, int32_t i, int32_t after) noexcept nogil
     cdef void _tensor_unlink(self, int32_t i) noexcept nogil
     cdef void _unlink(self, int32_t i) noexcept nogil
+    cdef void _grid_clear(self, int64_t g0, int64_t g1) noexcept nogil
     cdef void _grid_insert(self, int32_t i) noexcept nogil
     cdef void _grid_remove(self, int32_t i) noexcept nogil
     cdef void _grid_start_at(self, int32_t i, int64_t s2) noexcept nogil
@@ -149,7 +151,7 @@ cdef class PageTable:
                 if n.start <= page < n.start + n.count:
                     self.finger = self.nodes[i].next
                     return self.finger
-        i = self.node_grid[page >> NODE_GRID_SHIFT]
+        i = self.node_first[page >> NODE_GRID_SHIFT]
         while self.nodes[i].start + self.nodes[i].count <= page:
             i = self.nodes[i].pnext
         self.finger = i

@@ -74,8 +74,10 @@ cdef class PageTable:
         v32 = keep["gpu_pos"]; self.gpu_pos = &v32[0]
         # one entry per 2 MiB up to the last tensor's end (SENet154-1024's 1.7 TiB: 3.5 MB)
         end = int((keep["first"] + keep["pages"]).max()) if T else 0
-        keep["node_grid"] = np.full((end >> NODE_GRID_SHIFT) + 1, -1, np.int32)
-        v32 = keep["node_grid"]; self.node_grid = &v32[0]
+        keep["node_first"] = np.full((end >> NODE_GRID_SHIFT) + 1, -1, np.int32)
+        keep["node_last"] = np.full((end >> NODE_GRID_SHIFT) + 1, -1, np.int32)
+        v32 = keep["node_first"]; self.node_first = &v32[0]
+        v32 = keep["node_last"]; self.node_last = &v32[0]
         self._keep = keep
 
         self.gpu_pages = gpu_pages
@@ -241,66 +243,86 @@ cdef class PageTable:
         self._grid_insert(i)
         return i
 
-    # The grid: node_grid[g] is the first node, in page order, with a page in the g-th 2 MiB
-    # of pages; a node's pnext/pprev link it to its page-order neighbours that share one of
-    # its 2 MiB (a node spanning several is the last one in its first 2 MiB and the first in
-    # the others).  Each change costs the 2 MiB it spans and the nodes of its end ones.
+    # The grid: per 2 MiB g of pages, node_first[g] and node_last[g] are the first and the
+    # last node, in page order, with a page there (-1: none); a node's pnext/pprev link it to
+    # its page-order neighbours that share one of its 2 MiB (a node spanning several is the
+    # last one in its first 2 MiB, the only one in those between, and the first in its last).
+    # Each change costs the 2 MiB it spans and the nodes it passes in its end ones.
+
+    cdef void _grid_clear(self, int64_t g0, int64_t g1) noexcept nogil:
+        """No node has a page in the 2 MiB from g0 to before g1."""
+        cdef int64_t g
+        for g in range(g0, g1):
+            self.node_first[g] = -1
+            self.node_last[g] = -1
 
     cdef void _grid_insert(self, int32_t i) noexcept nogil:
         """Node i (its pages not in the list before) joins the grid."""
         cdef int64_t s = self.nodes[i].start, e = s + self.nodes[i].count
         cdef int64_t g0 = s >> NODE_GRID_SHIFT, g2 = (e - 1) >> NODE_GRID_SHIFT, g
-        cdef int32_t p = -1, c = self.node_grid[g0]
-        while c >= 0 and self.nodes[c].start < s:      # the nodes before it in its first 2 MiB
-            p = c
-            c = self.nodes[c].pnext
+        cdef int32_t p = self.node_last[g0], c, last2
+        # its predecessor in g0, from the last node there back: an SM faults its share of a
+        # tensor in page order, so new pages mostly come after the ones already there
+        while p >= 0 and self.nodes[p].start > s:
+            p = self.nodes[p].pprev if p != self.node_first[g0] else -1
+        c = self.nodes[p].pnext if p >= 0 else self.node_first[g0]
         if g2 != g0:
-            # i covers the rest of g0 (c is -1 there) and the start of g2: the first node
-            # of g2 comes after it
-            c = self.node_grid[g2]
+            # i covers the rest of g0 (c is -1 there) and the start of g2, so the nodes of g2
+            # come after it
+            self.node_last[g0] = i
+            c = self.node_first[g2]
+            last2 = self.node_last[g2]
             for g in range(g0 + 1, g2 + 1):
-                self.node_grid[g] = i
+                self.node_first[g] = i
+                self.node_last[g] = i
+            if c >= 0:
+                self.node_last[g2] = last2
+        elif c < 0:
+            self.node_last[g0] = i
         self.nodes[i].pprev = p
         self.nodes[i].pnext = c
         if p >= 0:
             self.nodes[p].pnext = i
         else:
-            self.node_grid[g0] = i
+            self.node_first[g0] = i
         if c >= 0:
             self.nodes[c].pprev = i
 
     cdef void _grid_remove(self, int32_t i) noexcept nogil:
         """Node i (all its pages) leaves the grid."""
         cdef int64_t s = self.nodes[i].start, e = s + self.nodes[i].count
-        cdef int64_t g0 = s >> NODE_GRID_SHIFT, g2 = (e - 1) >> NODE_GRID_SHIFT, g
+        cdef int64_t g0 = s >> NODE_GRID_SHIFT, g2 = (e - 1) >> NODE_GRID_SHIFT
         cdef int32_t p = self.nodes[i].pprev, n = self.nodes[i].pnext
         if g2 != g0:                                   # its neighbours share no 2 MiB now
-            for g in range(g0 + 1, g2):
-                self.node_grid[g] = -1
-            self.node_grid[g2] = n
+            self._grid_clear(g0 + 1, g2)
+            self.node_first[g2] = n
             if n >= 0:
                 self.nodes[n].pprev = -1
+            else:
+                self.node_last[g2] = -1
             n = -1
         elif n >= 0:
             self.nodes[n].pprev = p
         if p >= 0:
             self.nodes[p].pnext = n
         else:
-            self.node_grid[g0] = n
+            self.node_first[g0] = n
+        if n < 0:                                      # i was g0's last
+            self.node_last[g0] = p
 
     cdef void _grid_start_at(self, int32_t i, int64_t s2) noexcept nogil:
         """Node i's pages before s2 (inside it) leave it: its first page becomes s2."""
         cdef int64_t s = self.nodes[i].start
-        cdef int64_t g0 = s >> NODE_GRID_SHIFT, g1 = s2 >> NODE_GRID_SHIFT, g
+        cdef int64_t g0 = s >> NODE_GRID_SHIFT, g1 = s2 >> NODE_GRID_SHIFT
         cdef int32_t p = self.nodes[i].pprev
-        if g1 != g0:
+        if g1 != g0:                                   # i was g0's last
             if p >= 0:
                 self.nodes[p].pnext = -1
                 self.nodes[i].pprev = -1
             else:
-                self.node_grid[g0] = -1                # i covered the rest of g0
-            for g in range(g0 + 1, g1):
-                self.node_grid[g] = -1
+                self.node_first[g0] = -1
+            self.node_last[g0] = p
+            self._grid_clear(g0 + 1, g1)
         self.nodes[i].start = s2
 
     cdef void _grid_end_at(self, int32_t i, int64_t e2) noexcept nogil:
@@ -311,14 +333,19 @@ cdef class PageTable:
         if g3 < g2:                                    # it leaves 2 MiB it started after
             if n >= 0:
                 self.nodes[n].pprev = -1
+            else:
+                self.node_last[g2] = -1
             self.nodes[i].pnext = -1
-            self.node_grid[g2] = n
-            for g in range(g3 + 1, g2):
-                self.node_grid[g] = -1
+            self.node_first[g2] = n
+            self._grid_clear(g3 + 1, g2)
         elif g3 > g2:                                  # it covers the start of 2 MiB after its last
-            n = self.node_grid[g3]                     # (its pnext was -1: it would overlap)
-            for g in range(g2 + 1, g3 + 1):
-                self.node_grid[g] = i
+            n = self.node_first[g3]                    # (its pnext was -1: it would overlap)
+            for g in range(g2 + 1, g3):
+                self.node_first[g] = i
+                self.node_last[g] = i
+            self.node_first[g3] = i
+            if n < 0:
+                self.node_last[g3] = i
             self.nodes[i].pnext = n
             if n >= 0:
                 self.nodes[n].pprev = i
@@ -430,7 +457,7 @@ cdef class PageTable:
                 break
             # the nodes after the first follow in page order, not in arrival order: the
             # finger rarely has them
-            i = self.node_grid[a >> NODE_GRID_SHIFT]
+            i = self.node_first[a >> NODE_GRID_SHIFT]
             while i >= 0 and self.nodes[i].start + self.nodes[i].count <= a:
                 i = self.nodes[i].pnext
             if i < 0:
@@ -578,11 +605,12 @@ cdef class PageTable:
         return out
 
     def grid_state(self):
-        """The node grid, by first pages: (per 2 MiB the first page of its first node, -1: none;
+        """The node grid, by first pages: (per 2 MiB the first pages of its first and last
+        nodes, -1: none;
         {node's first page: (pprev's first page, pnext's first page)}, -1 where there is none)."""
         def first(i):
             return self.nodes[i].start if i >= 0 else -1
-        grid = [first(i) for i in self._keep["node_grid"]]
+        grid = [(first(i), first(j)) for i, j in zip(self._keep["node_first"], self._keep["node_last"])]
         links = {}
         cdef int32_t i = self.head
         while i >= 0:
