@@ -41,6 +41,7 @@ class g10_runmap {
     /* 64 runs, 1.5 KB: 16 and 32 were slower.  (A split or a dropped leaf moves the leaves'
      * arrays, O(leaves): a debug build with 4-run leaves took minutes on one published trace.) */
     static constexpr int kCap = 64;
+    static constexpr int kNear = 4;              /* find_near's steps before it searches */
     struct leaf {
         int n = 0;
         g10_run_entry e[kCap];
@@ -70,6 +71,8 @@ public:
             return *this;
         }
         bool operator==(const iterator &o) const { return j_ == o.j_ && p_ == o.p_; }
+        std::size_t leaf_index() const { return j_; }
+        int position() const { return p_; }
         bool operator!=(const iterator &o) const { return !(*this == o); }
 
     private:
@@ -96,6 +99,32 @@ public:
         int p = upper_in_leaf(L, key);
         if (p == L.n) return iterator(this, j + 1, 0);
         return iterator(this, j, p);
+    }
+
+    /* The run holding key (a key at or after the first entry's), given where a run near it
+     * was once: leaf j, position p (any values; a change to the map may have moved it).  If
+     * leaf j still holds key's range, its runs from p are tried a few steps either way
+     * before a search; otherwise the leaves are searched. */
+    iterator find_near(int64_t key, std::size_t j, int p) const {
+        std::size_t n = leaves_.size();
+        if (j < n && first_[j] <= key && (j + 1 == n || key < first_[j + 1])) {
+            const leaf &L = *leaves_[j];
+            if (p >= L.n) p = L.n - 1;
+            if (p < 0) p = 0;
+            for (int k = 0; k < kNear; ++k) {
+                if (key < L.e[p].first) {
+                    --p;                                   /* (p > 0: L.e[0].first <= key) */
+                } else if (p + 1 < L.n && L.e[p + 1].first <= key) {
+                    ++p;
+                } else {
+                    return iterator(this, j, p);
+                }
+            }
+            return iterator(this, j, upper_in_leaf(L, key) - 1);
+        }
+        iterator it = upper_bound(key);
+        --it;
+        return it;
     }
 
     /* The entry with this key (which must be present). */

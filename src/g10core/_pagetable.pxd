@@ -18,10 +18,13 @@ cdef extern from "g10core/runmap.h":
             iterator operator--() noexcept nogil
             bint operator==(iterator) noexcept nogil
             bint operator!=(iterator) noexcept nogil
+            size_t leaf_index() noexcept nogil
+            int position() noexcept nogil
         size_t size() noexcept nogil
         iterator begin() noexcept nogil
         iterator end() noexcept nogil
         iterator upper_bound(int64_t key) noexcept nogil
+        iterator find_near(int64_t key, size_t j, int p) noexcept nogil
         void put(int64_t key, loc_run r) except + nogil
     g10_removed g10_assign_at(g10_runmap& m, g10_runmap.iterator it, int64_t a, int64_t b, int8_t loc,
                               int8_t intr, int64_t lo, int64_t hi, int8_t gpu,
@@ -32,6 +35,7 @@ cimport cython
 cdef enum:
     TENSOR_GRID_SHIFT = 9              # tensor_of's table: one entry per 512 pages (2 MiB)
     NODE_GRID_SHIFT = 9                # node_first/node_last: one entry per 512 pages (2 MiB)
+    RUN_HINT_SHIFT = 9                 # run_hint_*: one entry per 512 pages (2 MiB)
 
 
 @cython.final
@@ -72,6 +76,10 @@ cdef class PageTable:
     cdef g10_runmap loc
     cdef g10_runmap.iterator run_finger    # the run run_at found last (callers go page by page)
     cdef bint run_finger_ok                # false before the first run_at
+    # per 2 MiB of pages: where (leaf, position) run_at last searched for a run there; a
+    # later search there starts from it (the runs may have moved since: find_near checks)
+    cdef int32_t* run_hint_leaf
+    cdef int32_t* run_hint_pos
 
     # ---- the GPU's pages in arrival order (the artifact's "LRU": FIFO by arrival) ----
     cdef vector[lru_node] nodes

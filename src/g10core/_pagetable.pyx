@@ -74,6 +74,10 @@ cdef class PageTable:
         v32 = keep["gpu_pos"]; self.gpu_pos = &v32[0]
         # one entry per 2 MiB up to the last tensor's end (SENet154-1024's 1.7 TiB: 3.5 MB)
         end = int((keep["first"] + keep["pages"]).max()) if T else 0
+        keep["run_hint_leaf"] = np.zeros((end >> RUN_HINT_SHIFT) + 1, np.int32)
+        keep["run_hint_pos"] = np.zeros((end >> RUN_HINT_SHIFT) + 1, np.int32)
+        v32 = keep["run_hint_leaf"]; self.run_hint_leaf = &v32[0]
+        v32 = keep["run_hint_pos"]; self.run_hint_pos = &v32[0]
         keep["node_first"] = np.full((end >> NODE_GRID_SHIFT) + 1, -1, np.int32)
         keep["node_last"] = np.full((end >> NODE_GRID_SHIFT) + 1, -1, np.int32)
         v32 = keep["node_first"]; self.node_first = &v32[0]
@@ -187,8 +191,11 @@ cdef class PageTable:
     cdef g10_runmap.iterator run_at(self, int64_t page) noexcept nogil:
         """The run holding ``page`` (a page of a tensor).  Callers walk runs in page order,
         so the run found last, or the one after it, usually holds it: runs are disjoint,
-        so whichever covers the page is the one; only otherwise is the map searched."""
+        so whichever covers the page is the one; only otherwise is the map searched, from
+        where the last search in the page's 2 MiB ended (a batch looks each of its VA blocks
+        up to collect its moves, then again to apply them)."""
         cdef g10_runmap.iterator it
+        cdef int64_t g
         if self.run_finger_ok:
             it = self.run_finger
             if deref(it).first <= page:
@@ -198,8 +205,10 @@ cdef class PageTable:
                 if it != self.loc.end() and deref(it).first <= page < deref(it).second.end:
                     self.run_finger = it
                     return it
-        it = self.loc.upper_bound(page)
-        dec(it)
+        g = page >> RUN_HINT_SHIFT
+        it = self.loc.find_near(page, self.run_hint_leaf[g], self.run_hint_pos[g])
+        self.run_hint_leaf[g] = <int32_t>it.leaf_index()
+        self.run_hint_pos[g] = it.position()
         self.run_finger = it
         self.run_finger_ok = True
         return it
