@@ -90,6 +90,7 @@ cdef class KernelRunner(FaultModel):
     cdef void _drop_top(self) noexcept nogil
     cdef void _sift_down(self, cycle_t x, int32_t s) noexcept nogil
     cdef void _next_segment(self, sm_run* c, int32_t s) noexcept nogil
+    cdef bint _next_again(self, cycle_t t, int32_t s) noexcept nogil
     cdef int _step(self, int32_t s, cycle_t t) except -1 nogil
     cdef int _batch(self, cycle_t t) except -1 nogil
     cdef void _note_moves(self, bint demand) noexcept nogil

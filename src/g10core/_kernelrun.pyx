@@ -471,9 +471,26 @@ cdef class KernelRunner(FaultModel):
                 c.finish = imax(t2, t)
                 return 0
             if t2 > t:
-                self._push(t2, s)
-                return 0
+                if not self._next_again(t2, s):
+                    self._push(t2, s)
+                    return 0
+                # its next step comes before any other SM's and any batch: take it now, as the
+                # schedule would, without a trip through the heap (counted as the step it is)
+                self.n_steps += 1
             t = t2
+
+    cdef bint _next_again(self, cycle_t t, int32_t s) noexcept nogil:
+        """Would SM s, the held root, due again at t, be the schedule's next step?  Only if it
+        comes before the root's children (in (cycle, SM) order) and no batch is due first."""
+        cdef size_t n = self.heap_t.size(), c
+        cdef cycle_t tb
+        if not self.top_held:
+            return False
+        for c in range(1, 3 if n > 2 else n):
+            if self.heap_t[c] < t or (self.heap_t[c] == t and self.heap_s[c] < s):
+                return False
+        tb = self.handler.next_batch_time()
+        return tb < 0 or t <= tb
 
     cdef void _note_moves(self, bint demand) noexcept nogil:
         """A batch's pages brought in on demand (faulted units and their prefetch), by source."""
