@@ -449,29 +449,25 @@ cdef class PageTable:
     cdef int depart(self, int64_t a, int64_t count) except -1 nogil:
         """Pages [a, a+count) (consecutive, all in the list) leave the list."""
         cdef bint hit = self.cursor >= a and self.cursor < a + count
-        cdef int32_t i
-        cdef int64_t s, take, end = a + count
+        cdef int32_t i, nxt
+        cdef int64_t take, end = a + count
         if count <= 0:
             return 0
         i = self.node_of(a)
         while True:
-            s = self.nodes[i].start
-            if a < s or a >= s + self.nodes[i].count:
+            if i < 0 or a < self.nodes[i].start or a >= self.nodes[i].start + self.nodes[i].count:
                 with gil:
                     raise RuntimeError(f"internal: page {a} is not in the GPU page list")
-            take = min(s + self.nodes[i].count, end) - a
+            take = min(self.nodes[i].start + self.nodes[i].count, end) - a
+            nxt = self.nodes[i].pnext
             self._depart_from(i, a, take)
             a += take
             if a >= end:
                 break
-            # the nodes after the first follow in page order, not in arrival order: the
-            # finger rarely has them
-            i = self.node_first[a >> NODE_GRID_SHIFT]
-            while i >= 0 and self.nodes[i].start + self.nodes[i].count <= a:
-                i = self.nodes[i].pnext
-            if i < 0:
-                with gil:
-                    raise RuntimeError(f"internal: page {a} is not in the GPU page list")
+            # the pages go on in the next node in page order (not in arrival order: the
+            # finger rarely has it): i's neighbour in its last 2 MiB, or, when i ended on
+            # a 2 MiB boundary, the first node of the next
+            i = nxt if nxt >= 0 else self.node_first[a >> NODE_GRID_SHIFT]
         if hit:  # the artifact resets its cursor to the head when the cursor page leaves
             self.cursor = self.head_page()
         return 0
