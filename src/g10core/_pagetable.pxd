@@ -134,7 +134,7 @@ cdef class PageTable:
     cdef void _tensor_link_after(self, int32_t i, int32_t after) noexcept nogil
     cdef void _tensor_unlink(self, int32_t i) noexcept nogil
     cdef void _unlink(self, int32_t i) noexcept nogil
-    cdef void _grid_clear(self, int64_t g0, int64_t g1) noexcept nogil
+    cdef void _grid_fill(self, int64_t g0, int64_t g1, int32_t i) noexcept nogil
     cdef void _grid_insert(self, int32_t i) noexcept nogil
     cdef void _grid_remove(self, int32_t i) noexcept nogil
     cdef void _grid_start_at(self, int32_t i, int64_t s2) noexcept nogil

@@ -15,7 +15,7 @@ Costs follow the number of runs touched, never the bytes of the footprint.  Noth
 here checks its inputs: the Python layer validated them.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
-from cython.operator cimport dereference as deref, preincrement as inc, predecrement as dec
+from cython.operator cimport dereference as deref, preincrement as inc
 
 from ._types cimport TIER_NOT_PRESENT, TIER_SSD, TIER_GPU
 
@@ -72,7 +72,8 @@ cdef class PageTable:
         v32 = keep["t_head"]; self.t_head = &v32[0]
         v32 = keep["t_tail"]; self.t_tail = &v32[0]
         v32 = keep["gpu_pos"]; self.gpu_pos = &v32[0]
-        # one entry per 2 MiB up to the last tensor's end (SENet154-1024's 1.7 TiB: 3.5 MB)
+        # one entry per 2 MiB up to the last tensor's end in each (SENet154-1024's 1.7 TiB:
+        # 3.5 MB each)
         end = int((keep["first"] + keep["pages"]).max()) if T else 0
         keep["run_hint_leaf"] = np.zeros((end >> RUN_HINT_SHIFT) + 1, np.int32)
         keep["run_hint_pos"] = np.zeros((end >> RUN_HINT_SHIFT) + 1, np.int32)
@@ -258,18 +259,18 @@ cdef class PageTable:
     # last one in its first 2 MiB, the only one in those between, and the first in its last).
     # Each change costs the 2 MiB it spans and the nodes it passes in its end ones.
 
-    cdef void _grid_clear(self, int64_t g0, int64_t g1) noexcept nogil:
-        """No node has a page in the 2 MiB from g0 to before g1."""
+    cdef void _grid_fill(self, int64_t g0, int64_t g1, int32_t i) noexcept nogil:
+        """Node i is the only one with pages in the 2 MiB from g0 to before g1 (-1: none is)."""
         cdef int64_t g
         for g in range(g0, g1):
-            self.node_first[g] = -1
-            self.node_last[g] = -1
+            self.node_first[g] = i
+            self.node_last[g] = i
 
     cdef void _grid_insert(self, int32_t i) noexcept nogil:
         """Node i (its pages not in the list before) joins the grid."""
         cdef int64_t s = self.nodes[i].start, e = s + self.nodes[i].count
-        cdef int64_t g0 = s >> NODE_GRID_SHIFT, g2 = (e - 1) >> NODE_GRID_SHIFT, g
-        cdef int32_t p = self.node_last[g0], c, last2
+        cdef int64_t g0 = s >> NODE_GRID_SHIFT, g2 = (e - 1) >> NODE_GRID_SHIFT
+        cdef int32_t p = self.node_last[g0], c
         # its predecessor in g0, from the last node there back: an SM faults its share of a
         # tensor in page order, so new pages mostly come after the ones already there
         while p >= 0 and self.nodes[p].start > s:
@@ -280,12 +281,10 @@ cdef class PageTable:
             # come after it
             self.node_last[g0] = i
             c = self.node_first[g2]
-            last2 = self.node_last[g2]
-            for g in range(g0 + 1, g2 + 1):
-                self.node_first[g] = i
-                self.node_last[g] = i
-            if c >= 0:
-                self.node_last[g2] = last2
+            self._grid_fill(g0 + 1, g2, i)
+            self.node_first[g2] = i
+            if c < 0:
+                self.node_last[g2] = i
         elif c < 0:
             self.node_last[g0] = i
         self.nodes[i].pprev = p
@@ -303,7 +302,7 @@ cdef class PageTable:
         cdef int64_t g0 = s >> NODE_GRID_SHIFT, g2 = (e - 1) >> NODE_GRID_SHIFT
         cdef int32_t p = self.nodes[i].pprev, n = self.nodes[i].pnext
         if g2 != g0:                                   # its neighbours share no 2 MiB now
-            self._grid_clear(g0 + 1, g2)
+            self._grid_fill(g0 + 1, g2, -1)
             self.node_first[g2] = n
             if n >= 0:
                 self.nodes[n].pprev = -1
@@ -320,8 +319,8 @@ cdef class PageTable:
             self.node_last[g0] = p
 
     cdef void _grid_start_at(self, int32_t i, int64_t s2) noexcept nogil:
-        """Node i's pages before s2 (inside it) leave it: its first page becomes s2."""
-        cdef int64_t s = self.nodes[i].start
+        """Node i starts at s2 now (inside it: its pages before s2 leave it)."""
+        cdef int64_t s = self.nodes[i].start, e = s + self.nodes[i].count
         cdef int64_t g0 = s >> NODE_GRID_SHIFT, g1 = s2 >> NODE_GRID_SHIFT
         cdef int32_t p = self.nodes[i].pprev
         if g1 != g0:                                   # i was g0's last
@@ -331,13 +330,14 @@ cdef class PageTable:
             else:
                 self.node_first[g0] = -1
             self.node_last[g0] = p
-            self._grid_clear(g0 + 1, g1)
+            self._grid_fill(g0 + 1, g1, -1)
         self.nodes[i].start = s2
+        self.nodes[i].count = e - s2
 
     cdef void _grid_end_at(self, int32_t i, int64_t e2) noexcept nogil:
         """Node i ends at e2 now (before or after its end; pages it gains are not in the list)."""
         cdef int64_t s = self.nodes[i].start, e = s + self.nodes[i].count
-        cdef int64_t g2 = (e - 1) >> NODE_GRID_SHIFT, g3 = (e2 - 1) >> NODE_GRID_SHIFT, g
+        cdef int64_t g2 = (e - 1) >> NODE_GRID_SHIFT, g3 = (e2 - 1) >> NODE_GRID_SHIFT
         cdef int32_t n = self.nodes[i].pnext
         if g3 < g2:                                    # it leaves 2 MiB it started after
             if n >= 0:
@@ -346,12 +346,10 @@ cdef class PageTable:
                 self.node_last[g2] = -1
             self.nodes[i].pnext = -1
             self.node_first[g2] = n
-            self._grid_clear(g3 + 1, g2)
+            self._grid_fill(g3 + 1, g2, -1)
         elif g3 > g2:                                  # it covers the start of 2 MiB after its last
             n = self.node_first[g3]                    # (its pnext was -1: it would overlap)
-            for g in range(g2 + 1, g3):
-                self.node_first[g] = i
-                self.node_last[g] = i
+            self._grid_fill(g2 + 1, g3, i)
             self.node_first[g3] = i
             if n < 0:
                 self.node_last[g3] = i
@@ -480,7 +478,6 @@ cdef class PageTable:
             self._unlink(i)
         elif a == s:
             self._grid_start_at(i, s + take)
-            self.nodes[i].count -= take
         elif a + take == e:
             self._grid_end_at(i, a)
         else:                           # split: the tail part becomes a node after i
@@ -610,9 +607,8 @@ cdef class PageTable:
         return out
 
     def grid_state(self):
-        """The node grid, by first pages: (per 2 MiB the first pages of its first and last
-        nodes, -1: none;
-        {node's first page: (pprev's first page, pnext's first page)}, -1 where there is none)."""
+        """The node grid, nodes named by their first pages (-1: none): per 2 MiB (first
+        node, last node), and {node: (pprev, pnext)} for every node in the list."""
         def first(i):
             return self.nodes[i].start if i >= 0 else -1
         grid = [(first(i), first(j)) for i, j in zip(self._keep["node_first"], self._keep["node_last"])]
