@@ -222,6 +222,19 @@ def test_arrival_list_with_thousands_of_nodes(seed):
     assert_grid_matches(pt)
 
 
+def depart_stretch(pt, order, present, a, stop, want):
+    """Up to ``want`` present pages from ``a`` (before ``stop``) leave the list and the model
+    (``order``: the arrival order, ``present``: per page); returns the end of the stretch."""
+    b = a
+    while b < stop and b - a < want and present[b]:
+        b += 1
+    pt.py_depart(a, b - a)
+    gone = set(range(a, b))
+    order[:] = [p for p in order if p not in gone]
+    present[a:b] = False
+    return b
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_departures_of_page_ranges_spanning_many_nodes(seed):
@@ -250,15 +263,8 @@ def test_departures_of_page_ranges_spanning_many_nodes(seed):
         a = int(rng.integers(n_pages))
         if not present[a]:
             continue
-        b = a
         stop = 2500 if a < 2500 else n_pages                  # one tensor's pages at a time
-        want = int(rng.integers(1, 700))
-        while b < stop and b - a < want and present[b]:
-            b += 1
-        pt.py_depart(a, b - a)
-        gone = set(range(a, b))
-        order[:] = [p for p in order if p not in gone]
-        present[a:b] = False
+        b = depart_stretch(pt, order, present, a, stop, int(rng.integers(1, 700)))
         if rng.random() < 0.5:                                # they come back, in pieces
             arrive_chunks(a, b)
         if step % 25 == 0:
@@ -323,14 +329,7 @@ def test_node_grid_with_nodes_spanning_many_2mib(seed):
                 present[a:b] = True
         else:
             a = order[int(rng.integers(len(order)))]
-            want = int(rng.choice([1, 3, 40, GRID, 2 * GRID + 9]))
-            b = a
-            while b < n_pages and b - a < want and present[b]:
-                b += 1
-            pt.py_depart(a, b - a)
-            gone = set(range(a, b))
-            order[:] = [p for p in order if p not in gone]
-            present[a:b] = False
+            depart_stretch(pt, order, present, a, n_pages, int(rng.choice([1, 3, 40, GRID, 2 * GRID + 9])))
         assert [p for (s, c, _t) in pt.arrival_list() for p in range(s, s + c)] == order
         assert_grid_matches(pt)
         for p in rng.integers(0, n_pages, 10):
