@@ -32,7 +32,9 @@ over-provisioning (all physical pages over U) is reported as ``op_raw``.
 
 Presets: ``zssd`` (Samsung Z-SSD SZ985-like, what G10 models as 3.2 GB/s and
 12/16 us: Z-NAND timing, 4 KiB pages, Gen3 x4, 800 GB) and ``mlc`` (MQSim's
-default MLC device, 8 KiB pages, tR 75 us / tPROG 750 us / tBERS 3.8 ms).
+default MLC device, 8 KiB pages, tR 75 us / tPROG 750 us / tBERS 3.8 ms).  Z-NAND's
+page is 2 or 4 KiB, not the 16 KiB of TLC of its time: that is part of how it reaches
+tR = 3 us (Samsung at ISSCC 2018, as tabled in AnandTech's 983 ZET review, 2019).
 
 Timing (times in cycles of ``clock_GHz``, the simulation clock):
 read   = queue slot, read_overhead, tR, channel transfer, SSD link to host;
