@@ -191,6 +191,24 @@ def test_missing_file_and_directory(tmp_path):
         read_trace(tmp_path)
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no named pipes on this OS")
+def test_a_named_pipe_is_refused_not_waited_on(tmp_path):
+    # opening a FIFO for reading blocks until a writer comes: `g10sim run` on one hung
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "pipe.h5"
+    os.mkfifo(fifo)
+    with pytest.raises(TraceError, match="not a regular file"):
+        read_trace(fifo)
+    for argv in (["trace", "validate", str(fifo)], ["run", str(fifo), "--policy", "g10"]):
+        proc = subprocess.run([sys.executable, "-m", "g10core", *argv], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert str(fifo) in proc.stderr and "not a regular file" in proc.stderr
+
+
 def test_cli_validate_ok_and_mixed(good_file, tmp_path, capsys):
     assert main(["trace", "validate", str(good_file)]) == 0
     assert capsys.readouterr().out.startswith(f"ok {good_file}: schema v1, 64 kernels")

@@ -524,6 +524,8 @@ def read_trace(path) -> Trace:
         raise FileNotFoundError(errno.ENOENT, "no such trace file", str(path))
     if path.is_dir():
         raise TraceError(path, "/", "is a directory, not a trace file")
+    if not path.is_file():     # a FIFO would block the first read until something writes to it
+        raise TraceError(path, "/", "is not a regular file (a pipe, socket or device), not a trace file")
     try:
         check_global_heaps(path)      # before h5py parses them: a damaged one can hang it
     except CorruptHDF5 as exc:
