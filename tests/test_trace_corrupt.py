@@ -193,7 +193,8 @@ def test_missing_file_and_directory(tmp_path):
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no named pipes on this OS")
 def test_a_named_pipe_is_refused_not_waited_on(tmp_path):
-    # opening a FIFO for reading blocks until a writer comes: `g10sim run` on one hung
+    # opening a FIFO to read blocks until a writer comes: `g10sim run` on one waited forever.
+    # Every file a command reads is refused instead, in a child with a timeout (a hang fails).
     import os
     import subprocess
     import sys
@@ -202,11 +203,17 @@ def test_a_named_pipe_is_refused_not_waited_on(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(TraceError, match="not a regular file"):
         read_trace(fifo)
-    for argv in (["trace", "validate", str(fifo)], ["run", str(fifo), "--policy", "g10"]):
+    for argv in (["trace", "validate", str(fifo)],
+                 ["trace", "info", str(fifo)],
+                 ["run", str(fifo), "--policy", "g10"],
+                 ["run", "bert_base-b256", "--policy", "g10", "--config", str(fifo)],
+                 ["run", "bert_base-b256", "--hints", str(fifo)],
+                 ["sweep", str(fifo), "--out", str(tmp_path / "out")],
+                 ["report", "fig11", str(fifo)]):
         proc = subprocess.run([sys.executable, "-m", "g10core", *argv], capture_output=True, text=True,
                               timeout=120)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-        assert str(fifo) in proc.stderr and "not a regular file" in proc.stderr
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (argv, proc.stderr)
+        assert str(fifo) in proc.stderr and "not a regular file" in proc.stderr, (argv, proc.stderr)
 
 
 def test_cli_validate_ok_and_mixed(good_file, tmp_path, capsys):

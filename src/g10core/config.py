@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import ConfigError  # noqa: F401 (defined in errors.py; importable from here)
+from .errors import NOT_A_REGULAR_FILE, is_special_file
 from .pcie import GENERATIONS, LANES, PAYLOADS
 from .ssd import SSD_PRESETS, device_spec, parse_victim, ssd_preset
 
@@ -653,6 +654,8 @@ def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:
 
 def load_toml(path) -> dict[str, dict[str, Any]]:
     path = Path(path)
+    if is_special_file(path):
+        raise ConfigError(f"{path}: {NOT_A_REGULAR_FILE}, not a config file")
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)

@@ -42,6 +42,7 @@ import numpy as np
 
 from .codes import HINT_DTYPE
 from .errors import HintError  # noqa: F401 (defined in errors.py; importable from here)
+from .errors import NOT_A_REGULAR_FILE, is_special_file
 from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 from .trace import Trace
 
@@ -262,6 +263,8 @@ def read_hints(path, trace: Trace | None = None) -> HintFile:
         raise FileNotFoundError(2, "no such file", str(path))
     if path.is_dir():
         raise HintError(path, "is a directory, not a hint file")
+    if is_special_file(path):
+        raise HintError(path, f"{NOT_A_REGULAR_FILE}, not a hint file")
     try:
         check_global_heaps(path)        # a damaged global heap can hang h5py (g10core.h5safe)
     except CorruptHDF5 as exc:

@@ -17,6 +17,7 @@ from .published import (
     FIG11_POLICIES, HEADLINE_G10_FRACTION_OF_IDEAL, HEADLINE_SPEEDUP_OVER_BEST_PRIOR, MODEL_LABELS,
     POLICY_LABELS, PRIOR_BASELINES, STATE_OF_THE_ART,
 )
+from .errors import NOT_A_REGULAR_FILE, is_special_file
 from .results import jsonable, write_text_atomic
 
 SCHEMA = "g10core-fig11"
@@ -224,6 +225,8 @@ def write_fig11_json(rows, path, *, meta: dict | None = None) -> Path:
 def load_fig11_json(path) -> list[dict]:
     """Rows of a saved reproduction (``time_s: null`` read back as inf)."""
     path = Path(path)
+    if is_special_file(path):
+        raise ValueError(f"{path}: {NOT_A_REGULAR_FILE}, not a saved reproduction")
     try:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
@@ -641,6 +644,8 @@ def write_figure_json(figure: str, rows, path, *, meta: dict | None = None) -> P
 def load_figure_json(path) -> tuple[str, list[dict]]:
     """(figure, rows) of a saved ``g10sim reproduce figN --json`` file (Fig. 11 too)."""
     path = Path(path)
+    if is_special_file(path):
+        raise ValueError(f"{path}: {NOT_A_REGULAR_FILE}, not a saved reproduction")
     try:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as exc:

@@ -78,6 +78,7 @@ from pathlib import Path
 from . import __version__, tracestore
 from .config import DEFAULT_PRESET, SECTIONS, ConfigError, SimConfig, preset
 from .errors import SweepError  # noqa: F401 (defined in errors.py; importable from here)
+from .errors import NOT_A_REGULAR_FILE, is_special_file
 
 PLAN_SCHEMA = "g10core-sweep-plan"
 RECORD_SCHEMA_VERSION = 1
@@ -268,6 +269,8 @@ def load_sweep(path, *, traces_dir=None, base_config: SimConfig | None = None) -
     ``base_config``: start from this configuration instead of the file's ``preset``.
     """
     path = Path(path)
+    if is_special_file(path):
+        raise SweepError(f"{path}: {NOT_A_REGULAR_FILE}, not a sweep file")
     try:
         text = path.read_text()
     except FileNotFoundError:

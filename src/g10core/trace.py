@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import TraceError  # noqa: F401 (defined in errors.py; importable from here)
+from .errors import NOT_A_REGULAR_FILE, is_special_file
 from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 
 PAGE_SIZE_BYTES = 4096
@@ -524,8 +525,8 @@ def read_trace(path) -> Trace:
         raise FileNotFoundError(errno.ENOENT, "no such trace file", str(path))
     if path.is_dir():
         raise TraceError(path, "/", "is a directory, not a trace file")
-    if not path.is_file():     # a FIFO would block the first read until something writes to it
-        raise TraceError(path, "/", "is not a regular file (a pipe, socket or device), not a trace file")
+    if is_special_file(path):
+        raise TraceError(path, "/", f"{NOT_A_REGULAR_FILE}, not a trace file")
     try:
         check_global_heaps(path)      # before h5py parses them: a damaged one can hang it
     except CorruptHDF5 as exc:

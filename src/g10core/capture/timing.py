@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import NOT_A_REGULAR_FILE, is_special_file
+
 # Kernel classes.  Every kernel has an operator name (for the shipped traces the kernel's
 # name, e.g. ``Add_Forward``; a captured ATen kernel gets the shipped name of the same
 # operation where there is one, SHIPPED_OP below) and a class.  Its coefficients are
@@ -252,6 +254,8 @@ def load_calibration(path=None) -> Calibration:
         text = resources.files(__package__).joinpath(DEFAULT_CALIBRATION_FILE).read_text()
         where = f"g10core.capture/{DEFAULT_CALIBRATION_FILE}"
     else:
+        if is_special_file(path):
+            raise ValueError(f"{path}: {NOT_A_REGULAR_FILE}, not a calibration file")
         text = Path(path).read_text()
         where = str(path)
     try:
