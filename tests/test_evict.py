@@ -173,6 +173,7 @@ def write_rule(tmp_path, body: str, name="rule.py"):
     ("def other(a, b, c, d, e, f, g):\n    return 0.0\n", "has no function 'score'"),
     ("def score(a, b, c, d, e, f, g):\n    return {'x': a}['x'] + 'text'\n", "cannot be compiled by numba"),
     ("def score(a, b, c, d, e, f, g)\n    return 0.0\n", "cannot be imported: SyntaxError"),
+    ("import sys\nsys.exit(0)\n", "cannot be imported: SystemExit: 0"),
 ])
 def test_bad_user_rules_are_refused_naming_file_and_function(tmp_path, body, message):
     path = write_rule(tmp_path, body)
@@ -200,6 +201,43 @@ def test_the_callback_is_cached_on_disk(tmp_path):
     assert cache_files, "numba wrote no cache beside the file"
     second = evictors.load_score_function(f"{path}:score")
     assert second.address != 0 and first.address != 0
+    # a second load reuses the cache: no new entry per run
+    assert sorted((tmp_path / "__pycache__").glob("cached_rule*.nb*")) == sorted(cache_files)
+
+
+@pytest.mark.parametrize("body, what", [
+    ("def score(a, b, c, d, e, f, g):\n    assert b < 0\n    return 0.0\n", "raised AssertionError"),
+    ("def score(a, b, c, d, e, f, g):\n    return f // (b - b)\n", "raised ZeroDivisionError: integer division"),
+    ("import math\ndef score(a, b, c, d, e, f, g):\n    return math.nan if b % 2 == 0 else float(f)\n",
+     "returned NaN"),
+])
+def test_a_rule_that_raises_or_returns_nan_is_refused_naming_the_call(small_trace, tmp_path, body, what):
+    # a numba cfunc that raises prints a traceback at every call and returns 0: the run went
+    # on with made-up scores (1.6 M lines of tracebacks on BERT, then exit 1)
+    path = write_rule(tmp_path, body)
+    sim = Simulator(config_pages(int(small_trace.tensor_pages.sum() * 0.4)))
+    with pytest.raises(evictors.EvictionRuleError) as info:
+        sim.run(small_trace, "base-uvm", eviction=f"{path}:score")
+    message = str(info.value)
+    assert message.startswith(f"--eviction {path}:score: score(now_kernel=") and what in message, message
+    assert "call(s) of this run failed" in message and "\n" not in message
+    # the call named is one the rule fails on
+    args = dict(kv.split("=") for kv in message.split("score(", 1)[1].split(")", 1)[0].split(", "))
+    assert set(args) == set(evictors.SCORE_ARGUMENTS)
+    if "NaN" in what:
+        assert int(args["tensor"]) % 2 == 0
+
+
+def test_a_failing_rule_is_one_line_and_exit_2_on_the_command_line(tmp_path):
+    import subprocess
+    import sys
+
+    path = write_rule(tmp_path, "def score(a, b, c, d, e, f, g):\n    assert b < 0\n    return 0.0\n")
+    proc = subprocess.run([sys.executable, "-m", "g10core", "run", "bert_base-b256", "--policy", "base-uvm",
+                           "--no-progress", "--eviction", f"{path}:score"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[:2000]
+    assert "raised AssertionError" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_lru_example_is_least_recently_used(small_trace):

@@ -55,8 +55,14 @@ cdef class ScoreEvictor(Evictor):
     cdef int32_t chosen                    # the tensor being evicted (-1: choose again)
     cdef int64_t n_choices                 # victim tensors chosen (stats)
     cdef int64_t n_scores                  # score evaluations (stats)
+    # a score that is NaN: a user's rule raised (its wrapper returns NaN; evictors.py) or
+    # returned NaN.  It counts as the lowest score until the next kernel begin, which stops
+    # the run; the first one's inputs are kept for the error the Python layer raises.
+    cdef int64_t n_failed
+    cdef int64_t failed_args[7]
     cdef object _keep
 
     cdef int32_t choose(self) noexcept nogil
+    cdef void _note_failure(self, int32_t t) noexcept nogil
     cdef int64_t next_use(self, int32_t t) noexcept nogil
     cdef int64_t last_use(self, int32_t t) noexcept nogil

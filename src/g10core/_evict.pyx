@@ -26,6 +26,7 @@ in its iteration, so it comes before every tensor still used in the iteration; i
 use is its rebirth in the next one, which keeps Belady's rule the true MIN (fewest
 faults): a dead tensor kept on the GPU until its rebirth does not fault there.
 """
+from libc.math cimport INFINITY
 from libc.stdint cimport int8_t, int32_t, int64_t
 
 from cython.operator cimport dereference as deref
@@ -355,7 +356,7 @@ cdef class ScoreEvictor(Evictor):
         self.n_kernels = n_kernels
         self.n_iterations = n_iterations
         self.chosen = -1
-        self.n_choices = self.n_scores = 0
+        self.n_choices = self.n_scores = self.n_failed = 0
         self._callback = callback
         cdef size_t address
         if callback is None:
@@ -365,6 +366,10 @@ cdef class ScoreEvictor(Evictor):
             self.score = <score_fn_t>address
 
     cdef int kernel_begin(self, int64_t k, int64_t iteration) except -1 nogil:
+        if self.n_failed:                 # a rule that fails may livelock the run: stop it here
+            with gil:                     # (evictors.check_score_failures names the call)
+                raise RuntimeError(f"the eviction rule's score was NaN in {self.n_failed} call(s) "
+                                   "(it raised an exception or returned NaN)")
         self.kernel = k
         self.iteration = iteration
         self.chosen = -1                  # scores depend on the kernel: choose again
@@ -417,11 +422,33 @@ cdef class ScoreEvictor(Evictor):
             s = self.score(self.kernel, t, self.pt.cnt_ready[t], self.pt.t_np[t], self.last_use(t),
                            self.next_use(t), self.pt.t_arrival[t])
             self.n_scores += 1
+            if s != s:
+                self._note_failure(t)
+                s = -INFINITY
             if best < 0 or s > best_s or (s == best_s and self.pt.t_arrival[t] < self.pt.t_arrival[best]):
                 best = t
                 best_s = s
         self.n_choices += 1
         return best
+
+    cdef void _note_failure(self, int32_t t) noexcept nogil:
+        """Tensor t's score was NaN (see the .pxd): count it, keep the first one's inputs."""
+        if self.n_failed == 0:
+            self.failed_args[0] = self.kernel
+            self.failed_args[1] = t
+            self.failed_args[2] = self.pt.cnt_ready[t]
+            self.failed_args[3] = self.pt.t_np[t]
+            self.failed_args[4] = self.last_use(t)
+            self.failed_args[5] = self.next_use(t)
+            self.failed_args[6] = self.pt.t_arrival[t]
+        self.n_failed += 1
+
+    def first_failure(self):
+        """(count, inputs) of the scores that were NaN, inputs as the score function took them
+        (the first one's); None when there was none."""
+        if self.n_failed == 0:
+            return None
+        return self.n_failed, tuple(self.failed_args[i] for i in range(7))
 
     cdef victim_t find_victim(self, bint is_pf) noexcept nogil:
         cdef victim_t v

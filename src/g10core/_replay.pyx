@@ -402,5 +402,9 @@ cdef class Replay:
         return self.pt
 
     @property
+    def evictor(self):
+        return self.ev
+
+    @property
     def fault_model(self):
         return self.fm

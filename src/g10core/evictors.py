@@ -43,13 +43,18 @@ Pages of a tensor whose data is dead at the running kernel are dropped without a
 others go to host memory (to the SSD once host memory is full or its slot quota spent).
 The function must be compilable by numba in nopython mode and return a number.  It is
 compiled once and cached on disk (numba's cache, beside the file or in
-``NUMBA_CACHE_DIR``), so a second run pays no compilation.
+``NUMBA_CACHE_DIR``), so a second run pays no compilation.  A call that raises (an
+``assert``, a division by zero) or returns NaN does not print a traceback per call: its
+score counts as the lowest until the next kernel begins, where the run stops and is
+refused as bad input (exit 2), naming the function, the first such call's arguments and
+what the function raises for them (:func:`check_score_failures`).
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import inspect
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,6 +128,7 @@ class UserScore:
     function: str
     cfunc: object = field(repr=False, compare=False)
     compile_s: float = 0.0         # seconds spent compiling or loading from the cache
+    python_function: Callable | None = field(default=None, repr=False, compare=False)   # for error messages
 
     @property
     def address(self) -> int:
@@ -162,8 +168,8 @@ def load_score_function(spec: str) -> UserScore:
         module = importlib.util.module_from_spec(mod_spec)
         sys.modules[module_name] = module       # numba's cache looks modules up by name
         mod_spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - any error in the user's file is bad input
-        sys.modules.pop(module_name, None)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any error in the user's file is bad input
+        sys.modules.pop(module_name, None)    # (sys.exit() in it too: it would end g10sim with its code)
         raise EvictionRuleError(f"{path}: cannot be imported: {type(exc).__name__}: {exc}") from None
     func = getattr(module, func_name, None)
     if func is None or not callable(func):
@@ -183,13 +189,56 @@ def load_score_function(spec: str) -> UserScore:
         raise EvictionRuleError(f"{where}: user eviction rules need numba (pip install numba)") from None
     t0 = time.perf_counter()
     try:
-        compiled = numba.cfunc(SCORE_SIGNATURE, nopython=True, cache=True)(func)
+        # the user's function is cached on disk; the guard around it is a closure over it
+        # (numba would file a new cache entry for it at every run) and takes ~0.1 s to compile
+        user = numba.njit(cache=True)(func)
+        compiled = numba.cfunc(SCORE_SIGNATURE, nopython=True)(_guarded(user))
     except Exception as exc:  # noqa: BLE001 - numba's typing/lowering errors
         first = " ".join(str(exc).strip().splitlines()[:1]) or type(exc).__name__
         raise EvictionRuleError(f"{path}: function {func_name} cannot be compiled by numba "
                                 f"(nopython mode): {first}") from None
     return UserScore(spec=spec, path=str(path.resolve()), function=func_name, cfunc=compiled,
-                     compile_s=time.perf_counter() - t0)
+                     compile_s=time.perf_counter() - t0, python_function=func)
+
+
+def _guarded(user):
+    """The C callback around a user's jitted score function: an exception in it becomes a NaN
+    score.  (An exception out of a numba cfunc is printed, traceback and all, at every call,
+    and the call returns 0.)"""
+    def guarded(now_kernel, tensor, resident_pages, size_pages, last_use_kernel, next_use_kernel,
+                arrival_seq):
+        try:
+            return user(now_kernel, tensor, resident_pages, size_pages, last_use_kernel, next_use_kernel,
+                        arrival_seq)
+        except Exception:  # noqa: BLE001 - any: the compiled layer reports it after the run
+            return math.nan
+    return guarded
+
+
+def check_score_failures(spec, evictor) -> None:
+    """Raise :class:`EvictionRuleError` if a user's score function raised or returned NaN in
+    the run ``evictor`` (a ``ScoreEvictor``) served; the message names the function, how many
+    calls failed, the first one's arguments and what the function raises for them."""
+    failure = evictor.first_failure() if isinstance(spec, UserScore) and isinstance(evictor, ScoreEvictor) else None
+    if failure is None:
+        return
+    count, args = failure
+    shown = ", ".join(f"{name}={value}" for name, value in zip(SCORE_ARGUMENTS, args))
+    what = "raised an exception or returned NaN"
+    if spec.python_function is not None:
+        try:
+            value = spec.python_function(*args)
+        except Exception as exc:  # noqa: BLE001 - the user's code: any exception is the answer
+            what = f"raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
+        else:
+            try:
+                nan = math.isnan(float(value))
+            except (TypeError, ValueError, OverflowError):
+                nan = False
+            what = ("returned NaN" if nan else
+                    f"raised an exception compiled by numba (in Python it returns {value!r} here)")
+    raise EvictionRuleError(f"--eviction {spec.spec}: {spec.function}({shown}) {what}; a score function must "
+                            f"return a number for every input ({count} call(s) of this run failed)")
 
 
 def resolve(spec) -> str | UserScore:
@@ -232,4 +281,4 @@ def build_evictor(spec, pt, consts: dict, arrays: dict):
 
 
 __all__ = ["NEVER", "EVICTORS", "EvictionRuleError", "UserScore", "build_evictor", "load_score_function",
-           "names", "register", "resolve", "tensor_uses", "label", "is_user_rule"]
+           "names", "register", "resolve", "tensor_uses", "label", "is_user_rule", "check_score_failures"]

@@ -653,12 +653,15 @@ class Simulator:
         consts["max_ticks"] = tick_budget(consts, trace, t00, int(hinted))
         tlb = translator(cfg, trace, arrays, t11)
         runner = kernel_runner(cfg, consts, arrays, devices, tlb, trace) if is_batched(cfg) else None
+        components = {"fault_model": runner} if runner is not None else {}
+        if cfg.tlb.model != "none":
+            components["translator"] = tlb.core
+        replay = Replay(consts, arrays, *(devices or ()), **components)
         try:
-            components = {"fault_model": runner} if runner is not None else {}
-            if cfg.tlb.model != "none":
-                components["translator"] = tlb.core
-            raw = Replay(consts, arrays, *(devices or ()), **components).run()
+            raw = replay.run()
         except RuntimeError as exc:
+            # a user's score function that failed is the cause to name, not the replay's state
+            evictors.check_score_failures(plan.eviction, replay.evictor)
             state = " ".join(str(exc).split())
             if hint_info["source"] in ("file", "array"):
                 # given hints can livelock the artifact's semantics (e.g. evicting, every
@@ -669,6 +672,7 @@ class Simulator:
                     f"what a waiting kernel needs never let it start); replay state: {state}") from None
             raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: the replay stopped: "
                                   f"{state}") from exc
+        evictors.check_score_failures(plan.eviction, replay.evictor)
         meta["simulate_wall_s"] = time.perf_counter() - t1
         applied = hints if plan.apply_hints else hints[:0]
         frees = bool(np.any(applied["action"] == HINT_FREE))
