@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import ConfigError  # noqa: F401 (defined in errors.py; importable from here)
-from .errors import NOT_A_REGULAR_FILE, is_special_file
+from .files import NOT_A_REGULAR_FILE, is_special_file
 from .pcie import GENERATIONS, LANES, PAYLOADS
 from .ssd import SSD_PRESETS, device_spec, parse_victim, ssd_preset
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 
 __all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError",
-           "CannotFit", "CaptureError", "EvictionRuleError", "TensorSimError", "SweepError", "SimulationError",
-           "NOT_A_REGULAR_FILE", "is_special_file"]
+           "CannotFit", "CaptureError", "EvictionRuleError", "TensorSimError", "SweepError", "SimulationError"]
 
 _IN_MEMORY_TRACE = "<in-memory trace>"
 
@@ -147,18 +146,3 @@ class SimulationError(G10Error, RuntimeError):
     and exits 1.
     """
 
-
-NOT_A_REGULAR_FILE = "is not a regular file (a pipe, socket or device)"
-
-
-def is_special_file(path) -> bool:
-    """Whether ``path`` exists and is neither a regular file nor a directory: a named pipe,
-    socket or device.  Readers refuse one before opening it (with NOT_A_REGULAR_FILE in
-    their message): opening a pipe to read waits for a writer, and a device may never end."""
-    import stat
-
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))

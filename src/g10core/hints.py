@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +41,7 @@ import numpy as np
 
 from .codes import HINT_DTYPE
 from .errors import HintError  # noqa: F401 (defined in errors.py; importable from here)
-from .errors import NOT_A_REGULAR_FILE, is_special_file
+from .files import NOT_A_REGULAR_FILE, is_special_file, replacing
 from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 from .trace import Trace
 
@@ -178,38 +177,32 @@ def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_p
         hints = as_hint_table(hints, path)
     if not path.parent.is_dir():
         raise FileNotFoundError(2, "no such directory", str(path.parent))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with h5py.File(tmp, "w", libver=LIBVER) as f:
-            f.attrs["schema"] = SCHEMA
-            f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
-            f.attrs["policy"] = str(policy)
-            f.attrs["creator"] = f"g10core {__version__}"
-            if trace is not None:
-                f.attrs["trace_model"] = trace.model
-                f.attrs["trace_batch_size"] = np.int64(trace.batch_size)
-                f.attrs["trace_n_kernels"] = np.int64(trace.n_kernels)
-                f.attrs["trace_n_tensors"] = np.int64(trace.n_tensors)
-                f.attrs["trace_footprint_bytes"] = np.int64(trace.footprint_bytes)
-                f.attrs["trace_digest"] = trace_digest(trace)
-            if trace_path is not None:
-                f.attrs["trace_path"] = os.fspath(trace_path)
-            if level:
-                f.attrs["policy_level"] = level
-            if config is not None:
-                f.attrs["config_preset"] = str(config.preset)
-                f.attrs["config_hash"] = str(config.hash)
-                f.attrs["config_keys"] = json.dumps(plan_keys(config), sort_keys=True)
-            kw = {}
-            if hints.shape[0] > 0:          # chunked, for the checksum (HDF5 cannot chunk an empty table)
-                kw = dict(chunks=(min(hints.shape[0], 1 << 16),), fletcher32=True)
-            if hints.shape[0] > 4096:
-                kw.update(compression="gzip", shuffle=True)
-            f.create_dataset("hints", data=hints, **kw)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with replacing(path) as tmp, h5py.File(tmp, "w", libver=LIBVER) as f:
+        f.attrs["schema"] = SCHEMA
+        f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
+        f.attrs["policy"] = str(policy)
+        f.attrs["creator"] = f"g10core {__version__}"
+        if trace is not None:
+            f.attrs["trace_model"] = trace.model
+            f.attrs["trace_batch_size"] = np.int64(trace.batch_size)
+            f.attrs["trace_n_kernels"] = np.int64(trace.n_kernels)
+            f.attrs["trace_n_tensors"] = np.int64(trace.n_tensors)
+            f.attrs["trace_footprint_bytes"] = np.int64(trace.footprint_bytes)
+            f.attrs["trace_digest"] = trace_digest(trace)
+        if trace_path is not None:
+            f.attrs["trace_path"] = os.fspath(trace_path)
+        if level:
+            f.attrs["policy_level"] = level
+        if config is not None:
+            f.attrs["config_preset"] = str(config.preset)
+            f.attrs["config_hash"] = str(config.hash)
+            f.attrs["config_keys"] = json.dumps(plan_keys(config), sort_keys=True)
+        kw = {}
+        if hints.shape[0] > 0:          # chunked, for the checksum (HDF5 cannot chunk an empty table)
+            kw = dict(chunks=(min(hints.shape[0], 1 << 16),), fletcher32=True)
+        if hints.shape[0] > 4096:
+            kw.update(compression="gzip", shuffle=True)
+        f.create_dataset("hints", data=hints, **kw)
     return path
 
 

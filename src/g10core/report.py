@@ -17,8 +17,8 @@ from .published import (
     FIG11_POLICIES, HEADLINE_G10_FRACTION_OF_IDEAL, HEADLINE_SPEEDUP_OVER_BEST_PRIOR, MODEL_LABELS,
     POLICY_LABELS, PRIOR_BASELINES, STATE_OF_THE_ART,
 )
-from .errors import NOT_A_REGULAR_FILE, is_special_file
-from .results import jsonable, write_text_atomic
+from .files import NOT_A_REGULAR_FILE, is_special_file, replacing, write_text_atomic
+from .results import jsonable
 
 SCHEMA = "g10core-fig11"
 SCHEMA_VERSION = 1
@@ -683,17 +683,9 @@ def _new_figure(width: float, height: float):
 
 
 def _save(fig, path) -> Path:
-    import os
-    import secrets
-
     path = Path(path)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{secrets.token_hex(4)}.tmp{path.suffix or '.png'}")
-    try:
+    with replacing(path, suffix=path.suffix or ".png") as tmp:
         fig.savefig(tmp, format=(path.suffix.lstrip(".") or "png"))
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path
 
 

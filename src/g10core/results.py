@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +59,7 @@ TRANSLATION_KEY = ("translation",)   # a fourth part in the detailed preset (bre
 # columns of the compiled replay's per-kernel rows (``_replay.Replay.run()["kernels"]``):
 # the fields of struct kernel_row (_types.pxd), mirrored in types.KERNEL_ROW_DTYPE
 from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, as_columns  # noqa: E402
+from .files import write_text_atomic  # noqa: E402,F401 (importable from here)
 
 
 # ---- the artifact's statistics (moved here from reference.py) -------------------
@@ -496,19 +495,6 @@ class Result:
     def write_json(self, path, kernels: bool = False) -> Path:
         """Write :meth:`to_json` to ``path`` atomically (temporary file, then rename)."""
         return write_text_atomic(path, self.to_json(kernels))
-
-
-def write_text_atomic(path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def jsonable(obj):

@@ -661,7 +661,7 @@ class Simulator:
             raw = replay.run()
         except RuntimeError as exc:
             # a user's score function that failed is the cause to name, not the replay's state
-            evictors.check_score_failures(plan.eviction, replay.evictor)
+            evictors.check_score_failures(plan.eviction, getattr(replay, "evictor", None))
             state = " ".join(str(exc).split())
             if hint_info["source"] in ("file", "array"):
                 # given hints can livelock the artifact's semantics (e.g. evicting, every
@@ -672,7 +672,7 @@ class Simulator:
                     f"what a waiting kernel needs never let it start); replay state: {state}") from None
             raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: the replay stopped: "
                                   f"{state}") from exc
-        evictors.check_score_failures(plan.eviction, replay.evictor)
+        evictors.check_score_failures(plan.eviction, getattr(replay, "evictor", None))
         meta["simulate_wall_s"] = time.perf_counter() - t1
         applied = hints if plan.apply_hints else hints[:0]
         frees = bool(np.any(applied["action"] == HINT_FREE))

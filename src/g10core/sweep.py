@@ -78,7 +78,7 @@ from pathlib import Path
 from . import __version__, tracestore
 from .config import DEFAULT_PRESET, SECTIONS, ConfigError, SimConfig, preset
 from .errors import SweepError  # noqa: F401 (defined in errors.py; importable from here)
-from .errors import NOT_A_REGULAR_FILE, is_special_file
+from .files import NOT_A_REGULAR_FILE, is_special_file
 
 PLAN_SCHEMA = "g10core-sweep-plan"
 RECORD_SCHEMA_VERSION = 1

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import re
-import secrets
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -25,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import TraceError  # noqa: F401 (defined in errors.py; importable from here)
-from .errors import NOT_A_REGULAR_FILE, is_special_file
+from .files import NOT_A_REGULAR_FILE, is_special_file, replacing
 from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 
 PAGE_SIZE_BYTES = 4096
@@ -390,47 +388,41 @@ def write_trace(trace: Trace, path) -> Path:
     validate_trace(trace, path)
     if not path.parent.is_dir():
         raise FileNotFoundError(errno.ENOENT, "no such directory", str(path.parent))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with h5py.File(tmp, "w", libver=LIBVER) as f:
-            f.attrs["schema"] = SCHEMA
-            f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
-            f.attrs["model"] = trace.model
-            f.attrs["batch_size"] = np.int64(trace.batch_size)
-            f.attrs["source"] = trace.source
-            f.attrs["profiling_gpu"] = trace.profiling_gpu
-            f.attrs["units"] = json.dumps(UNITS, sort_keys=True)
-            f.attrs["creator"] = f"g10core {__version__}"
-            for key, value in sorted(trace.attrs.items()):
-                if key not in _RESERVED_ATTRS:
-                    f.attrs[key] = value.item() if isinstance(value, np.generic) else value
+    with replacing(path) as tmp, h5py.File(tmp, "w", libver=LIBVER) as f:
+        f.attrs["schema"] = SCHEMA
+        f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
+        f.attrs["model"] = trace.model
+        f.attrs["batch_size"] = np.int64(trace.batch_size)
+        f.attrs["source"] = trace.source
+        f.attrs["profiling_gpu"] = trace.profiling_gpu
+        f.attrs["units"] = json.dumps(UNITS, sort_keys=True)
+        f.attrs["creator"] = f"g10core {__version__}"
+        for key, value in sorted(trace.attrs.items()):
+            if key not in _RESERVED_ATTRS:
+                f.attrs[key] = value.item() if isinstance(value, np.generic) else value
 
-            tensors = np.empty(trace.n_tensors, TENSOR_DTYPE)
-            tensors["size_bytes"] = trace.tensor_size_bytes
-            tensors["is_global"] = trace.tensor_is_global
-            _create(f, "tensors", tensors)
-            _create(f, "tensor_names", _names(trace.tensor_name))
+        tensors = np.empty(trace.n_tensors, TENSOR_DTYPE)
+        tensors["size_bytes"] = trace.tensor_size_bytes
+        tensors["is_global"] = trace.tensor_is_global
+        _create(f, "tensors", tensors)
+        _create(f, "tensor_names", _names(trace.tensor_name))
 
-            kernels = np.empty(trace.n_kernels, KERNEL_DTYPE)
-            kernels["time_ideal_ns"] = trace.kernel_time_ideal_ns
-            kernels["time_fault_all_ns"] = trace.kernel_time_fault_all_ns
-            kernels["time_fault_outputs_ns"] = trace.kernel_time_fault_outputs_ns
-            kernels["workspace_bytes"] = trace.kernel_workspace_bytes
-            _create(f, "kernels", kernels)
-            _create(f, "kernel_names", _names(trace.kernel_name))
+        kernels = np.empty(trace.n_kernels, KERNEL_DTYPE)
+        kernels["time_ideal_ns"] = trace.kernel_time_ideal_ns
+        kernels["time_fault_all_ns"] = trace.kernel_time_fault_all_ns
+        kernels["time_fault_outputs_ns"] = trace.kernel_time_fault_outputs_ns
+        kernels["workspace_bytes"] = trace.kernel_workspace_bytes
+        _create(f, "kernels", kernels)
+        _create(f, "kernel_names", _names(trace.kernel_name))
 
-            acc = f.create_group("accesses", track_order=False)
-            _create(acc, "offsets", trace.access_offsets)
-            _create(acc, "tensor", trace.access_tensor)
-            _create(acc, "mode", trace.access_mode)
+        acc = f.create_group("accesses", track_order=False)
+        _create(acc, "offsets", trace.access_offsets)
+        _create(acc, "tensor", trace.access_tensor)
+        _create(acc, "mode", trace.access_mode)
 
-            if trace.hints is not None:
-                ds = _create(f, "hints", trace.hints)
-                ds.attrs["policy"] = trace.hints_policy
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        if trace.hints is not None:
+            ds = _create(f, "hints", trace.hints)
+            ds.attrs["policy"] = trace.hints_policy
     return path
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import NOT_A_REGULAR_FILE, is_special_file
+from ..files import NOT_A_REGULAR_FILE, is_special_file
 
 # Kernel classes.  Every kernel has an operator name (for the shipped traces the kernel's
 # name, e.g. ``Add_Forward``; a captured ATen kernel gets the shipped name of the same

@@ -10,10 +10,12 @@ import json
 import math
 import os
 import sys
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ArtifactError, ConfigError, SimulationError, TraceError
+from ..files import is_special_file, write_text_atomic
 from ..trace import GiB
 
 EXIT_OK = 0
@@ -78,14 +80,7 @@ def emit_json(obj, dest: str | None) -> None:
     if dest == "-":
         sys.stdout.write(text)
         return
-    path = Path(dest)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_text_atomic(dest, text)
 
 
 def check_output_path(path, option: str) -> None:
@@ -103,6 +98,16 @@ def check_output_path(path, option: str) -> None:
         raise PermissionError(13, f"{option}: folder not writable", str(parent))
     if p.exists() and not os.access(p, os.W_OK):
         raise PermissionError(13, f"{option}: file not writable", str(p))
+    if not is_special_file(p):
+        # the output goes to a temporary file beside it: try one (root passes os.access in
+        # /proc or on a read-only file system, and would learn it only after the run)
+        try:
+            fd, probe = tempfile.mkstemp(dir=Path(os.path.realpath(p)).parent, prefix=".g10sim-probe.")
+        except OSError as exc:
+            raise OSError(exc.errno, f"{option}: cannot create a file in this folder ({exc.strerror})",
+                          str(parent)) from None
+        os.close(fd)
+        os.unlink(probe)
 
 
 # A run that takes longer than HEARTBEAT_FIRST_S prints a line on stderr, then one every
