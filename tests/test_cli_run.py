@@ -95,6 +95,32 @@ def test_config_with_an_unknown_key_is_one_line_and_exit_2(trace_file, tmp_path,
     assert str(toml) in line and "unknown config key gpu.memroy_GiB" in line
 
 
+@pytest.mark.parametrize("content, argv, text", [
+    (b'preset = "bogus"\n', [], "preset = 'bogus', but this run's preset is 'default'"),
+    (b'preset = "detailed"\n[gpu]\nmemory_GiB = 0.02\n', [], "choose the preset with --preset"),
+    (b"\x89HDF\r\n\x1a\n", [], "not a text file (byte 0 is not UTF-8)"),
+])
+def test_a_config_file_naming_another_preset_or_not_text_is_refused(trace_file, tmp_path, capsys, content, argv,
+                                                                    text):
+    # a preset the file names was ignored (the run used another configuration), and a binary
+    # file's error did not name it
+    toml = tmp_path / "c.toml"
+    toml.write_bytes(content)
+    code, out, err = run(capsys, "run", trace_file, "--policy", "g10", "--config", toml, *argv)
+    assert code == 2 and out == ""
+    line = one_error_line(err)
+    assert line.startswith(f"g10sim: error: {toml}: ") and text in line, line
+
+
+def test_a_config_file_naming_the_runs_preset_applies(trace_file, tmp_path, capsys):
+    toml = tmp_path / "c.toml"
+    toml.write_text('preset = "detailed"\n[gpu]\nmemory_GiB = 0.02\n')
+    code, out, _ = run(capsys, "run", trace_file, "--policy", "base-uvm", "--preset", "detailed", "--config", toml,
+                       "--json", "-")
+    d = json.loads(out)
+    assert code == 0 and d["preset"] == "detailed" and d["config"]["gpu"]["memory_GiB"] == 0.02
+
+
 @pytest.mark.parametrize("argv, text", [
     (["--set", "gpu.memory_GiB=-1"], "gpu.memory_GiB = -1.0: must be > 0"),
     (["--set", "gpu.memory"], "expected section.key=value"),

@@ -216,6 +216,16 @@ def test_a_named_pipe_is_refused_not_waited_on(tmp_path):
         assert str(fifo) in proc.stderr and "not a regular file" in proc.stderr, (argv, proc.stderr)
 
 
+def test_a_binary_file_given_as_text_is_refused_naming_it(good_file, tmp_path, capsys):
+    # the error of a file that is not UTF-8 named no file ("'utf-8' codec can't decode byte 0x89")
+    for argv in (["sweep", str(good_file), "--out", str(tmp_path / "out")],
+                 ["report", "fig11", str(good_file)],
+                 ["run", str(good_file), "--policy", "g10", "--config", str(good_file)]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(good_file) in err and "not a text file" in err, (argv, err)
+
+
 def test_cli_validate_ok_and_mixed(good_file, tmp_path, capsys):
     assert main(["trace", "validate", str(good_file)]) == 0
     assert capsys.readouterr().out.startswith(f"ok {good_file}: schema v1, 64 kernels")

@@ -652,7 +652,10 @@ def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def load_toml(path) -> dict[str, dict[str, Any]]:
+def load_toml(path, preset_name: str | None = None) -> dict[str, dict[str, Any]]:
+    """A config file's sections.  A top-level ``preset`` (as ``config show`` writes) must name
+    ``preset_name``, the preset the file is applied to, when that is given: a file only
+    overrides keys, and ignoring a preset it names would run another configuration."""
     path = Path(path)
     if is_special_file(path):
         raise ConfigError(f"{path}: {NOT_A_REGULAR_FILE}, not a config file")
@@ -663,9 +666,14 @@ def load_toml(path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: no such config file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a text file (byte {exc.start} is not UTF-8); a config file is TOML") from None
     if "preset" in data:
         data = dict(data)
-        data.pop("preset")
+        named = data.pop("preset")
+        if preset_name is not None and named != preset_name:
+            raise ConfigError(f"{path}: preset = {named!r}, but this run's preset is {preset_name!r}: a config "
+                              f"file only overrides keys; choose the preset with --preset")
     for section, values in data.items():
         if not isinstance(values, dict):
             raise ConfigError(f"{path}: top-level key {section!r} must be a [section] table")
@@ -677,7 +685,7 @@ def resolve(preset_name: str = DEFAULT_PRESET, toml_path=None, sets: list[str] |
     cfg = preset(preset_name)
     if toml_path is not None:
         try:
-            cfg = cfg.with_overrides(load_toml(toml_path))
+            cfg = cfg.with_overrides(load_toml(toml_path, cfg.preset))
         except ConfigError as exc:
             msg = str(exc)
             raise ConfigError(msg if msg.startswith(str(toml_path)) else f"{toml_path}: {msg}") from None

@@ -231,6 +231,8 @@ def load_fig11_json(path) -> list[dict]:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a text file (byte {exc.start} is not UTF-8), not a saved reproduction") from None
     rows = doc.get("rows") if isinstance(doc, dict) else doc
     if not isinstance(rows, list) or (isinstance(doc, dict) and doc.get("schema") != SCHEMA):
         raise ValueError(f"{path}: not a g10sim reproduce fig11 JSON (schema {SCHEMA!r} with 'rows')")
@@ -650,6 +652,8 @@ def load_figure_json(path) -> tuple[str, list[dict]]:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a text file (byte {exc.start} is not UTF-8), not a saved reproduction") from None
     if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
         return "fig11", load_fig11_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != FIGURE_SCHEMA or not isinstance(doc.get("rows"), list):

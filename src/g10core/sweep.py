@@ -277,6 +277,8 @@ def load_sweep(path, *, traces_dir=None, base_config: SimConfig | None = None) -
         raise SweepError(f"{path}: no such sweep file") from None
     except OSError as exc:
         raise SweepError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SweepError(f"{path}: not a text file (byte {exc.start} is not UTF-8); a sweep file is TOML") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

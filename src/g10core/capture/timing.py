@@ -256,7 +256,11 @@ def load_calibration(path=None) -> Calibration:
     else:
         if is_special_file(path):
             raise ValueError(f"{path}: {NOT_A_REGULAR_FILE}, not a calibration file")
-        text = Path(path).read_text()
+        try:
+            text = Path(path).read_text()
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not a text file (byte {exc.start} is not UTF-8), not a calibration "
+                             "file") from None
         where = str(path)
     try:
         d = json.loads(text)
