@@ -232,6 +232,36 @@ def test_a_torn_last_line_is_ignored_then_cut(folder, tmp_path):
     assert sorted(keys) == sorted(r.run_key for r in s.runs)          # every run exactly once
 
 
+def test_a_policy_the_preset_cannot_run_is_refused_before_any_run(traces_dir, tmp_path):
+    # preset detailed with a tensor-level policy ran, stored an error per run and exited 1;
+    # `g10sim run` refuses the pair (exit 2), and so does the sweep file now, up front
+    p = tmp_path / "s.toml"
+    p.write_text('preset = "detailed"\ntraces = ["bert_base-b256"]\npolicies = ["g10", "flashneuron"]\n')
+    with pytest.raises(sw.SweepError, match=r"s.toml: top level: policy 'flashneuron' is tensor level"):
+        sw.load_sweep(p, traces_dir=traces_dir)
+
+
+def test_ctrl_c_in_a_one_process_sweep_keeps_the_runs_that_finished(folder, tmp_path, monkeypatch):
+    # jobs=1 ran every run before storing the first: an interrupt lost them all
+    s = sw.load_sweep(folder / "small.toml")
+    real, calls = sw.execute_run, []
+
+    def interrupted_at_the_third(task):
+        calls.append(task)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(task)
+
+    monkeypatch.setattr(sw, "execute_run", interrupted_at_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        sw.run_sweep(s, tmp_path / "out", jobs=1, progress=False)
+    assert sw.sweep_status(tmp_path / "out")["done"] == 2
+    monkeypatch.setattr(sw, "execute_run", real)
+    st = sw.run_sweep(s, tmp_path / "out", jobs=1, progress=False)
+    keys = [json.loads(x)["run_key"] for x in (tmp_path / "out" / sw.RUNS_FILE).read_text().splitlines()]
+    assert st["done"] == len(s.runs) and sorted(keys) == sorted(r.run_key for r in s.runs)
+
+
 def test_a_second_driver_is_refused(folder, tmp_path):
     with sw.ResultStore(tmp_path / "out", writer=True):
         with pytest.raises(sw.SweepError, match="another sweep is writing"):

@@ -291,7 +291,7 @@ def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str |
                 traces_dir=None, base_config: SimConfig | None = None) -> Sweep:
     """Validate and expand a parsed sweep document (see the module docstring)."""
     from . import policies as registry
-    from .simulator import Simulator
+    from .simulator import Simulator, check_level_supported
 
     src = _Text(text)
     base_dir = Path(base_dir)
@@ -325,6 +325,7 @@ def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str |
     seen: set[str] = set()
     grid_keys: list[str] = []
     configs_checked: set[str] = set()
+    levels_checked: set[tuple[str, str]] = set()
     for bi, braw in enumerate(blocks_raw):
         label = f"[[block]] {bi + 1}" + (f" ({braw['name']})" if isinstance(braw.get("name"), str) else "")
         where_block = label if "block" in doc else "top level"
@@ -427,6 +428,13 @@ def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str |
                 except ConfigError as exc:
                     fail(f"{where_block}: grid point {json.dumps(point)}: {exc}")
                 configs_checked.add(cfg.hash)
+            for pol in pols:                # a policy the configuration cannot run (run refuses it)
+                if (cfg.hash, pol) not in levels_checked:
+                    try:
+                        check_level_supported(cfg, registry.get(pol)(cfg))
+                    except ConfigError as exc:
+                        fail(f"{where_block}: " + (f"grid point {json.dumps(point)}: " if point else "") + str(exc))
+                    levels_checked.add((cfg.hash, pol))
             cd = cfg.to_dict()
             for (tname, tpath, digest, model, batch, footprint) in resolved:
                 for pol in pols:
@@ -912,9 +920,7 @@ def run_sweep(sweep: Sweep, out, *, jobs: int | None = None, dask: str | None = 
             if todo:
                 workers = 1 if (dask is None and jobs == 1) else min(jobs, len(todo)) if dask is None else jobs
                 with make_executor(workers, dask) as ex:
-                    futures = {ex.submit(execute_run, r.task()): r for r in todo}
-                    for fut in cf.as_completed(futures):
-                        run = futures[fut]
+                    for run, fut in _finished(ex, todo):
                         try:
                             rec = fut.result()
                         except cf.process.BrokenProcessPool:
@@ -929,6 +935,19 @@ def run_sweep(sweep: Sweep, out, *, jobs: int | None = None, dask: str | None = 
         finally:
             bar.close()
         return store.status()
+
+
+def _finished(ex, todo):
+    """(run, future) of ``todo``'s runs as they finish.  The inline executor runs a task when it
+    is submitted, so its runs go one at a time: submitting them all first ran the whole sweep
+    before the first run was stored, and Ctrl-C lost every one."""
+    if isinstance(ex, InlineExecutor):
+        for r in todo:
+            yield r, ex.submit(execute_run, r.task())
+        return
+    futures = {ex.submit(execute_run, r.task()): r for r in todo}
+    for fut in cf.as_completed(futures):
+        yield futures[fut], fut
 
 
 def _error_record(run: Run, exc: BaseException) -> dict:
