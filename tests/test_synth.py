@@ -126,6 +126,11 @@ def test_model_batch_and_provenance():
     (dict(kernel_time_us=0.0), "kernel_time_us"),
     (dict(batch_size=0), "batch_size"),
     (dict(pattern="random", n_tensors=0), "n_tensors"),
+    # beyond what a trace's 64-bit fields hold (an OverflowError, exit 3, before)
+    (dict(footprint_bytes=2**62 + 1), "footprint_bytes"),
+    (dict(footprint_bytes=10**23), "footprint_bytes"),
+    (dict(seed=2**63), "seed"),
+    (dict(batch_size=10**23), "batch_size"),
 ])
 def test_bad_arguments_name_the_parameter(kwargs, name):
     args = dict(n_kernels=10, footprint_bytes=1 << 24)

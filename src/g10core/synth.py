@@ -161,6 +161,10 @@ def _random(rng, n_kernels: int, n_tensors: int, global_fraction: float, reads_p
     return b
 
 
+# a synthetic footprint's largest: 4 EiB (its tensors' byte counts, summed, stay within int64)
+MAX_FOOTPRINT_BYTES = 2**62
+
+
 def synthesize(n_kernels: int, footprint_bytes: int, *, pattern: str = "training", seed: int = 0,
                global_fraction: float = 0.2, n_tensors: int | None = None, reads_per_kernel: float = 3.0,
                workspace_probability: float = 0.1, kernel_time_us: float = 100.0,
@@ -177,9 +181,10 @@ def synthesize(n_kernels: int, footprint_bytes: int, *, pattern: str = "training
     _check("pattern", pattern, pattern in PATTERNS, f"one of {', '.join(PATTERNS)}")
     _check("n_kernels", n_kernels, _is_int(n_kernels) and n_kernels >= (2 if pattern == "training" else 1),
            "an integer >= 2 (training) or >= 1 (random)")
-    _check("footprint_bytes", footprint_bytes, _is_int(footprint_bytes) and footprint_bytes > 0,
-           "an integer > 0")
-    _check("seed", seed, _is_int(seed) and seed >= 0, "an integer >= 0")
+    # (bounds a trace's 64-bit fields can hold: they were an OverflowError, exit 3)
+    _check("footprint_bytes", footprint_bytes, _is_int(footprint_bytes) and 0 < footprint_bytes <= MAX_FOOTPRINT_BYTES,
+           f"an integer in 1 .. 2**{MAX_FOOTPRINT_BYTES.bit_length() - 1}")
+    _check("seed", seed, _is_int(seed) and 0 <= seed < 2**63, "an integer in 0 .. 2**63 - 1")
     _check("global_fraction", global_fraction, 0.0 <= global_fraction < 1.0, "in [0, 1)")
     _check("reads_per_kernel", reads_per_kernel, reads_per_kernel >= 1.0, ">= 1")
     _check("workspace_probability", workspace_probability, 0.0 <= workspace_probability <= 1.0, "in [0, 1]")
@@ -190,7 +195,7 @@ def synthesize(n_kernels: int, footprint_bytes: int, *, pattern: str = "training
         _check("kernel_time_us", kernel_time_us, kernel_time_us <= most,
                f"at most {most:.3g} with {n_kernels} kernels (an iteration's all-faulting kernel times, "
                f"up to 42x the ideal ones, must add up to at most {MAX_ITERATION_TIME_NS:.0e} ns)")
-    _check("batch_size", batch_size, _is_int(batch_size) and batch_size >= 1, "an integer >= 1")
+    _check("batch_size", batch_size, _is_int(batch_size) and 1 <= batch_size < 2**63, "an integer in 1 .. 2**63 - 1")
     if n_tensors is None:
         n_tensors = max(2, n_kernels)
     _check("n_tensors", n_tensors, _is_int(n_tensors) and n_tensors >= 1, "an integer >= 1")
