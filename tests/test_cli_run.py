@@ -161,11 +161,15 @@ def test_unknown_policy_or_none_is_exit_2(trace_file, capsys):
 
 def test_a_failed_run_prints_why_and_exits_1(trace_file, capsys):
     # FlashNeuron keeps every weight resident: a GPU just above the largest kernel cannot hold them
-    code, out, _ = run(capsys, "run", trace_file, "--policy", "flashneuron", "--set", "gpu.memory_GiB=0.0125",
-                       "--json", "-")
+    code, out, err = run(capsys, "run", trace_file, "--policy", "flashneuron", "--set", "gpu.memory_GiB=0.0125",
+                         "--json", "-")
     d = json.loads(out)
     assert code == 1 and d["failed"] is True and d["iteration_time_s"] is None
     assert "FlashNeuron cannot fit" in d["failure_reason"]
+    # and the one line of an exit 1 on stderr, as for a run that raises
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"g10sim: simulation failed: {trace_file} under flashneuron: FlashNeuron cannot fit"), err
 
 
 # ---- hints ----------------------------------------------------------------------------

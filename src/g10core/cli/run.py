@@ -43,7 +43,11 @@ def _cmd_run(args) -> int:
             sys.stdout.write(result.to_json(kernels=args.kernels))
         else:
             result.write_json(args.json_path, kernels=args.kernels)
-    return EXIT_FAILURE if result.failed else EXIT_OK
+    if result.failed:                            # the exit-1 line, as a run that raises prints it
+        reason = " ".join(str(result.failure_reason).split())
+        print(f"g10sim: simulation failed: {args.trace} under {policy}: {reason}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
 
 
 def add_parser(subparsers) -> None:
