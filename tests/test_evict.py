@@ -347,3 +347,37 @@ def test_deepum_search_finds_the_first_page_outside_its_window(seed, window, wal
             assert got == want, f"step {step}: victim page {got}, a walk from the head finds {want}"
             searches += 1
     assert searches > 100 and len(pt.arrival_list()) > 0
+
+
+def test_deepum_prefetch_victims_pass_pages_queued_to_leave():
+    """A pre-eviction hint (G10's, under ``--eviction deepum``) leaves GPU pages in transfer
+    until its queue evicts them.  DeepUM+'s search for a prefetch's victim must pass them
+    like its window's pages (its fault search and the arrival rule already did): taken,
+    they left twice, and the queue then met pages no longer on the GPU."""
+    from g10core._evict import DeepUMWindowEvictor
+    from g10core._pagetable import PageTable
+    from g10core.codes import TIER_GPU
+    sizes = np.array([10, 10, 10])
+    pt = PageTable({"first": [0, 10, 20], "pages": sizes, "is_global": [0] * 3, "birth": [0] * 3,
+                    "death": [5] * 3}, 30, 100)
+    for t in range(3):
+        pt.py_assign(t, 10 * t, 10 * t + 10, TIER_GPU, 0)
+        pt.py_arrive(10 * t, 10, t)
+    # kernel 0 uses tensor 0, kernel 1 tensor 2; the window is one kernel
+    ev = DeepUMWindowEvictor(pt, {"in_off": np.array([0, 1, 2], np.int64), "in_t": np.array([0, 2], np.int32),
+                                  "out_off": np.zeros(3, np.int64), "out_t": np.zeros(0, np.int32)}, 1)
+    pt.py_assign(1, 10, 15, TIER_GPU, 1)          # tensor 1's first half is queued to leave
+    ev.kernel_begin_py(0, 0)
+    assert ev.find_victim_py(False) == 15         # not 10
+    assert ev.find_victim_py(True) == 0           # a fault's victim: the oldest idle page
+    pt.py_assign(1, 15, 20, TIER_GPU, 1)          # all of tensor 1
+    ev.kernel_begin_py(0, 0)
+    assert ev.find_victim_py(False) == 20
+    # from the list's head (kernel 1's window is tensor 2): past tensor 0's pages in transfer
+    pt.py_assign(0, 0, 5, TIER_GPU, 1)
+    ev.kernel_begin_py(1, 0)
+    assert pt.cursor == 0 and ev.find_victim_py(False) == 5
+    pt.py_assign(0, 5, 10, TIER_GPU, 1)
+    ev.kernel_begin_py(1, 0)
+    assert ev.find_victim_py(False) == -1         # every page outside the window is leaving
+    assert ev.find_victim_py(True) == 20          # a fault takes the oldest idle page

@@ -11,8 +11,9 @@ treatment), evicts some of them, and reports it with ``taken``.  Rules:
   Victims go to host memory (the batcher redirects them to the SSD when host memory is
   full or its slot quota is spent).
 * ``DeepUMWindowEvictor`` ("deepum"): DeepUM+'s rule: skip the tensors of the next
-  ``window`` kernels; dead pages are dropped without a transfer; a fault that finds no
-  victim outside the window takes the oldest page; a prefetch that finds none stalls.
+  ``window`` kernels (and pages in transfer: pre-evictions already queued); dead pages
+  are dropped without a transfer; a fault that finds no victim outside the window takes
+  the oldest page; a prefetch that finds none stalls.
 * ``ScoreEvictor``: the resident tensor with the highest score is evicted next (ties:
   the tensor that arrived first), its pages oldest first, until it has none left or a
   kernel begins.  Belady's MIN ("belady") is the score "next use"; a user's rule is a
@@ -182,6 +183,20 @@ cdef int64_t arrival_span(PageTable pt, int64_t c, int64_t need, bint pinned) no
     return got if got < need else need
 
 
+cdef int64_t idle_in_node(PageTable pt, int32_t i, int64_t c) noexcept nogil:
+    """The first page at or after c (a page of node i) in node i that is not in transfer, or -1."""
+    cdef int64_t e = pt.nodes[i].start + pt.nodes[i].count
+    cdef g10_runmap.iterator it
+    if pt.gpu_intr == 0 or pt.cnt_intr[pt.nodes[i].tensor] == 0:
+        return c
+    while c < e:
+        it = pt.run_at(c)
+        if not deref(it).second.intr:
+            return c
+        c = deref(it).second.end
+    return -1
+
+
 # window nodes kernel_begin walks from the head before it asks the tensors instead (the
 # tests set fewer, to exercise both)
 cdef enum:
@@ -256,7 +271,7 @@ cdef class DeepUMWindowEvictor(Evictor):
     cdef victim_t find_victim(self, bint is_pf) noexcept nogil:
         cdef victim_t v
         cdef int64_t c
-        cdef int32_t i, t
+        cdef int32_t i, t, first
         cdef bint from_head
         v.found = False
         if not is_pf:
@@ -271,16 +286,27 @@ cdef class DeepUMWindowEvictor(Evictor):
                 c = self.pt.nodes[i].start
             else:
                 i = self.pt.node_of(c) if c >= 0 else -1
-            while i >= 0 and self.in_window(self.pt.nodes[i].tensor):
+            # Pages in transfer are skipped too: on the GPU, those are pages a pre-eviction
+            # hint queued to leave (G10's hints under this rule; DeepUM+'s own hints only
+            # prefetch, so it never meets one).  Taken as victims, they would leave twice:
+            # the pre-eviction queue would later evict pages no longer on the GPU.
+            first = -1             # the first node outside the window the search passes
+            while i >= 0:
+                if not self.in_window(self.pt.nodes[i].tensor):
+                    if first < 0:
+                        first = i
+                    c = idle_in_node(self.pt, i, c)
+                    if c >= 0:
+                        break
                 i = self.pt.nodes[i].next
                 c = self.pt.nodes[i].start if i >= 0 else -1
             if i < 0:
                 self.pt.cursor = -1
                 if from_head:
-                    self.pt.skip_prefix = self.pt.tail
+                    self.pt.skip_prefix = first if first >= 0 else self.pt.tail
                 return v
             if from_head:
-                self.pt.skip_prefix = i
+                self.pt.skip_prefix = first
             self.pt.cursor = c     # the skipped window pages stay behind the cursor
         else:
             c = self.pt.skip_in_transfer(self.pt.head_page())

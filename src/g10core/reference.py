@@ -247,8 +247,11 @@ class ReferenceReplay:
             self.cursor = self.lru.nxt[it]
             return it, HOST
         if not is_pf:
+            # pages in transfer (queued by a pre-eviction hint) are skipped as well: the
+            # artifact never pairs DeepUM+ with pre-evictions, and a page taken here would
+            # leave the GPU twice (its pre-eviction would find it gone)
             it = self.cursor
-            while it != END and self.tensor_of(it) in self.running_window:
+            while it != END and (self.tensor_of(it) in self.running_window or self.intr[it]):
                 it = self.lru.nxt[it]
             if it == END:
                 self.cursor = END
