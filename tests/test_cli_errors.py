@@ -217,3 +217,19 @@ def test_a_real_process_prints_one_line_and_writes_the_report(trace_file, tmp_pa
     reports = list(Path(tmp_path).glob("g10sim-crash-*.txt"))
     assert len(reports) == 1 and str(reports[0]) in line
     assert "MemoryError" in reports[0].read_text()
+
+
+@pytest.mark.parametrize("argv", [
+    ["bogus"],
+    ["run"],
+    ["sweep", "x.toml", "--jobs", "abc"],
+    ["uvm-micro", "tlb", "--entries", "abc", "--ways", "8", "--pages", "10"],
+    ["sweep", "status"],
+])
+def test_a_usage_error_is_one_line_and_exit_2(capsys, argv):
+    # argparse printed its usage block first: 2-8 lines where every other bad input is one
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and ": error: " in lines[0] and lines[0].endswith("--help)"), err
+

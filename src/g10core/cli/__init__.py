@@ -40,8 +40,8 @@ from .. import __version__
 from . import config, hints, report, reproduce, run, ssd, sweep, trace, uvm_micro
 from ..errors import G10Warning, SimulationError
 from .common import (  # noqa: F401 (the helpers every command group uses, importable from here)
-    EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERNAL, EXIT_OK, EXPECTED_ERRORS, add_config_options, add_json_option,
-    config_from_args, emit_json, fmt_bytes, fmt_seconds, human, nonnegative_int, one_line, policy_help,
+    EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERNAL, EXIT_OK, EXPECTED_ERRORS, OneLineParser, add_config_options,
+    add_json_option, config_from_args, emit_json, fmt_bytes, fmt_seconds, human, nonnegative_int, one_line, policy_help,
     positive_float, positive_int, simulation_failures)
 
 # One entry per command group; each adds its sub-commands to the top-level parser.
@@ -59,7 +59,7 @@ COMMAND_GROUPS = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="g10sim",
         description="g10core: a cycle-approximate simulator of a unified GPU memory and storage system "
                     "(G10, MICRO 2023).")

@@ -57,6 +57,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, as every other bad input's (exit 2): the
+    usage block argparse prints first is what --help shows."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def add_json_option(parser: argparse.ArgumentParser):
     parser.add_argument("--json", metavar="PATH|-", dest="json_path",
                         help="also write the results as JSON to PATH ('-': to stdout, instead of the text)")

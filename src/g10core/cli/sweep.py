@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from .common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, add_json_option, emit_json, human, positive_int
+from .common import (EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, OneLineParser, add_json_option, emit_json, human,
+                     positive_int)
 
 # the status columns that are not grid values
 _ROW_FIELDS = frozenset(("run_key", "trace", "model", "batch", "policy", "time_s", "ideal_time_s",
@@ -35,7 +36,7 @@ def add_run_options(f: argparse.ArgumentParser, *, out_required: bool) -> None:
 
 
 def _run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="g10sim sweep", description="Run a sweep file into a results store.")
+    p = OneLineParser(prog="g10sim sweep", description="Run a sweep file into a results store.")
     p.add_argument("file", metavar="FILE.toml", help="sweep file (format: g10core.sweep)")
     add_run_options(p, out_required=True)
     p.add_argument("--retry-errors", action="store_true", help="run again the runs that raised an error")
@@ -44,7 +45,7 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def _status_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="g10sim sweep status",
+    p = OneLineParser(prog="g10sim sweep status",
                                 description="Runs planned, done and failed in a store, one row per run.")
     p.add_argument("dir", metavar="DIR", help="the store (--out of g10sim sweep)")
     add_json_option(p)
@@ -52,7 +53,7 @@ def _status_parser() -> argparse.ArgumentParser:
 
 
 def _export_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="g10sim sweep export", description="Write a store's rows as CSV.")
+    p = OneLineParser(prog="g10sim sweep export", description="Write a store's rows as CSV.")
     p.add_argument("dir", metavar="DIR", help="the store")
     p.add_argument("-o", "--output", metavar="FILE.csv", required=True, help="CSV to write ('-': stdout)")
     return p
