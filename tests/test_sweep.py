@@ -262,6 +262,14 @@ def test_ctrl_c_in_a_one_process_sweep_keeps_the_runs_that_finished(folder, tmp_
     assert st["done"] == len(s.runs) and sorted(keys) == sorted(r.run_key for r in s.runs)
 
 
+def test_a_folder_that_is_not_a_store_is_refused(tmp_path):
+    # it read as an empty store: "0 of 0 runs done", exit 0
+    (tmp_path / "other").mkdir()
+    for read in (sw.sweep_status, lambda d: sw.export_csv(d, tmp_path / "rows.csv")):
+        with pytest.raises(sw.SweepError, match="not a sweep folder"):
+            read(tmp_path / "other")
+
+
 def test_a_second_driver_is_refused(folder, tmp_path):
     with sw.ResultStore(tmp_path / "out", writer=True):
         with pytest.raises(sw.SweepError, match="another sweep is writing"):

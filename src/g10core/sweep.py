@@ -651,6 +651,10 @@ class ResultStore:
             self._repair()
         elif not self.path.is_dir():
             raise SweepError(f"{self.path}: no such sweep folder")
+        elif not (self.path / PLAN_FILE).is_file() and not (self.path / RUNS_FILE).is_file():
+            # (a folder of something else read as an empty store: "0 of 0 runs done", exit 0)
+            raise SweepError(f"{self.path}: not a sweep folder (no {PLAN_FILE} or {RUNS_FILE}; "
+                             "g10sim sweep FILE.toml --out DIR makes one)")
 
     # ---- writer side ----
     def _lock(self):

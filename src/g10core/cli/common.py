@@ -96,6 +96,8 @@ def check_output_path(path, option: str) -> None:
     writable, and the path must not be a folder (``-``, stdout, is always fine)."""
     if path is None or str(path) == "-":
         return
+    if not str(path).strip():
+        raise ValueError(f"{option} '': give a file path")
     p = Path(path)
     if p.is_dir():
         raise ValueError(f"{option} {path}: is a folder; give a file path")

@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from .common import (EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, OneLineParser, add_json_option, emit_json, human,
-                     positive_int)
+from .common import (EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, OneLineParser, add_json_option, check_output_path,
+                     emit_json, human, positive_int)
 
 # the status columns that are not grid values
 _ROW_FIELDS = frozenset(("run_key", "trace", "model", "batch", "policy", "time_s", "ideal_time_s",
@@ -112,6 +112,7 @@ def _cmd_export(argv) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             sys.stdout.write(Path(export_csv(a.dir, Path(tmp) / "rows.csv")).read_text())
     else:
+        check_output_path(a.output, "-o")
         export_csv(a.dir, a.output)
         print(f"wrote {a.output}")
     return EXIT_OK
