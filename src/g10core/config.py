@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import ConfigError  # noqa: F401 (defined in errors.py; importable from here)
-from .files import NOT_A_REGULAR_FILE, is_special_file
+from .files import read_text
 from .pcie import GENERATIONS, LANES, PAYLOADS
 from .ssd import SSD_PRESETS, device_spec, parse_victim, ssd_preset
 
@@ -657,17 +657,12 @@ def load_toml(path, preset_name: str | None = None) -> dict[str, dict[str, Any]]
     ``preset_name``, the preset the file is applied to, when that is given: a file only
     overrides keys, and ignoring a preset it names would run another configuration."""
     path = Path(path)
-    if is_special_file(path):
-        raise ConfigError(f"{path}: {NOT_A_REGULAR_FILE}, not a config file")
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+        data = tomllib.loads(read_text(path, "config file (TOML)", ConfigError))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not a text file (byte {exc.start} is not UTF-8); a config file is TOML") from None
     if "preset" in data:
         data = dict(data)
         named = data.pop("preset")

@@ -145,4 +145,3 @@ class SimulationError(G10Error, RuntimeError):
     Not bad input (that is an :class:`InputError`); the command line prints one line
     and exits 1.
     """
-

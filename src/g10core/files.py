@@ -1,7 +1,8 @@
 """Files a command reads or writes: refusing what is not a regular file, replacing outputs whole.
 
 * :func:`is_special_file`: readers refuse a named pipe, socket or device before opening it
-  (opening a pipe to read waits for a writer; a device may never end).
+  (opening a pipe to read waits for a writer; a device may never end); :func:`read_text`
+  does that and refuses a file that is not UTF-8, naming it, for the text inputs.
 * :func:`replacing` / :func:`write_text_atomic`: an output is written to a temporary file beside
   it and renamed over it, so a reader sees the old file or the whole new one.  A symlink is
   followed (the file it points to is replaced, the link stays), and a device or pipe given as
@@ -28,6 +29,17 @@ def is_special_file(path) -> bool:
     except (OSError, ValueError):
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def read_text(path, kind: str, error: type[Exception] = ValueError) -> str:
+    """The text of ``path``, a ``kind`` ("config file", ...).  A pipe, socket or device, or a
+    file that is not UTF-8, is ``error`` naming the path; a missing file is FileNotFoundError."""
+    if is_special_file(path):
+        raise error(f"{path}: {NOT_A_REGULAR_FILE}, not a {kind}")
+    try:
+        return Path(path).read_text()
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not a text file (byte {exc.start} is not UTF-8), not a {kind}") from None
 
 
 @contextmanager
@@ -64,4 +76,4 @@ def write_text_atomic(path, text: str) -> Path:
     return Path(path)
 
 
-__all__ = ["NOT_A_REGULAR_FILE", "is_special_file", "replacing", "write_text_atomic"]
+__all__ = ["NOT_A_REGULAR_FILE", "is_special_file", "read_text", "replacing", "write_text_atomic"]

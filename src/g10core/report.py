@@ -17,7 +17,7 @@ from .published import (
     FIG11_POLICIES, HEADLINE_G10_FRACTION_OF_IDEAL, HEADLINE_SPEEDUP_OVER_BEST_PRIOR, MODEL_LABELS,
     POLICY_LABELS, PRIOR_BASELINES, STATE_OF_THE_ART,
 )
-from .files import NOT_A_REGULAR_FILE, is_special_file, replacing, write_text_atomic
+from .files import read_text, replacing, write_text_atomic
 from .results import jsonable
 
 SCHEMA = "g10core-fig11"
@@ -222,17 +222,18 @@ def write_fig11_json(rows, path, *, meta: dict | None = None) -> Path:
     return write_text_atomic(path, text)
 
 
+def _load_json(path: Path):
+    """A saved reproduction's JSON document (errors name the file)."""
+    try:
+        return json.loads(read_text(path, "saved reproduction (JSON)"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+
+
 def load_fig11_json(path) -> list[dict]:
     """Rows of a saved reproduction (``time_s: null`` read back as inf)."""
     path = Path(path)
-    if is_special_file(path):
-        raise ValueError(f"{path}: {NOT_A_REGULAR_FILE}, not a saved reproduction")
-    try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not a text file (byte {exc.start} is not UTF-8), not a saved reproduction") from None
+    doc = _load_json(path)
     rows = doc.get("rows") if isinstance(doc, dict) else doc
     if not isinstance(rows, list) or (isinstance(doc, dict) and doc.get("schema") != SCHEMA):
         raise ValueError(f"{path}: not a g10sim reproduce fig11 JSON (schema {SCHEMA!r} with 'rows')")
@@ -646,14 +647,7 @@ def write_figure_json(figure: str, rows, path, *, meta: dict | None = None) -> P
 def load_figure_json(path) -> tuple[str, list[dict]]:
     """(figure, rows) of a saved ``g10sim reproduce figN --json`` file (Fig. 11 too)."""
     path = Path(path)
-    if is_special_file(path):
-        raise ValueError(f"{path}: {NOT_A_REGULAR_FILE}, not a saved reproduction")
-    try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not a text file (byte {exc.start} is not UTF-8), not a saved reproduction") from None
+    doc = _load_json(path)
     if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
         return "fig11", load_fig11_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != FIGURE_SCHEMA or not isinstance(doc.get("rows"), list):

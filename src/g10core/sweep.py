@@ -78,7 +78,7 @@ from pathlib import Path
 from . import __version__, tracestore
 from .config import DEFAULT_PRESET, SECTIONS, ConfigError, SimConfig, preset
 from .errors import SweepError  # noqa: F401 (defined in errors.py; importable from here)
-from .files import NOT_A_REGULAR_FILE, is_special_file
+from .files import read_text
 
 PLAN_SCHEMA = "g10core-sweep-plan"
 RECORD_SCHEMA_VERSION = 1
@@ -269,16 +269,12 @@ def load_sweep(path, *, traces_dir=None, base_config: SimConfig | None = None) -
     ``base_config``: start from this configuration instead of the file's ``preset``.
     """
     path = Path(path)
-    if is_special_file(path):
-        raise SweepError(f"{path}: {NOT_A_REGULAR_FILE}, not a sweep file")
     try:
-        text = path.read_text()
+        text = read_text(path, "sweep file (TOML)", SweepError)
     except FileNotFoundError:
         raise SweepError(f"{path}: no such sweep file") from None
     except OSError as exc:
         raise SweepError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise SweepError(f"{path}: not a text file (byte {exc.start} is not UTF-8); a sweep file is TOML") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import NOT_A_REGULAR_FILE, is_special_file
+from ..files import read_text
 
 # Kernel classes.  Every kernel has an operator name (for the shipped traces the kernel's
 # name, e.g. ``Add_Forward``; a captured ATen kernel gets the shipped name of the same
@@ -254,13 +254,7 @@ def load_calibration(path=None) -> Calibration:
         text = resources.files(__package__).joinpath(DEFAULT_CALIBRATION_FILE).read_text()
         where = f"g10core.capture/{DEFAULT_CALIBRATION_FILE}"
     else:
-        if is_special_file(path):
-            raise ValueError(f"{path}: {NOT_A_REGULAR_FILE}, not a calibration file")
-        try:
-            text = Path(path).read_text()
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path}: not a text file (byte {exc.start} is not UTF-8), not a calibration "
-                             "file") from None
+        text = read_text(path, "calibration file (JSON)")
         where = str(path)
     try:
         d = json.loads(text)
