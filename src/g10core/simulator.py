@@ -656,8 +656,9 @@ class Simulator:
         components = {"fault_model": runner} if runner is not None else {}
         if cfg.tlb.model != "none":
             components["translator"] = tlb.core
-        replay = Replay(consts, arrays, *(devices or ()), **components)
+        replay = None
         try:
+            replay = Replay(consts, arrays, *(devices or ()), **components)
             raw = replay.run()
         except RuntimeError as exc:
             # a user's score function that failed is the cause to name, not the replay's state
