@@ -63,6 +63,6 @@ cdef class ScoreEvictor(Evictor):
     cdef object _keep
 
     cdef int32_t choose(self) noexcept nogil
-    cdef void _note_failure(self, int32_t t) noexcept nogil
+    cdef void _note_failure(self, int32_t t, int64_t last, int64_t nxt) noexcept nogil
     cdef int64_t next_use(self, int32_t t) noexcept nogil
     cdef int64_t last_use(self, int32_t t) noexcept nogil

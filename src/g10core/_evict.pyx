@@ -183,20 +183,6 @@ cdef int64_t arrival_span(PageTable pt, int64_t c, int64_t need, bint pinned) no
     return got if got < need else need
 
 
-cdef int64_t idle_in_node(PageTable pt, int32_t i, int64_t c) noexcept nogil:
-    """The first page at or after c (a page of node i) in node i that is not in transfer, or -1."""
-    cdef int64_t e = pt.nodes[i].start + pt.nodes[i].count
-    cdef g10_runmap.iterator it
-    if pt.gpu_intr == 0 or pt.cnt_intr[pt.nodes[i].tensor] == 0:
-        return c
-    while c < e:
-        it = pt.run_at(c)
-        if not deref(it).second.intr:
-            return c
-        c = deref(it).second.end
-    return -1
-
-
 # window nodes kernel_begin walks from the head before it asks the tensors instead (the
 # tests set fewer, to exercise both)
 cdef enum:
@@ -295,7 +281,7 @@ cdef class DeepUMWindowEvictor(Evictor):
                 if not self.in_window(self.pt.nodes[i].tensor):
                     if first < 0:
                         first = i
-                    c = idle_in_node(self.pt, i, c)
+                    c = self.pt.idle_in_node(i, c)
                     if c >= 0:
                         break
                 i = self.pt.nodes[i].next
@@ -441,15 +427,17 @@ cdef class ScoreEvictor(Evictor):
         cdef int32_t best = -1, t
         cdef double s, best_s = 0.0
         cdef size_t j
+        cdef int64_t last, nxt
         for j in range(self.pt.gpu_tensors.size()):
             t = self.pt.gpu_tensors[j]
             if self.pt.cnt_ready[t] == 0:
                 continue
-            s = self.score(self.kernel, t, self.pt.cnt_ready[t], self.pt.t_np[t], self.last_use(t),
-                           self.next_use(t), self.pt.t_arrival[t])
+            last = self.last_use(t)
+            nxt = self.next_use(t)
+            s = self.score(self.kernel, t, self.pt.cnt_ready[t], self.pt.t_np[t], last, nxt, self.pt.t_arrival[t])
             self.n_scores += 1
             if s != s:
-                self._note_failure(t)
+                self._note_failure(t, last, nxt)
                 s = -INFINITY
             if best < 0 or s > best_s or (s == best_s and self.pt.t_arrival[t] < self.pt.t_arrival[best]):
                 best = t
@@ -457,15 +445,16 @@ cdef class ScoreEvictor(Evictor):
         self.n_choices += 1
         return best
 
-    cdef void _note_failure(self, int32_t t) noexcept nogil:
-        """Tensor t's score was NaN (see the .pxd): count it, keep the first one's inputs."""
+    cdef void _note_failure(self, int32_t t, int64_t last, int64_t nxt) noexcept nogil:
+        """Tensor t's score (its last and next use as given) was NaN (see the .pxd): count it,
+        keep the first one's inputs."""
         if self.n_failed == 0:
             self.failed_args[0] = self.kernel
             self.failed_args[1] = t
             self.failed_args[2] = self.pt.cnt_ready[t]
             self.failed_args[3] = self.pt.t_np[t]
-            self.failed_args[4] = self.last_use(t)
-            self.failed_args[5] = self.next_use(t)
+            self.failed_args[4] = last
+            self.failed_args[5] = nxt
             self.failed_args[6] = self.pt.t_arrival[t]
         self.n_failed += 1
 

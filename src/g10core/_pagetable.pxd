@@ -167,5 +167,6 @@ cdef class PageTable:
     cdef int64_t next_page(self, int64_t page) noexcept nogil
     cdef int64_t head_page(self) noexcept nogil
     cdef int64_t skip_in_transfer(self, int64_t c) except -2 nogil
+    cdef int64_t idle_in_node(self, int32_t i, int64_t c) noexcept nogil
     cdef int64_t segment_end(self, int64_t v) noexcept nogil
     cdef int64_t oldest_idle_page(self, int32_t t) except -2 nogil

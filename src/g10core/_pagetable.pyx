@@ -497,21 +497,26 @@ cdef class PageTable:
     cdef int64_t skip_in_transfer(self, int64_t c) except -2 nogil:
         """First page at/after c (arrival order) that is not in transfer, or -1."""
         cdef int32_t i
-        cdef g10_runmap.iterator it
-        cdef int64_t e
         while c >= 0:
-            if self.gpu_intr == 0:
+            i = self.node_of(c)
+            c = self.idle_in_node(i, c)
+            if c >= 0:
                 return c
+            i = self.nodes[i].next
+            c = self.nodes[i].start if i >= 0 else -1
+        return -1
+
+    cdef int64_t idle_in_node(self, int32_t i, int64_t c) noexcept nogil:
+        """First page at/after c (a page of node i) in node i that is not in transfer, or -1."""
+        cdef int64_t e = self.nodes[i].start + self.nodes[i].count
+        cdef g10_runmap.iterator it
+        if self.gpu_intr == 0 or self.cnt_intr[self.nodes[i].tensor] == 0:
+            return c
+        while c < e:
             it = self.run_at(c)
             if not deref(it).second.intr:
                 return c
-            i = self.node_of(c)
-            e = self.nodes[i].start + self.nodes[i].count
-            if deref(it).second.end < e:
-                c = deref(it).second.end
-            else:
-                i = self.nodes[i].next
-                c = self.nodes[i].start if i >= 0 else -1
+            c = deref(it).second.end
         return -1
 
     cdef int64_t segment_end(self, int64_t v) noexcept nogil:
