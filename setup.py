@@ -1,6 +1,8 @@
 """Build the compiled layer of g10core.
 
-Every ``src/g10core/*.pyx`` becomes one extension module ``g10core.<name>``.
+Every ``src/g10core/**/*.pyx`` becomes one extension module, named by its path
+(``src/g10core/workload/_traceidx.pyx`` -> ``g10core.workload._traceidx``): a compiled module
+moved into a subpackage is built where it lies.
 All Cython directives live in ``DIRECTIVES`` below.  ``G10_CYTHON_DEBUG=1``
 switches on bounds/overflow checks (CI runs the unit tests once on that build).
 On x86-64 the build uses the POPCNT instruction (every x86-64 CPU since 2008; numpy >= 2.4's
@@ -51,10 +53,12 @@ if DEBUG:
 
 def extensions():
     exts = []
-    for pyx in sorted((HERE / "src" / "g10core").glob("*.pyx")):
+    src = HERE / "src"
+    for pyx in sorted((src / "g10core").rglob("*.pyx")):
+        name = ".".join(pyx.relative_to(src).with_suffix("").parts)
         exts.append(
             Extension(
-                f"g10core.{pyx.stem}",
+                name,
                 [str(pyx.relative_to(HERE))],
                 include_dirs=[numpy.get_include(), "include", "src/g10core"],
                 language="c++",

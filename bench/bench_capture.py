@@ -30,7 +30,7 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 t0 = time.perf_counter()
 from g10core.capture import capture_family
-from g10core.trace import write_trace
+from g10core.workload.trace import write_trace
 import_s = time.perf_counter() - t0
 family, size, batch, seq_len, out = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 t = time.perf_counter()

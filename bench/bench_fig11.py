@@ -28,13 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-CHECKOUT_TRACES = Path(__file__).resolve().parents[1] / "src" / "g10core" / "traces"
+CHECKOUT_TRACES = next((p for p in (Path(__file__).resolve().parents[1] / "src" / "g10core" / d for d in ("workload/traces", "traces")) if p.is_dir()), Path("."))
 
 
 def command(jobs: int | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "g10core", "reproduce", "fig11", "--no-progress"]
     try:
-        import g10core.tracestore  # noqa: F401  (traces are package data: found by name)
+        import g10core.workload.tracestore  # noqa: F401  (traces are package data: found by name)
     except ImportError:
         cmd += ["--traces", str(CHECKOUT_TRACES)]     # an older commit: this checkout's copy
     if jobs:

@@ -43,7 +43,7 @@ from dataclasses import replace
 import numpy as np
 
 from g10core.ssd import SSD, SSDSpec, ssd_preset
-from g10core.ssdbench import run_microbenchmark
+from g10core.experiments.ssdbench import run_microbenchmark
 
 GiB = 1 << 30
 

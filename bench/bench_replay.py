@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-CHECKOUT_TRACES = Path(__file__).resolve().parents[1] / "src" / "g10core" / "traces"
+CHECKOUT_TRACES = next((p for p in (Path(__file__).resolve().parents[1] / "src" / "g10core" / d for d in ("workload/traces", "traces")) if p.is_dir()), Path("."))
 FIG11_WORKLOADS = [("bert_base", 256), ("vit", 1280), ("inceptionv3", 1536), ("resnet152", 1280),
                    ("senet154", 1024)]
 
@@ -35,7 +35,7 @@ FIG11_WORKLOADS = [("bert_base", 256), ("vit", 1280), ("inceptionv3", 1536), ("r
 def trace_file(name: str) -> Path:
     """A shipped trace by name (the installed package's, else this checkout's copy)."""
     try:
-        from g10core.tracestore import resolve_trace
+        from g10core.workload.tracestore import resolve_trace
     except ImportError:                      # a commit before traces were package data
         return CHECKOUT_TRACES / f"{name}.h5"
     return resolve_trace(name)

@@ -14,7 +14,7 @@ Prints, per workload and scheduler variant, the best-of-N wall time of
 machine disturbs less), the greedy steps and the number of exact area sums the
 cached keys needed.  The first call in the process (bert_base-256, g10) is
 reported separately and excluded from the timings: it imports the compiled kernels
-(``g10core._g10sched``; there is no JIT compile) and warms the caches.  The traces are
+(``g10core.policies._g10sched``; there is no JIT compile) and warms the caches.  The traces are
 the shipped ones (the converter's output of the published inputs, the same data).
 """
 from __future__ import annotations
@@ -24,17 +24,17 @@ import json
 import time
 from pathlib import Path
 
-CHECKOUT_TRACES = Path(__file__).resolve().parents[1] / "src" / "g10core" / "traces"
+CHECKOUT_TRACES = next((p for p in (Path(__file__).resolve().parents[1] / "src" / "g10core" / d for d in ("workload/traces", "traces")) if p.is_dir()), Path("."))
 HEADLINE = [("bert_base", 256), ("vit", 1280), ("inceptionv3", 1536), ("resnet152", 1280), ("senet154", 1024)]
 VARIANTS = ("g10", "gds", "host")
 
 
 def load(model: str, batch: int):
     """A shipped trace (the installed package's, else this checkout's copy)."""
-    from g10core.trace import read_trace
+    from g10core.workload.trace import read_trace
 
     try:
-        from g10core.tracestore import resolve_trace
+        from g10core.workload.tracestore import resolve_trace
     except ImportError:                      # a commit before traces were package data
         return read_trace(CHECKOUT_TRACES / f"{model}-b{batch}.h5")
     return read_trace(resolve_trace(f"{model}-b{batch}"))
@@ -58,7 +58,7 @@ class Schedule:
         plan(self.trace, self.config, variant)
 
     def time_analyze(self, trace, variant):
-        from g10core.analysis import analyze
+        from g10core.workload.vitality import analyze
 
         analyze(self.trace)
 
@@ -93,7 +93,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args(argv)
-    from g10core.analysis import analyze
+    from g10core.workload.vitality import analyze
     from g10core.config import preset
     from g10core.policies.g10 import plan
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from g10core import reproduce  # noqa: E402
-from g10core.report import figure_cells, figure_summary, format_figure_summary  # noqa: E402
-from g10core.sweep import ResultStore, run_sweep  # noqa: E402
+from g10core.experiments import reproduce
+from g10core.experiments.report import figure_cells, figure_summary, format_figure_summary  # noqa: E402
+from g10core.experiments.sweep import ResultStore, run_sweep  # noqa: E402
 
 FIGURES = ("fig15", "fig16", "fig17", "fig18", "fig19")
 TARGET_S = {"fig15": 30, "fig16": 90, "fig17": 150, "fig18": 60, "fig19": 30, "all": 600}

@@ -70,7 +70,7 @@ def bench_reuse(repeat: int, kernels: int = 400) -> dict:
 
 
 def run_trace(name: str, spec: TLBSpec) -> dict:
-    from g10core.trace import read_trace
+    from g10core.workload.trace import read_trace
     tr = read_trace(ROOT / "traces" / f"{name}.h5")
     first, pages = tr.tensor_first_page, tr.tensor_pages
     t11 = np.ceil(tr.kernel_time_ideal_ns * 1.2).astype(np.int64)

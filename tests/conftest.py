@@ -28,7 +28,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-# Every model x batch of the artifact's workloads/ (its README), shipped in g10core/traces/.
+# Every model x batch of the artifact's workloads/ (its README), shipped in g10core/workload/traces/.
 SHIPPED_WORKLOADS = (
     [("bert_base", b) for b in (128, 256, 384, 512, 640, 768, 1024)]
     + [("vit", b) for b in (256, 512, 768, 1024, 1280, 1536)]
@@ -111,8 +111,8 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def traces_dir() -> Path:
-    """The shipped traces (package data, g10core/traces)."""
-    from g10core.tracestore import shipped_dir
+    """The shipped traces (package data, g10core/workload/traces)."""
+    from g10core.workload.tracestore import shipped_dir
 
     return shipped_dir()
 
@@ -128,7 +128,7 @@ def artifact_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def load_shipped(traces_dir):
-    from g10core.trace import read_trace
+    from g10core.workload.trace import read_trace
 
     cache = {}
 
@@ -142,6 +142,6 @@ def load_shipped(traces_dir):
 
 @pytest.fixture(scope="session")
 def small_trace():
-    from g10core.synth import synthesize
+    from g10core.workload.synth import synthesize
 
     return synthesize(64, 256 << 20, pattern="training", seed=0)

@@ -71,7 +71,7 @@ def _fmt(t: float) -> str:
 def tasks(preset_name: str, traces=FIG11_TRACES, policies=POLICIES, resources=RESOURCES, traces_dir=None):
     """(RunTask list, index {(trace, policy, key, value): task position})."""
     from g10core.config import resolve
-    from g10core.reproduce import RunTask, default_traces_dir, trace_file
+    from g10core.experiments.reproduce import RunTask, default_traces_dir, trace_file
 
     traces_dir = default_traces_dir() if traces_dir is None else Path(traces_dir)
     out, index = [], {}
@@ -113,7 +113,7 @@ def sweep(preset_name: str, *, traces=FIG11_TRACES, policies=POLICIES, resources
         from g10core.errors import G10Warning
     except ImportError:            # before the exploration preset
         G10Warning = UserWarning
-    from g10core.reproduce import run_tasks
+    from g10core.experiments.reproduce import run_tasks
 
     ts, index = tasks(preset_name, traces, policies, resources, traces_dir)
     warnings.simplefilter("ignore", G10Warning)   # a sweep sets host memory for SSD-only policies

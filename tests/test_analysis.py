@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from g10core.analysis import CannotFit, analyze, check_fits, kernel_time_tables, kernel_working_set_bytes
-from g10core.g10artifact import ARTIFACT_FOLDERS, available_workloads, load_workload
-from g10core.trace import ACCESS_READ, ACCESS_WRITE, Trace
+from g10core.workload.vitality import CannotFit, analyze, check_fits, kernel_time_tables, kernel_working_set_bytes
+from g10core.workload.g10artifact import ARTIFACT_FOLDERS, available_workloads, load_workload
+from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
 from conftest import artifact_path
 

@@ -16,7 +16,7 @@ from g10core.capture import capture, capture_family  # noqa: E402
 from g10core.capture.families import FAMILIES, family_config, parameter_count  # noqa: E402
 from g10core.capture.models import build_model  # noqa: E402
 from g10core.simulator import Simulator  # noqa: E402
-from g10core.trace import ACCESS_READ, ACCESS_WRITE, read_trace, validate_trace, write_trace  # noqa: E402
+from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, read_trace, validate_trace, write_trace  # noqa: E402
 
 B, D_IN, D_HID, D_OUT = 4, 8, 16, 3
 

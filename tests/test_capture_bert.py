@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("torch")
 
 from g10core.capture.compare import bert_comparison, format_comparison  # noqa: E402
-from g10core.trace import validate_trace  # noqa: E402
+from g10core.workload.trace import validate_trace  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from g10core.capture import calibrate
 from g10core.capture.timing import (ALL_CLASSES, DEFAULT_CLASS, KERNEL_CLASSES, OPTIMIZER_OP, SHIPPED_OP,
                                     Calibration, ClassCoefficients, KernelFeatures, KernelTimeModel, ProfilingGPU,
                                     load_calibration)
-from g10core.trace import ACCESS_READ, ACCESS_WRITE, Trace
+from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
 
 def features(n=1, op="x", cls="elementwise", flops=0.0, nbytes=0.0, in_bytes=0.0, out_bytes=0.0, dtype="float32",

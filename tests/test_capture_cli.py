@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from g10core.cli import main
-from g10core.published import FIG11_POLICIES
-from g10core.trace import read_trace
+from g10core.experiments.published import FIG11_POLICIES
+from g10core.workload.trace import read_trace
 
 
 def run(capsys, *argv):

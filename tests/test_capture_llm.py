@@ -8,8 +8,8 @@ from conftest import SHIPPED_LLM_NAMES
 
 from g10core.capture.families import BertConfig, GPT2Config, LlamaConfig, parameter_count
 from g10core.capture.llm import LLM_WORKLOADS, format_llm_table, reproduce_llm
-from g10core.published import FIG11_POLICIES
-from g10core.trace import read_trace, summarize
+from g10core.experiments.published import FIG11_POLICIES
+from g10core.workload.trace import read_trace, summarize
 
 CONFIGS = {"BertConfig": BertConfig, "GPT2Config": GPT2Config, "LlamaConfig": LlamaConfig}
 

@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from g10core import __version__, cli, report, simulator, ssdbench
+from g10core import __version__, cli, simulator
+from g10core.experiments import report
+from g10core.experiments import ssdbench
 from g10core.cli import main
 from g10core.errors import ConfigError, SimulationError
-from g10core.synth import synthesize
-from g10core.trace import write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import write_trace
 
 SMALL = ["--set", "gpu.memory_GiB=0.012", "--set", "host.memory_GiB=0.03"]
 
@@ -204,7 +206,7 @@ def test_bad_input_is_still_one_line_exit_2(trace_file, report_dir, capsys):
 # ---- a real process ---------------------------------------------------------------------------
 
 def test_a_real_process_prints_one_line_and_writes_the_report(trace_file, tmp_path):
-    script = ("import sys; import g10core.report as r\n"
+    script = ("import sys; import g10core.experiments.report as r\n"
               "def boom(*a, **k):\n    raise MemoryError('out of memory in a test')\n"
               "r.format_run_summary = boom\n"
               "from g10core.cli import main\n"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from g10core.cli import main
-from g10core.hints import read_hints, write_hints
-from g10core.synth import synthesize
-from g10core.trace import kernel_working_set_bytes, write_trace
+from g10core.workload.hints import read_hints, write_hints
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import kernel_working_set_bytes, write_trace
 
 GPU = ["--preset", "g10-artifact", "--set", "gpu.memory_GiB=0.012", "--set", "host.memory_GiB=0.03"]
 
@@ -133,7 +133,7 @@ def test_bad_config_values_are_one_line_and_exit_2(trace_file, capsys, argv, tex
 
 
 def test_a_gpu_smaller_than_the_largest_kernel_is_exit_2(trace_file, capsys):
-    from g10core.trace import read_trace
+    from g10core.workload.trace import read_trace
 
     ws = int(kernel_working_set_bytes(read_trace(trace_file)).max())
     code, out, err = run(capsys, "run", trace_file, "--policy", "g10", "--set", f"gpu.memory_GiB={ws / 2 / 2**30}")

@@ -5,7 +5,7 @@ import pytest
 
 from g10core.cli import main
 from g10core.config import ConfigError
-from g10core.ssdbench import closed_form_waf, parse_workload, run_microbenchmark
+from g10core.experiments.ssdbench import closed_form_waf, parse_workload, run_microbenchmark
 
 SMALL = dict(capacity_GiB=0.25, overwrites=2)     # 128 planes x 4 blocks: seconds -> tenths
 

@@ -3,7 +3,7 @@ import pytest
 
 from g10core.cli import main
 from g10core.config import ConfigError
-from g10core.ssdbench import MAX_QUEUE_DEPTH, build_device
+from g10core.experiments.ssdbench import MAX_QUEUE_DEPTH, build_device
 
 
 @pytest.mark.parametrize("depth", ["99999999999999999999", "4294967296", "65537", "0", "-1"])

@@ -8,7 +8,7 @@ from conftest import SHIPPED_NAMES, assert_same_trace
 
 from g10core import cli
 from g10core.cli import build_parser, main
-from g10core.trace import read_trace
+from g10core.workload.trace import read_trace
 
 
 def run(capsys, *argv):

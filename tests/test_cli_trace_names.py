@@ -5,7 +5,7 @@ import shutil
 import pytest
 from conftest import SHIPPED_LLM_NAMES, SHIPPED_NAMES
 
-from g10core import tracestore
+from g10core.workload import tracestore
 from g10core.cli import main
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from g10core import evictors
 from g10core._fault import ProfileFaultModel
 from g10core.config import preset
-from g10core.reference import ArtifactConstants, fault_model_cycles
+from g10core.testing.reference import ArtifactConstants, fault_model_cycles
 
 
 @settings(max_examples=300, deadline=None)
@@ -56,7 +56,7 @@ def test_a_device_schedules_its_own_events_on_the_engine_queue():
     from g10core._device import EventProbe
     from g10core._replay import Replay
     from g10core.simulator import replay_inputs
-    from g10core.synth import synthesize
+    from g10core.workload.synth import synthesize
 
     trace = synthesize(12, 8 << 20, pattern="training", seed=3)
     cfg = preset("g10-artifact").with_overrides({"gpu": {"memory_GiB": 4 / 1024}})

@@ -20,8 +20,8 @@ from g10core import config as C
 from g10core.cli import main
 from g10core.config import SECTIONS, ConfigError, param_of, parameters, preset, resolve
 from g10core.ssd import ssd_preset, ssd_spec_from_config
-from g10core.synth import synthesize
-from g10core.trace import write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import write_trace
 
 ALL_KEYS = [f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in fields(cls)]
 SMALL = ["--preset", "g10-artifact", "--set", "gpu.memory_GiB=0.012", "--set", "host.memory_GiB=0.03"]

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from g10core._engine import EventQueue
 from g10core.config import preset
 from g10core.simulator import Simulator
-from g10core.synth import synthesize
+from g10core.workload.synth import synthesize
 
 events = st.lists(st.tuples(st.integers(0, 50), st.integers(-2, 2), st.integers(0, 3), st.integers(-9, 9)),
                   max_size=200)

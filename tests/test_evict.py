@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from g10core import evictors
 from g10core.config import preset
 from g10core.simulator import Simulator
-from g10core.synth import synthesize
-from g10core.trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace
 
 PAGE = PAGE_SIZE_BYTES
 

@@ -18,11 +18,11 @@ from g10core import modelled
 from g10core.cli import common as cli_common
 from g10core.cli import main
 from g10core.config import ARTIFACT_PRESET, DEFAULT_PRESET, preset, resolve
-from g10core.hints import PLAN_KEYS, read_hints, write_hints
+from g10core.workload.hints import PLAN_KEYS, read_hints, write_hints
 from g10core.results import KERNEL_TABLE_COLUMNS, split_span
 from g10core.simulator import Simulator
-from g10core.synth import synthesize
-from g10core.trace import write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import write_trace
 
 SMALL = ["gpu.memory_GiB=0.03", "host.memory_GiB=0.05"]
 SET_SMALL = [x for s in SMALL for x in ("--set", s)]
@@ -344,7 +344,7 @@ def _row(model, batch, policy, t, ideal=1.0):
 
 
 def test_subset_reports_are_neutral_and_compare_only_what_ran():
-    from g10core.report import format_fig11_table, policy_color
+    from g10core.experiments.report import format_fig11_table, policy_color
 
     rows = [_row("synth", 1, p, t) for p, t in (("deepum", 2.0), ("g10", 1.5), ("ideal", 1.0))]
     text = format_fig11_table(rows)
@@ -357,8 +357,8 @@ def test_subset_reports_are_neutral_and_compare_only_what_ran():
 
 
 def test_full_fig11_rows_keep_the_papers_comparison():
-    from g10core.published import FIG11_POLICIES, FIG11_WORKLOADS
-    from g10core.report import format_fig11_table
+    from g10core.experiments.published import FIG11_POLICIES, FIG11_WORKLOADS
+    from g10core.experiments.report import format_fig11_table
 
     rows = [_row(m, b, p, 1.0 + i) for m, b in FIG11_WORKLOADS for i, p in enumerate(FIG11_POLICIES)]
     text = format_fig11_table(rows)
@@ -397,7 +397,7 @@ def test_a_faster_link_leaves_the_host_a_part_of_each_slot(preset_name):
     """The cause of the SSD traffic at link.bandwidth_GBps = 31.5 with host memory far from full:
     a slot's host quota is batch_pages x host/link pages (25 of 50 at 31.5 GB/s); once it is spent,
     the slot's other evictions go to the SSD (the published simulator's forced_evc_dest)."""
-    from g10core.artifact_constants import ArtifactConstants
+    from g10core.slot_model import ArtifactConstants
 
     c = ArtifactConstants.from_config(preset(preset_name).with_overrides({"link": {"bandwidth_GBps": 31.5}}))
     assert (c.gpu_batch, c.host_batch, c.ssd_batch) == (50, 25, 5)

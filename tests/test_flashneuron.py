@@ -197,7 +197,7 @@ def test_flashneuron_per_kernel_slowdowns_match_the_published_cdf(load_shipped, 
     """Fig. 12's FlashNeuron CDFs: every published quantile of the per-kernel slowdown (the
     artifact's example_results), which needs the published simulator's offload order
     (std::sort) and tensor order (its Tensor objects' addresses) kernel for kernel."""
-    from g10core.published import published_fig12
+    from g10core.experiments.published import published_fig12
 
     quantiles, published, n = published_fig12()[(model, batch, "flashneuron")]
     res = get("flashneuron")(preset("g10-artifact")).simulate(load_shipped(f"{model}-b{batch}"))

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from g10core.cli import main
 from g10core.config import SECTIONS, param_of
-from g10core.synth import synthesize
-from g10core.trace import write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import write_trace
 
 from fuzzkit import error_lines
 

@@ -25,11 +25,11 @@ from fuzzkit import (FUZZ_SETTINGS, OUTCOMES, SPECIAL_FLOATS, SPECIAL_INTS, appl
 from hypothesis import given, reject
 from hypothesis import strategies as st
 
-from g10core.hints import HintError, read_hints, write_hints
-from g10core.h5safe import LIBVER
+from g10core.workload.hints import HintError, read_hints, write_hints
+from g10core.workload.h5safe import LIBVER
 from g10core.simulator import policy_hints
-from g10core.synth import synthesize
-from g10core.trace import write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import write_trace
 
 ATTRIBUTES = ["schema", "schema_version", "policy", "creator", "trace_model", "trace_batch_size",
               "trace_n_kernels", "trace_n_tensors", "trace_footprint_bytes", "trace_digest", "trace_path"]

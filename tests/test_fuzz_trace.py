@@ -31,11 +31,11 @@ from fuzzkit import (FUZZ_SETTINGS, OUTCOMES, SPECIAL_FLOATS, SPECIAL_INTS, appl
 from hypothesis import given, reject
 from hypothesis import strategies as st
 
-import g10core.trace as trace_module
+import g10core.workload.trace as trace_module
 from g10core.cli import main
 from g10core.policies import HINT_DTYPE
-from g10core.synth import synthesize
-from g10core.trace import MAX_ITERATION_TIME_NS, TraceError, read_trace, write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import MAX_ITERATION_TIME_NS, TraceError, read_trace, write_trace
 
 DATASETS = ["tensors", "tensor_names", "kernels", "kernel_names", "accesses/offsets", "accesses/tensor",
             "accesses/mode", "hints"]
@@ -357,7 +357,7 @@ def test_reproducer_1_zero_time_kernel_on_a_slow_link_finishes(tmp_path):
     import subprocess
     import sys
 
-    from g10core.trace import ACCESS_READ, ACCESS_WRITE, Trace
+    from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
     t = Trace(model="one", batch_size=1, tensor_size_bytes=np.array([2160], np.int64),
               tensor_is_global=np.array([True]), tensor_name=np.array(["w"]), kernel_name=np.array(["k"]),

@@ -1,5 +1,5 @@
-"""Compiled G10 scheduler kernels (``g10core._g10sched``) against their plain-Python
-reference (``g10core.policies._g10_kernels``): identical outputs, bit for bit.
+"""Compiled G10 scheduler kernels (``g10core.policies._g10sched``) against their plain-Python
+reference (``g10core.testing.g10_schedule``): identical outputs, bit for bit.
 
 Oracle: the reference, which ``tests/test_g10_schedule.py`` in turn checks against
 libstdc++'s ``std::sort`` and the published hint lists.  Here both implementations
@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from g10core import _g10sched as comp
+from g10core.policies import _g10sched as comp
 from g10core.config import preset
 from g10core.policies import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
-from g10core.policies import _g10_kernels as ref
+from g10core.testing import g10_schedule as ref
 from g10core.policies.g10 import _plan_with, plan
-from g10core.trace import ACCESS_READ, ACCESS_WRITE, Trace
+from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
 CFG = preset("g10-artifact")
 MODES = [ref.CMP_AREA, ref.CMP_LESS, ref.CMP_GREATER]

@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from g10core import policies
-from g10core.analysis import CannotFit, analyze
+from g10core.workload.vitality import CannotFit, analyze
 from g10core.config import preset
-from g10core.g10artifact import load_workload
+from g10core.workload.g10artifact import load_workload
 from g10core.policies import HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
-from g10core.policies import _g10_kernels as kern
+from g10core.testing import g10_schedule as kern
 from g10core.policies.g10 import plan, schedule, scheduler_params
-from g10core.trace import ACCESS_READ, ACCESS_WRITE, Trace
+from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
 CFG = preset("g10-artifact")
 _ACTION = {"In_gpu": HINT_TO_GPU, "In_ssd": HINT_TO_SSD, "In_cpu": HINT_TO_HOST, "Not_present": HINT_FREE}

@@ -13,9 +13,9 @@ import pytest
 from conftest import SHIPPED_NAMES, SHIPPED_WORKLOADS, assert_same_trace
 
 from g10core.cli import main
-from g10core.g10artifact import ArtifactError, available_workloads, load_workload
-from g10core.trace import ACCESS_READ as R
-from g10core.trace import ACCESS_WRITE as W
+from g10core.workload.g10artifact import ArtifactError, available_workloads, load_workload
+from g10core.workload.trace import ACCESS_READ as R
+from g10core.workload.trace import ACCESS_WRITE as W
 
 # name -> counts, {tensor: (size_bytes, is_global)},
 #         {kernel: (name, t11_ns, t00_ns, t10_ns, workspace_bytes)}, {kernel: [(tensor, mode)]}

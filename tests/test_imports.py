@@ -1,4 +1,4 @@
-"""The import graph of ``src/g10core`` has no cycle, and only tests import the oracle.
+"""The import graph of ``src/g10core`` has no cycle, its wings are layered, and only tests import the oracles.
 
 Every module is parsed with ``ast``; every import counts, at the top and inside
 functions (a lazy import is still a dependency: it only hides the cycle until the
@@ -18,7 +18,7 @@ import pytest
 
 PACKAGE = "g10core"
 SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
-ORACLE = f"{PACKAGE}.reference"
+ORACLE = f"{PACKAGE}.testing"
 
 
 def module_name(path: Path) -> str:
@@ -189,10 +189,48 @@ def test_no_import_cycle():
     assert cycle is None, "import cycle: " + " -> ".join(cycle) + f"; all: {all_cycles(graph)}"
 
 
-@pytest.mark.parametrize("name", sorted(n for n in MODULES if n != ORACLE))
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if not (n + ".").startswith(ORACLE + ".")))
 def test_production_code_never_imports_the_oracle(name):
     deps, _ = imports_of(name, MODULES[name])
-    assert ORACLE not in deps, f"{MODULES[name]} imports {ORACLE}, the test oracle; only tests may"
+    oracles = sorted(d for d in deps if (d + ".").startswith(ORACLE + "."))
+    assert not oracles, f"{MODULES[name]} imports {oracles}, the test oracles; only tests may"
+
+
+# The layers, bottom up (DESIGN.md "Layout"): a module may import its own layer and those below,
+# never one above.  The top level holds the compiled core and its Python faces (layer 0) and the
+# drivers that run a policy's plan on them (layer 3).
+DRIVERS = {"simulator", "modelled", "slot_model"}
+WING_LAYER = {"examples": 0, "workload": 1, "policies": 2, "experiments": 4, "capture": 5, "cli": 6,
+              "testing": 6, "__main__": 7}
+
+
+def layer(name: str) -> int | None:
+    """The layer of module ``name`` (None: the package itself, which every module runs)."""
+    parts = name.split(".")
+    if len(parts) == 1:
+        return None
+    if parts[1] in WING_LAYER:
+        return WING_LAYER[parts[1]]
+    assert len(parts) == 2, f"{name}: a subpackage that is not a wing ({', '.join(WING_LAYER)})"
+    return 3 if parts[1] in DRIVERS else 0
+
+
+def test_every_subpackage_is_a_wing():
+    for name in MODULES:
+        layer(name)
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    graph = import_graph()
+    upward = sorted(f"{a} ({layer(a)}) -> {b} ({layer(b)})" for a, deps in graph.items() for b in deps
+                    if layer(a) is not None and layer(b) is not None and layer(b) > layer(a))
+    assert not upward, "imports of a layer above: " + "; ".join(upward)
+
+
+def test_the_layer_check_sees_an_upward_import():
+    assert layer("g10core.workload.hints") < layer("g10core.policies") < layer("g10core.simulator")
+    assert layer("g10core.simulator") < layer("g10core.experiments.sweep") < layer("g10core.cli.run")
+    assert layer("g10core.config") == 0 and layer("g10core") is None
 
 
 def test_every_public_error_type_is_defined_in_errors_py():
@@ -213,7 +251,12 @@ def test_every_public_error_type_is_defined_in_errors_py():
 
 
 def test_the_old_import_paths_name_the_same_classes():
-    from g10core import analysis, config, errors, g10artifact, hints, simulator, tensorsim, trace
+    from g10core import config, errors, simulator
+    from g10core.workload import vitality as analysis
+    from g10core.workload import g10artifact
+    from g10core.workload import hints
+    from g10core.policies import tensorsim
+    from g10core.workload import trace
 
     assert config.ConfigError is errors.ConfigError and trace.TraceError is errors.TraceError
     assert hints.HintError is errors.HintError and g10artifact.ArtifactError is errors.ArtifactError

@@ -19,8 +19,8 @@ from g10core.cli import main
 from g10core.config import resolve
 from g10core.errors import CannotFit, SimulationError
 from g10core.simulator import Simulator
-from g10core.synth import synthesize
-from g10core.trace import Trace, write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import Trace, write_trace
 
 UNIT_PAGES = 16                  # 64 KiB migration unit
 BATCH_CYCLES = 54_000            # 45 us at 1.2 GHz

@@ -16,9 +16,9 @@ import pytest
 
 from g10core import noise
 from g10core.config import ConfigError, preset
-from g10core.reference import kernel_cycles
+from g10core.testing.reference import kernel_cycles
 from g10core.simulator import Simulator, run_kernel_cycles
-from g10core.synth import synthesize
+from g10core.workload.synth import synthesize
 
 DATA = Path(__file__).parent / "data" / "noise" / "uniform_real.txt"
 
@@ -138,7 +138,7 @@ def test_tensor_level_plans_on_profiled_times(policy):
 @pytest.mark.parametrize("model, batch, sigma", [("bert_base", 256, 0.05), ("bert_base", 256, 0.25),
                                                  ("vit", 1280, 0.10)])
 def test_published_fig19_cells(traces_dir, model, batch, sigma):
-    from g10core.published import published_cells
+    from g10core.experiments.published import published_cells
 
     cell = next(c for c in published_cells("fig19") if (c.model, c.batch, c.sigma) == (model, batch, sigma))
     cfg = preset("g10-artifact").with_overrides({"noise": {"kernel_time_sigma": sigma}})

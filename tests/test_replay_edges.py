@@ -6,8 +6,8 @@ import pytest
 
 from g10core.cli import main
 from g10core.simulator import Simulator, tick_budget
-from g10core.synth import synthesize
-from g10core.trace import Trace, write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import Trace, write_trace
 
 PAGE_POLICIES = ["base-uvm", "deepum", "g10", "belady"]
 

@@ -18,9 +18,9 @@ from g10core._replay import Replay
 from g10core.config import preset
 from g10core.policies import HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
 from g10core.policies.baseline import deepum_hints
-from g10core.reference import EVICT_DEEPUM, EVICT_LRU, ReferenceReplay
+from g10core.testing.reference import EVICT_DEEPUM, EVICT_LRU, ReferenceReplay
 from g10core.simulator import replay_inputs
-from g10core.synth import synthesize
+from g10core.workload.synth import synthesize
 
 PAGE = 4096
 

@@ -1,6 +1,6 @@
 """Reproduction of the published G10 numbers (Fig. 11), and `g10sim reproduce` / `report`.
 
-Published values come from ``g10core.published`` (g10_artifact_model.md §7, the authors'
+Published values come from ``g10core.experiments.published`` (g10_artifact_model.md §7, the authors'
 expected-results files); the BERT-256 G10 detail from the same section.
 """
 import json
@@ -8,15 +8,15 @@ import math
 
 import pytest
 
-from g10core import reproduce
+from g10core.experiments import reproduce
 from g10core.cli import main
 from g10core.config import preset
-from g10core.published import FAILS, FIG11_POLICIES, published_seconds
-from g10core.report import fig11_summary, format_fig11_table, load_fig11_json
-from g10core.reproduce import reproduce_fig11
+from g10core.experiments.published import FAILS, FIG11_POLICIES, published_seconds
+from g10core.experiments.report import fig11_summary, format_fig11_table, load_fig11_json
+from g10core.experiments.reproduce import reproduce_fig11
 from g10core.simulator import Simulator
-from g10core.synth import synthesize
-from g10core.trace import write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import write_trace
 
 TOLERANCE = 0.03
 

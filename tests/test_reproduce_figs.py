@@ -1,4 +1,4 @@
-"""Figs. 12-19 reproduced against the published cells (``g10core/data/published.csv``).
+"""Figs. 12-19 reproduced against the published cells (``g10core/experiments/data/published.csv``).
 
 A reproduced cell must be within 1 % of the published one (Fig. 19: normalised
 performance within 0.2 %), and runs must fail exactly where the published figure has no
@@ -15,13 +15,13 @@ import os
 
 import pytest
 
-from g10core import reproduce
-from g10core.published import published_cells, published_fig12
-from g10core.report import (
+from g10core.experiments import reproduce
+from g10core.experiments.published import published_cells, published_fig12
+from g10core.experiments.report import (
     figure_cells, figure_document, figure_summary, format_figure_table, load_figure_json, plot_figure,
     write_figure_json,
 )
-from g10core.sweep import ResultStore, run_sweep
+from g10core.experiments.sweep import ResultStore, run_sweep
 
 
 def sub_sweep(figure, traces_dir, keep):

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from g10core.config import preset
-from g10core.reference import ArtifactConstants, fault_model_cycles, kernel_cycles
+from g10core.testing.reference import ArtifactConstants, fault_model_cycles, kernel_cycles
 
 from test_replay_reference import max_working_set, run_compiled, run_reference, small_config
 
 from g10core.policies.baseline import deepum_hints
-from g10core.synth import synthesize
+from g10core.workload.synth import synthesize
 
 PAGE = 4096
 
@@ -56,7 +56,7 @@ def test_fault_model_host_faults_with_no_bandwidth_left_add_no_time():
 @pytest.mark.parametrize("seed, pattern, eviction", [(1, "training", "lru"), (2, "random", "lru"),
                                                      (4, "training", "deepum"), (8, "random", "deepum")])
 def test_compiled_replay_equals_reference_at_equal_bandwidths(seed, pattern, eviction, monkeypatch):
-    import g10core.reference as reference
+    import g10core.testing.reference as reference
 
     fault_times = []
     convert = reference._artifact_ulong

@@ -8,9 +8,9 @@ import pytest
 
 from g10core import results
 from g10core.config import preset
-from g10core.reference import kernel_cycles
+from g10core.testing.reference import kernel_cycles
 from g10core.simulator import Simulator
-from g10core.synth import synthesize
+from g10core.workload.synth import synthesize
 
 ITERATION_KEYS = {"index", "time_s", "ideal_time_s", "slowdown", "time_cycles", "ideal_cycles",
                   "all_fault_time_s", "faults_pages", "in_transfer_pages", "traffic_pages",

@@ -9,15 +9,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from g10core import simulator
-from g10core.analysis import CannotFit
+from g10core.workload.vitality import CannotFit
 from g10core.config import ConfigError, preset
-from g10core.hints import HintError, validate_hints
+from g10core.workload.hints import HintError, validate_hints
 from g10core.policies import HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_SSD
 from g10core.policies import get as get_policy
-from g10core.reference import EVICT_DEEPUM, EVICT_LRU, ReferenceReplay
+from g10core.testing.reference import EVICT_DEEPUM, EVICT_LRU, ReferenceReplay
 from g10core.simulator import Simulator, SimulationError, replay_invariant_violations, resolve_config
-from g10core.synth import synthesize
-from g10core.trace import TraceError, kernel_working_set_bytes
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import TraceError, kernel_working_set_bytes
 
 PAGE_POLICIES = ("base-uvm", "deepum", "g10")
 

@@ -1,4 +1,4 @@
-"""Sweeps (g10core.sweep): sweep files, expansion, executors, the resumable store.
+"""Sweeps (g10core.experiments.sweep): sweep files, expansion, executors, the resumable store.
 
 Small synthetic traces keep every sweep here to well under a second per run.
 """
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from g10core import sweep as sw
+from g10core.experiments import sweep as sw
 from g10core.config import DEFAULT_PRESET, preset
 from g10core.simulator import Simulator
-from g10core.synth import synthesize
-from g10core.trace import write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import write_trace
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -293,7 +293,7 @@ def test_sigkill_of_the_driver_midway_then_restart_leaves_every_run_once(folder,
     p.write_text(KILL_SWEEP)
     out = tmp_path / "out"
     code = (f"import sys; sys.path.insert(0, {SRC!r})\n"
-            "from g10core.sweep import load_sweep, run_sweep\n"
+            "from g10core.experiments.sweep import load_sweep, run_sweep\n"
             f"run_sweep(load_sweep({str(p)!r}), {str(out)!r}, jobs=1, progress=False)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from g10core.cli import main
-from g10core.synth import synthesize
-from g10core.trace import write_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import write_trace
 
 SWEEP = """
 name = "cli"
@@ -75,7 +75,7 @@ def test_sweep_usage_errors_exit_2(tmp_path, capsys):
 
 
 def test_a_run_that_raised_makes_exit_1(folder, tmp_path, capsys, monkeypatch):
-    from g10core import sweep as sw
+    from g10core.experiments import sweep as sw
 
     d = tmp_path / "t"
     d.mkdir()

@@ -5,8 +5,8 @@ from conftest import TRACE_ARRAY_FIELDS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g10core.synth import synthesize
-from g10core.trace import ACCESS_READ, ACCESS_WRITE, validate_trace
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, validate_trace
 
 PAGE = 4096
 

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g10core import tensorsim
+from g10core.policies import tensorsim
 from g10core.config import preset
 from g10core.policies import HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
-from g10core.synth import synthesize
-from g10core.tensorsim import (GPU_TO_HOST, GPU_TO_SSD, ExtentAllocator, TensorLevelSimulator,
+from g10core.workload.synth import synthesize
+from g10core.policies.tensorsim import (GPU_TO_HOST, GPU_TO_SSD, ExtentAllocator, TensorLevelSimulator,
                                TensorSimError, TensorSimSpec)
-from g10core.trace import ACCESS_READ, ACCESS_WRITE, Trace
+from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
 GiB = 1 << 30
 HZ = 1.2e9

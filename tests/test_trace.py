@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from g10core.policies import HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_SSD
-from g10core.synth import synthesize
-from g10core.trace import (
+from g10core.workload.synth import synthesize
+from g10core.workload.trace import (
     ACCESS_READ, ACCESS_WRITE, CHUNK_BYTES, SCHEMA, SCHEMA_HISTORY, SCHEMA_VERSION,
     SUPPORTED_SCHEMA_VERSIONS, Trace, TraceError, kernel_working_set_bytes, read_trace,
     summarize, validate_trace, write_trace,

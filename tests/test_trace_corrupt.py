@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from g10core.cli import main
-from g10core.trace import UNITS, TraceError, read_trace, write_trace
+from g10core.workload.trace import UNITS, TraceError, read_trace, write_trace
 
 
 def _replace(path, name, data):

@@ -9,7 +9,7 @@ import pytest
 from conftest import SHIPPED_LLM_NAMES, SHIPPED_NAMES, SHIPPED_WORKLOADS
 
 from g10core.cli import main
-from g10core.g10artifact import ARTIFACT_FOLDERS
+from g10core.workload.g10artifact import ARTIFACT_FOLDERS
 
 GiB = 2**30
 

@@ -1,12 +1,12 @@
-"""Shipped traces as package data, and trace names (g10core.tracestore)."""
+"""Shipped traces as package data, and trace names (g10core.workload.tracestore)."""
 import os
 import shutil
 
 import pytest
 from conftest import SHIPPED_LLM_NAMES, SHIPPED_NAMES
 
-from g10core import tracestore
-from g10core.reproduce import fig11_tasks
+from g10core.workload import tracestore
+from g10core.experiments.reproduce import fig11_tasks
 from g10core.simulator import Simulator
 
 
@@ -18,7 +18,7 @@ def no_user_dir(monkeypatch):
 def test_the_thirty_workloads_are_package_data(no_user_dir):
     assert tracestore.shipped_traces() == sorted(SHIPPED_NAMES + SHIPPED_LLM_NAMES)
     folder = tracestore.shipped_dir()
-    assert folder.parent.name == "g10core" and (folder / "LICENSE").is_file() and (folder / "NOTICE").is_file()
+    assert folder.parent.name == "workload" and folder.parent.parent.name == "g10core" and (folder / "LICENSE").is_file() and (folder / "NOTICE").is_file()
     assert set(tracestore.available_traces()) == set(SHIPPED_NAMES + SHIPPED_LLM_NAMES)
 
 

@@ -1,7 +1,7 @@
 """numpy record dtypes agree with the C structs of _types.pxd they are viewed as."""
 import numpy as np
 
-from g10core import _traceidx
+from g10core.workload import _traceidx
 from g10core.policies import HINT_DTYPE
 
 

@@ -1,11 +1,11 @@
-"""`g10sim uvm-micro` microbenchmarks (g10core.uvmmicro): the closed forms of detailed_model.md §5."""
+"""`g10sim uvm-micro` microbenchmarks (g10core.experiments.uvmmicro): the closed forms of detailed_model.md §5."""
 import math
 from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from g10core import uvmmicro
+from g10core.experiments import uvmmicro
 from g10core.config import ConfigError
 from g10core.uvm import FaultHandlerSpec
 

@@ -1,11 +1,11 @@
 """Tabulate where the published simulator's Tensor objects sit in its heap.
 
-    python tools/artifact_tensor_layout.py inceptionv3=I.err resnet152=R.err senet154=S.err > src/g10core/data/artifact_tensor_layout.csv
+    python tools/artifact_tensor_layout.py inceptionv3=I.err resnet152=R.err senet154=S.err > src/g10core/policies/data/artifact_tensor_layout.csv
 
 The published simulator (github.com/platformxlab/G10, commit de2c8c6, Apache-2.0) walks a
 kernel's tensors as a pointer-keyed ``std::unordered_set``, so the order it allocates,
 waits for and prefetches them in follows the addresses of its ``Tensor`` objects
-(``g10core.tensorsim.libstdcxx_set_order``).  Each input file is the standard error of one
+(``g10core.policies.tensorsim.libstdcxx_set_order``).  Each input file is the standard error of one
 run of that simulator (built with g++ 12.2 -O3 against glibc 2.36) to which one statement
 was added in main.cc, after the front end and before the FlashNeuron/GDS block: for every
 tensor of ``tensor_list``, print ``TADDR <tensor_id> <address>``.  For the CNNs, whose

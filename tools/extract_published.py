@@ -1,12 +1,12 @@
 """Turn the G10 artifact's ``example_results/`` into g10core's published-numbers tables.
 
-    python tools/extract_published.py EXAMPLE_RESULTS_DIR src/g10core/data
+    python tools/extract_published.py EXAMPLE_RESULTS_DIR src/g10core/experiments/data
 
 ``EXAMPLE_RESULTS_DIR`` is ``example_results/`` of github.com/platformxlab/G10 (commit
 de2c8c6, Apache-2.0): the per-figure text files the authors' figure scripts read.
 Writes ``published.csv`` (one row per published cell, the numbers unchanged) and
 ``published_fig12.csv`` (per-kernel slowdown quantiles of the Fig. 12 CDFs); see
-``src/g10core/data/NOTICE`` for the columns and the mapping.
+``src/g10core/experiments/data/NOTICE`` for the columns and the mapping.
 """
 from __future__ import annotations
 

@@ -1,16 +1,25 @@
 """g10core: a cycle-approximate simulator of a unified GPU memory and storage system.
 
-The public API lives in the Python layer (``trace``, ``config``, ``simulator``,
-``results``); the compiled modules (``_*.pyx``) are internal.
+The public API lives in the Python layer: the simulator and its configuration at the top
+(``simulator``, ``results``, ``config``, ``evictors``), the workload in ``workload/`` (traces,
+hint files, vitality analysis), the migration policies in ``policies/``, and sweeps,
+reproduction and reports in ``experiments/``.  The compiled modules (``_*.pyx``) are internal.
+Modules that moved into a wing stay importable by their old names, with a DeprecationWarning
+(``_moved.py``).
 """
 __version__ = "0.1.0"
 
 import importlib.util as _importlib_util
+import sys as _sys
+
+from . import _moved
+
+_moved.install(_sys.meta_path)
 
 # The compiled layer must be built before anything else works.  It is looked up, not
 # imported: importing it imports numpy, and the g10sim command sets numpy's BLAS up
 # first (cli/__init__.py).
-if _importlib_util.find_spec(__name__ + "._traceidx") is None:  # pragma: no cover - a broken install
+if _importlib_util.find_spec(__name__ + ".workload._traceidx") is None:  # pragma: no cover - a broken install
     raise ImportError(
         "g10core's compiled extensions are not built. Install the package with "
         "`pip install -e .` (or rebuild in place with "

@@ -16,7 +16,7 @@ by page, but only inside a slot (a few tens of pages).  Identical consecutive sl
 repeated in bulk (``try_bulk``): the slot just done recorded what it did, and if the same
 start state recurs and the next pages are treated alike, the next n slots do exactly the
 same; their effect is applied at once (or slot by slot when streams interleave).  Every
-rule mirrors ``reference.py``, the page-by-page specification; tests require identical
+rule mirrors ``testing/reference.py``, the page-by-page specification; tests require identical
 results.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t

@@ -7,7 +7,7 @@ message is one line; the structured errors also keep their parts as attributes
 and pickle (sweep workers send them back to the driver).
 
 The modules that raise these re-export them under their old names
-(``g10core.config.ConfigError``, ``g10core.trace.TraceError``, ...).
+(``g10core.config.ConfigError``, ``g10core.workload.trace.TraceError``, ...).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class ConfigError(InputError):
 
 
 class SweepError(InputError):
-    """A sweep file or results store is invalid (``g10core.sweep``); the message names the file
+    """A sweep file or results store is invalid (``g10core.experiments.sweep``); the message names the file
     and the key or line."""
 
 
@@ -89,7 +89,7 @@ class HintError(InputError):
 
 
 class CorruptHDF5(InputError):
-    """An HDF5 file's structure is damaged (``g10core.h5safe``); the trace and hint readers
+    """An HDF5 file's structure is damaged (``g10core.workload.h5safe``); the trace and hint readers
     turn it into their own error naming the file."""
 
 

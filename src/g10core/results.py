@@ -62,7 +62,7 @@ from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, as_columns  # noqa: E402
 from .files import write_text_atomic  # noqa: E402,F401 (importable from here)
 
 
-# ---- the artifact's statistics (moved here from reference.py) -------------------
+# ---- the artifact's statistics (moved here from testing/reference.py) -------------------
 
 def summarize(K, t11, t00, kernels, pcie, boundaries, iterations, host_overflow=False, rule="artifact",
               translation=None):
@@ -556,7 +556,7 @@ def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, translati
 
 
 def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:
-    """A Result from a tensor-level simulation dict (``g10core.tensorsim``)."""
+    """A Result from a tensor-level simulation dict (``g10core.policies.tensorsim``)."""
     ideal = float(d["ideal_time_s"])
     counters = {k: d[k] for k in ("n_transfers", "n_on_demand_fetches", "peak_gpu_bytes",
                                   "gpu_capacity_bytes", "leaked_bytes", "transfer_busy_s",

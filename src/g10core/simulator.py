@@ -26,18 +26,18 @@ import numpy as np
 
 from . import __version__, evictors, policies, results
 from ._replay import Replay
-from .analysis import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
-from .artifact_constants import ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
+from .workload.vitality import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
+from .slot_model import ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
 from .config import ARTIFACT_PRESET, DEFAULT_PRESET, SimConfig, preset, resolve
 from .errors import ConfigError, G10Warning, HintError, SimulationError  # noqa: F401 (SimulationError: API)
 from .modelled import ignored_parameters, warning_text
-from .hints import HintFile, action_counts, check_belongs, trace_digest, validate_hints
+from .workload.hints import LEVELS, HintFile, action_counts, check_belongs, trace_digest, validate_hints
 from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
 from .codes import KERNEL_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
-from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
-from .tracestore import resolve_trace
+from .workload.trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
+from .workload.tracestore import resolve_trace
 
 GiB = 1 << 30
 
@@ -165,7 +165,7 @@ def noisy_trace(trace: Trace, cfg) -> Trace:
 
 def noisy_tensor_plan(pol: TensorPolicy, trace: Trace, cfg) -> TensorPlan:
     """A tensor-level policy's plan under noise: scheduled on ``trace``, simulated on :func:`noisy_trace`."""
-    from . import tensorsim
+    from .policies import tensorsim
 
     def simulate() -> dict:
         try:
@@ -393,7 +393,7 @@ def _resolve_policy(policy, cfg) -> Policy:
 
 def _resolve_trace(trace) -> tuple[Trace, str | None]:
     if isinstance(trace, (str, os.PathLike)):
-        path = resolve_trace(trace)     # a path, or a trace name (g10core.tracestore)
+        path = resolve_trace(trace)     # a path, or a trace name (g10core.workload.tracestore)
         return read_trace(path), os.fspath(path)
     if isinstance(trace, Trace):
         validate_trace(trace)           # in-memory traces get the same checks as files
@@ -568,7 +568,7 @@ class Simulator:
         """Simulate ``trace`` (a Trace or a trace file path) under ``policy`` (a name).
 
         ``hints``: None (the policy makes its own), a HINT_DTYPE table, or a
-        :class:`~g10core.hints.HintFile`; given hints replace the policy's, which then
+        :class:`~g10core.workload.hints.HintFile`; given hints replace the policy's, which then
         only decides the eviction rule (page level) or the simulation mode (tensor level).
         ``eviction``: an eviction rule replacing the policy's (page level): a name of
         ``g10core.evictors`` (``arrival``, ``deepum``, ``belady``) or ``FILE.py:FUNC``, a
@@ -585,6 +585,9 @@ class Simulator:
         hint_info = {"source": "policy", "policy": pol.name}
         if isinstance(hints, HintFile):
             hints = check_belongs(hints, trace)
+            if not hints.level and policies.level_of(hints.policy) in LEVELS:
+                # a file that does not record its level was planned at its policy's
+                hints = dataclasses.replace(hints, level=policies.level_of(hints.policy))
             check_hint_level(hints, pol)
             mismatch = hints.config_mismatch(cfg)
             hint_info = {"source": "file", "policy": hints.policy, "path": hints.path, "made_for": hints.trace,

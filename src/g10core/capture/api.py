@@ -1,4 +1,4 @@
-"""``capture()``: one training iteration of a PyTorch model as a :class:`~g10core.trace.Trace` (needs torch)."""
+"""``capture()``: one training iteration of a PyTorch model as a :class:`~g10core.workload.trace.Trace` (needs torch)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ..trace import Trace, validate_trace
+from ..workload.trace import Trace, validate_trace
 from .recorder import CaptureError, KernelRecorder, storage_key
 from .timing import Calibration, KernelFeatures, KernelTimeModel, ProfilingGPU, load_calibration
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace, read_trace
+from ..workload.trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace, read_trace
 from .timing import (DEFAULT_CLASS, KERNEL_CLASSES, Calibration, ClassCoefficients, KernelFeatures,
                      ProfilingGPU, fault_ns, roofline_ns)
 
@@ -324,8 +324,8 @@ def leave_one_model_out(data: ShippedSet) -> dict:
 
 def shipped_trace_paths(traces_dir=None) -> list[Path]:
     """The shipped G10-artifact traces (``<model>-b<batch>.h5`` of the five published models)."""
-    from ..g10artifact import MODEL_NAMES
-    from ..reproduce import default_traces_dir
+    from ..workload.g10artifact import MODEL_NAMES
+    from ..experiments.reproduce import default_traces_dir
 
     d = default_traces_dir() if traces_dir is None else Path(traces_dir)
     paths = sorted(p for m in MODEL_NAMES.values() for p in d.glob(f"{m}-b*.h5"))

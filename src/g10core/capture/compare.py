@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..trace import GiB, read_trace, summarize
+from ..workload.trace import GiB, read_trace, summarize
 
 BATCH, SEQ_LEN = 256, 128
 VARIANTS = {
@@ -69,7 +69,7 @@ def bert_comparison(shipped=None, *, variants=tuple(VARIANTS), calibration=None)
     Returns ``{"metrics": [{"metric", "unit", "shipped", <variant>..., "reason"}...],
     "ratios": {variant: {metric: capture / shipped}}, "traces": {variant: Trace}}``.
     """
-    from ..reproduce import default_traces_dir
+    from ..experiments.reproduce import default_traces_dir
     from .api import capture_family
 
     shipped_path = Path(shipped) if shipped is not None else default_traces_dir() / SHIPPED_FILE

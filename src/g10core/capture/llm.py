@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..published import FIG11_POLICIES, POLICY_LABELS
+from ..experiments.published import FIG11_POLICIES, POLICY_LABELS
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ LLM_WORKLOADS: tuple[LLMWorkload, ...] = (
 
 def make_llm_traces(out_dir=None, workloads=LLM_WORKLOADS, *, calibration=None, progress=None) -> list[Path]:
     """Capture every workload and write ``<out_dir>/<model>-b<batch>.h5`` (default: the shipped traces' folder)."""
-    from ..reproduce import default_traces_dir
-    from ..trace import write_trace
+    from ..experiments.reproduce import default_traces_dir
+    from ..workload.trace import write_trace
     from .api import capture_family
 
     out_dir = default_traces_dir() if out_dir is None else Path(out_dir)
@@ -66,7 +66,7 @@ def llm_tasks(traces_dir=None, *, config=None, workloads=LLM_WORKLOADS, policies
     """The runs of ``reproduce llm`` (checks that every trace and policy exists first)."""
     from .. import policies as registry
     from ..config import ARTIFACT_PRESET, preset
-    from ..reproduce import RunTask, default_traces_dir
+    from ..experiments.reproduce import RunTask, default_traces_dir
     from ..simulator import Simulator
 
     cfg = preset(ARTIFACT_PRESET) if config is None else config   # reproduce: the artifact's preset
@@ -87,8 +87,8 @@ def reproduce_llm(traces_dir=None, *, jobs=None, progress=True, config=None, wor
                   policies=FIG11_POLICIES) -> list[dict]:
     """Every policy on every shipped LLM trace; one row per run (as ``reproduce_fig11``), plus the
     trace's footprint, memory ratio, sequence length and parameter count."""
-    from ..reproduce import run_tasks
-    from ..trace import read_trace, summarize
+    from ..experiments.reproduce import run_tasks
+    from ..workload.trace import read_trace, summarize
 
     tasks = llm_tasks(traces_dir, config=config, workloads=workloads, policies=policies)
     rows = run_tasks(tasks, jobs=jobs, progress=progress, desc="llm")

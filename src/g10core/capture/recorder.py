@@ -33,7 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from ..errors import CaptureError  # noqa: F401 (raised here; importable from here)
-from ..trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES
+from ..workload.trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES
 from .timing import OPTIMIZER_OP, SHIPPED_OP
 
 # operators that allocate without computing (their storage is born at its first write)

@@ -18,7 +18,7 @@ def _cmd_trace_capture(args) -> int:
 
     if not torch_available():
         raise ValueError(f"trace capture needs PyTorch, which is not installed: {INSTALL_HINT}")
-    from ..trace import summarize, write_trace
+    from ..workload.trace import summarize, write_trace
     from ..capture.api import capture_family
 
     overrides = {}
@@ -71,8 +71,8 @@ def add_capture_command(trace_subparsers) -> None:
 
 
 def _cmd_reproduce_llm(args) -> int:
-    from ..published import FIG11_POLICIES
-    from ..reproduce import default_jobs, default_traces_dir
+    from ..experiments.published import FIG11_POLICIES
+    from ..experiments.reproduce import default_jobs, default_traces_dir
     from ..capture.llm import LLM_WORKLOADS, format_llm_table, reproduce_llm
 
     workloads = LLM_WORKLOADS

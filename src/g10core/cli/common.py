@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import ArtifactError, ConfigError, SimulationError, TraceError
 from ..files import is_special_file, write_text_atomic
-from ..trace import GiB
+from ..workload.trace import GiB
 
 EXIT_OK = 0
 EXIT_FAILURE = 1        # a simulation that could not complete (a failed result, or SimulationError)

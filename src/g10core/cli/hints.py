@@ -7,7 +7,7 @@ from .common import (EXIT_OK, add_config_options, add_json_option, check_output_
 
 
 def _cmd_hints(args) -> int:
-    from ..hints import action_counts, write_hints
+    from ..workload.hints import action_counts, write_hints
     from ..simulator import policy_hints
 
     check_output_path(args.output, "-o")
@@ -33,7 +33,7 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "hints", help="write a policy's migration hints to a file",
         description="Compute the hint table (kernel, tensor, action) a policy applies to TRACE and write it as "
-                    "HDF5 (format: g10core.hints); `g10sim run TRACE --hints FILE` replays it.")
+                    "HDF5 (format: g10core.workload.hints); `g10sim run TRACE --hints FILE` replays it.")
     p.add_argument("trace", metavar="TRACE", help="trace file (.h5) or name, e.g. bert_base-b256 (g10sim trace list)")
     p.add_argument("--policy", metavar="P", required=True, help=policy_help())
     p.add_argument("-o", "--output", metavar="FILE.h5", required=True, help="hint file to write")

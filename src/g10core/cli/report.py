@@ -9,7 +9,7 @@ from .common import EXIT_OK, add_json_option, human
 
 
 def fig11_outputs(args, rows, meta) -> None:
-    from ..report import fig11_document, format_fig11_table, plot_fig11, write_fig11_json
+    from ..experiments.report import fig11_document, format_fig11_table, plot_fig11, write_fig11_json
 
     preset = (meta or {}).get("preset")
     if human(args):
@@ -26,7 +26,7 @@ def fig11_outputs(args, rows, meta) -> None:
 
 def figure_outputs(args, figure: str, rows, meta) -> None:
     """Table (stdout), ``--json`` and ``--plot`` of a reproduced figure (Figs. 12-19)."""
-    from ..report import figure_document, format_figure_table, plot_figure, write_figure_json
+    from ..experiments.report import figure_document, format_figure_table, plot_figure, write_figure_json
 
     if human(args):
         print(format_figure_table(figure, rows))
@@ -41,8 +41,8 @@ def figure_outputs(args, figure: str, rows, meta) -> None:
 
 
 def _cmd_report_figure(args) -> int:
-    from ..report import load_figure_json
-    from ..reproduce import rows_from_store
+    from ..experiments.report import load_figure_json
+    from ..experiments.reproduce import rows_from_store
 
     path = Path(args.path)
     if path.is_dir():
@@ -60,7 +60,7 @@ def _cmd_report_figure(args) -> int:
 
 
 def _cmd_report_fig11(args) -> int:
-    from ..report import load_fig11_json
+    from ..experiments.report import load_fig11_json
 
     from .common import check_output_path
 
@@ -84,7 +84,7 @@ def add_parser(subparsers) -> None:
     f.add_argument("--plot", metavar="PATH.png", help="also draw the bar chart")
     add_json_option(f)
     f.set_defaults(func=_cmd_report_fig11)
-    from ..reproduce import FIGURES, SWEEP_FIGURES
+    from ..experiments.reproduce import FIGURES, SWEEP_FIGURES
 
     for name in SWEEP_FIGURES:
         g = sub.add_parser(name, help=f"{FIGURES[name].title}: table and plot of saved results",

@@ -14,8 +14,8 @@ from .sweep import add_run_options
 def _cmd_reproduce_fig11(args) -> int:
     import time
 
-    from ..published import FIG11_POLICIES, FIG11_WORKLOADS
-    from ..reproduce import default_jobs, default_traces_dir, reproduce_fig11
+    from ..experiments.published import FIG11_POLICIES, FIG11_WORKLOADS
+    from ..experiments.reproduce import default_jobs, default_traces_dir, reproduce_fig11
 
     workloads = FIG11_WORKLOADS
     if args.models:
@@ -47,7 +47,7 @@ def _cmd_reproduce_figure(args) -> int:
     import sys
     import time
 
-    from ..reproduce import default_jobs, reproduce_figure
+    from ..experiments.reproduce import default_jobs, reproduce_figure
 
     jobs = default_jobs() if args.jobs is None else args.jobs
     cfg = config_from_args(args)
@@ -69,9 +69,9 @@ def _cmd_reproduce_figure(args) -> int:
 def _cmd_reproduce_all(args) -> int:
     import time
 
-    from ..report import (figure_cells, figure_summary, format_fig11_table, format_figure_summary,
+    from ..experiments.report import (figure_cells, figure_summary, format_fig11_table, format_figure_summary,
                           format_figure_table, plot_figure, write_fig11_json, write_figure_json)
-    from ..reproduce import default_jobs, reproduce_all
+    from ..experiments.reproduce import default_jobs, reproduce_all
     from ..results import write_text_atomic
 
     jobs = default_jobs() if args.jobs is None else args.jobs
@@ -119,12 +119,12 @@ def add_parser(subparsers) -> None:
     add_json_option(f)
     f.set_defaults(func=_cmd_reproduce_fig11)
 
-    from ..reproduce import FIGURES, SWEEP_FIGURES
+    from ..experiments.reproduce import FIGURES, SWEEP_FIGURES
 
     for name in SWEEP_FIGURES:
         g = sub.add_parser(
             name, help=FIGURES[name].title,
-            description=f"{FIGURES[name].title}. Runs the sweep file shipped as g10core/sweeps/{name}.toml "
+            description=f"{FIGURES[name].title}. Runs the sweep file shipped as g10core/experiments/sweeps/{name}.toml "
                         "(g10-artifact preset) and prints each published cell beside ours with the difference, "
                         "then the worst cell. Exit 1 when a run raised (its error is printed).")
         add_run_options(g, out_required=False)
@@ -136,7 +136,7 @@ def add_parser(subparsers) -> None:
     a = sub.add_parser(
         "all", help="the whole published evaluation (1,410 runs), then Figs. 11-19",
         description="Run the published simulator's whole run set (its genconfigs.py: main, host-memory, "
-                    "SSD-bandwidth and kernel-time-noise sweeps; g10core/sweeps/all.toml) into the store DIR, "
+                    "SSD-bandwidth and kernel-time-noise sweeps; g10core/experiments/sweeps/all.toml) into the store DIR, "
                     "resumably, then write fig11..fig19 .json, .txt (table) and .png there.")
     add_run_options(a, out_required=True)
     a.add_argument("--no-plots", action="store_true", help="write no .png")

@@ -8,9 +8,9 @@ from .common import (EXIT_FAILURE, EXIT_OK, add_config_options, add_json_option,
 
 
 def _cmd_run(args) -> int:
-    from ..hints import read_hints
+    from ..workload.hints import read_hints
     from ..policies import REGISTRY, names
-    from ..report import format_run_summary
+    from ..experiments.report import format_run_summary
     from ..simulator import Simulator
 
     if args.kernels and args.json_path is None:

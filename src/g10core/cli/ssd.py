@@ -1,10 +1,10 @@
-"""``g10sim ssd``: the steady-state SSD microbenchmark (``g10core.ssdbench``)."""
+"""``g10sim ssd``: the steady-state SSD microbenchmark (``g10core.experiments.ssdbench``)."""
 from __future__ import annotations
 
 import sys
 
 from ..ssd import SSD_PRESETS, ssd_preset
-from ..ssdbench import DEFAULTS, run_microbenchmark
+from ..experiments.ssdbench import DEFAULTS, run_microbenchmark
 from .common import EXIT_OK, add_json_option, emit_json, human, simulation_failures
 
 

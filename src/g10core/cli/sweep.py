@@ -37,7 +37,7 @@ def add_run_options(f: argparse.ArgumentParser, *, out_required: bool) -> None:
 
 def _run_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="g10sim sweep", description="Run a sweep file into a results store.")
-    p.add_argument("file", metavar="FILE.toml", help="sweep file (format: g10core.sweep)")
+    p.add_argument("file", metavar="FILE.toml", help="sweep file (format: g10core.experiments.sweep)")
     add_run_options(p, out_required=True)
     p.add_argument("--retry-errors", action="store_true", help="run again the runs that raised an error")
     add_json_option(p)
@@ -88,7 +88,7 @@ def print_status(st: dict, *, limit: int = 40) -> None:
 
 
 def _cmd_status(argv) -> int:
-    from ..sweep import sweep_status
+    from ..experiments.sweep import sweep_status
 
     a, code = _parse(_status_parser(), argv)
     if a is None:
@@ -103,7 +103,7 @@ def _cmd_status(argv) -> int:
 def _cmd_export(argv) -> int:
     import tempfile
 
-    from ..sweep import export_csv
+    from ..experiments.sweep import export_csv
 
     a, code = _parse(_export_parser(), argv)
     if a is None:
@@ -119,8 +119,8 @@ def _cmd_export(argv) -> int:
 
 
 def _cmd_run(argv) -> int:
-    from ..reproduce import default_jobs
-    from ..sweep import load_sweep, run_sweep
+    from ..experiments.reproduce import default_jobs
+    from ..experiments.sweep import load_sweep, run_sweep
 
     a, code = _parse(_run_parser(), argv)
     if a is None:

@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 from ..errors import ArtifactError
-from ..g10artifact import MODEL_NAMES, available_workloads, load_workload
-from ..trace import SCHEMA_VERSION, GiB, read_trace, summarize, write_trace
-from ..tracestore import describe_traces, resolve_trace, shipped_dir
+from ..workload.g10artifact import MODEL_NAMES, available_workloads, load_workload
+from ..workload.trace import SCHEMA_VERSION, GiB, read_trace, summarize, write_trace
+from ..workload.tracestore import describe_traces, resolve_trace, shipped_dir
 from .common import (EXIT_BAD_INPUT, EXIT_OK, EXPECTED_ERRORS, add_json_option, emit_json, fmt_bytes,
                      fmt_seconds, human, nonnegative_int, one_line, positive_float)
 
@@ -125,7 +125,7 @@ def _cmd_trace_list(args) -> int:
 
 
 def _cmd_trace_synth(args) -> int:
-    from ..synth import synthesize
+    from ..workload.synth import synthesize
 
     if (args.footprint_GiB is None) == (args.footprint_bytes is None):
         raise ValueError("give exactly one of --footprint-GiB and --footprint-bytes")
@@ -151,7 +151,7 @@ def _cmd_trace_synth(args) -> int:
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "trace", help="convert, inspect, validate and synthesize traces",
-        description="Work with g10core's HDF5 traces (format: g10core/traces/README.md). A TRACE is a file "
+        description="Work with g10core's HDF5 traces (format: g10core/workload/traces/README.md). A TRACE is a file "
                     "or a trace name (g10sim trace list).")
     sub = p.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
 
@@ -190,7 +190,7 @@ def add_parser(subparsers) -> None:
 
     s = sub.add_parser("synth", help="write a seeded synthetic trace",
                        description="Generate a small valid trace with a chosen footprint and reuse pattern "
-                                   "(see g10core.synth).")
+                                   "(see g10core.workload.synth).")
     s.add_argument("-o", "--output", metavar="PATH", required=True, help="trace file to write")
     s.add_argument("--kernels", type=int, required=True, metavar="N", help="number of kernels")
     s.add_argument("--footprint-GiB", type=positive_float, metavar="GiB", help="page-rounded footprint")

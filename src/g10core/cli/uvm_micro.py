@@ -1,5 +1,5 @@
 """``g10sim uvm-micro``: microbenchmarks of the detailed preset's UVM components
-(``g10core.uvmmicro``), each with ``--json``."""
+(``g10core.experiments.uvmmicro``), each with ``--json``."""
 from __future__ import annotations
 
 import argparse
@@ -25,7 +25,7 @@ def _spec(args):
 
 
 def _cmd_prefetch(args) -> int:
-    from ..uvmmicro import prefetch
+    from ..experiments.uvmmicro import prefetch
 
     r = prefetch(args.blocks, regions=args.regions, spec=_spec(args))
     if human(args):
@@ -41,7 +41,7 @@ def _cmd_prefetch(args) -> int:
 
 
 def _cmd_batching(args) -> int:
-    from ..uvmmicro import batching
+    from ..experiments.uvmmicro import batching
 
     r = batching(args.faults, spec=_spec(args))
     if human(args):
@@ -54,7 +54,7 @@ def _cmd_batching(args) -> int:
 
 
 def _cmd_tlb(args) -> int:
-    from ..uvmmicro import tlb
+    from ..experiments.uvmmicro import tlb
 
     r = tlb(args.entries, args.ways, args.pattern, args.pages, args.rounds)
     if human(args):
@@ -66,7 +66,7 @@ def _cmd_tlb(args) -> int:
 
 
 def add_parser(subparsers) -> None:
-    from ..uvmmicro import DEFAULT_BLOCKS, PATTERNS
+    from ..experiments.uvmmicro import DEFAULT_BLOCKS, PATTERNS
 
     p = subparsers.add_parser(
         "uvm-micro", help="microbenchmarks of the far-fault handler and the TLB (detailed preset)",

@@ -34,7 +34,14 @@ def names() -> list[str]:
     return sorted(REGISTRY)
 
 
-_BUILTIN = ("baseline", "g10", "flashneuron")
+def level_of(name: str) -> str:
+    """The level (``page``, ``tensor``, ``ideal``) of the registered policy ``name``; "" when none is."""
+    _load_builtin()
+    cls = REGISTRY.get(name)
+    return cls.level if cls is not None else ""
+
+
+_BUILTIN = ("baseline", "g10", "flashneuron", "g10_tensor")
 
 
 def _load_builtin():

@@ -39,7 +39,7 @@ def deepum_hints(trace, config) -> np.ndarray:
     makes BERT-256, ViT-1280 and Inceptionv3-1536 match the published DeepUM+ timelines
     kernel for kernel.  Without the quirks the trace's access order is used.
     """
-    from ..tensorsim import kernel_tensor_lists, libstdcxx_set_order
+    from .tensorsim import kernel_tensor_lists, libstdcxx_set_order
 
     K = trace.n_kernels
     degree = config.scheduler.prefetch_degree

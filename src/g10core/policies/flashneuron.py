@@ -1,7 +1,7 @@
-"""Tensor-level baselines: FlashNeuron, G10-GDS and G10-Host.
+"""FlashNeuron, a tensor-level baseline.
 
-All three move whole tensors between GPU memory and storage without UVM and are
-simulated by :mod:`g10core.tensorsim`.
+It moves whole tensors between GPU memory and storage without UVM and is simulated by
+:mod:`g10core.policies.tensorsim` (as G10-GDS and G10-Host are: :mod:`g10core.policies.g10_tensor`).
 
 * ``flashneuron`` (Bae et al., FAST 2021, as the G10 paper evaluates it): the
   forward activations that are still alive after the loss are offloaded to the
@@ -9,18 +9,15 @@ simulated by :mod:`g10core.tensorsim`.
   after the weights and the largest per-kernel working set.  The backward pass
   brings them back as free space allows.  When even offloading every candidate
   leaves too much, the run fails ("FlashNeuron cannot fit"), as published.
-* ``g10-gds``: G10's smart-migration schedule with GPU<->SSD transfers only.
-* ``g10-host``: the same schedule with host memory as a second tier.
-
-The G10 schedules come from :func:`g10core.policies.g10.schedule`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import analysis, tensorsim
-from ..codes import ACTION_NAMES, HINT_DTYPE, HINT_TO_SSD
-from ..trace import Trace
+from ..codes import HINT_DTYPE, HINT_TO_SSD
+from ..workload import vitality
+from ..workload.trace import Trace
+from . import tensorsim
 from .base import TensorPolicy, register
 
 GiB = 1 << 30
@@ -48,16 +45,7 @@ def gpu_line_quirk(trace: Trace, config) -> dict | None:
     does not crash"); ``{name, factor, what}`` or None."""
     if config.scheduler.artifact_quirks and trace.model == "vit" and trace.batch_size == 1024:
         return {"name": "flashneuron_vit1024_gpu_factor", "factor": 0.993,
-                "what": "FlashNeuron plans ViT-1024 against 0.993x the GPU memory (analysis.cc)"}
-    return None
-
-
-def gds_capacity_quirk(config) -> dict | None:
-    """quirk: the published GDS baselines size their allocator at 4x the GPU."""
-    if config.scheduler.artifact_quirks:
-        return {"name": "gds_allocator_capacity_factor", "factor": 4.0,
-                "what": "G10-GDS/G10-Host allocate from 4x the GPU memory; only the scheduler's target "
-                        "line limits memory (analysis.cc)"}
+                "what": "FlashNeuron plans ViT-1024 against 0.993x the GPU memory (vitality.cc)"}
     return None
 
 
@@ -95,7 +83,7 @@ def flashneuron_schedule(trace: Trace, config) -> dict:
         return out
 
     # candidates: activations touched before the loss and still needed after it
-    vit = analysis.analyze(trace, config.gpu.frequency_GHz)
+    vit = vitality.analyze(trace, config.gpu.frequency_GHz)
     death = vit.death
     # the artifact collects candidates kernel by kernel in its hash-set order
     required = tensorsim.visit_lists(trace, tensorsim.default_visit_order(config))
@@ -153,19 +141,12 @@ def _issue_order(issue_kernel: np.ndarray, config) -> np.ndarray:
     """
     if not config.scheduler.artifact_quirks:
         return np.argsort(issue_kernel, kind="stable")
-    from .. import _g10sched
+    from . import _g10sched
 
     keys = np.ascontiguousarray(issue_kernel, np.float64)
     order = np.arange(keys.size, dtype=np.int64)
     _g10sched.std_sort(order, _g10sched.CMP_LESS, keys, keys)
     return order
-
-
-def _with_policy(result: dict, name: str, schedule: dict) -> dict:
-    result = dict(result)
-    result["policy"] = name
-    result["schedule"] = schedule
-    return result
 
 
 @register
@@ -191,56 +172,16 @@ class FlashNeuron(TensorPolicy):
         info = {k: v for k, v in plan.items() if k not in ("hints", "failed", "failure_reason")}
         info["n_offloads"] = int(plan["hints"].size)
         if plan["failed"]:
-            return _with_policy(tensorsim.failed_result(plan["failure_reason"], mode="flashneuron",
-                                                        trace=trace, config=self.config), self.name, info)
+            failed = tensorsim.failed_result(plan["failure_reason"], mode="flashneuron", trace=trace,
+                                             config=self.config)
+            return tensorsim.with_policy(failed, self.name, info)
         res = tensorsim.simulate(trace, self.config, plan["hints"], mode="flashneuron",
                                  backward_start_kernel=plan["loss_kernel"])
-        return _with_policy(res, self.name, info)
+        return tensorsim.with_policy(res, self.name, info)
 
     def hand_tuned_factors(self, trace: Trace) -> list[dict]:
         q = gpu_line_quirk(trace, self.config)
         return [] if q is None else [q]
 
 
-class _G10TensorLevel(TensorPolicy):
-    variant: str = ""
-
-    def schedule(self, trace: Trace) -> np.ndarray:
-        from .g10 import schedule   # at call time: the registry imports this module first
-
-        return schedule(trace, self.config, variant=self.variant)
-
-    def simulate(self, trace: Trace, hints=None) -> dict:
-        if hints is not None:       # a given hint table replaces G10's schedule
-            return tensorsim.simulate(trace, self.config, hints, mode="gds")
-        reason = tensorsim.working_set_check(trace, self.config)
-        if reason is not None:
-            return _with_policy(tensorsim.failed_result(reason, mode="gds", trace=trace, config=self.config),
-                                self.name, {})
-        hints = np.asarray(self.schedule(trace))
-        res = tensorsim.simulate(trace, self.config, hints, mode="gds")
-        counts = {ACTION_NAMES[a]: int((hints["action"] == a).sum()) for a in np.unique(hints["action"]).tolist()}
-        return _with_policy(res, self.name, {"n_hints": int(hints.size), "hints_by_action": counts})
-
-    def hand_tuned_factors(self, trace: Trace) -> list[dict]:
-        from .g10 import target_quirk
-
-        return [q for q in (target_quirk(trace, self.config, self.variant), gds_capacity_quirk(self.config))
-                if q is not None]
-
-
-@register
-class G10GDS(_G10TensorLevel):
-    name = "g10-gds"
-    variant = "gds"
-    description = "G10's schedule over GPUDirect storage: GPU<->SSD tensor transfers only, no host memory"
-
-
-@register
-class G10Host(_G10TensorLevel):
-    name = "g10-host"
-    variant = "host"
-    description = "G10's schedule with host memory: GPU<->SSD and GPU<->host tensor transfers"
-
-
-__all__ = ["FlashNeuron", "G10GDS", "G10Host", "flashneuron_schedule", "loss_kernel"]
+__all__ = ["FlashNeuron", "flashneuron_schedule", "loss_kernel"]

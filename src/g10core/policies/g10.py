@@ -1,6 +1,6 @@
 """G10's smart tensor migration scheduler (the artifact's ``prefetch_lru`` front end).
 
-From the tensor vitality analysis (:mod:`g10core.analysis`) and the profiled kernel
+From the tensor vitality analysis (:mod:`g10core.workload.vitality`) and the profiled kernel
 times, it plans, per kernel of one iteration, which tensors to pre-allocate, free,
 pre-evict (to SSD or host memory) and prefetch, so that the estimated resident
 bytes stay under the GPU memory.  The page-level replay applies the resulting hint
@@ -8,8 +8,8 @@ table at the start of every kernel, every iteration, and falls back on LRU for w
 the plan does not cover.  Semantics: ``reference/g10_artifact_model.md`` section 3.
 
 The plan, in the published scheduler's order (every step reproduced exactly, ties
-and integer truncations included; see ``_g10_kernels``, the plain-Python reference
-of the compiled kernels ``g10core._g10sched``, for how):
+and integer truncations included; see ``g10core.testing.g10_schedule``, the plain-Python reference
+of the compiled kernels ``g10core.policies._g10sched``, for how):
 
 1. ``mem[k]`` = estimated resident bytes during kernel k, starting at the whole
    footprint; four bandwidth budgets per kernel, ``BW * t11(k)`` each, for
@@ -42,9 +42,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis import CannotFit, Vitality, analyze, check_fits  # noqa: F401 (CannotFit re-exported)
+from ..workload.vitality import CannotFit, Vitality, analyze, check_fits  # noqa: F401 (CannotFit re-exported)
 from ..codes import HINT_DTYPE, HINT_TO_GPU
-from ..trace import Trace
+from ..workload.trace import Trace
 from .base import Policy, register
 
 __all__ = ["CannotFit", "Schedule", "SchedulerParams", "VARIANTS", "plan", "schedule", "scheduler_params", "G10"]
@@ -224,8 +224,8 @@ def _check_trace(trace: Trace) -> None:
 
 
 def _kernels():
-    """The compiled kernels (imported on first use; same API as ``_g10_kernels``)."""
-    from .. import _g10sched
+    """The compiled kernels (imported on first use; same API as ``g10core.testing.g10_schedule``)."""
+    from . import _g10sched
     return _g10sched
 
 
@@ -235,15 +235,15 @@ def plan(trace: Trace, config, variant: str = "g10", vitality: Vitality | None =
 
     ``exact_keys=True`` computes every greedy key's exact sum instead of only the
     near ties (a slower reference mode; the result is the same).  Raises
-    :class:`~g10core.analysis.CannotFit` when a kernel's own working set exceeds GPU
+    :class:`~g10core.workload.vitality.CannotFit` when a kernel's own working set exceeds GPU
     memory (no schedule can run it; the artifact aborts there)."""
     return _plan_with(_kernels(), trace, config, variant, vitality, exact_keys)
 
 
 def _plan_with(kern, trace: Trace, config, variant: str, vitality: Vitality | None,
                exact_keys: bool) -> Schedule:
-    """:func:`plan` on the kernel module ``kern``: ``g10core._g10sched`` or, in the
-    tests, its plain-Python reference ``_g10_kernels``."""
+    """:func:`plan` on the kernel module ``kern``: ``g10core.policies._g10sched`` or, in the
+    tests, its plain-Python reference ``g10core.testing.g10_schedule``."""
     params = scheduler_params(trace, config, variant)
     _check_trace(trace)
     check_fits(trace, params.gpu_memory_bytes)
@@ -370,7 +370,7 @@ def schedule(trace: Trace, config, variant: str = "g10") -> np.ndarray:
 
     ``variant``: ``"g10"`` (the artifact's prefetch_lru), ``"gds"`` (G10GDSSSD) or
     ``"host"`` (G10GDSFULL); see :data:`VARIANTS`.  Raises
-    :class:`~g10core.analysis.CannotFit` when some kernel alone exceeds GPU memory."""
+    :class:`~g10core.workload.vitality.CannotFit` when some kernel alone exceeds GPU memory."""
     return plan(trace, config, variant).hints
 
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .config import ConfigError
-from .uvm import PAGE_BYTES, FaultHandler, FaultHandlerSpec
+from ..config import ConfigError
+from ..uvm import PAGE_BYTES, FaultHandler, FaultHandlerSpec
 
 __all__ = ["prefetch", "batching", "tlb", "PATTERNS", "DEFAULT_BLOCKS"]
 
@@ -126,7 +126,7 @@ def tlb(entries: int, ways: int, pattern: str = "cyclic", pages: int = 64, round
     """Sweep ``pages`` pages ``rounds`` times over one LRU TLB of ``entries`` entries in sets of
     ``ways``; ``pattern`` "cyclic" visits pages 0..N-1, "stride" visits multiples of the set
     count (all in set 0)."""
-    from ._tlb import SetAssociativeTLB
+    from .._tlb import SetAssociativeTLB
     _positive_int("entries", entries, 1 << 20)
     _positive_int("ways", ways, entries)
     if entries % ways:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CannotFit  # noqa: F401 (defined in errors.py; importable from here)
+from ..errors import CannotFit  # noqa: F401 (defined in errors.py; importable from here)
 from .trace import ACCESS_READ, Trace
 
 

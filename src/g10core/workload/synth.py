@@ -1,6 +1,6 @@
 """Seeded generator of small, valid synthetic traces (tests, benchmarks, experiments).
 
-:func:`synthesize` builds a :class:`~g10core.trace.Trace` of a chosen kernel count,
+:func:`synthesize` builds a :class:`~g10core.workload.trace.Trace` of a chosen kernel count,
 exact footprint and reuse pattern.  The same arguments (seed included) give the
 same trace, bit for bit, on the same numpy version.
 
@@ -249,7 +249,7 @@ def synthesize(n_kernels: int, footprint_bytes: int, *, pattern: str = "training
         access_offsets=np.array(b.offsets, np.int64),
         access_tensor=np.array(b.a_tensor, np.int32),
         access_mode=np.array(b.a_mode, np.uint8),
-        source="g10core.synth.synthesize(" + ", ".join(f"{k}={v!r}" for k, v in params.items()) + ")",
+        source="g10core.workload.synth.synthesize(" + ", ".join(f"{k}={v!r}" for k, v in params.items()) + ")",
         profiling_gpu="synthetic",
         attrs={f"synth_{k}": v for k, v in params.items()},
     )

@@ -1,7 +1,7 @@
 """Opening HDF5 files that may be corrupt: refuse them quickly instead of hanging.
 
-Two defences, shared by the trace reader (:mod:`g10core.trace`) and the hint-file
-reader (:mod:`g10core.hints`):
+Two defences, shared by the trace reader (:mod:`g10core.workload.trace`) and the hint-file
+reader (:mod:`g10core.workload.hints`):
 
 * **Writing**: g10core writes the HDF5 1.10 file format (``LIBVER``).  In it every
   metadata block (superblock, object headers with their attributes, chunk indexes,
@@ -40,7 +40,7 @@ import signal
 import struct
 import time
 
-from .errors import CorruptHDF5
+from ..errors import CorruptHDF5
 
 # Lowest and highest HDF5 format versions g10core writes: 1.10 (checksummed metadata,
 # readable by any HDF5 >= 1.10, which every supported h5py has).

@@ -39,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .codes import HINT_DTYPE
-from .errors import HintError  # noqa: F401 (defined in errors.py; importable from here)
-from .files import NOT_A_REGULAR_FILE, is_special_file, replacing
+from ..codes import HINT_DTYPE
+from ..errors import HintError  # noqa: F401 (defined in errors.py; importable from here)
+from ..files import NOT_A_REGULAR_FILE, is_special_file, replacing
 from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 from .trace import Trace
 
@@ -161,14 +161,14 @@ def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_p
 
     ``config`` (a SimConfig): the configuration the hints were planned for (recorded: preset,
     hash, :data:`PLAN_KEYS`); ``level``: ``page`` or ``tensor``, how they are meant to be replayed
-    (default: the level of the registered policy named ``policy``, if any)."""
-    if level is None:
-        level = _policy_level(policy)
+    (default: not recorded; a replay then takes the level of the registered policy named ``policy``,
+    if any, as ``g10sim hints`` records it)."""
+    level = level or ""
     if level and level not in LEVELS:
         raise ValueError(f"level = {level!r}: must be one of {', '.join(LEVELS)}")
     import h5py
 
-    from . import __version__
+    from .. import __version__
 
     path = Path(path)
     if trace is not None:
@@ -259,7 +259,7 @@ def read_hints(path, trace: Trace | None = None) -> HintFile:
     if is_special_file(path):
         raise HintError(path, f"{NOT_A_REGULAR_FILE}, not a hint file")
     try:
-        check_global_heaps(path)        # a damaged global heap can hang h5py (g10core.h5safe)
+        check_global_heaps(path)        # a damaged global heap can hang h5py (g10core.workload.h5safe)
     except CorruptHDF5 as exc:
         raise HintError(path, str(exc)) from None
     except OSError as exc:
@@ -297,7 +297,7 @@ def _read_open(f, path):
     schema = _attr_text(f, path, "schema", default="")
     if schema != SCHEMA:
         raise HintError(path, f"root attribute schema = {schema!r}; expected {SCHEMA!r} (a hint file "
-                              "written by `g10sim hints` or g10core.hints.write_hints)")
+                              "written by `g10sim hints` or g10core.workload.hints.write_hints)")
     if "schema_version" not in f.attrs:
         raise HintError(path, "root attribute schema_version is missing")
     version = _attr_int(f, path, "schema_version")
@@ -318,7 +318,7 @@ def _read_open(f, path):
     if "trace_path" in f.attrs:
         ident["path"] = _attr_text(f, path, "trace_path")
     policy = _attr_text(f, path, "policy", default="")
-    level = _attr_text(f, path, "policy_level", default="") or _policy_level(policy)
+    level = _attr_text(f, path, "policy_level", default="")
     if level and level not in LEVELS:
         raise HintError(path, f"root attribute policy_level = {level!r}; expected one of {', '.join(LEVELS)}")
     made_with = {}
@@ -358,13 +358,3 @@ def check_belongs(hf: HintFile, trace: Trace) -> HintFile:
     return HintFile(hints=hints, policy=hf.policy, trace=ident, path=path, level=hf.level,
                     made_with=hf.made_with)
 
-
-def _policy_level(policy: str) -> str:
-    """The level of the registered policy named ``policy`` ("" when none is)."""
-    from . import policies
-
-    try:
-        level = policies.get(policy).level if policy in policies.names() else ""
-    except (KeyError, ValueError):
-        return ""
-    return level if level in LEVELS else ""

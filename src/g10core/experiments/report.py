@@ -1,4 +1,4 @@
-"""Tables and figures of reproduction rows (``g10core.reproduce``).
+"""Tables and figures of reproduction rows (``g10core.experiments.reproduce``).
 
 * :func:`fig11_summary`: G10's fraction of ideal per model and its geometric mean,
   G10's speedup over each baseline, and over the best prior baseline per model.
@@ -17,8 +17,8 @@ from .published import (
     FIG11_POLICIES, HEADLINE_G10_FRACTION_OF_IDEAL, HEADLINE_SPEEDUP_OVER_BEST_PRIOR, MODEL_LABELS,
     POLICY_LABELS, PRIOR_BASELINES, STATE_OF_THE_ART,
 )
-from .files import read_text, replacing, write_text_atomic
-from .results import jsonable
+from ..files import read_text, replacing, write_text_atomic
+from ..results import jsonable
 
 SCHEMA = "g10core-fig11"
 SCHEMA_VERSION = 1
@@ -390,7 +390,7 @@ def format_run_summary(result) -> str:
 
 
 # ============================================================================
-# Figs. 12-19 (rows from g10core.reproduce.figure_rows): published cells, tables, plots
+# Figs. 12-19 (rows from g10core.experiments.reproduce.figure_rows): published cells, tables, plots
 # ============================================================================
 
 FIGURE_SCHEMA = "g10core-figure"

@@ -3,7 +3,7 @@
 """Compiled array kernels of the G10 smart-migration scheduler (``policies/g10.py`` calls them).
 
 The same functions, argument for argument and bit for bit, as the plain-Python
-reference ``policies/_g10_kernels.py``, whose docstring explains why every decision
+reference ``testing/g10_schedule.py``, whose docstring explains why every decision
 is the published scheduler's (integer truncations, the order of float operations,
 the exact ``std::sort`` emulation, the cached and bounded greedy keys).
 ``tests/test_g10_kernels.py`` checks the two against each other.
@@ -20,7 +20,7 @@ one (``-march=native``), rounds differently.
 from libc.math cimport fabs
 from libc.stdint cimport int64_t
 
-from ._types cimport HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE
+from .._types cimport HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE
 from libcpp cimport bool as cbool
 
 cdef extern from "<algorithm>" nogil:

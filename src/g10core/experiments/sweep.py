@@ -75,10 +75,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, tracestore
-from .config import DEFAULT_PRESET, SECTIONS, ConfigError, SimConfig, preset
-from .errors import SweepError  # noqa: F401 (defined in errors.py; importable from here)
-from .files import read_text
+from .. import __version__
+from ..workload import tracestore
+from ..config import DEFAULT_PRESET, SECTIONS, ConfigError, SimConfig, preset
+from ..errors import SweepError  # noqa: F401 (defined in errors.py; importable from here)
+from ..files import read_text
 
 PLAN_SCHEMA = "g10core-sweep-plan"
 RECORD_SCHEMA_VERSION = 1
@@ -180,7 +181,7 @@ def config_from_dict(d: dict) -> SimConfig:
 
 
 def default_traces_dir() -> Path:
-    """``$G10_TRACES_DIR``, else the traces shipped in the package (:mod:`g10core.tracestore`)."""
+    """``$G10_TRACES_DIR``, else the traces shipped in the package (:mod:`g10core.workload.tracestore`)."""
     return tracestore.traces_dir()
 
 
@@ -286,8 +287,8 @@ def load_sweep(path, *, traces_dir=None, base_config: SimConfig | None = None) -
 def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str | None = None,
                 traces_dir=None, base_config: SimConfig | None = None) -> Sweep:
     """Validate and expand a parsed sweep document (see the module docstring)."""
-    from . import policies as registry
-    from .simulator import Simulator, check_level_supported
+    from .. import policies as registry
+    from ..simulator import Simulator, check_level_supported
 
     src = _Text(text)
     base_dir = Path(base_dir)
@@ -452,8 +453,8 @@ _IDENTITY_CACHE: dict = {}
 
 def _trace_identity(path: Path) -> tuple:
     """(path, digest, model, batch, footprint bytes) of a trace file, cached by file identity."""
-    from .hints import trace_digest
-    from .trace import read_trace
+    from ..workload.hints import trace_digest
+    from ..workload.trace import read_trace
 
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
@@ -482,7 +483,7 @@ class WorkerCache:
         self.hits = {"trace": 0, "plan": 0}
 
     def trace(self, path: str):
-        from .trace import read_trace
+        from ..workload.trace import read_trace
 
         st = os.stat(path)
         key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
@@ -498,7 +499,7 @@ class WorkerCache:
 
     def policy(self, name: str, cfg: SimConfig, config: dict, digest: str):
         """The policy object, its ``hints`` memoised for this trace and plan-relevant config."""
-        from . import policies
+        from .. import policies
 
         pol = policies.get(name)(cfg)
         if pol.level != "page" or not getattr(pol, "apply_hints", False):
@@ -564,8 +565,8 @@ def execute_run(task: dict) -> dict:
 
 def _simulate(task: dict, phases: dict) -> dict:
     """The numbers of one run; ``phases`` gets where its time went (seconds, for benchmarks)."""
-    from .analysis import CannotFit
-    from .simulator import Simulator, run_kernel_cycles
+    from ..workload.vitality import CannotFit
+    from ..simulator import Simulator, run_kernel_cycles
 
     cache = worker_cache()
     t0 = time.perf_counter()
@@ -602,7 +603,7 @@ def _kernel_slowdown(r, trace, cfg) -> list:
     ``sim_result.kernel``), the one iteration at tensor level; rounded to 7 significant digits."""
     import numpy as np
 
-    from .simulator import run_kernel_cycles
+    from ..simulator import run_kernel_cycles
 
     t11 = run_kernel_cycles(trace, cfg)[0].astype(np.float64)
     if r.level == "page":
@@ -689,7 +690,7 @@ class ResultStore:
         os.fsync(self._fh.fileno())
 
     def write_plan(self, sweep: Sweep) -> None:
-        from .results import write_text_atomic
+        from ..results import write_text_atomic
 
         doc = {"schema": PLAN_SCHEMA, "schema_version": 1, "name": sweep.name, "source": sweep.source,
                "preset": sweep.preset, "grid_keys": list(sweep.grid_keys), "g10core_version": __version__,
@@ -768,7 +769,7 @@ class ResultStore:
 
     def export_csv(self, dest) -> Path:
         """The status rows as CSV (grid keys as columns), written atomically."""
-        from .results import write_text_atomic
+        from ..results import write_text_atomic
 
         st = self.status()
         plan = self.plan()
@@ -796,7 +797,7 @@ def status_row(rec: dict, grid_keys=()) -> dict:
 
 
 def _jsonable(obj):
-    from .results import jsonable
+    from ..results import jsonable
 
     return jsonable(obj)
 

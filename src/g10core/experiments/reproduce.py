@@ -10,7 +10,7 @@ seven policies (35 runs) in a pool of processes and returns one row per run::
 ``time_s`` is the result's ``iteration_time_s`` (inf when the run failed: cannot
 fit, host overflow, FlashNeuron out of memory); ``normalized_performance`` is
 ideal / time (0 when failed); ``error_pct`` = 100 (time / published - 1) where a
-published number exists.  Tables and the bar chart are in :mod:`g10core.report`.
+published number exists.  Tables and the bar chart are in :mod:`g10core.experiments.report`.
 
 Workers receive the trace *path*, the policy name and the (picklable, frozen)
 configuration, never an open file; the parent is the only writer of any output.
@@ -26,9 +26,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import tracestore
-from .analysis import CannotFit
-from .config import ARTIFACT_PRESET, SimConfig, preset
+from ..workload import tracestore
+from ..workload.vitality import CannotFit
+from ..config import ARTIFACT_PRESET, SimConfig, preset
 from .published import FAILS, FIG11_POLICIES, FIG11_WORKLOADS, published_seconds
 from .sweep import default_jobs, default_traces_dir  # noqa: F401 (defined with the sweeps; re-exported)
 
@@ -54,7 +54,7 @@ class RunTask:
 
 def run_task(task: RunTask) -> dict:
     """Run one task and return its row (a worker's entry point; also used in-process)."""
-    from .simulator import Simulator
+    from ..simulator import Simulator
 
     sim = Simulator(task.config)
     try:
@@ -63,8 +63,8 @@ def run_task(task: RunTask) -> dict:
         failed, reason = r.failed, r.failure_reason
         wall, rss = r.metadata.get("wall_s"), r.metadata.get("peak_rss_MB")
     except CannotFit as exc:
-        from .artifact_constants import kernel_cycles
-        from .trace import read_trace
+        from ..slot_model import kernel_cycles
+        from ..workload.trace import read_trace
 
         trace = read_trace(task.trace_path)
         ideal_s = int(kernel_cycles(trace, task.config.gpu.frequency_GHz)[0].sum()) / sim.constants.freq_hz
@@ -165,8 +165,8 @@ def _stop(ex: cf.ProcessPoolExecutor) -> None:
 def fig11_tasks(traces_dir=None, *, config: SimConfig | None = None, workloads=FIG11_WORKLOADS,
                 policies=FIG11_POLICIES) -> list[RunTask]:
     """The runs of Fig. 11 (checks that every trace file and policy exists first)."""
-    from . import policies as registry
-    from .simulator import Simulator
+    from .. import policies as registry
+    from ..simulator import Simulator
 
     cfg = preset(ARTIFACT_PRESET) if config is None else config
     Simulator(cfg)                                   # refuse a bad or unsupported config up front
@@ -200,14 +200,14 @@ def reproduce_fig11(traces_dir=None, *, jobs: int | None = None, progress: bool 
 
 
 # ============================================================================
-# Figs. 12-19 and the whole evaluation, on the sweep store (g10core.sweep)
+# Figs. 12-19 and the whole evaluation, on the sweep store (g10core.experiments.sweep)
 # ============================================================================
 #
-# Each figure is a sweep file shipped in ``g10core/sweeps/`` (``figNN.toml``;
+# Each figure is a sweep file shipped in ``g10core/experiments/sweeps/`` (``figNN.toml``;
 # ``all.toml`` is the published simulator's whole run set, a superset of every
 # figure's runs).  One code path for all of them: load the figure's sweep, run what
 # the store lacks, then turn (run, record) pairs into figure rows.  Tables, the
-# comparison with the published cells and the plots are in g10core.report.
+# comparison with the published cells and the plots are in g10core.experiments.report.
 
 @dataclass(frozen=True)
 class Figure:
@@ -241,7 +241,7 @@ def sweep_file(name: str) -> Path:
 
     if name not in SWEEP_FIGURES and name != "all":
         raise ValueError(f"unknown figure {name!r}; known: {', '.join(SWEEP_FIGURES)}, all")
-    return Path(str(resources.files("g10core").joinpath("sweeps", f"{name}.toml")))
+    return Path(str(resources.files("g10core.experiments").joinpath("sweeps", f"{name}.toml")))
 
 
 def figure_sweep(name: str, *, traces_dir=None, config: SimConfig | None = None):

@@ -1,6 +1,6 @@
 """Where traces are found: the ones shipped inside the package, and trace names.
 
-The 30 workloads of the G10 evaluation are package data (``g10core/traces/``), so
+The 30 workloads of the G10 evaluation are package data (``g10core/workload/traces/``), so
 every installed copy has them.  Commands and :class:`~g10core.simulator.Simulator`
 take either a path or a *trace name*: ``bert_base-b256`` (or ``bert_base-b256.h5``)
 is looked up in
@@ -23,8 +23,8 @@ SUFFIX = ".h5"
 
 
 def shipped_dir() -> Path:
-    """The folder of the traces shipped with the package (``g10core/traces``)."""
-    return Path(str(resources.files("g10core").joinpath("traces")))
+    """The folder of the traces shipped with the package (``g10core/workload/traces``)."""
+    return Path(str(resources.files("g10core.workload").joinpath("traces")))
 
 
 def user_dir() -> Path | None:

@@ -27,8 +27,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .errors import ConfigError
-from .ssd import SSD, parse_victim, percentile_us, ssd_preset
+from ..errors import ConfigError
+from ..ssd import SSD, parse_victim, percentile_us, ssd_preset
 
 DEFAULTS = {
     "preset": "zssd",

@@ -1,4 +1,4 @@
-# Type stub of the compiled module g10core._traceidx (see _traceidx.pyx).
+# Type stub of the compiled module g10core.workload._traceidx (see _traceidx.pyx).
 import numpy as np
 import numpy.typing as npt
 

@@ -146,7 +146,7 @@ class Cell:
 
 
 def _data_file(name: str):
-    return resources.files("g10core").joinpath("data", name)
+    return resources.files("g10core.experiments").joinpath("data", name)
 
 
 @functools.lru_cache(maxsize=1)

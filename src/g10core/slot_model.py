@@ -1,7 +1,10 @@
-"""The published simulator's derived integers, with its own conversions.
+"""The slot model's integers: transfer quotas, capacities, kernel cycles and liveness.
+
+These are the integers the published simulator derives, with its own conversions; every preset
+uses them (not only `g10-artifact`).
 
 The page-level replay (``simulator.py``) and its page-by-page oracle
-(``reference.py``) both start from these: the per-tick transfer quotas and the
+(``testing/reference.py``) both start from these: the per-tick transfer quotas and the
 capacities in pages (:class:`ArtifactConstants`), the kernel times in cycles
 (:func:`kernel_cycles`) and every tensor's first and last use (:func:`liveness`).
 Production code takes them from here; only tests import the oracle.
@@ -13,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .analysis import ns_to_cycles
+from .workload.vitality import ns_to_cycles
 from .errors import ConfigError
-from .trace import ACCESS_READ, Trace
+from .workload.trace import ACCESS_READ, Trace
 
 # The simulated clock is int64 cycles; a run's kernel times (all faulting) must leave 8x room
 # for the stalls on top of them.

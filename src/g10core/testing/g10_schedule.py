@@ -1,6 +1,6 @@
 """Array kernels of the G10 smart-migration scheduler: the plain-Python reference.
 
-``g10.py`` runs the compiled twin of this module, ``g10core._g10sched`` (Cython: the
+``g10.py`` runs the compiled twin of this module, ``g10core.policies._g10sched`` (Cython: the
 same functions, arguments and results, bit for bit).  This one is the readable
 statement of the semantics and the oracle of ``tests/test_g10_kernels.py``, which
 checks the two against each other on random inputs and real traces (the msgpack

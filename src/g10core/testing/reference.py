@@ -18,11 +18,11 @@ from collections import deque
 
 import numpy as np
 
-from .artifact_constants import ArtifactConstants, kernel_cycles, liveness  # noqa: F401 (re-exported)
-from .codes import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_NONE
-from .codes import TIER_GPU as GPU, TIER_HOST as HOST, TIER_NOT_PRESENT as NP, TIER_SSD as SSD
-from .results import breakdown, summarize  # noqa: F401 (moved to results.py; re-exported)
-from .trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace
+from ..slot_model import ArtifactConstants, kernel_cycles, liveness  # noqa: F401 (re-exported)
+from ..codes import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_NONE
+from ..codes import TIER_GPU as GPU, TIER_HOST as HOST, TIER_NOT_PRESENT as NP, TIER_SSD as SSD
+from ..results import breakdown, summarize  # noqa: F401 (moved to results.py; re-exported)
+from ..workload.trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace
 
 UNKNOWN = TIER_NONE                      # "no forced source/destination" in a tick
 

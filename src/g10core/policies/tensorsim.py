@@ -32,7 +32,7 @@ Two modes, which differ in where the transfers come from:
     kernel.
 
 Time is integer GPU cycles.  The published simulator (``FlashNeuron_simulator``
-in platformxlab/G10 ``src/analysis.cc``) works in double milliseconds; a
+in platformxlab/G10 ``src/vitality.cc``) works in double milliseconds; a
 transfer here is rounded up to whole cycles, which moves an iteration by well
 under a microsecond per transfer.  Its corners that change the published
 numbers are reproduced when ``config.scheduler.artifact_quirks`` is set; each
@@ -68,11 +68,11 @@ from importlib import resources
 
 import numpy as np
 
-from . import analysis
-from .analysis import kernel_cycles
-from .codes import ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
-from .errors import TensorSimError  # noqa: F401 (defined in errors.py; importable from here)
-from .trace import Trace
+from ..workload import vitality
+from ..workload.vitality import kernel_cycles
+from ..codes import ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
+from ..errors import TensorSimError  # noqa: F401 (defined in errors.py; importable from here)
+from ..workload.trace import Trace
 
 GiB = 1 << 30
 MODES = ("flashneuron", "gds")
@@ -251,7 +251,7 @@ class TensorSimSpec:
         if mode == "gds" and quirks:
             # quirk: the published GDS baselines size their allocator at 4x the
             # GPU; only the scheduler's target line limits memory
-            # (policies.flashneuron.gds_capacity_quirk reports it).
+            # (policies.g10_tensor.gds_capacity_quirk reports it).
             pages *= 4
         return cls(mode=mode, capacity_pages=pages, page_size_bytes=gpu.page_size_bytes,
                    frequency_GHz=gpu.frequency_GHz, ssd_bandwidth_Bps=ssd_Bps,
@@ -262,8 +262,8 @@ class TensorSimSpec:
 # ---- trace-derived tables ---------------------------------------------------
 
 def liveness(trace: Trace, frequency_GHz: float = 1.2) -> tuple[np.ndarray, np.ndarray]:
-    """(birth, death) per tensor, as :func:`g10core.analysis.analyze` defines them (int64)."""
-    vit = analysis.analyze(trace, frequency_GHz)
+    """(birth, death) per tensor, as :func:`g10core.workload.vitality.analyze` defines them (int64)."""
+    vit = vitality.analyze(trace, frequency_GHz)
     return vit.birth.astype(np.int64), vit.death.astype(np.int64)
 
 
@@ -331,7 +331,7 @@ _TENSOR_OBJECT_BYTES = 112
 @functools.lru_cache(maxsize=None)
 def _artifact_layouts() -> dict:
     table: dict[str, list[tuple[int, int, int]]] = {}
-    with resources.files("g10core").joinpath("data", "artifact_tensor_layout.csv").open("r", newline="") as fh:
+    with resources.files("g10core.policies").joinpath("data", "artifact_tensor_layout.csv").open("r", newline="") as fh:
         for row in csv.DictReader(fh):
             table.setdefault(row["model"], []).append(
                 (int(row["first_tensor"]), int(row["last_tensor"]), int(row["offset_bytes"])))
@@ -903,7 +903,7 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     Returns a plain dict; see the module docstring.
     """
     if not isinstance(trace, Trace):
-        raise TensorSimError(f"trace: expected a g10core.trace.Trace, got {type(trace).__name__}")
+        raise TensorSimError(f"trace: expected a g10core.workload.trace.Trace, got {type(trace).__name__}")
     if mode not in MODES:
         raise TensorSimError(f"mode = {mode!r}: must be one of {', '.join(MODES)}")
     if mode == "flashneuron" and not (0 <= backward_start_kernel <= trace.n_kernels):
@@ -915,3 +915,11 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     if reason is not None:
         return failed_result(reason, mode=mode, trace=trace, config=config)
     return TensorLevelSimulator(trace, spec, hints).run()
+
+
+def with_policy(result: dict, name: str, schedule: dict) -> dict:
+    """``result`` (a tensor-level simulation's dict) tagged with the policy and its schedule."""
+    result = dict(result)
+    result["policy"] = name
+    result["schedule"] = schedule
+    return result

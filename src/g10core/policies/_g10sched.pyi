@@ -1,6 +1,6 @@
-# Type stub of the compiled module g10core._g10sched (see _g10sched.pyx): the G10
+# Type stub of the compiled module g10core.policies._g10sched (see _g10sched.pyx): the G10
 # scheduler's array kernels, the same API as the plain-Python reference
-# g10core.policies._g10_kernels.  Called by g10core.policies.g10 with validated arrays;
+# g10core.testing.g10_schedule.  Called by g10core.policies.g10 with validated arrays;
 # the arrays named in each docstring of the .pyx are modified in place.
 import numpy as np
 import numpy.typing as npt

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import TraceError  # noqa: F401 (defined in errors.py; importable from here)
-from .files import NOT_A_REGULAR_FILE, is_special_file, replacing
+from ..errors import TraceError  # noqa: F401 (defined in errors.py; importable from here)
+from ..files import NOT_A_REGULAR_FILE, is_special_file, replacing
 from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 
 PAGE_SIZE_BYTES = 4096
@@ -184,7 +184,7 @@ _RESERVED_ATTRS = ("schema", "schema_version", "model", "batch_size", "source",
 # Upper bound of every kernel-time column's sum (one iteration of kernels), in ns: keeps
 # every sum finite and exact enough (1e308 ns is refused here, naming the row).  Whether a
 # run fits the simulators' 64-bit cycle clock depends on the configuration too (frequency x
-# iterations): artifact_constants.check_cycles_fit refuses the product before a run.
+# iterations): slot_model.check_cycles_fit refuses the product before a run.
 MAX_ITERATION_TIME_NS = 1e21
 CHUNK_BYTES = 1 << 20                   # target chunk size (never larger than the data)
 _GZIP_LEVEL = 4
@@ -230,7 +230,7 @@ def validate_trace(trace: Trace, path=None) -> None:
         raise TraceError(path, dataset, reason, row, fld)
 
     if not isinstance(trace, Trace):
-        fail("/", f"expected a g10core.trace.Trace, got {type(trace).__name__}")
+        fail("/", f"expected a g10core.workload.trace.Trace, got {type(trace).__name__}")
     if not isinstance(trace.model, str) or not trace.model.strip():
         fail("/", f"must be a non-empty string, got {trace.model!r}", fld="model")
     if not _is_int(trace.batch_size) or trace.batch_size < 1:
@@ -333,7 +333,7 @@ def validate_trace(trace: Trace, path=None) -> None:
 
 
 def _validate_hints(hints, K: int, T: int, path) -> None:
-    from .codes import HINT_DTYPE
+    from ..codes import HINT_DTYPE
 
     if not isinstance(hints, np.ndarray) or hints.ndim != 1 or hints.dtype != HINT_DTYPE:
         got = f"{type(hints).__name__} {getattr(hints, 'dtype', '')} {getattr(hints, 'shape', '')}"
@@ -382,7 +382,7 @@ def write_trace(trace: Trace, path) -> Path:
     """
     import h5py
 
-    from . import __version__
+    from .. import __version__
 
     path = Path(path)
     validate_trace(trace, path)
@@ -620,7 +620,7 @@ def _read_fields(f, path) -> dict:
 
     hints, hints_policy = None, ""
     if "hints" in f:
-        from .codes import HINT_DTYPE
+        from ..codes import HINT_DTYPE
 
         ds = _dataset(f, path, "hints")
         raw = _load(ds, path)

@@ -3,7 +3,7 @@
 The artifact (Zhang et al., "G10", MICRO 2023; Apache-2.0) ships, per model and
 batch, the analysed kernel and tensor lists (``workloads/<Model>/<B>/*.config.gz``)
 and the A100 kernel-time profiles (``profiles/<Model>/cudnn<B>{,PF,InputPF,Workspace}.txt``).
-:func:`load_workload` joins them into a :class:`~g10core.trace.Trace`.
+:func:`load_workload` joins them into a :class:`~g10core.workload.trace.Trace`.
 Every parse error names the file and line.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ArtifactError  # noqa: F401 (defined in errors.py; importable from here)
+from ..errors import ArtifactError  # noqa: F401 (defined in errors.py; importable from here)
 from .trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace
 
 # artifact folder name -> our model name (trace file names, CLI, JSON)

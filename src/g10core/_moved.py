@@ -1,0 +1,62 @@
+"""Old import paths of the modules that moved into the package's wings.
+
+``import g10core.trace`` (and ``from g10core import trace``) keeps working: it gives the
+module at its new path, :mod:`g10core.workload.trace`, the very same module object, with a
+:class:`DeprecationWarning` that names the new path.  Installed as a finder on
+``sys.meta_path`` by ``g10core/__init__.py``; it answers only for the names in ``MOVED``.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import warnings
+
+PACKAGE = "g10core"
+
+# old module name -> new module name (both below g10core)
+MOVED = {
+    "trace": "workload.trace",
+    "h5safe": "workload.h5safe",
+    "tracestore": "workload.tracestore",
+    "synth": "workload.synth",
+    "g10artifact": "workload.g10artifact",
+    "hints": "workload.hints",
+    "analysis": "workload.vitality",
+    "tensorsim": "policies.tensorsim",
+    "sweep": "experiments.sweep",
+    "reproduce": "experiments.reproduce",
+    "report": "experiments.report",
+    "published": "experiments.published",
+    "uvmmicro": "experiments.uvmmicro",
+    "ssdbench": "experiments.ssdbench",
+    "artifact_constants": "slot_model",
+}
+
+
+class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds ``g10core.<old>`` for each old name and loads it as the module at its new path."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        prefix, _, old = fullname.partition(".")
+        if prefix != PACKAGE or old not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        new = f"{PACKAGE}.{MOVED[spec.name.partition('.')[2]]}"
+        warnings.warn(f"{spec.name} has moved to {new}; import it from there (the old path will be removed "
+                      "in a later release)", DeprecationWarning, stacklevel=2)
+        module = importlib.import_module(new)
+        self._own_spec = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        # the import system set the alias's spec on the shared module object: give it its own back
+        module.__spec__ = self._own_spec
+
+
+def install(meta_path: list) -> None:
+    """Put one finder on ``meta_path`` (idempotent)."""
+    if not any(isinstance(f, MovedModuleFinder) for f in meta_path):
+        meta_path.append(MovedModuleFinder())
