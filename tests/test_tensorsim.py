@@ -437,3 +437,47 @@ def test_visit_orders():
     assert TensorSimSpec.from_config(preset("g10-artifact"), "gds").visit_order == "artifact"
     cfg = preset("g10-artifact").with_overrides({"scheduler": {"artifact_quirks": False}})
     assert TensorSimSpec.from_config(cfg, "gds").visit_order == "access"
+
+
+# ---- the page pool (G10-GDS and G10-Host outside g10-artifact) ----------------
+
+def test_page_pool_takes_any_free_pages_and_gives_them_back():
+    from g10core.policies.tensorsim import PageAllocator
+
+    a = PageAllocator(30)
+    t1, t2 = a.alloc_low(10), a.alloc_high(15)
+    assert t1 >= 0 and t2 >= 0 and t1 != t2 and a.free_pages == 5
+    assert a.alloc_low(6) == -1 and a.largest_free() == 5
+    a.free(t1, 10)
+    # an extent allocator would now hold two holes of 10 and 5 pages; the pool gives 15 at once
+    assert a.largest_free() == 15 and a.alloc_low(15) >= 0 and a.free_pages == 0
+    with pytest.raises(ValueError):
+        a.free(99, 1)
+
+
+def test_g10_tensor_level_allocates_pages_outside_the_artifact_preset_flashneuron_extents():
+    from g10core.config import preset
+    from g10core.policies.tensorsim import TensorSimSpec
+
+    default, artifact = preset("default"), preset("g10-artifact")
+    assert TensorSimSpec.from_config(default, "gds").allocator == "pages"
+    assert TensorSimSpec.from_config(artifact, "gds").allocator == "extents"
+    for cfg in (default, artifact):
+        assert TensorSimSpec.from_config(cfg, "flashneuron").allocator == "extents"
+    with pytest.raises(TensorSimError, match="allocator"):
+        TensorSimSpec(**{**spec().__dict__, "allocator": "buddy"}).check()
+
+
+def test_a_fragmented_gpu_fits_a_tensor_with_the_page_pool_not_with_extents():
+    # t0 [0, 4), t2 [4, 8), t1 [8, 11) of 13 pages; t2 dies, leaving holes of 4 and 2 pages: the
+    # 6-page t3 fits in the 6 free pages only when they need not be contiguous
+    P = 4096
+    tr = make_trace([4 * P, 3 * P, 4 * P, 6 * P], [False] * 4,
+                    [(1.0, [], [0]), (1.0, [], [2]), (1.0, [], [1]), (1.0, [2], []), (1.0, [], [3]),
+                     (1.0, [0, 1, 3], [])])
+    sp = spec(capacity_pages=13, quirks=False)
+    extents = run(tr, sp, hints())
+    assert extents["failed"] and "largest free extent is 4 pages" in extents["failure_reason"]
+    pages = run(tr, TensorSimSpec(**{**sp.__dict__, "allocator": "pages"}).check(), hints())
+    assert not pages["failed"], pages["failure_reason"]
+    assert pages["time_s"] == pytest.approx(pages["ideal_time_s"])

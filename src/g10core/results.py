@@ -255,8 +255,21 @@ def summarize_replay(raw: dict, t11, t00, iterations: int, rule: str = "artifact
 
 # ---- result types ---------------------------------------------------------------
 
-def _finite_or_none(x):
+def finite_or_none(x) -> float | None:
+    """``x`` as a float, or None where it is None, infinite or NaN (JSON has no inf: a failed run's
+    time is written as null)."""
     return float(x) if x is not None and math.isfinite(x) else None
+
+
+def finite_floats(obj):
+    """``obj`` (dicts, lists and scalars) with every non-finite float replaced by None."""
+    if isinstance(obj, float):
+        return finite_or_none(obj)
+    if isinstance(obj, dict):
+        return {k: finite_floats(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_floats(v) for v in obj]
+    return obj
 
 
 @dataclass(frozen=True)
@@ -284,7 +297,7 @@ class IterationStats:
             "index": self.index,
             "time_s": self.time_s,
             "ideal_time_s": self.ideal_time_s,
-            "slowdown": _finite_or_none(self.slowdown),
+            "slowdown": finite_or_none(self.slowdown),
             "time_cycles": self.time_cycles,
             "ideal_cycles": self.ideal_cycles,
             "all_fault_time_s": self.all_fault_time_s,

@@ -65,11 +65,12 @@ def make_llm_traces(out_dir=None, workloads=LLM_WORKLOADS, *, calibration=None, 
 def llm_tasks(traces_dir=None, *, config=None, workloads=LLM_WORKLOADS, policies=FIG11_POLICIES):
     """The runs of ``reproduce llm`` (checks that every trace and policy exists first)."""
     from .. import policies as registry
-    from ..config import ARTIFACT_PRESET, preset
+    from ..config import DEFAULT_PRESET, preset
     from ..experiments.reproduce import RunTask, default_traces_dir
     from ..simulator import Simulator
 
-    cfg = preset(ARTIFACT_PRESET) if config is None else config   # reproduce: the artifact's preset
+    # the paper published no LLM numbers: the exploration preset, not the published simulator's quirks
+    cfg = preset(DEFAULT_PRESET) if config is None else config
     Simulator(cfg)
     traces_dir = default_traces_dir() if traces_dir is None else Path(traces_dir)
     known = registry.names()

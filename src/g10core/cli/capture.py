@@ -5,11 +5,10 @@ Two functions the CLI's groups call: :func:`add_capture_command` adds ``capture`
 """
 from __future__ import annotations
 
-import json
-import sys
 import time
 
 from ..capture.families import DEFAULT_SIZE, FAMILIES
+from ..config import DEFAULT_PRESET
 from . import common as cli
 
 
@@ -74,6 +73,7 @@ def _cmd_reproduce_llm(args) -> int:
     from ..experiments.published import FIG11_POLICIES
     from ..experiments.reproduce import default_jobs, default_traces_dir
     from ..capture.llm import LLM_WORKLOADS, format_llm_table, reproduce_llm
+    from ..results import finite_floats
 
     workloads = LLM_WORKLOADS
     if args.models:
@@ -94,10 +94,8 @@ def _cmd_reproduce_llm(args) -> int:
     if cli.human(args):
         print(format_llm_table(rows))
         print(f"{len(rows)} runs in {wall:.1f} s wall with {jobs} job(s)")
-    if args.json_path == "-":
-        sys.stdout.write(json.dumps({"meta": meta, "rows": rows}, indent=2, default=cli._jsonable) + "\n")
-    elif args.json_path is not None:
-        cli.emit_json({"meta": meta, "rows": rows}, args.json_path)
+    # a failed run's time and ideal/time are inf in the rows: null in JSON
+    cli.emit_json({"meta": meta, "rows": finite_floats(rows)}, args.json_path)
     return cli.EXIT_OK
 
 
@@ -113,6 +111,6 @@ def add_llm_command(reproduce_subparsers) -> None:
     f.add_argument("--models", nargs="+", metavar="NAME", help="only these traces, e.g. gpt2-small-s1024-b5")
     f.add_argument("--policies", nargs="+", metavar="P", help="only these policies")
     f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    cli.add_config_options(f, default_preset="g10-artifact")
+    cli.add_config_options(f, default_preset=DEFAULT_PRESET)
     cli.add_json_option(f)
     f.set_defaults(func=_cmd_reproduce_llm)

@@ -18,7 +18,7 @@ from .published import (
     POLICY_LABELS, PRIOR_BASELINES, STATE_OF_THE_ART,
 )
 from ..files import read_text, replacing, write_text_atomic
-from ..results import jsonable
+from ..results import finite_or_none, jsonable
 
 SCHEMA = "g10core-fig11"
 SCHEMA_VERSION = 1
@@ -696,9 +696,6 @@ def _panel_axes(fig, n: int):
     return [fig.add_subplot(1, n, i + 1) for i in range(n)]
 
 
-def _finite(v) -> float | None:
-    return None if v is None or not math.isfinite(v) else float(v)
-
 
 def plot_figure(figure: str, rows, path, *, title: str | None = None) -> Path:
     """Draw ``figure`` from its rows with the paper's axes (matplotlib Agg, written atomically)."""
@@ -838,7 +835,7 @@ def _plot_lines(rows, x_of, y_of, *, xlabel, ylabel_of, series_of, series_label,
 
 
 def _time_or_none(r):
-    return _finite(r["time_s"]) if not r.get("failed") else None
+    return finite_or_none(r["time_s"]) if not r.get("failed") else None
 
 
 def _plot_fig15(rows):

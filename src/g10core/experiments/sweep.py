@@ -76,10 +76,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from ..workload import tracestore
 from ..config import DEFAULT_PRESET, SECTIONS, ConfigError, SimConfig, preset
 from ..errors import SweepError  # noqa: F401 (defined in errors.py; importable from here)
 from ..files import read_text
+from ..results import finite_or_none
+from ..workload import tracestore
 
 PLAN_SCHEMA = "g10core-sweep-plan"
 RECORD_SCHEMA_VERSION = 1
@@ -535,9 +536,6 @@ def worker_cache() -> WorkerCache:
     return _WORKER_CACHE
 
 
-def _finite(x):
-    return float(x) if x is not None and math.isfinite(x) else None
-
 
 def execute_run(task: dict) -> dict:
     """Run one task and return its record (a worker's entry point).
@@ -584,8 +582,8 @@ def _simulate(task: dict, phases: dict) -> dict:
         t11 = run_kernel_cycles(trace, cfg)[0]
         return {"time_s": None, "ideal_time_s": int(t11.sum()) / sim.constants.freq_hz,
                 "normalized_performance": 0.0, "failed": True, "failure_reason": " ".join(str(exc).split())}
-    out = {"time_s": _finite(r.iteration_time_s), "ideal_time_s": float(r.ideal_time_s),
-           "normalized_performance": 0.0 if r.failed else _finite(r.normalized_performance),
+    out = {"time_s": finite_or_none(r.iteration_time_s), "ideal_time_s": float(r.ideal_time_s),
+           "normalized_performance": 0.0 if r.failed else finite_or_none(r.normalized_performance),
            "failed": bool(r.failed), "failure_reason": r.failure_reason}
     best = r.best_iteration
     if best is not None:

@@ -4,11 +4,19 @@ The baselines that move whole tensors (GPUDirect-style, no UVM) are simulated at
 tensor granularity: a kernel may start only when every tensor it touches has
 contiguous GPU pages and none of them is still being fetched; transfers run one
 tensor at a time in a FIFO per direction and tier (GPU->SSD, SSD->GPU,
-GPU->host, host->GPU), each taking ``size / bandwidth``; GPU memory is a
-contiguous page space handed out first-fit (from the low end for tensors that
-stay, from the high end for tensors that will move), so fragmentation is
-modelled.  One iteration is simulated, with every global tensor resident at
-the start.
+GPU->host, host->GPU), each taking ``size / bandwidth``.  GPU memory is handed
+out by one of two allocators (``TensorSimSpec.allocator``):
+
+* ``extents``: a contiguous page space handed out first-fit (from the low end for
+  tensors that stay, from the high end for tensors that will move), so
+  fragmentation is modelled.  FlashNeuron manages its own pool this way (its
+  fragmentation is real), and so does the published simulator for G10-GDS and
+  G10-Host (``scheduler.artifact_quirks``, the ``g10-artifact`` preset).
+* ``pages``: a pool of free pages (:class:`PageAllocator`).  G10-GDS and G10-Host run
+  on a GPU with virtual memory, where a tensor needs free pages, not physically
+  contiguous ones; this is their allocator under the other presets.
+
+One iteration is simulated, with every global tensor resident at the start.
 
 Two modes, which differ in where the transfers come from:
 
@@ -184,6 +192,55 @@ class ExtentAllocator:
         self.used_pages -= n_pages
 
 
+class PageAllocator:
+    """A pool of free pages: any ``n_pages`` free pages make room, wherever they lie.
+
+    The same interface as :class:`ExtentAllocator` (a GPU with virtual memory maps a tensor's
+    pages where frames are free, so it never fragments).  The "start" it returns is a token that
+    ``free`` takes back, not an address.
+    """
+
+    __slots__ = ("capacity_pages", "used_pages", "_next_token")
+
+    def __init__(self, capacity_pages: int):
+        if capacity_pages <= 0:
+            raise ValueError(f"capacity_pages = {capacity_pages}: must be > 0")
+        self.capacity_pages = int(capacity_pages)
+        self.used_pages = 0
+        self._next_token = 0
+
+    @property
+    def free_pages(self) -> int:
+        return self.capacity_pages - self.used_pages
+
+    @property
+    def n_free_extents(self) -> int:
+        return 1 if self.free_pages else 0
+
+    def free_extents(self) -> list[tuple[int, int]]:
+        return [(0, self.free_pages)] if self.free_pages else []
+
+    def largest_free(self) -> int:
+        return self.free_pages
+
+    def alloc_low(self, n_pages: int) -> int:
+        if n_pages > self.free_pages:
+            return -1
+        self.used_pages += n_pages
+        self._next_token += 1
+        return self._next_token - 1
+
+    alloc_high = alloc_low
+
+    def free(self, start: int, n_pages: int) -> None:
+        if not 0 <= start < self._next_token or n_pages > self.used_pages:
+            raise ValueError(f"free({start}, {n_pages}): not allocated")
+        self.used_pages -= n_pages
+
+
+ALLOCATORS = {"extents": ExtentAllocator, "pages": PageAllocator}
+
+
 # ---- spec -------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -203,8 +260,11 @@ class TensorSimSpec:
     # decided when a transfer starts; 0: the published static split (host gets what the
     # SSD stream leaves of the link, host_bandwidth_Bps, all the time)
     link_bandwidth_Bps: float = 0.0
+    allocator: str = "extents"       # GPU memory: one of ALLOCATORS (see the module docstring)
 
     def check(self) -> "TensorSimSpec":
+        if self.allocator not in ALLOCATORS:
+            raise TensorSimError(f"allocator = {self.allocator!r}: must be one of {', '.join(ALLOCATORS)}")
         if self.mode not in MODES:
             raise TensorSimError(f"mode = {self.mode!r}: must be one of {', '.join(MODES)}")
         if self.visit_order not in VISIT_ORDERS:
@@ -253,7 +313,10 @@ class TensorSimSpec:
             # GPU; only the scheduler's target line limits memory
             # (policies.g10_tensor.gds_capacity_quirk reports it).
             pages *= 4
-        return cls(mode=mode, capacity_pages=pages, page_size_bytes=gpu.page_size_bytes,
+        # G10-GDS and G10-Host allocate on a GPU with virtual memory; the published simulator
+        # (quirks) hands them contiguous extents, and FlashNeuron manages its own pool that way
+        allocator = "pages" if mode == "gds" and not quirks else "extents"
+        return cls(mode=mode, capacity_pages=pages, allocator=allocator, page_size_bytes=gpu.page_size_bytes,
                    frequency_GHz=gpu.frequency_GHz, ssd_bandwidth_Bps=ssd_Bps,
                    host_bandwidth_Bps=host_Bps, backward_start_kernel=int(backward_start_kernel),
                    artifact_quirks=quirks, visit_order=visit_order, link_bandwidth_Bps=link_Bps).check()
@@ -459,7 +522,7 @@ class TensorLevelSimulator:
         self._hz = spec.frequency_GHz * 1e9
         self._queue_Bps = (ssd, ssd, host, host)
 
-        self.alloc = ExtentAllocator(spec.capacity_pages)
+        self.alloc = ALLOCATORS[spec.allocator](spec.capacity_pages)
         self.extent = [-1] * T            # first GPU page, -1 when not allocated
         self.fetching = [False] * T       # a fetch into the GPU is queued or running
         self.waiting = [False] * T        # a prefetch waits for an extent (gds)
@@ -573,10 +636,16 @@ class TensorLevelSimulator:
 
     def _no_room_message(self, tensor: int, kernel: int) -> str:
         page = self.spec.page_size_bytes
-        return (f"cannot fit: kernel {kernel} ({self.trace.kernel_name[kernel]}) needs tensor {tensor} "
-                f"({self.pages[tensor] * page} B, {self.pages[tensor]} contiguous pages) but the largest "
+        needs = f"cannot fit: kernel {kernel} ({self.trace.kernel_name[kernel]}) needs tensor {tensor} "
+        if self.spec.allocator == "pages":
+            return (needs + f"({self.pages[tensor] * page} B, {self.pages[tensor]} pages) but only "
+                    f"{self.alloc.free_pages} pages are free of {self.alloc.capacity_pages} and no transfer "
+                    "in flight would free more")
+        why = (" (FlashNeuron allocates from its own first-fit pool, whose free space fragments)"
+               if self.spec.mode == "flashneuron" else "")
+        return (needs + f"({self.pages[tensor] * page} B, {self.pages[tensor]} contiguous pages) but the largest "
                 f"free extent is {self.alloc.largest_free()} pages ({self.alloc.free_pages} pages free of "
-                f"{self.alloc.capacity_pages}) and no transfer in flight would free more")
+                f"{self.alloc.capacity_pages}) and no transfer in flight would free more" + why)
 
     def _wait_fetched(self, tensor: int, kernel: int) -> None:
         gds = self.spec.mode == "gds"
