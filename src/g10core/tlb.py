@@ -106,7 +106,8 @@ class TLBSpec:
         if self.sample_subsamples > k:
             raise ConfigError(f"{n('sample_subsamples')} = {self.sample_subsamples}: at most "
                               f"{n('sample_modulus')} = {k} distinct residues exist")
-        if k > 1 and self.sample_subsamples < 2:
+        # sampling: a configuration's minimum (the 99 % bound needs a spread); 1 only in full simulation
+        if k > 1 and self.sample_subsamples < declaration("tlb.sample_subsamples").min:
             raise ConfigError(f"{n('sample_subsamples')} = {self.sample_subsamples}: sampling needs at "
                               f"least 2 sub-samples to bound its error (or set {n('sample_modulus')} = 1)")
         return self
@@ -174,7 +175,7 @@ def spec_from_config(cfg) -> TLBSpec:
         shootdown_l1_cycles=t.shootdown_l1_cycles, shootdown_l2_cycles=t.shootdown_l2_cycles,
         overlap_translations=t.overlap_translations, sample_modulus=t.sample_modulus,
         # full simulation is one replica: the sub-sample count applies to sampling only
-        sample_subsamples=t.sample_subsamples if t.sample_modulus > 1 else 1, sample_seed=t.sample_seed)
+        sample_subsamples=t.sample_subsamples if t.sample_modulus != 1 else 1, sample_seed=t.sample_seed)
     return spec.check("tlb", by_key=True)
 
 
