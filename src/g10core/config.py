@@ -34,409 +34,28 @@ import numbers
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .errors import ConfigError  # noqa: F401 (defined in errors.py; importable from here)
 from .files import read_text
-from .pcie import GENERATIONS, LANES, PAYLOADS
-from .ssd import SSD_PRESETS, device_spec, parse_victim, ssd_preset
+# Every key's declaration and the checker live in params.py, below the components whose specs are
+# built from them; they are importable from here as before.
+from .params import (  # noqa: F401
+    _META, FTL_KEYS, GPUSpec, HostSpec, LinkSpec, FaultSpec, NoiseSpec, Param, RunSpec, SchedulerSpec,
+    SECTIONS, SSDTierSpec, TranslationSpec, ITERATION_RULES, BREAKDOWN_RULES, check_value, param, param_of)
+from .pcie import PcieSpec
+from .ssd import device_spec, ssd_preset
 
-GiB = 1 << 30
+from .params import GiB  # noqa: E402,F401
 
-# What one parameter is allowed to be; ``param()`` puts it in the field's metadata.
-_META = "g10core.param"
-
-
-@dataclass(frozen=True)
-class Param:
-    """The declaration of one configuration parameter (what ``config show`` lists)."""
-
-    type: type                       # bool, int, float or str
-    unit: str                        # "GiB", "GB/s", "us", "pages", "1" (a pure number); "" for str and bool
-    doc: str                         # one line: what it is, which presets and policies use it
-    min: float | None = None         # lowest allowed value (None: no bound)
-    max: float | None = None         # highest allowed value (None: no bound)
-    min_exclusive: bool = False      # the range is (min, max] instead of [min, max]
-    choices: tuple | None = None     # the only allowed values (strings, or numbers)
-    validate: Callable[[Any, str], None] | None = None   # extra rule: raises ConfigError naming the key
-    rule: str = ""                   # that rule in words, for the range column
-    from_device: bool = False        # None (the default) means: the ssd.device preset's value
-
-    def range_text(self) -> str:
-        """The allowed values in words: ``(0, 65536]``, ``one of zssd, mlc``, ``true or false``."""
-        if self.type is bool:
-            return "true or false"
-        if self.choices is not None:
-            return "one of " + ", ".join(map(str, self.choices))
-        if self.min is None and self.max is None:
-            return self.rule or "any"
-        if self.min == self.max and not self.min_exclusive:
-            return f"only {_num(self.min)}"
-        lo = "(" if self.min_exclusive else "["
-        text = f"{lo}{_num(self.min)}, {_num(self.max)}]"
-        return f"{text}; {self.rule}" if self.rule else text
-
-    def bound_words(self) -> str:
-        """The range as a sentence: ``> 0 and <= 65536``."""
-        if self.min is not None and self.min == self.max and not self.min_exclusive:
-            return _num(self.min)
-        parts = []
-        if self.min is not None:
-            parts.append(f"{'>' if self.min_exclusive else '>='} {_num(self.min)}")
-        if self.max is not None:
-            parts.append(f"<= {_num(self.max)}")
-        return " and ".join(parts)
-
-
-def _num(x) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float) and x.is_integer() and abs(x) < 1e16:
-        x = int(x)
-    if isinstance(x, int) and x >= 1 << 20 and x & (x - 1) == 0:
-        return f"2^{x.bit_length() - 1}"
-    return f"{x:g}" if isinstance(x, float) else str(x)
-
-
-def param(default, *, unit: str = "", doc: str, min=None, max=None, min_exclusive: bool = False,
-          choices=None, validate=None, rule: str = "", type=None, from_device: bool = False):
-    """A dataclass field with its unit, range and description (see :class:`Param`)."""
-    typ = type if type is not None else default.__class__
-    if typ not in (bool, int, float, str):
-        raise TypeError(f"param type must be bool, int, float or str, not {typ!r}")
-    meta = Param(type=typ, unit=unit, doc=doc, min=min, max=max, min_exclusive=min_exclusive,
-                 choices=None if choices is None else tuple(choices), validate=validate, rule=rule,
-                 from_device=from_device)
-    return field(default=default, metadata={_META: meta})
-
-
-def param_of(spec_or_cls, name: str) -> Param:
-    for f in fields(spec_or_cls):
-        if f.name == name:
-            return f.metadata[_META]
-    raise KeyError(name)
-
-
-# ---- rules beyond a range ---------------------------------------------------------------
-
-def _victim_rule(value, name):
-    parse_victim(value, name)
-
-
-def _multiple_of_512(value, name):
-    if value % 512:
-        raise ConfigError(f"{name} = {value!r}: must be a multiple of 512")
-
-
-def _power_of_two(value, name):
-    if value & (value - 1):
-        raise ConfigError(f"{name} = {value!r}: must be a power of two")
-
-
-# ---- component specs --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class GPUSpec:
-    memory_GiB: float = param(
-        40.0, unit="GiB", min=0, max=65536, min_exclusive=True,
-        doc="GPU memory capacity (A100-40GB); every preset and policy")
-    frequency_GHz: float = param(
-        1.2, unit="GHz", min=0.1, max=10,
-        doc="GPU clock: the cycle unit of the whole simulation (kernel times, slots, devices)")
-    page_size_bytes: int = param(
-        4096, unit="B", min=4096, max=4096,
-        doc="page (PTE) size; traces are laid out in 4 KiB pages, so only 4096 is supported")
-    malloc_us_per_byte: float = param(
-        8.14e-7, unit="us/B", min=0, max=1e-3,
-        doc="allocation cost (4 cycles per 4 KiB page at 1.2 GHz): page-level allocations per slot, "
-            "G10's pre-allocation lead time")
-    sms: int = param(
-        108, unit="SMs", min=1, max=4096,
-        doc="streaming multiprocessors (A100: 108): each sweeps its share of a kernel's tensors and has "
-            "a private L1 TLB (fault.handler = batched, tlb.model = hierarchy)")
-
-
-@dataclass(frozen=True)
-class HostSpec:
-    memory_GiB: float = param(
-        128.0, unit="GiB", min=0, max=65536,
-        doc="host memory available for evicted pages (page-level policies, G10-Host)")
-    bandwidth_GBps: float = param(
-        15.754, unit="GB/s", min=0.1, max=10000,
-        doc="host<->GPU bandwidth (PCIe 3.0 x16 raw): host pages per slot (page level), the "
-            "G10 scheduler and the tensor-level host path")
-
-
-@dataclass(frozen=True)
-class SSDSpec:
-    bandwidth_GBps: float = param(
-        3.2, unit="GB/s", min=0.1, max=10000,
-        doc="SSD<->GPU bandwidth, read = write (Z-SSD-like): SSD pages per slot, the fault-time model, "
-            "the schedulers and the tensor-level simulator (not the FTL device, whose bandwidth emerges)")
-    latency_us: float = param(
-        20.0, unit="us", min=0, max=1e6,
-        doc="SSD access latency of the fault-time model (l_ssd) and the G10 scheduler's safe time")
-    model: str = param(
-        "bandwidth", choices=("bandwidth", "ftl"),
-        doc="bandwidth: slots at ssd.bandwidth_GBps (default, g10-artifact); ftl: the ssd.device with its FTL "
-            "(detailed, with link.model = pcie)")
-    device: str = param(
-        "zssd", choices=tuple(SSD_PRESETS),
-        doc="FTL device preset (detailed): zssd (Z-SSD-like, 12/16 us) or mlc (MQSim-like MLC); gives "
-            "every ssd key below that is left unset")
-    capacity_GiB: float = param(
-        0.0, unit="GiB", min=0, max=16384,
-        doc="user capacity of the FTL device (detailed); 0: the device's, or the trace's footprint "
-            "when that is larger")
-    # -- the FTL device (detailed); None: the ssd.device preset's value --
-    n_channels: int | None = param(
-        None, type=int, unit="channels", min=1, max=128, from_device=True, doc="flash channels (detailed)")
-    chips_per_channel: int | None = param(
-        None, type=int, unit="chips", min=1, max=64, from_device=True, doc="flash packages (ways) per channel (detailed)")
-    dies_per_chip: int | None = param(
-        None, type=int, unit="dies", min=1, max=16, from_device=True, doc="dies per package (detailed)")
-    planes_per_die: int | None = param(
-        None, type=int, unit="planes", min=1, max=16, from_device=True,
-        doc="planes per die; each plane is one GC domain (detailed)")
-    blocks_per_plane: int | None = param(
-        None, type=int, unit="blocks", min=4, max=1 << 24, from_device=True,
-        doc="erase blocks per plane (detailed); raised to hold ssd.capacity_GiB or the footprint")
-    pages_per_block: int | None = param(
-        None, type=int, unit="pages", min=1, max=65536, from_device=True,
-        doc="flash pages per erase block (detailed)")
-    page_size_bytes: int | None = param(
-        None, type=int, unit="B", min=512, max=1 << 20, from_device=True, validate=_multiple_of_512,
-        rule="a multiple of 512", doc="flash page, the FTL's mapping unit (detailed)")
-    overprovisioning: float | None = param(
-        None, type=float, unit="1", min=0.01, max=100, from_device=True,
-        doc="over-provisioning OP = (T - U) / U, T without the reserved blocks (ssd.py; detailed)")
-    gc_free_blocks_min: int | None = param(
-        None, type=int, unit="blocks", min=2, max=1024, from_device=True,
-        doc="erased blocks each plane keeps; GC runs below it (>= 2: host and GC frontier; detailed)")
-    victim_policy: str | None = param(
-        None, type=str, from_device=True, validate=_victim_rule,
-        rule="greedy, fifo, random or d-choices:N (N in 1..1024)",
-        doc="GC victim rule: fewest valid pages, oldest, random, or fewest valid of N random (detailed)")
-    gc_frontier: str | None = param(
-        None, type=str, choices=("separate", "shared"), from_device=True,
-        doc="GC copies fill their own block (separate) or join the host's write stream (detailed)")
-    t_read_us: float | None = param(
-        None, type=float, unit="us", min=0, max=1e3, from_device=True, doc="flash page read time tR (detailed)")
-    t_program_us: float | None = param(
-        None, type=float, unit="us", min=0, max=5000, from_device=True,
-        doc="flash page program time tPROG (detailed)")
-    t_erase_us: float | None = param(
-        None, type=float, unit="us", min=0, max=1e5, from_device=True, doc="block erase time tBERS (detailed)")
-    channel_MTps: float | None = param(
-        None, type=float, unit="MT/s", min=50, max=1e5, from_device=True,
-        doc="flash bus transfer rate (detailed)")
-    channel_width_bits: int | None = param(
-        None, type=int, unit="bit", min=8, max=64, from_device=True, doc="flash bus width (detailed)")
-    read_overhead_us: float | None = param(
-        None, type=float, unit="us", min=0, max=1e3, from_device=True,
-        doc="controller time per read command (detailed)")
-    write_overhead_us: float | None = param(
-        None, type=float, unit="us", min=0, max=1e3, from_device=True,
-        doc="controller time per write command, until it is acknowledged (detailed)")
-    queue_depth: int | None = param(
-        None, type=int, unit="commands", min=1, max=65536, from_device=True,
-        doc="NVMe commands in flight at most (detailed)")
-    max_command_bytes: int | None = param(
-        None, type=int, unit="B", min=512, max=1 << 30, from_device=True,
-        doc="a request is split into commands of at most this (MDTS; detailed)")
-    write_buffer_bytes: int | None = param(
-        None, type=int, unit="B", min=512, max=16 * GiB, from_device=True,
-        doc="DRAM write buffer; a write is acknowledged once buffered (detailed)")
-    link_generation: int | None = param(
-        None, type=int, unit="gen", choices=tuple(GENERATIONS), from_device=True,
-        doc="PCIe generation of the SSD's own link (detailed)")
-    link_lanes: int | None = param(
-        None, type=int, unit="lanes", choices=LANES, from_device=True, doc="lanes of the SSD's own PCIe link (detailed)")
-    seed: int | None = param(
-        None, type=int, unit="1", min=0, max=2**63 - 1, from_device=True,
-        doc="seed of the random GC victim rules (detailed)")
-
-
-@dataclass(frozen=True)
-class LinkSpec:
-    bandwidth_GBps: float = param(
-        15.754, unit="GB/s", min=0.1, max=10000,
-        doc="GPU's PCIe link per direction: the slot period and the fault-time model (default, g10-artifact; "
-            "the detailed link's bandwidth follows from generation and lanes)")
-    batch_pages: int = param(
-        50, unit="pages", min=1, max=65536,
-        doc="pages per transfer slot: its period is their time on the link (page-level policies)")
-    latency_us: float = param(
-        5.0, unit="us", min=0, max=1e4,
-        doc="per-transfer setup latency of the PCIe link (detailed only; the slot model reads none, "
-            "as the published simulator)")
-    model: str = param(
-        "slots", choices=("slots", "pcie"),
-        doc="slots: bandwidth-only transfer slots (default, g10-artifact); pcie: the PCIe link model "
-            "(detailed, with ssd.model = ftl)")
-    generation: int = param(
-        3, unit="gen", choices=tuple(GENERATIONS), doc="PCIe generation of the GPU's link (detailed)")
-    lanes: int = param(16, unit="lanes", choices=LANES, doc="lanes of the GPU's link (detailed)")
-    max_payload_bytes: int = param(
-        256, unit="B", choices=PAYLOADS, doc="max TLP payload, MPS, of the GPU's link (detailed)")
-
-
-@dataclass(frozen=True)
-class FaultSpec:
-    system_latency_us: float = param(
-        45.0, unit="us", min=1, max=1e6,
-        doc="far-fault handling latency (l_sys) of the fault-time model (in whole us, as the published "
-            "simulator; SSD faults get l_sys / (l_sys + l_ssd) of the bandwidth) and the G10 scheduler's safe time")
-    handler: str = param(
-        "profile", choices=("profile", "batched"),
-        doc="profile: a faulting kernel's time from the profiled t00/t10 formula, pages in transfer slots "
-            "(g10-artifact); batched: the far-fault handler (batches, prefetch, eviction) on the SMs (detailed)")
-    migration_unit_bytes: int = param(
-        65536, unit="B", min=4096, max=65536, validate=_power_of_two, rule="a power of two",
-        doc="a faulted page's migration unit moves whole (fault.handler = batched)")
-    va_block_bytes: int = param(
-        2097152, unit="B", min=65536, max=2097152, validate=_power_of_two, rule="a power of two",
-        doc="VA block: the prefetch tree's root, the largest transfer, never crossed (batched)")
-    prefetcher: str = param(
-        "tree", choices=("none", "sequential", "tree"),
-        doc="none: the faulted unit only; sequential: the next units too; tree: fill a VA-block tree node "
-            "once more than fault.prefetch_threshold of it is resident (batched)")
-    prefetch_threshold: float = param(
-        0.5, unit="1", min=0, max=0.999, min_exclusive=True,
-        doc="tree prefetcher: a node fills once more than this fraction of its pages is resident (batched)")
-    sequential_units: int = param(
-        1, unit="units", min=1, max=512,
-        doc="sequential prefetcher: units after the faulted one that come along, never past the VA block "
-            "(batched)")
-    batch_faults: int = param(
-        256, unit="faults", min=1, max=65536,
-        doc="distinct faults (migration units) one batch services at most (batched)")
-    batch_fixed_us: float = param(
-        45.0, unit="us", min=0, max=1e6,
-        doc="fixed driver cost of a fault batch (45: G10 parity; 16 measured) (batched)")
-    batch_per_page_us: float = param(
-        0.0, unit="us", min=0, max=1e3,
-        doc="driver cost per 4 KiB page a batch migrates (0.2 measured) (batched)")
-    eviction_granularity: str = param(
-        "chunk", choices=("chunk", "page"),
-        doc="evicted together: chunk, whole VA blocks (fault.va_block_bytes, the driver's 2 MiB chunks); "
-            "page, 4 KiB pages (batched)")
-    evict_destination: str = param(
-        "host-then-ssd", choices=("host", "ssd", "host-then-ssd"),
-        doc="where evicted pages go: host memory, the SSD, or host memory while it has room (batched)")
-    victims: str = param(
-        "policy", choices=("policy", "lrm", "evictor"),
-        doc="who picks eviction victims (batched): lrm: the driver's least-recently-migrated chunks; "
-            "evictor: the policy's eviction rule; policy: lrm for arrival-order policies, else the rule")
-
-
-@dataclass(frozen=True)
-class TranslationSpec:
-    model: str = param(
-        "none", choices=("none", "hierarchy"),
-        doc="none: translation is free (g10-artifact); hierarchy: per-SM L1 TLBs, a shared L2, page walkers "
-            "(detailed)")
-    page_size_bytes: int = param(
-        4096, unit="B", choices=(4096, 65536, 2097152), doc="page a TLB entry maps (tlb.model = hierarchy)")
-    l1_entries: int = param(64, unit="entries", min=8, max=65536,
-                            doc="L1 TLB entries per SM (a multiple of tlb.l1_ways)")
-    l1_ways: int = param(8, unit="ways", min=1, max=64,
-                         doc="L1 TLB associativity (= tlb.l1_entries: fully associative)")
-    l1_latency_cycles: int = param(1, unit="cycles", min=0, max=1_000_000, doc="cycles of an L1 TLB lookup")
-    l2_entries: int = param(2048, unit="entries", min=64, max=1 << 20,
-                            doc="shared L2 TLB entries (a multiple of tlb.l2_ways, >= tlb.sample_modulus)")
-    l2_ways: int = param(16, unit="ways", min=1, max=2048, doc="L2 TLB associativity")
-    l2_latency_cycles: int = param(20, unit="cycles", min=0, max=1_000_000, doc="L2 TLB lookup, after an L1 miss")
-    pwc_enabled: bool = param(False, doc="a page-walk cache shortens walks to their last level")
-    pwc_entries: int = param(64, unit="entries", min=8, max=65536,
-                             doc="page-walk cache entries (one per 512-page region)")
-    pwc_ways: int = param(8, unit="ways", min=1, max=64, doc="page-walk cache associativity")
-    pwc_latency_cycles: int = param(10, unit="cycles", min=0, max=1_000_000, doc="cycles of a page-walk cache lookup")
-    walkers: int = param(32, unit="walkers", min=1, max=4096, doc="concurrent page walks")
-    walk_latency_cycles: int = param(100, unit="cycles", min=1, max=1_000_000, doc="page walk, 4 KiB and 64 KiB pages")
-    walk_latency_2MiB_cycles: int = param(66, unit="cycles", min=1, max=1_000_000, doc="page walk, 2 MiB pages")
-    shootdown_l1_cycles: int = param(15, unit="cycles", min=0, max=1_000_000,
-                                     doc="a shootdown that finds entries in some L1 (charged to the fault batch)")
-    shootdown_l2_cycles: int = param(200, unit="cycles", min=0, max=1_000_000,
-                                     doc="a shootdown that finds entries in the L2")
-    overlap_translations: int = param(16, unit="translations", min=1, max=4096,
-                                      doc="translations an SM keeps in flight while it computes (latency hiding)")
-    sample_modulus: int = param(
-        64, unit="1", min=1, max=2048, validate=_power_of_two, rule="a power of two; 1: full simulation",
-        doc="simulate the translation pages v with v % modulus == r, a hierarchy scaled by 1/modulus")
-    sample_subsamples: int = param(3, unit="replicas", min=2, max=64,
-                                   doc="residues r simulated when sampling (<= tlb.sample_modulus; the 99 % error "
-                                       "bound comes from their spread)")
-    sample_seed: int = param(0, unit="1", min=0, max=2**63 - 1, doc="draws the sampled residues")
-    reuse: str = param(
-        "shape", choices=("none", "kernel", "shape"),
-        doc="none: translate every kernel; kernel: each kernel once, reused in later iterations; shape: "
-            "once per tensor-size shape, reused (rescaled by t11) for kernels of the same shape")
-
-
-@dataclass(frozen=True)
-class SchedulerSpec:
-    delta: float = param(
-        0.5, unit="1", min=0, max=10, doc="G10 scheduler's safety margin on migration-time estimates (delta)")
-    target_fraction: float = param(
-        0.99, unit="1", min=0, max=1, min_exclusive=True,
-        doc="G10 scheduler plans against this fraction of GPU memory")
-    prefetch_degree: int = param(
-        8, unit="kernels", min=1, max=1024, doc="DeepUM+ look-ahead: prefetch and eviction window")
-    artifact_quirks: bool = param(
-        False, doc="apply the published artifact's hand-tuned factors and corners (G10's target factors, the "
-                   "4x allocator of G10-GDS/Host, FlashNeuron's ViT-1024 line, libstdc++ tensor order, ...); "
-                   "on only in g10-artifact, where they reproduce the paper")
-
-
-ITERATION_RULES = ("steady_mean", "fastest")
-BREAKDOWN_RULES = ("partition", "artifact")
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    iterations: int = param(
-        3, unit="iterations", min=1, max=1000,
-        doc="training iterations simulated (iteration 0 is the cold start)")
-    iteration_rule: str = param(
-        "steady_mean", choices=ITERATION_RULES,
-        doc="the reported iteration time: steady_mean, the mean of the iterations after the cold start "
-            "(iteration 0; all of them when only one ran); fastest, the fastest iteration (the artifact's "
-            "figure scripts, g10-artifact)")
-    breakdown_rule: str = param(
-        "partition", choices=BREAKDOWN_RULES,
-        doc="compute/overlap/stall per kernel: partition, stall = time - ideal and overlap = the transfer "
-            "time beyond the stall, so the three add up to the time; artifact, the published Stat class's "
-            "(compute = time without transfers; adds up only where transfers cover the stall)")
-
-
-@dataclass(frozen=True)
-class NoiseSpec:
-    kernel_time_sigma: float = param(
-        0.0, unit="1", min=0, max=1,
-        doc="Fig. 19 kernel-time noise: each kernel's three times scaled by one ratio drawn from "
-            "U(1 - sigma, 1 + sigma), clipped to [0.1, 1.9], after the policy planned on the profiled "
-            "times (as the published simulator: std::mt19937, libstdc++ uniform_real_distribution); 0: none")
-    seed: int = param(
-        -1, unit="1", min=-1, max=2**32 - 1,
-        doc="std::mt19937 seed of the noise; -1: the published per-model seed (BERT 15, ResNet152 10, "
-            "SENet154 25, the others the engine's default 5489)")
-
-
-SECTIONS = {
-    "gpu": GPUSpec,
-    "host": HostSpec,
-    "ssd": SSDSpec,
-    "link": LinkSpec,
-    "fault": FaultSpec,
-    "tlb": TranslationSpec,
-    "scheduler": SchedulerSpec,
-    "run": RunSpec,
-    "noise": NoiseSpec,
-}
-
-# [ssd] keys of the FTL device (ssd.device_spec maps them onto ssd.py's SSDSpec)
-FTL_KEYS = tuple(f.name for f in fields(SSDSpec) if f.metadata[_META].from_device)
+def __getattr__(name):
+    # config.SSDSpec was the [ssd] section's class, named as ssd.SSDSpec (the FTL device) is
+    if name == "SSDSpec":
+        import warnings
+        warnings.warn("g10core.config.SSDSpec is renamed SSDTierSpec (the [ssd] section); "
+                      "g10core.ssd.SSDSpec is the FTL device", DeprecationWarning, stacklevel=2)
+        return SSDTierSpec
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The preset of `g10sim run`, `g10sim hints`, sweeps and the Python API when none is named.
@@ -450,7 +69,7 @@ class SimConfig:
     preset: str = DEFAULT_PRESET
     gpu: GPUSpec = field(default_factory=GPUSpec)
     host: HostSpec = field(default_factory=HostSpec)
-    ssd: SSDSpec = field(default_factory=SSDSpec)
+    ssd: SSDTierSpec = field(default_factory=SSDTierSpec)
     link: LinkSpec = field(default_factory=LinkSpec)
     fault: FaultSpec = field(default_factory=FaultSpec)
     tlb: TranslationSpec = field(default_factory=TranslationSpec)
@@ -514,37 +133,6 @@ def check_spec(spec, section: str) -> None:
     """Type, range and rule of every field of one section; errors name ``section.key``."""
     for f in fields(spec):
         check_value(f"{section}.{f.name}", getattr(spec, f.name), f.metadata[_META])
-
-
-def check_value(name: str, value, p: Param, shown: str | None = None) -> None:
-    """One value against its declaration; ``shown``: how the user wrote it (for the message)."""
-    if value is None and p.from_device:
-        return
-    if shown is None:
-        shown = repr(value)
-    if p.type is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{name} = {shown}: expected true or false")
-    elif p.type is int:
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise ConfigError(f"{name} = {shown}: expected an integer")
-    elif p.type is float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ConfigError(f"{name} = {shown}: expected a number")
-        if not math.isfinite(value):
-            raise ConfigError(f"{name} = {shown}: must be finite")
-    elif not isinstance(value, str):
-        raise ConfigError(f"{name} = {shown}: expected a string")
-    if p.choices is not None and value not in p.choices:
-        raise ConfigError(f"{name} = {shown}: must be one of {', '.join(map(str, p.choices))}")
-    if p.min is not None or p.max is not None:
-        low = p.min is not None and (value <= p.min if p.min_exclusive else value < p.min)
-        high = p.max is not None and value > p.max
-        if low or high:
-            unit = f" {p.unit}" if p.unit else ""
-            raise ConfigError(f"{name} = {shown}: must be {p.bound_words()}{unit}")
-    if p.validate is not None:
-        p.validate(value, name)
 
 
 def check_cross(cfg: SimConfig) -> None:
@@ -622,8 +210,8 @@ def _detailed() -> SimConfig:
     iteration 1 alone (``run.iterations`` raises it)."""
     return SimConfig(
         preset="detailed",
-        ssd=SSDSpec(model="ftl"),
-        link=LinkSpec(model="pcie", latency_us=1.0),
+        ssd=SSDTierSpec(model="ftl"),
+        link=LinkSpec(model="pcie", latency_us=PcieSpec.setup_latency_us),   # the PCIe model's measured setup
         fault=FaultSpec(handler="batched"),
         tlb=TranslationSpec(model="hierarchy"),
         run=RunSpec(iterations=2),

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 
 from .errors import ConfigError
+from .params import LANES, PAYLOADS, check_fields, from_key, param
 
 __all__ = [
     "PcieSpec", "PcieLink", "PCIE_PRESETS", "pcie_preset", "link_spec_from_config", "link_from_config",
@@ -63,8 +64,6 @@ GENERATIONS = {
     4: (Fraction(16), Fraction(128, 130)),
     5: (Fraction(32), Fraction(128, 130)),
 }
-LANES = (1, 2, 4, 8, 16)
-PAYLOADS = (128, 256, 512, 1024, 2048, 4096)
 
 
 def _exact(x) -> Fraction:
@@ -74,37 +73,30 @@ def _exact(x) -> Fraction:
 
 @dataclass(frozen=True)
 class PcieSpec:
-    """One PCIe link. Every field has its unit in its name; ``check()`` validates."""
-    generation: int = 3                    # PCIe generation 1..5
-    lanes: int = 16                        # x1 .. x16
-    max_payload_bytes: int = 256           # max TLP payload (MPS)
-    write_tlp_overhead_bytes: int = 24     # framing + sequence + header + LCRC of a posted write
-    completion_tlp_overhead_bytes: int = 20  # the same for a read completion with data
-    link_layer_overhead: float = 0.10      # fraction of the wire taken by DLLPs (ACK, flow control), SKP
-    setup_latency_us: float = 1.0          # per transfer (UVM copy 0.9 us, cudaMemcpy 1.35 us)
-    pipelined_setup: bool = False          # True: setup of a queued transfer overlaps the previous data
-    clock_GHz: float = 1.2                 # the simulation clock (GPU cycles) all times are counted in
+    """One PCIe link. Every field has its unit in its name; ``check()`` validates.
 
-    def check(self, prefix: str = "pcie") -> "PcieSpec":
-        """Validate every field; errors name ``<prefix>.<field>``."""
-        p = prefix
-        if self.generation not in GENERATIONS:
-            raise ConfigError(f"{p}.generation = {self.generation!r}: must be one of 1, 2, 3, 4, 5")
-        if self.lanes not in LANES:
-            raise ConfigError(f"{p}.lanes = {self.lanes!r}: must be one of {', '.join(map(str, LANES))}")
-        if self.max_payload_bytes not in PAYLOADS:
-            raise ConfigError(f"{p}.max_payload_bytes = {self.max_payload_bytes!r}: "
-                              f"must be one of {', '.join(map(str, PAYLOADS))}")
-        for f in ("write_tlp_overhead_bytes", "completion_tlp_overhead_bytes"):
-            v = getattr(self, f)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ConfigError(f"{p}.{f} = {v!r}: must be an integer >= 0")
-        if not (0 <= self.link_layer_overhead < 1):
-            raise ConfigError(f"{p}.link_layer_overhead = {self.link_layer_overhead!r}: must be in [0, 1)")
-        if not (self.setup_latency_us >= 0) or not math.isfinite(self.setup_latency_us):
-            raise ConfigError(f"{p}.setup_latency_us = {self.setup_latency_us!r}: must be >= 0")
-        if not (self.clock_GHz > 0) or not math.isfinite(self.clock_GHz):
-            raise ConfigError(f"{p}.clock_GHz = {self.clock_GHz!r}: must be > 0")
+    ``generation``, ``lanes``, ``max_payload_bytes`` and ``setup_latency_us`` are the GPU link's
+    ``link.*`` keys (``link.latency_us``), ``clock_GHz`` is ``gpu.frequency_GHz``, as ``config.py``
+    declares them (unit, range, description); the other fields are the link's own."""
+    generation: int = from_key("link.generation")
+    lanes: int = from_key("link.lanes")
+    max_payload_bytes: int = from_key("link.max_payload_bytes")
+    write_tlp_overhead_bytes: int = param(
+        24, unit="B", min=0, doc="framing + sequence + header + LCRC of a posted write")
+    completion_tlp_overhead_bytes: int = param(
+        20, unit="B", min=0, doc="framing + sequence + header + LCRC of a read completion with data")
+    link_layer_overhead: float = param(
+        0.10, unit="1", min=0, max=1, max_exclusive=True,
+        doc="fraction of the wire taken by DLLPs (ACK, flow control) and SKP ordered sets")
+    # per transfer: UVM copy 0.9 us, cudaMemcpy 1.35 us (the detailed preset's link.latency_us)
+    setup_latency_us: float = from_key("link.latency_us", default=1.0)
+    pipelined_setup: bool = param(
+        False, doc="the setup of a queued transfer overlaps the previous transfer's data")
+    clock_GHz: float = from_key("gpu.frequency_GHz")
+
+    def check(self, prefix: str = "pcie", by_key: bool = False) -> "PcieSpec":
+        """Validate every field; errors name ``<prefix>.<field>`` (``by_key``: the configuration's keys)."""
+        check_fields(self, prefix, by_key)
         return self
 
     # ---- derived figures (exact fractions; floats for display) ----
@@ -204,7 +196,7 @@ def link_spec_from_config(cfg) -> PcieSpec:
     spec = PcieSpec(generation=cfg.link.generation, lanes=cfg.link.lanes,
                     max_payload_bytes=cfg.link.max_payload_bytes, setup_latency_us=cfg.link.latency_us,
                     clock_GHz=cfg.gpu.frequency_GHz)
-    return spec.check("link")
+    return spec.check("link", by_key=True)
 
 
 def link_from_config(cfg) -> "PcieLink":

@@ -43,7 +43,6 @@ import numpy as np
 
 SCHEMA = "g10core-result"
 SCHEMA_VERSION = 2     # 2: iteration_rule, reported_iterations, breakdown_rule, quirks, top-level means
-ITERATION_RULES = ("steady_mean", "fastest")
 
 FAULT_KEYS = ("host", "ssd", "unallocated")
 # ``--kernels``: one row per kernel execution, the same columns for every level (NaN: not modelled)
@@ -60,6 +59,7 @@ TRANSLATION_KEY = ("translation",)   # a fourth part in the detailed preset (bre
 # the fields of struct kernel_row (_types.pxd), mirrored in types.KERNEL_ROW_DTYPE
 from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, as_columns  # noqa: E402
 from .files import write_text_atomic  # noqa: E402,F401 (importable from here)
+from .params import ITERATION_RULES  # noqa: E402 (run.iteration_rule's choices)
 
 
 # ---- the artifact's statistics (moved here from testing/reference.py) -------------------

@@ -57,6 +57,7 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import ConfigError
+from .params import VICTIM_POLICIES, check_fields, from_key, parse_victim
 from .pcie import PcieLink, PcieSpec
 
 __all__ = ["SSDSpec", "SSD", "SSD_PRESETS", "ssd_preset", "device_spec", "ssd_spec_from_config",
@@ -66,29 +67,6 @@ __all__ = ["SSDSpec", "SSD", "SSD_PRESETS", "ssd_preset", "device_spec", "ssd_sp
 MAX_ERASE_BLOCKS = 1 << 24     # per-block tables, ~40 B each
 MAX_BUFFER_PAGES = 1 << 22     # write-buffer entries
 
-# Names of the GC victim rules, as the compiled layer numbers them.
-VICTIM_POLICIES = {"greedy": 0, "fifo": 1, "random": 2, "d-choices": 3}
-
-
-def parse_victim(text: str, what: str = "ssd.victim_policy") -> tuple[int, int]:
-    """``greedy`` | ``fifo`` | ``random`` | ``d-choices:N`` -> (policy code, d)."""
-    if not isinstance(text, str):
-        raise ConfigError(f"{what} = {text!r}: must be greedy, fifo, random or d-choices:N")
-    name, _, arg = text.strip().partition(":")
-    name = name.strip().lower()
-    if name in ("greedy", "fifo", "random") and not arg:
-        return VICTIM_POLICIES[name], 1
-    if name in ("d-choices", "dchoices"):
-        try:
-            d = int(arg)
-        except ValueError:
-            d = 0
-        if d < 1 or d > 1024:
-            raise ConfigError(f"{what} = {text!r}: d-choices needs a sample size 1..1024, e.g. d-choices:8")
-        return VICTIM_POLICIES["d-choices"], d
-    raise ConfigError(f"{what} = {text!r}: must be greedy, fifo, random or d-choices:N")
-
-
 def _ssd_link() -> PcieSpec:
     # NVMe command costs live in the SSD's read/write overheads, not in a link setup time.
     return PcieSpec(generation=3, lanes=4, setup_latency_us=0.0)
@@ -96,35 +74,40 @@ def _ssd_link() -> PcieSpec:
 
 @dataclass(frozen=True)
 class SSDSpec:
-    """One SSD.  Defaults are the ``zssd`` preset (Samsung Z-SSD SZ985-like)."""
+    """One SSD.  Defaults are the ``zssd`` preset (Samsung Z-SSD SZ985-like).
+
+    Each field but ``link`` is the ``[ssd]`` device key of its name (``clock_GHz``:
+    ``gpu.frequency_GHz``) as ``config.py`` declares it: unit, range, rule and description
+    (``g10sim config show``); the values here are the ``zssd`` device's, which a configuration's
+    keys default to.  ``link`` is the SSD's own PCIe link (``ssd.link_generation``, ``ssd.link_lanes``)."""
     # geometry
-    n_channels: int = 8                    # flash channels
-    chips_per_channel: int = 4             # packages (ways) per channel
-    dies_per_chip: int = 2
-    planes_per_die: int = 2
-    blocks_per_plane: int = 6383           # erase blocks per plane (zssd: 800 GB user at OP 7 %)
-    pages_per_block: int = 256             # flash pages per erase block
-    page_size_bytes: int = 4096            # flash page = mapping unit
+    n_channels: int = from_key("ssd.n_channels", default=8)
+    chips_per_channel: int = from_key("ssd.chips_per_channel", default=4)
+    dies_per_chip: int = from_key("ssd.dies_per_chip", default=2)
+    planes_per_die: int = from_key("ssd.planes_per_die", default=2)
+    blocks_per_plane: int = from_key("ssd.blocks_per_plane", default=6383)    # 800 GB user at OP 7 %
+    pages_per_block: int = from_key("ssd.pages_per_block", default=256)
+    page_size_bytes: int = from_key("ssd.page_size_bytes", default=4096)
     # FTL
-    overprovisioning: float = 0.07         # OP = (T - U) / U, T without the reserved blocks (module doc)
-    gc_free_blocks_min: int = 2            # θ: erased blocks each plane keeps (>= 2: host + GC frontier)
-    victim_policy: str = "greedy"          # greedy | fifo | random | d-choices:N
-    gc_frontier: str = "separate"          # separate: GC copies fill their own frontier; shared: the host's
+    overprovisioning: float = from_key("ssd.overprovisioning", default=0.07)   # OP = (T - U) / U (module doc)
+    gc_free_blocks_min: int = from_key("ssd.gc_free_blocks_min", default=2)     # θ
+    victim_policy: str = from_key("ssd.victim_policy", default="greedy")
+    gc_frontier: str = from_key("ssd.gc_frontier", default="separate")
     # flash timing
-    t_read_us: float = 3.0                 # tR (Z-NAND ~3 us)
-    t_program_us: float = 100.0            # tPROG (Z-NAND ~100 us)
-    t_erase_us: float = 1000.0             # tBERS
-    channel_MTps: float = 800.0            # flash bus transfer rate, mega-transfers/s
-    channel_width_bits: int = 8            # flash bus width
+    t_read_us: float = from_key("ssd.t_read_us", default=3.0)                  # Z-NAND ~3 us
+    t_program_us: float = from_key("ssd.t_program_us", default=100.0)          # Z-NAND ~100 us
+    t_erase_us: float = from_key("ssd.t_erase_us", default=1000.0)
+    channel_MTps: float = from_key("ssd.channel_MTps", default=800.0)
+    channel_width_bits: int = from_key("ssd.channel_width_bits", default=8)
     # controller and host interface
-    read_overhead_us: float = 2.616        # per read command; idle 4 KiB read = 12.0 us (SZ985)
-    write_overhead_us: float = 14.754      # per write command; idle 4 KiB write = 16.0 us (SZ985)
-    queue_depth: int = 64                  # NVMe commands in flight at most
-    max_command_bytes: int = 131072        # a request is split into commands of at most this (MDTS)
-    write_buffer_bytes: int = 64 << 20     # DRAM write buffer
+    read_overhead_us: float = from_key("ssd.read_overhead_us", default=2.616)   # idle 4 KiB read = 12.0 us (SZ985)
+    write_overhead_us: float = from_key("ssd.write_overhead_us", default=14.754)  # idle 4 KiB write = 16.0 us (SZ985)
+    queue_depth: int = from_key("ssd.queue_depth", default=64)
+    max_command_bytes: int = from_key("ssd.max_command_bytes", default=131072)  # MDTS
+    write_buffer_bytes: int = from_key("ssd.write_buffer_bytes", default=64 << 20)
     link: PcieSpec = field(default_factory=_ssd_link)   # the SSD's own PCIe link (Gen3 x4)
-    clock_GHz: float = 1.2                 # simulation clock (GPU cycles)
-    seed: int = 0                          # random victim sampling
+    clock_GHz: float = from_key("gpu.frequency_GHz")
+    seed: int = from_key("ssd.seed", default=0)
 
     # ---- geometry arithmetic ----
 
@@ -200,43 +183,9 @@ class SSDSpec:
     def check(self, prefix: str = "ssd") -> "SSDSpec":
         """Validate every field; errors name ``<prefix>.<field>``."""
         p = prefix
-        for f in ("n_channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
-                  "blocks_per_plane", "pages_per_block", "page_size_bytes", "queue_depth",
-                  "max_command_bytes", "write_buffer_bytes", "channel_width_bits"):
-            v = getattr(self, f)
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise ConfigError(f"{p}.{f} = {v!r}: must be an integer")
-            if v < 1:
-                hint = " (a block must hold at least one page)" if f == "pages_per_block" else ""
-                raise ConfigError(f"{p}.{f} = {v!r}: must be >= 1{hint}")
-        if self.page_size_bytes % 512:
-            raise ConfigError(f"{p}.page_size_bytes = {self.page_size_bytes}: must be a multiple of 512")
-        if self.pages_per_block > 1 << 20:
-            raise ConfigError(f"{p}.pages_per_block = {self.pages_per_block}: at most {1 << 20}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
-            raise ConfigError(f"{p}.seed = {self.seed!r}: must be an integer >= 0")
-        for f in ("t_read_us", "t_program_us", "t_erase_us", "read_overhead_us", "write_overhead_us"):
-            v = getattr(self, f)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-                raise ConfigError(f"{p}.{f} = {v!r}: must be a finite number >= 0")
-        for f in ("channel_MTps", "clock_GHz"):
-            v = getattr(self, f)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ConfigError(f"{p}.{f} = {v!r}: must be > 0")
+        check_fields(self, p)
         op = self.overprovisioning
-        if not (isinstance(op, (int, float)) and math.isfinite(op)) or op <= 0:
-            raise ConfigError(f"{p}.overprovisioning = {op!r}: must be > 0 "
-                              "(OP = (T - U) / U; GC needs spare pages)")
-        if op > 100:
-            raise ConfigError(f"{p}.overprovisioning = {op!r}: must be <= 100")
-        parse_victim(self.victim_policy, f"{p}.victim_policy")
-        if self.gc_frontier not in ("separate", "shared"):
-            raise ConfigError(f"{p}.gc_frontier = {self.gc_frontier!r}: must be separate or shared")
         θ = self.gc_free_blocks_min
-        if not isinstance(θ, int) or isinstance(θ, bool) or θ < 2:
-            raise ConfigError(
-                f"{p}.gc_free_blocks_min = {θ!r}: must be >= 2, or GC cannot make progress "
-                "(one erased block for the next host frontier, one for the GC frontier)")
         if self.blocks_per_plane < θ + 2:
             raise ConfigError(
                 f"{p}.blocks_per_plane = {self.blocks_per_plane}: GC cannot make progress with "

@@ -29,14 +29,15 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .errors import ConfigError
+from .params import check_fields, declaration, from_key, namer
 
 __all__ = ["TLBSpec", "TLB", "spec_from_config", "PAGE_SIZES", "translator_from_spec", "t_quantile_995"]
 
-PAGE_SIZES = (4096, 65536, 2097152)
-_PAGE_SHIFT = {4096: 0, 65536: 4, 2097152: 9}   # translation page = 4 KiB page >> shift
+PAGE_SIZES = declaration("tlb.page_size_bytes").choices                # 4096, 65536, 2097152
+_PAGE_SHIFT = {size: (size // 4096).bit_length() - 1 for size in PAGE_SIZES}   # translation page = 4 KiB page >> shift
 _WALK_LEVELS = {4096: 4, 65536: 4, 2097152: 3}  # radix levels a walk reads (64 KiB: a big PTE at level 4)
-MODELS = ("none", "hierarchy")
-REUSE_MODES = ("none", "kernel", "shape")
+MODELS = declaration("tlb.model").choices                              # none, hierarchy
+REUSE_MODES = declaration("tlb.reuse").choices                         # none, kernel, shape
 
 
 def reuse_classes(n_pages, access_offsets, access_tensor, reuse: str):
@@ -57,71 +58,58 @@ def reuse_classes(n_pages, access_offsets, access_tensor, reuse: str):
 
 @dataclass(frozen=True)
 class TLBSpec:
-    """The GPU's translation hardware; ``check()`` validates every field."""
-    model: str = "hierarchy"               # "none": translation is free; "hierarchy": TLBs below
-    page_size_bytes: int = 4096            # base page a TLB entry maps: 4096, 65536 or 2097152
-    sms: int = 108                         # SMs, each with a private L1 TLB (A100: 108)
-    l1_entries: int = 64                   # L1 TLB entries per SM
-    l1_ways: int = 8                       # L1 associativity (= l1_entries: fully associative)
-    l1_latency_cycles: int = 1             # L1 lookup
-    l2_entries: int = 2048                 # shared L2 TLB entries
-    l2_ways: int = 16                      # L2 associativity
-    l2_latency_cycles: int = 20            # L2 lookup, after the L1 missed
-    pwc_enabled: bool = False              # page-walk cache present
-    pwc_entries: int = 64                  # page-walk cache entries (one per 512-page region)
-    pwc_ways: int = 8                      # page-walk cache associativity
-    pwc_latency_cycles: int = 10           # page-walk cache lookup, before every walk
-    walkers: int = 32                      # concurrent page walks
-    walk_latency_cycles: int = 100         # full walk, 4 KiB and 64 KiB pages (four levels)
-    walk_latency_2MiB_cycles: int = 66     # full walk, 2 MiB pages (three levels)
-    shootdown_l1_cycles: int = 15          # a shootdown that finds entries in some L1
-    shootdown_l2_cycles: int = 200         # a shootdown that finds entries in the L2
-    overlap_translations: int = 16         # translations an SM keeps in flight while it computes
-    sample_modulus: int = 64               # simulate translation pages v % k == r; 1: full simulation
-    sample_subsamples: int = 3             # independent residues r (>= 2 when sampling: the error bound)
-    sample_seed: int = 0                   # draws the residues
+    """The GPU's translation hardware; ``check()`` validates every field.
 
-    def check(self, prefix: str = "tlb") -> "TLBSpec":
-        """Validate every field; errors name ``<prefix>.<field>``."""
-        p = prefix
-        if self.model not in MODELS:
-            raise ConfigError(f"{p}.model = {self.model!r}: must be one of {', '.join(MODELS)}")
-        _int(self, p, "page_size_bytes", 4096, 2097152)
-        if self.page_size_bytes not in PAGE_SIZES:
-            raise ConfigError(f"{p}.page_size_bytes = {self.page_size_bytes!r}: must be one of "
-                              f"{', '.join(map(str, PAGE_SIZES))}")
-        _int(self, p, "sms", 1, 4096)
-        for level, top in (("l1", 1 << 16), ("l2", 1 << 20), ("pwc", 1 << 16)):
-            _int(self, p, f"{level}_entries", 1, top)
-            _int(self, p, f"{level}_ways", 1, getattr(self, f"{level}_entries"))
-            if getattr(self, f"{level}_entries") % getattr(self, f"{level}_ways"):
-                raise ConfigError(f"{p}.{level}_entries = {getattr(self, f'{level}_entries')}: must be a "
-                                  f"multiple of {p}.{level}_ways = {getattr(self, f'{level}_ways')}")
-            _int(self, p, f"{level}_latency_cycles", 0, 1_000_000)
-        if not isinstance(self.pwc_enabled, bool):
-            raise ConfigError(f"{p}.pwc_enabled = {self.pwc_enabled!r}: must be true or false")
-        _int(self, p, "walkers", 1, 4096)
-        _int(self, p, "walk_latency_cycles", 1, 1_000_000)
-        _int(self, p, "walk_latency_2MiB_cycles", 1, 1_000_000)
-        _int(self, p, "shootdown_l1_cycles", 0, 1_000_000)
-        _int(self, p, "shootdown_l2_cycles", 0, 1_000_000)
-        _int(self, p, "overlap_translations", 1, 4096)
-        _int(self, p, "sample_modulus", 1, 4096)
+    Each field is the ``[tlb]`` key of its name (``sms``: ``gpu.sms``) as ``config.py`` declares
+    it: default, unit, range and description (``g10sim config show``); built alone, the
+    translator models a hierarchy (``model = "hierarchy"``, the configuration's default is
+    ``"none"``) and accepts the component's own limits (``params.Param.model_min``)."""
+    model: str = from_key("tlb.model", default="hierarchy")
+    page_size_bytes: int = from_key("tlb.page_size_bytes")
+    sms: int = from_key("gpu.sms")
+    l1_entries: int = from_key("tlb.l1_entries")
+    l1_ways: int = from_key("tlb.l1_ways")
+    l1_latency_cycles: int = from_key("tlb.l1_latency_cycles")
+    l2_entries: int = from_key("tlb.l2_entries")
+    l2_ways: int = from_key("tlb.l2_ways")
+    l2_latency_cycles: int = from_key("tlb.l2_latency_cycles")
+    pwc_enabled: bool = from_key("tlb.pwc_enabled")
+    pwc_entries: int = from_key("tlb.pwc_entries")
+    pwc_ways: int = from_key("tlb.pwc_ways")
+    pwc_latency_cycles: int = from_key("tlb.pwc_latency_cycles")
+    walkers: int = from_key("tlb.walkers")
+    walk_latency_cycles: int = from_key("tlb.walk_latency_cycles")
+    walk_latency_2MiB_cycles: int = from_key("tlb.walk_latency_2MiB_cycles")
+    shootdown_l1_cycles: int = from_key("tlb.shootdown_l1_cycles")
+    shootdown_l2_cycles: int = from_key("tlb.shootdown_l2_cycles")
+    overlap_translations: int = from_key("tlb.overlap_translations")
+    sample_modulus: int = from_key("tlb.sample_modulus")
+    sample_subsamples: int = from_key("tlb.sample_subsamples")
+    sample_seed: int = from_key("tlb.sample_seed")
+
+    def check(self, prefix: str = "tlb", by_key: bool = False) -> "TLBSpec":
+        """Validate every field; errors name ``<prefix>.<field>`` (``by_key``: the configuration's keys)."""
+        check_fields(self, prefix, by_key)
+        n = namer(self, prefix, by_key)
+        for level in ("l1", "l2", "pwc"):
+            entries, ways = getattr(self, f"{level}_entries"), getattr(self, f"{level}_ways")
+            if ways > entries:
+                raise ConfigError(f"{n(f'{level}_ways')} = {ways}: at most {n(f'{level}_entries')} = {entries}")
+            if entries % ways:
+                raise ConfigError(f"{n(f'{level}_entries')} = {entries}: must be a "
+                                  f"multiple of {n(f'{level}_ways')} = {ways}")
         k = self.sample_modulus
-        if k & (k - 1):
-            raise ConfigError(f"{p}.sample_modulus = {k}: must be a power of two (1 = full simulation)")
         for level in ("l2", "pwc") if self.pwc_enabled else ("l2",):
             if k > getattr(self, f"{level}_entries"):
-                raise ConfigError(f"{p}.sample_modulus = {k}: at most {p}.{level}_entries = "
+                raise ConfigError(f"{n('sample_modulus')} = {k}: at most {n(f'{level}_entries')} = "
                                   f"{getattr(self, f'{level}_entries')} (a replica keeps 1/modulus of each TLB)")
-        _int(self, p, "sample_subsamples", 1, 64)
         if self.sample_subsamples > k:
-            raise ConfigError(f"{p}.sample_subsamples = {self.sample_subsamples}: at most "
-                              f"{p}.sample_modulus = {k} distinct residues exist")
-        if k > 1 and self.sample_subsamples < 2:
-            raise ConfigError(f"{p}.sample_subsamples = {self.sample_subsamples}: sampling needs at "
-                              f"least 2 sub-samples to bound its error (or set {p}.sample_modulus = 1)")
-        _int(self, p, "sample_seed", 0, 2**63 - 1)
+            raise ConfigError(f"{n('sample_subsamples')} = {self.sample_subsamples}: at most "
+                              f"{n('sample_modulus')} = {k} distinct residues exist")
+        # sampling: a configuration's minimum (the 99 % bound needs a spread); 1 only in full simulation
+        if k > 1 and self.sample_subsamples < declaration("tlb.sample_subsamples").min:
+            raise ConfigError(f"{n('sample_subsamples')} = {self.sample_subsamples}: sampling needs at "
+                              f"least 2 sub-samples to bound its error (or set {n('sample_modulus')} = 1)")
         return self
 
     # ---- derived ----
@@ -187,17 +175,8 @@ def spec_from_config(cfg) -> TLBSpec:
         shootdown_l1_cycles=t.shootdown_l1_cycles, shootdown_l2_cycles=t.shootdown_l2_cycles,
         overlap_translations=t.overlap_translations, sample_modulus=t.sample_modulus,
         # full simulation is one replica: the sub-sample count applies to sampling only
-        sample_subsamples=t.sample_subsamples if t.sample_modulus > 1 else 1, sample_seed=t.sample_seed)
-    try:
-        return spec.check("tlb")
-    except ConfigError as exc:
-        raise ConfigError(str(exc).replace("tlb.sms", "gpu.sms")) from None
-
-
-def _int(spec, prefix, name, lo, hi):
-    v = getattr(spec, name)
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (lo <= v <= hi):
-        raise ConfigError(f"{prefix}.{name} = {v!r}: must be an integer in [{lo}, {hi}]")
+        sample_subsamples=t.sample_subsamples if t.sample_modulus != 1 else 1, sample_seed=t.sample_seed)
+    return spec.check("tlb", by_key=True)
 
 
 def _scaled(sets: int, ways: int, k: int) -> tuple[int, int, bool]:

@@ -15,12 +15,14 @@ The handler's semantics (buffer, batches, prefetchers, eviction, timing) are in
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+import numbers
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from .codes import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
 from .errors import ConfigError
+from .params import check_fields, declaration, default_of, from_key, namer
 
 __all__ = ["FaultHandlerSpec", "FaultHandler", "spec_from_config", "PREFETCHERS", "EVICT_DESTINATIONS", "TIERS", "CAUSES",
            "FAULT_QUEUED", "FAULT_DUPLICATE", "FAULT_RESIDENT", "PAGE_BYTES", "MEASURED_BATCH"]
@@ -31,7 +33,7 @@ EVICT_DESTINATIONS = {"host": 0, "ssd": 1, "host-then-ssd": 2}         # _types.
 TIERS = {"not_present": TIER_NOT_PRESENT, "ssd": TIER_SSD, "host": TIER_HOST, "gpu": TIER_GPU}
 CAUSES = {"fault": 0, "prefetch": 1, "hint": 2, "evict": 3}             # _types.MoveCause
 FAULT_QUEUED, FAULT_DUPLICATE, FAULT_RESIDENT = 0, 1, 2                # _uvm raise_fault answers
-MAX_BLOCK_BYTES = 2 * 1024 * 1024                                     # the compiled maps hold 512 pages
+MAX_BLOCK_BYTES = declaration("fault.va_block_bytes").max              # the compiled maps hold 512 pages
 
 # The measured alternative to G10's 45 µs batch (GTX 1080 Ti nvprof fit, detailed_model.md §1).
 MEASURED_BATCH = {"batch_fixed_us": 16.0, "batch_per_page_us": 0.2}
@@ -39,44 +41,39 @@ MEASURED_BATCH = {"batch_fixed_us": 16.0, "batch_per_page_us": 0.2}
 
 @dataclass(frozen=True)
 class FaultHandlerSpec:
-    """The UVM driver's far-fault path; ``check()`` validates every field."""
-    migration_unit_bytes: int = 65536          # a faulted unit moves whole: 4096 .. 65536, power of two
-    va_block_bytes: int = 2097152              # prefetch-tree root and largest transfer, never crossed
-    prefetcher: str = "tree"                   # "none", "sequential" or "tree"
-    prefetch_threshold: float = 0.5            # tree: fill a node once more than this fraction is resident
-    sequential_units: int = 1                  # sequential: units after the faulted one that come along
-    batch_faults: int = 256                    # distinct faults (migration units) per batch (driver: 64-1024)
-    batch_fixed_us: float = 45.0               # per-batch fixed cost (G10 parity; measured: 16)
-    batch_per_page_us: float = 0.0             # per 4 KiB page the batch migrates (measured: 0.2)
-    eviction_granularity_bytes: int = 2097152  # 4096 (pages) or va_block_bytes (whole chunks)
-    evict_destination: str = "host-then-ssd"   # "host", "ssd" or "host-then-ssd"
-    clock_GHz: float = 1.2                     # the simulation clock (GPU cycles)
+    """The UVM driver's far-fault path; ``check()`` validates every field.
 
-    def check(self, prefix: str = "fault") -> "FaultHandlerSpec":
-        """Validate every field; errors name ``<prefix>.<field>``."""
-        p = prefix
-        _int(self, p, "migration_unit_bytes", PAGE_BYTES, 65536)
-        _pow2(self, p, "migration_unit_bytes")
-        _int(self, p, "va_block_bytes", PAGE_BYTES, MAX_BLOCK_BYTES)
-        _pow2(self, p, "va_block_bytes")
+    Each field is the ``[fault]`` key of its name (``clock_GHz``: ``gpu.frequency_GHz``) as
+    ``config.py`` declares it: default, unit, range and description (``g10sim config show``).
+    ``eviction_granularity_bytes`` is derived: ``fault.eviction_granularity`` in bytes, 4096
+    (``page``) or ``va_block_bytes`` (``chunk``, the default)."""
+    migration_unit_bytes: int = from_key("fault.migration_unit_bytes")
+    va_block_bytes: int = from_key("fault.va_block_bytes")
+    prefetcher: str = from_key("fault.prefetcher")
+    prefetch_threshold: float = from_key("fault.prefetch_threshold")
+    sequential_units: int = from_key("fault.sequential_units")
+    batch_faults: int = from_key("fault.batch_faults")
+    batch_fixed_us: float = from_key("fault.batch_fixed_us")
+    batch_per_page_us: float = from_key("fault.batch_per_page_us")
+    eviction_granularity_bytes: int = field(default_factory=lambda: default_of("fault.va_block_bytes"))
+    evict_destination: str = from_key("fault.evict_destination")
+    clock_GHz: float = from_key("gpu.frequency_GHz")
+
+    def check(self, prefix: str = "fault", by_key: bool = False) -> "FaultHandlerSpec":
+        """Validate every field; errors name ``<prefix>.<field>`` (``by_key``: the configuration's keys)."""
+        check_fields(self, prefix, by_key)
+        n = namer(self, prefix, by_key)
         if self.va_block_bytes < self.migration_unit_bytes:
-            raise ConfigError(f"{p}.va_block_bytes = {self.va_block_bytes}: must be >= "
-                              f"{p}.migration_unit_bytes = {self.migration_unit_bytes}")
-        if self.prefetcher not in PREFETCHERS:
-            raise ConfigError(f"{p}.prefetcher = {self.prefetcher!r}: must be one of {', '.join(PREFETCHERS)}")
-        _real(self, p, "prefetch_threshold", 0.0, 1.0, open_lo=True, open_hi=True)
-        _int(self, p, "sequential_units", 1, self.va_block_bytes // self.migration_unit_bytes)
-        _int(self, p, "batch_faults", 1, 65536)
-        _real(self, p, "batch_fixed_us", 0.0, 1e6)
-        _real(self, p, "batch_per_page_us", 0.0, 1e3)
-        _int(self, p, "eviction_granularity_bytes", PAGE_BYTES, MAX_BLOCK_BYTES)
-        if self.eviction_granularity_bytes not in (PAGE_BYTES, self.va_block_bytes):
-            raise ConfigError(f"{p}.eviction_granularity_bytes = {self.eviction_granularity_bytes}: must be "
-                              f"{PAGE_BYTES} (pages) or {p}.va_block_bytes = {self.va_block_bytes} (chunks)")
-        if self.evict_destination not in EVICT_DESTINATIONS:
-            raise ConfigError(f"{p}.evict_destination = {self.evict_destination!r}: must be one of "
-                              f"{', '.join(EVICT_DESTINATIONS)}")
-        _real(self, p, "clock_GHz", 0.0, 100.0, open_lo=True)
+            raise ConfigError(f"{n('va_block_bytes')} = {self.va_block_bytes}: must be >= "
+                              f"{n('migration_unit_bytes')} = {self.migration_unit_bytes}")
+        units = self.va_block_bytes // self.migration_unit_bytes
+        if self.sequential_units > units:
+            raise ConfigError(f"{n('sequential_units')} = {self.sequential_units}: at most {n('va_block_bytes')} / "
+                              f"{n('migration_unit_bytes')} = {units} units")
+        g = self.eviction_granularity_bytes
+        if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g not in (PAGE_BYTES, self.va_block_bytes):
+            raise ConfigError(f"{n('eviction_granularity_bytes')} = {g!r}: must be "
+                              f"{PAGE_BYTES} (pages) or {n('va_block_bytes')} = {self.va_block_bytes} (chunks)")
         return self
 
     # ---- derived ----
@@ -123,29 +120,7 @@ def spec_from_config(cfg) -> FaultHandlerSpec:
         batch_faults=f.batch_faults, batch_fixed_us=f.batch_fixed_us, batch_per_page_us=f.batch_per_page_us,
         eviction_granularity_bytes=f.va_block_bytes if f.eviction_granularity == "chunk" else PAGE_BYTES,
         evict_destination=f.evict_destination,
-        clock_GHz=cfg.gpu.frequency_GHz).check("fault")
-
-
-def _int(spec, prefix, name, lo, hi):
-    v = getattr(spec, name)
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not (lo <= v <= hi):
-        raise ConfigError(f"{prefix}.{name} = {v!r}: must be an integer in [{lo}, {hi}]")
-
-
-def _pow2(spec, prefix, name):
-    v = getattr(spec, name)
-    if v & (v - 1):
-        raise ConfigError(f"{prefix}.{name} = {v}: must be a power of two")
-
-
-def _real(spec, prefix, name, lo, hi, open_lo=False, open_hi=False):
-    v = getattr(spec, name)
-    ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
-    if ok:
-        ok = (v > lo if open_lo else v >= lo) and (v < hi if open_hi else v <= hi)
-    if not ok:
-        raise ConfigError(f"{prefix}.{name} = {v!r}: must be a number in "
-                          f"{'(' if open_lo else '['}{lo}, {hi}{')' if open_hi else ']'}")
+        clock_GHz=cfg.gpu.frequency_GHz).check("fault", by_key=True)
 
 
 def _fraction(x: float) -> tuple[int, int]:

@@ -28,6 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import ConfigError
+from ..params import declaration
 from ..ssd import SSD, parse_victim, percentile_us, ssd_preset
 
 DEFAULTS = {
@@ -42,7 +43,8 @@ DEFAULTS = {
     "seed": 0,
 }
 _CHUNK = 1 << 20                # lpns generated per numpy call
-MAX_QUEUE_DEPTH = 65536         # NVMe's largest I/O queue (64 Ki commands)
+_QUEUE_DEPTH = declaration("ssd.queue_depth")
+MAX_QUEUE_DEPTH = int(_QUEUE_DEPTH.max)      # NVMe's largest I/O queue (64 Ki commands)
 
 
 def parse_workload(text: str) -> tuple[str, float, float]:
@@ -130,8 +132,9 @@ def build_device(preset: str = DEFAULTS["preset"], op: float = DEFAULTS["op"],
     over = {"overprovisioning": op, "pages_per_block": pages_per_block, "victim_policy": victim, "seed": seed}
     if queue_depth is not None:
         if (isinstance(queue_depth, bool) or not isinstance(queue_depth, (int, np.integer))
-                or not 1 <= queue_depth <= MAX_QUEUE_DEPTH):
-            raise ConfigError(f"--queue-depth {queue_depth!r}: must be an integer in [1, {MAX_QUEUE_DEPTH}] "
+                or not _QUEUE_DEPTH.min <= queue_depth <= MAX_QUEUE_DEPTH):
+            raise ConfigError(f"--queue-depth {queue_depth!r}: must be an integer in "
+                              f"[{_QUEUE_DEPTH.min}, {MAX_QUEUE_DEPTH}] "
                               "(NVMe commands in flight)")
         over["queue_depth"] = int(queue_depth)
     try:
