@@ -612,7 +612,7 @@ class Simulator:
             hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, hint_info.get("path"))
         _check_fits(trace, path, self.gpu_memory_bytes)
         check_cycles_fit(trace, cfg, path)
-        ignored = tuple(ignored_parameters(cfg, pol.name, eviction))
+        ignored = tuple(ignored_parameters(cfg, pol, eviction))
         if ignored:
             warnings.warn(G10Warning(warning_text(cfg, pol.name, list(ignored))), stacklevel=2)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
