@@ -40,7 +40,7 @@ G10_TIMING_KEYS = frozenset({"gpu.malloc_us_per_byte", "ssd.latency_us", "fault.
 @dataclass(frozen=True)
 class PagePlan:
     """Replay pages: ``hints`` applied each iteration (when ``apply_hints``), ``eviction``
-    (a rule name of ``g10core.evictors`` or a compiled ``UserScore``) for the rest."""
+    (a rule of ``g10core.evictors``, ``EvictionRule``, or its name) for the rest."""
 
     hints: np.ndarray
     eviction: object = "arrival"
