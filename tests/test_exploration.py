@@ -197,6 +197,82 @@ def test_a_key_a_policy_does_not_model_is_named(trace_file, policy, sets, ignore
     assert (len(named) == 1 and all(k in named[0] for k in ignored)) if ignored else not named
 
 
+@pytest.fixture
+def plug_in():
+    """Registers policy classes from outside the package (``policies.register``) for one test."""
+    from g10core import policies
+
+    policies.names()            # the built-in ones first
+    added = []
+
+    def add(cls):
+        added.append(cls.name)
+        return policies.register(cls)
+
+    yield add
+    for name in added:
+        policies.REGISTRY.pop(name, None)
+
+
+def test_a_plug_in_policy_is_warned_of_a_key_it_does_not_read(trace_file, plug_in, recwarn):
+    from g10core.policies import Policy, TensorPolicy
+
+    @plug_in
+    class DemandOnly(Policy):           # inherits the page level's declaration: no scheduler keys
+        name = "test-plug-in-demand"
+        apply_hints = False
+
+    r = Simulator(small(DEFAULT_PRESET, "scheduler.delta=1")).run(trace_file, "test-plug-in-demand")
+    assert not r.failed and list(r.ignored_parameters) == ["scheduler.delta"]
+    named = [str(w.message) for w in recwarn if "does not model" in str(w.message)]
+    assert len(named) == 1 and "'test-plug-in-demand'" in named[0] and "scheduler.delta" in named[0]
+    # the DeepUM+ window is read by a plug-in whose own rule has it, as by --eviction deepum
+    cfg = small(DEFAULT_PRESET, "scheduler.prefetch_degree=4")
+    assert modelled.ignored_parameters(cfg, "test-plug-in-demand") == ["scheduler.prefetch_degree"]
+    assert modelled.ignored_parameters(cfg, "test-plug-in-demand", "deepum") == []
+
+    @plug_in
+    class Windowed(Policy):
+        name = "test-plug-in-windowed"
+        eviction = "deepum"
+
+    assert modelled.ignored_parameters(cfg, "test-plug-in-windowed") == []
+
+    @plug_in
+    class Tensors(TensorPolicy):         # the tensor level's declaration: no transfer slots
+        name = "test-plug-in-tensors"
+
+    assert modelled.ignored_parameters(small(DEFAULT_PRESET, "link.batch_pages=20"), Tensors) == ["link.batch_pages"]
+    assert "test-plug-in-tensors" in modelled.MODELLED_BY["ssd.bandwidth_GBps"]
+    assert "test-plug-in-tensors" not in modelled.MODELLED_BY["link.batch_pages"]
+
+
+def test_a_plug_in_policy_that_declares_a_key_is_not_warned(trace_file, plug_in, recwarn):
+    from g10core.policies import Policy
+
+    @plug_in
+    class Tuned(Policy):
+        name = "test-plug-in-tuned"
+        apply_hints = False
+        reads = Policy.reads | {"scheduler.delta"}
+
+    r = Simulator(small(DEFAULT_PRESET, "scheduler.delta=1")).run(trace_file, "test-plug-in-tuned")
+    assert not r.failed and r.ignored_parameters == ()
+    assert not [w for w in recwarn if "does not model" in str(w.message)]
+    assert "test-plug-in-tuned" in modelled.MODELLED_BY["scheduler.delta"]
+
+
+def test_a_policy_declares_only_keys_that_exist():
+    from g10core.policies import Policy, register
+
+    class Misspelt(Policy):
+        name = "test-plug-in-misspelt"
+        reads = Policy.reads | {"scheduler.delta_"}
+
+    with pytest.raises(ValueError, match="unknown configuration keys: scheduler.delta_"):
+        register(Misspelt)
+
+
 def test_tensor_level_policies_are_refused_under_the_detailed_preset(trace_file, capsys):
     # issue 15: they do not run through the far-fault handler, the PCIe link and the FTL, so a
     # detailed run of them would give another preset's numbers (they warned before)

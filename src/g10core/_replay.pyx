@@ -24,7 +24,9 @@ kernel waits until the batcher has brought them, then ends at the later of
 Livelock guard: the run stops when no kernel has ended for ``max_ticks`` slots in which
 the SSD could take commands (a slot the SSD throttles waits on the device: progress).
 
-The Python layer (``simulator.py``) validates every input; nothing here checks.
+The Python layer (``simulator.py``) validates every input and builds the evictor (the rule
+``evictors.py`` resolved); nothing here checks but that the evictor's page table is the
+inputs' size.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t
 from libc.string cimport memcpy
@@ -110,23 +112,32 @@ cdef class Replay:
 
     def __init__(self, dict c, dict arrays, ssd=None, link=None, FaultModel fault_model=None,
                  Translator translator=None):
-        """``c``: scalar constants (validated by the Python layer); ``arrays``: numpy inputs.
+        """``c``: scalar constants (validated by the Python layer) and the evictor; ``arrays``:
+        numpy inputs.
 
+        ``c["evictor"]``: the eviction rule, compiled and bound to a new page table of these
+        inputs (``evictors.EvictionRule.evictor``, built by the Python layer); the replay runs
+        on that page table.  Without one, the rule ``c["eviction"]`` (``simulator.replay_inputs``
+        records it) builds it.
         ``ssd`` and ``link`` (``g10core.ssd.SSD``, ``g10core.pcie.PcieLink``) make the run
         detailed: the SSD and the GPU's link become devices on the transfer path.
-        ``c["eviction"]``: an evictor name or spec understood by ``g10core.evictors``.
         ``fault_model``: replaces the profiled fault model (one that runs kernels is bound to
         this replay's page table and evictor); ``translator``: a ``_tlb`` translator
         (default: translation costs nothing).
         """
-        from .evictors import build_evictor
-
+        cdef Evictor evictor = c.get("evictor")
         self.K = c["kernels"]
         self.n_iter = c["iterations"]
-        tensors = {"first": arrays["t_first"], "pages": arrays["t_np"], "is_global": arrays["t_global"],
-                   "birth": arrays["t_birth"], "death": arrays["t_death"]}
-        self.pt = PageTable(tensors, c["gpu_pages"], c["host_pages"])
-        self.ev = build_evictor(c["eviction"], self.pt, c, arrays)
+        if evictor is None:
+            evictor = c["eviction"].evictor(c, arrays)
+        if evictor.pt.n_tensors != c["tensors"] or evictor.pt.gpu_pages != c["gpu_pages"]:
+            raise ValueError(f"evictor: its page table has {evictor.pt.n_tensors} tensors and "
+                             f"{evictor.pt.gpu_pages} GPU pages, the replay's inputs {c['tensors']} and "
+                             f"{c['gpu_pages']}")
+        if evictor.pt.epoch != 0:
+            raise ValueError("evictor: its page table has been replayed already (build one per replay)")
+        self.ev = evictor
+        self.pt = evictor.pt
         self._devices = (ssd, link) if ssd is not None and not isinstance(ssd, Device) else None
         self.link = link if isinstance(link, Device) else (
             LinkDevice(link, c.get("page_bytes", 4096)) if link is not None else Device())

@@ -1,7 +1,9 @@
 """Eviction rules of the page-level replay, registered by name.
 
 A rule is one compiled ``_evict.Evictor`` subclass plus one :func:`register` line here.
-Built in:
+:func:`resolve` turns a name or ``FILE.py:FUNC`` into an :class:`EvictionRule` once; every
+later step reads the rule's fields, and the Python layer builds the compiled evictor
+(:meth:`EvictionRule.evictor`) that the replay receives.  Built in:
 
 =========  ==================================================================================
 arrival    the oldest-arrived GPU page not in transfer: the published simulator's "LRU"
@@ -63,6 +65,7 @@ from typing import Callable
 import numpy as np
 
 from ._evict import NEVER, ArrivalOrderEvictor, DeepUMWindowEvictor, ScoreEvictor
+from ._pagetable import PageTable
 from .errors import EvictionRuleError
 
 SCORE_ARGUMENTS = ("now_kernel", "tensor", "resident_pages", "size_pages", "last_use_kernel",
@@ -70,22 +73,72 @@ SCORE_ARGUMENTS = ("now_kernel", "tensor", "resident_pages", "size_pages", "last
 SCORE_SIGNATURE = "float64(int64, int64, int64, int64, int64, int64, int64)"
 
 
-@dataclass(frozen=True)
-class EvictorEntry:
-    name: str
+@dataclass(frozen=True, eq=False)
+class EvictionRule:
+    """An eviction rule, resolved once (:func:`resolve`) from its name or ``FILE.py:FUNC``.
+
+    Every step after resolution reads its fields, never its name: the replay receives the
+    compiled evictor :meth:`evictor` builds, the configuration check reads :attr:`window`.
+    A rule equals its label (``resolve("lru") == "arrival"``).
+    """
+
+    label: str                     # how results name it: the registered name, or file.py:FUNC
     description: str
-    build: Callable                # (page table, constants, arrays) -> Evictor
-    window_aware: bool = False     # uses scheduler.prefetch_degree
+    build: Callable = field(repr=False)   # (page table, constants, arrays) -> _evict.Evictor
+    arrival_order: bool = False    # the oldest-arrived page first, every victim transferred: the far-
+    #                                fault handler's own least-recently-migrated order stands in for it
+    #                                (fault.victims = policy), and no dead page is dropped
+    window: bool = False           # DeepUM+'s window: reads scheduler.prefetch_degree (constants "window")
+    future_knowledge: bool = False  # reads the tensors' next uses (Belady's MIN; a user's score function)
+    score: UserScore | None = None  # a user's score function (None: a registered rule)
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    @property
+    def user(self) -> bool:
+        """A user's score function (``FILE.py:FUNC``)."""
+        return self.score is not None
+
+    def evictor(self, consts: dict, arrays: dict):
+        """The compiled evictor for one replay, on a new page table of the replay's inputs
+        (``simulator.replay_inputs``); a replay takes it as its ``evictor``."""
+        return self.build(page_table(consts, arrays), consts, arrays)
+
+    def __eq__(self, other):
+        if isinstance(other, EvictionRule):
+            return (self.label, self.score) == (other.label, other.score)
+        if isinstance(other, str):
+            return self.label == other
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self.label)
+
+    def __str__(self):
+        return self.label
 
 
-EVICTORS: dict[str, EvictorEntry] = {}
+EvictorEntry = EvictionRule        # the registry's entries were named so before they were rules
+
+EVICTORS: dict[str, EvictionRule] = {}
 ALIASES = {"lru": "arrival"}       # the artifact's name for the arrival-order rule
 
 
-def register(name: str, description: str, build: Callable, **kw) -> None:
+def register(name: str, description: str, build: Callable, **flags) -> None:
+    """Register a rule: ``build(page table, constants, arrays)`` returns its compiled evictor;
+    ``flags``: :class:`EvictionRule`'s ``arrival_order``, ``window``, ``future_knowledge``."""
     if name in EVICTORS or name in ALIASES:
         raise ValueError(f"eviction rule {name!r} registered twice")
-    EVICTORS[name] = EvictorEntry(name, description, build, **kw)
+    EVICTORS[name] = EvictionRule(name, description, build, **flags)
+
+
+def page_table(consts: dict, arrays: dict) -> PageTable:
+    """A new page table for the replay of ``simulator.replay_inputs``'s constants and arrays."""
+    tensors = {"first": arrays["t_first"], "pages": arrays["t_np"], "is_global": arrays["t_global"],
+               "birth": arrays["t_birth"], "death": arrays["t_death"]}
+    return PageTable(tensors, consts["gpu_pages"], consts["host_pages"])
 
 
 def tensor_uses(consts: dict, arrays: dict) -> dict:
@@ -110,11 +163,12 @@ def _kernels(arrays):
 
 
 register("arrival", "oldest-arrived GPU page first (the published simulator's 'LRU'; FIFO by arrival)",
-         lambda pt, c, a: ArrivalOrderEvictor(pt))
+         lambda pt, c, a: ArrivalOrderEvictor(pt), arrival_order=True)
 register("deepum", "DeepUM+: arrival order, skipping the next prefetch_degree kernels' tensors; dead pages dropped",
-         lambda pt, c, a: DeepUMWindowEvictor(pt, _kernels(a), int(c["window"])), window_aware=True)
+         lambda pt, c, a: DeepUMWindowEvictor(pt, _kernels(a), int(c["window"])), window=True)
 register("belady", "Belady's MIN per tensor: farthest next use first (dead data first), pages in arrival order",
-         lambda pt, c, a: ScoreEvictor(pt, tensor_uses(c, a), int(c["kernels"]), int(c["iterations"])))
+         lambda pt, c, a: ScoreEvictor(pt, tensor_uses(c, a), int(c["kernels"]), int(c["iterations"])),
+         future_knowledge=True)
 
 
 # ---- user rules -----------------------------------------------------------------
@@ -140,6 +194,8 @@ class UserScore:
 
 
 def is_user_rule(spec) -> bool:
+    if isinstance(spec, EvictionRule):
+        return spec.user
     return isinstance(spec, UserScore) or (isinstance(spec, str) and ":" in spec and
                                            spec.rsplit(":", 1)[0].endswith(".py"))
 
@@ -215,10 +271,20 @@ def _guarded(user):
     return guarded
 
 
-def check_score_failures(spec, evictor) -> None:
+def user_rule(score: UserScore) -> EvictionRule:
+    """The eviction rule of a user's compiled score function."""
+    return EvictionRule(
+        score.name, f"a user's score function ({score.spec})",
+        lambda pt, c, a: ScoreEvictor(pt, tensor_uses(c, a), int(c["kernels"]), int(c["iterations"]), score.cfunc),
+        future_knowledge=True, score=score)
+
+
+def check_score_failures(rule, evictor) -> None:
     """Raise :class:`EvictionRuleError` if a user's score function raised or returned NaN in
     the run ``evictor`` (a ``ScoreEvictor``) served; the message names the function, how many
-    calls failed, the first one's arguments and what the function raises for them."""
+    calls failed, the first one's arguments and what the function raises for them.
+    ``rule``: an :class:`EvictionRule` (or its :class:`UserScore`)."""
+    spec = rule.score if isinstance(rule, EvictionRule) else rule
     failure = evictor.first_failure() if isinstance(spec, UserScore) and isinstance(evictor, ScoreEvictor) else None
     if failure is None:
         return
@@ -241,19 +307,23 @@ def check_score_failures(spec, evictor) -> None:
                             f"return a number for every input ({count} call(s) of this run failed)")
 
 
-def resolve(spec) -> str | UserScore:
-    """A registered rule's name, or a compiled :class:`UserScore`; refuses unknown names."""
-    if isinstance(spec, UserScore):
+def resolve(spec) -> EvictionRule:
+    """The :class:`EvictionRule` of ``spec``: a registered name (or alias), ``FILE.py:FUNC``
+    (compiled here, once), a :class:`UserScore`, or a rule (returned as it is); refuses
+    unknown names."""
+    if isinstance(spec, EvictionRule):
         return spec
+    if isinstance(spec, UserScore):
+        return user_rule(spec)
     if not isinstance(spec, str):
         raise EvictionRuleError(f"eviction rule: expected a name or FILE.py:FUNC, got {type(spec).__name__}")
     if is_user_rule(spec):
-        return load_score_function(spec)
+        return user_rule(load_score_function(spec))
     name = ALIASES.get(spec, spec)
     if name not in EVICTORS:
         raise EvictionRuleError(f"unknown eviction rule {spec!r}; known: {', '.join(names())}, "
                                 "or FILE.py:FUNC (a score function compiled with numba)")
-    return name
+    return EVICTORS[name]
 
 
 def names() -> list[str]:
@@ -262,7 +332,7 @@ def names() -> list[str]:
 
 def label(spec) -> str:
     """How results name a rule: its registered name or FILE.py:FUNC."""
-    if isinstance(spec, UserScore):
+    if isinstance(spec, (EvictionRule, UserScore)):
         return spec.name
     return ALIASES.get(spec, spec) if isinstance(spec, str) else str(spec)
 
@@ -271,14 +341,13 @@ _LEGACY_CODES = {0: "arrival", 1: "deepum"}
 
 
 def build_evictor(spec, pt, consts: dict, arrays: dict):
-    """The compiled evictor for ``spec`` (a name, an old integer code, or a UserScore)."""
-    if isinstance(spec, UserScore):
-        return ScoreEvictor(pt, tensor_uses(consts, arrays), int(consts["kernels"]), int(consts["iterations"]),
-                            spec.cfunc)
+    """The compiled evictor for ``spec`` (a rule, a name, an old integer code, or a UserScore)
+    on the page table ``pt``."""
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
         spec = _LEGACY_CODES[int(spec)]
-    return EVICTORS[resolve(spec)].build(pt, consts, arrays)
+    return resolve(spec).build(pt, consts, arrays)
 
 
-__all__ = ["NEVER", "EVICTORS", "EvictionRuleError", "UserScore", "build_evictor", "load_score_function",
-           "names", "register", "resolve", "tensor_uses", "label", "is_user_rule", "check_score_failures"]
+__all__ = ["NEVER", "EVICTORS", "EvictionRule", "EvictionRuleError", "UserScore", "build_evictor",
+           "load_score_function", "names", "register", "resolve", "tensor_uses", "label", "is_user_rule",
+           "check_score_failures", "page_table", "user_rule"]

@@ -5,72 +5,54 @@ simulator (FlashNeuron, G10-GDS, G10-Host) moves whole tensors over two FIFOs an
 transfer slots, fault-time model, PCIe device or FTL; FlashNeuron and G10-GDS have no host
 memory; only the G10 family reads the G10 scheduler's keys and only DeepUM+ (or the
 ``deepum`` eviction rule) the prefetch window; ``ideal`` simulates nothing.  Where a model
-should read a key it now does (``README``: "Which parameters each policy models"); a key a
-policy cannot read by its definition is listed here, and a run whose value of it differs
-from the exploration preset's (or, for the keys in :data:`PRESET_KEYS`, from its own
+should read a key it now does (``README``: "Which parameters each policy models").  Each
+policy declares the keys it reads (``Policy.reads``: its level's by default, so a plug-in
+policy inherits its base class's) and those that mean nothing to it by definition
+(``Policy.not_applicable``); a run that sets a key its policy does not read to a value that
+differs from the exploration preset's (or, for the keys in :data:`PRESET_KEYS`, from its own
 preset's) warns, naming it (:class:`~g10core.errors.G10Warning`; ``g10sim`` prints one line
-on stderr).  The result records them as ``ignored_parameters``.
+on stderr).  The result records them as ``ignored_parameters``.  Some keys are read only by
+a component a run may not have (the detailed devices, the far-fault handler, the TLB):
+ignored by every policy without it.
 """
 from __future__ import annotations
 
 from dataclasses import fields
 
+from . import evictors, policies
 from .config import DEFAULT_PRESET, FTL_KEYS, SECTIONS, preset
+from .policies.base import WINDOW_KEY
 
-PAGE = ("base-uvm", "belady", "deepum", "g10")
-TENSOR = ("flashneuron", "g10-gds", "g10-host")
-G10_FAMILY = ("g10", "g10-gds", "g10-host")
-ALL = PAGE + TENSOR
-
-# key -> the built-in policies that read it (ideal reads only gpu.frequency_GHz and run.*)
-_DETAILED_ONLY = "page level, with link.model = pcie / ssd.model = ftl (preset detailed)"
-MODELLED_BY: dict[str, tuple[str, ...]] = {
-    "gpu.memory_GiB": ALL,
-    "gpu.frequency_GHz": ALL + ("ideal",),
-    "gpu.page_size_bytes": ALL + ("ideal",),           # one value only
-    "gpu.malloc_us_per_byte": PAGE + ("g10-gds", "g10-host"),   # allocation per slot; G10's lead time
-    "host.memory_GiB": PAGE + ("g10-host",),
-    "host.bandwidth_GBps": PAGE + ("g10-host",),         # capped by link.bandwidth_GBps everywhere
-    "ssd.bandwidth_GBps": ALL,
-    "ssd.latency_us": PAGE + ("g10-gds", "g10-host"),   # fault-time model; G10's safe time
-    "link.bandwidth_GBps": ALL,
-    "link.batch_pages": PAGE,
-    "link.latency_us": PAGE,                           # only with link.model = pcie
-    "link.model": PAGE,
-    "link.generation": PAGE,
-    "link.lanes": PAGE,
-    "link.max_payload_bytes": PAGE,
-    "ssd.model": PAGE,
-    "ssd.device": PAGE,
-    "ssd.capacity_GiB": PAGE,
-    "fault.system_latency_us": PAGE + ("g10-gds", "g10-host"),
-    "scheduler.delta": G10_FAMILY,
-    "scheduler.target_fraction": G10_FAMILY,
-    "scheduler.prefetch_degree": ("deepum",),          # and any policy run with --eviction deepum
-    "scheduler.artifact_quirks": ("deepum", "g10", "flashneuron", "g10-gds", "g10-host"),
-    "run.iterations": PAGE + ("ideal",),               # tensor level: one steady-state iteration
-    "run.iteration_rule": PAGE + TENSOR + ("ideal",),
-    "run.breakdown_rule": PAGE + TENSOR + ("ideal",),
-    "noise.kernel_time_sigma": ALL + ("ideal",),         # every policy runs the noisy kernel times
-    "noise.seed": ALL + ("ideal",),
-}
-for _k in FTL_KEYS:
-    MODELLED_BY[f"ssd.{_k}"] = PAGE
-# the far-fault handler (fault.handler = batched) and the TLB hierarchy (tlb.model = hierarchy): page level
-MODELLED_BY["fault.handler"] = PAGE
-MODELLED_BY["gpu.sms"] = PAGE
 HANDLER_KEYS = tuple(f"fault.{f.name}" for f in fields(SECTIONS["fault"])
                      if f.name not in ("system_latency_us", "handler"))
 TLB_KEYS = tuple(f"tlb.{f.name}" for f in fields(SECTIONS["tlb"]) if f.name != "model")
-for _k in HANDLER_KEYS + TLB_KEYS + ("tlb.model",):
-    MODELLED_BY[_k] = PAGE
 
-# keys that do not apply to a policy by its definition (no warning): FlashNeuron and G10-GDS
-# have no host memory, whatever the machine has
-NOT_APPLICABLE: dict[str, tuple[str, ...]] = {
-    "host.memory_GiB": ("flashneuron", "g10-gds"),
-    "host.bandwidth_GBps": ("flashneuron", "g10-gds"),
-}
+
+def modelled_by() -> dict[str, tuple[str, ...]]:
+    """key -> the registered policies that read it (plug-ins included), from their declarations."""
+    classes = [policies.get(name) for name in policies.names()]
+    return {f"{s}.{f.name}": tuple(c.name for c in classes if f"{s}.{f.name}" in c.reads)
+            for s in SECTIONS for f in fields(SECTIONS[s])}
+
+
+def not_applicable() -> dict[str, tuple[str, ...]]:
+    """key -> the registered policies to which it means nothing by definition (no warning)."""
+    classes = [policies.get(name) for name in policies.names()]
+    out: dict[str, tuple[str, ...]] = {}
+    for c in classes:
+        for key in sorted(c.not_applicable):
+            out[key] = out.get(key, ()) + (c.name,)
+    return out
+
+
+def __getattr__(name):
+    # the tables these names held when they were written out here, now read off the registry
+    if name == "MODELLED_BY":
+        return modelled_by()
+    if name == "NOT_APPLICABLE":
+        return not_applicable()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # keys read only by the detailed devices: ignored by every policy under the slot model
 PCIE_KEYS = ("link.latency_us", "link.generation", "link.lanes", "link.max_payload_bytes")
@@ -95,11 +77,29 @@ def _flat(cfg) -> dict:
     return {f"{s}.{k}": v for s in SECTIONS for k, v in d[s].items()}
 
 
-def ignored_parameters(cfg, policy: str, eviction=None) -> list[str]:
+def _policy_class(policy):
+    if isinstance(policy, str):
+        try:
+            return policies.get(policy)
+        except KeyError:
+            return None
+    if isinstance(policy, type) and issubclass(policy, policies.Policy):
+        return policy
+    return type(policy) if isinstance(policy, policies.Policy) else None
+
+
+def ignored_parameters(cfg, policy, eviction=None) -> list[str]:
     """The keys whose value in ``cfg`` differs from the reference value and that ``policy`` does not
-    read (see the module docstring).  Policies not built in (no entry) are not checked."""
-    if policy not in ALL:
+    read (see the module docstring).  ``policy``: a registered name, or a ``Policy`` class or
+    instance (its declaration); a name not registered is not checked.  ``eviction``: the rule
+    replacing the policy's (a rule or a name, ``evictors.resolve``); a rule with DeepUM+'s
+    window (the policy's own, or this one) reads ``scheduler.prefetch_degree``."""
+    cls = _policy_class(policy)
+    if cls is None:
         return []
+    rule = (evictors.resolve(eviction) if eviction is not None else
+            evictors.resolve(cls.eviction) if cls.level == "page" else None)
+    reads_keys = (cls.reads | {WINDOW_KEY}) if rule is not None and rule.window else cls.reads
     now = _flat(cfg)
     base = _flat(preset(DEFAULT_PRESET))
     own = _flat(preset(cfg.preset)) if cfg.preset else base
@@ -108,10 +108,7 @@ def ignored_parameters(cfg, policy: str, eviction=None) -> list[str]:
         ref = own[key] if key in PRESET_KEYS else base[key]
         if value == ref:
             continue
-        readers = MODELLED_BY.get(key, ALL)
-        reads = policy in readers or policy in NOT_APPLICABLE.get(key, ())
-        if key == "scheduler.prefetch_degree" and eviction is not None and str(eviction) == "deepum":
-            reads = True
+        reads = key in reads_keys
         if key in PCIE_KEYS and cfg.link.model != "pcie":
             reads = False
         if key in FTL_DEVICE_KEYS and cfg.ssd.model != "ftl":
@@ -122,7 +119,7 @@ def ignored_parameters(cfg, policy: str, eviction=None) -> list[str]:
             reads = False
         if key == "gpu.sms" and cfg.fault.handler != "batched" and cfg.tlb.model == "none":
             reads = False
-        if not reads:
+        if not reads and key not in cls.not_applicable:
             out.append(key)
     return out
 

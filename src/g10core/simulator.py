@@ -184,6 +184,8 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
                   devices=None, first_pages=None):
     """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated).
 
+    ``eviction``: an :class:`~g10core.evictors.EvictionRule` (or a name ``evictors.resolve``
+    takes), recorded as ``consts["eviction"]``;
     ``devices``: the ``(ssd, link)`` of :func:`detailed_devices` for the detailed preset;
     ``first_pages``: the tensors' first pages when not the trace's (:func:`aligned_first_pages`).
     The kernel times are :func:`run_kernel_cycles` (``noise.*`` applied).
@@ -211,7 +213,7 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
         alloc_batch=min(c.alloc_batch, 1 << 62), freq_hz=c.freq_hz,
         bw_pcie_Bpms=c.bw_pcie_Bpms, bw_ssd_Bpms=c.bw_ssd_Bpms,
         l_sys_us=c.l_sys_us, l_ssd_us=c.l_ssd_us,
-        eviction=evictors.resolve(eviction), window=cfg.scheduler.prefetch_degree,
+        eviction=evictors.resolve(eviction), window=cfg.scheduler.prefetch_degree,   # a rule passes as it is
         page_bytes=cfg.gpu.page_size_bytes,
         apply_hints=bool(apply_hints), bulk=bool(bulk),
     )
@@ -249,17 +251,23 @@ def translator(cfg, trace: Trace, arrays: dict, t11):
     return tlb
 
 
-def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace):
+def victims_by_evictor(cfg, rule) -> bool:
+    """Whether the far-fault handler asks the eviction rule ``rule`` for its victims
+    (``fault.victims``: evictor, or policy with a rule other than the arrival order), rather
+    than taking the least recently migrated chunks."""
+    return cfg.fault.victims == "evictor" or (cfg.fault.victims == "policy" and not rule.arrival_order)
+
+
+def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace, use_evictor: bool):
     """The detailed preset's ``_kernelrun.KernelRunner``: the far-fault handler of ``[fault]`` on
-    ``gpu.sms`` SMs, the devices' link and SSD, the translator; victims by ``fault.victims``."""
+    ``gpu.sms`` SMs, the devices' link and SSD, the translator; victims by the rule when
+    ``use_evictor`` (:func:`victims_by_evictor`)."""
     from ._kernelrun import KernelRunner
     from .uvm import spec_from_config
 
     spec = spec_from_config(cfg)
     gpu_pages, host_pages = int(consts["gpu_pages"]), int(consts["host_pages"])
     params = spec.compiled_params(gpu_pages, host_pages, batch_pin_limit=gpu_pages)
-    victims = cfg.fault.victims
-    use_evictor = victims == "evictor" or (victims == "policy" and consts["eviction"] != "arrival")
     ssd, link = devices
     return KernelRunner(params, link.core, ssd.core, tlb.core,
                         {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t")},
@@ -267,14 +275,13 @@ def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace):
                         lpn_first=ssd_first_pages(trace, ssd.spec.page_size_bytes)[0])
 
 
-def handler_counters(raw: dict, runner, cfg, consts) -> dict:
+def handler_counters(raw: dict, runner, cfg, use_evictor: bool) -> dict:
     """What the far-fault handler and the SMs did (``fault_batches``, ``sm``)."""
     fb = dict(raw["fault_batches"])
     clock = cfg.gpu.frequency_GHz * 1000.0
     fb["mean_batch_us"] = fb["batch_cycles"] / fb["batches"] / clock if fb["batches"] else 0.0
     fb["mean_fault_wait_us"] = fb["fault_wait_cycles"] / fb["batch_units"] / clock if fb["batch_units"] else 0.0
     fb["mean_batch_units"] = fb["batch_units"] / fb["batches"] if fb["batches"] else 0.0
-    use_evictor = cfg.fault.victims == "evictor" or (cfg.fault.victims == "policy" and consts["eviction"] != "arrival")
     fb["victims"] = "policy evictor" if use_evictor else "least recently migrated"
     return {"fault_batches": fb, "sm": dict(raw["runner"])}
 
@@ -580,7 +587,7 @@ class Simulator:
         pol = _resolve_policy(policy, cfg)
         check_level_supported(cfg, pol)
         if eviction is not None:
-            eviction = evictors.resolve(eviction)
+            eviction = evictors.resolve(eviction)      # once: every later step reads the rule
         ident = trace_identity(trace, path)
         hint_info = {"source": "policy", "policy": pol.name}
         if isinstance(hints, HintFile):
@@ -605,7 +612,7 @@ class Simulator:
             hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, hint_info.get("path"))
         _check_fits(trace, path, self.gpu_memory_bytes)
         check_cycles_fit(trace, cfg, path)
-        ignored = tuple(ignored_parameters(cfg, pol.name, eviction))
+        ignored = tuple(ignored_parameters(cfg, pol, eviction))
         if ignored:
             warnings.warn(G10Warning(warning_text(cfg, pol.name, list(ignored))), stacklevel=2)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
@@ -618,9 +625,9 @@ class Simulator:
         if isinstance(plan, TensorPlan) and hints is None and cfg.noise.kernel_time_sigma > 0:
             plan = noisy_tensor_plan(pol, trace, cfg)
         if eviction is not None:
-            meta["eviction_override"] = evictors.label(eviction)
-        if isinstance(eviction, evictors.UserScore):
-            meta["eviction_compile_s"] = eviction.compile_s
+            meta["eviction_override"] = eviction.label
+            if eviction.user:
+                meta["eviction_compile_s"] = eviction.score.compile_s
         if isinstance(plan, TensorPlan):
             result = self._run_tensor(trace, plan, hints, hint_info, common, meta)
         elif isinstance(plan, IdealPlan):
@@ -649,23 +656,27 @@ class Simulator:
         if is_batched(cfg):
             first_pages = aligned_first_pages(trace, cfg.fault.va_block_bytes // PAGE_SIZE_BYTES)
         devices = detailed_devices(trace, cfg) if is_detailed(cfg) else None
-        consts, arrays, (t11, t00) = replay_inputs(trace, cfg, hints, eviction=plan.eviction,
+        # the rule --eviction gave (resolved in run) or, by its name, the policy's own
+        rule = evictors.resolve(plan.eviction)
+        consts, arrays, (t11, t00) = replay_inputs(trace, cfg, hints, eviction=rule,
                                                    apply_hints=plan.apply_hints, devices=devices,
                                                    first_pages=first_pages)
         hinted = trace.tensor_pages[hints["tensor"]].sum() if hints.size and plan.apply_hints else 0
         consts["max_ticks"] = tick_budget(consts, trace, t00, int(hinted))
         tlb = translator(cfg, trace, arrays, t11)
-        runner = kernel_runner(cfg, consts, arrays, devices, tlb, trace) if is_batched(cfg) else None
+        use_evictor = victims_by_evictor(cfg, rule)
+        runner = kernel_runner(cfg, consts, arrays, devices, tlb, trace, use_evictor) if is_batched(cfg) else None
         components = {"fault_model": runner} if runner is not None else {}
         if cfg.tlb.model != "none":
             components["translator"] = tlb.core
-        replay = None
+        evictor = None
         try:
+            evictor = consts["evictor"] = rule.evictor(consts, arrays)     # the replay runs this one
             replay = Replay(consts, arrays, *(devices or ()), **components)
             raw = replay.run()
         except RuntimeError as exc:
             # a user's score function that failed is the cause to name, not the replay's state
-            evictors.check_score_failures(plan.eviction, getattr(replay, "evictor", None))
+            evictors.check_score_failures(rule, evictor)
             state = " ".join(str(exc).split())
             if hint_info["source"] in ("file", "array"):
                 # given hints can livelock the artifact's semantics (e.g. evicting, every
@@ -676,12 +687,12 @@ class Simulator:
                     f"what a waiting kernel needs never let it start); replay state: {state}") from None
             raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: the replay stopped: "
                                   f"{state}") from exc
-        evictors.check_score_failures(plan.eviction, getattr(replay, "evictor", None))
+        evictors.check_score_failures(rule, evictor)
         meta["simulate_wall_s"] = time.perf_counter() - t1
         applied = hints if plan.apply_hints else hints[:0]
         frees = bool(np.any(applied["action"] == HINT_FREE))
         fresh = None
-        if consts["eviction"] == "arrival" and applied.size == 0:
+        if rule.arrival_order and applied.size == 0:      # (other rules drop dead pages)
             touched = np.zeros(trace.n_tensors, bool)
             touched[trace.access_tensor] = True
             fresh = int(trace.tensor_pages[touched & ~trace.tensor_is_global].sum())
@@ -692,7 +703,7 @@ class Simulator:
         counters = {"ticks": dict(raw["ticks"]), "events": dict(raw["events"]),
                     "final_gpu_used_pages": consts["gpu_pages"] - final["gpu_free"],
                     "final_host_used_pages": final["host_used"], "gpu_pages": consts["gpu_pages"],
-                    "host_line_pages": consts["host_pages"], "eviction": evictors.label(plan.eviction),
+                    "host_line_pages": consts["host_pages"], "eviction": rule.label,
                     "tick_cycles": consts["tick_cycles"]}
         if raw.get("evictor"):
             counters["evictor"] = dict(raw["evictor"])
@@ -701,7 +712,7 @@ class Simulator:
         if cfg.tlb.model != "none":
             counters["tlb"] = tlb.stats()
         if runner is not None:
-            counters.update(handler_counters(raw, runner, cfg, consts))
+            counters.update(handler_counters(raw, runner, cfg, use_evictor))
         if raw["host_overflow"]:
             return results.failed(
                 f"host memory overflow: the evicted pages exceed host.memory_GiB = {cfg.host.memory_GiB:g} "

@@ -6,18 +6,41 @@ Policy modules import from here, never from the package: the package loads them
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable, ClassVar
 
 import numpy as np
 
 from ..codes import HINT_DTYPE
+from ..config import SECTIONS
+
+
+# ---- the configuration keys a policy reads (``Policy.reads``; ``modelled.py`` warns of the others) ----
+
+def section_keys(section: str) -> frozenset[str]:
+    return frozenset(f"{section}.{f.name}" for f in fields(SECTIONS[section]))
+
+
+ALL_KEYS = frozenset().union(*(section_keys(s) for s in SECTIONS))
+HOST_KEYS = frozenset({"host.memory_GiB", "host.bandwidth_GBps"})
+G10_SCHEDULER_KEYS = frozenset({"scheduler.delta", "scheduler.target_fraction"})
+WINDOW_KEY = "scheduler.prefetch_degree"          # DeepUM+'s look-ahead (and the deepum eviction rule's)
+QUIRKS_KEY = "scheduler.artifact_quirks"          # the published artifact's hand-tuned factors
+# the page-level replay reads every key but the scheduler's (those are its planners')
+PAGE_LEVEL_KEYS = ALL_KEYS - section_keys("scheduler")
+# the tensor-level simulator (tensorsim) moves whole tensors over two FIFOs at ssd/host/link
+# bandwidth: no transfer slots, fault-time model, PCIe device or FTL, one steady-state iteration
+TENSOR_LEVEL_KEYS = frozenset({"gpu.memory_GiB", "gpu.frequency_GHz", "gpu.page_size_bytes", *HOST_KEYS,
+                               "ssd.bandwidth_GBps", "link.bandwidth_GBps", "run.iteration_rule",
+                               "run.breakdown_rule"}) | section_keys("noise")
+# G10's plan times its migrations with these (allocation, SSD latency, fault time: lead and safe times)
+G10_TIMING_KEYS = frozenset({"gpu.malloc_us_per_byte", "ssd.latency_us", "fault.system_latency_us"})
 
 
 @dataclass(frozen=True)
 class PagePlan:
     """Replay pages: ``hints`` applied each iteration (when ``apply_hints``), ``eviction``
-    (a rule name of ``g10core.evictors`` or a compiled ``UserScore``) for the rest."""
+    (a rule of ``g10core.evictors``, ``EvictionRule``, or its name) for the rest."""
 
     hints: np.ndarray
     eviction: object = "arrival"
@@ -44,6 +67,11 @@ class Policy:
     eviction: ClassVar[str] = "arrival"    # page level: the eviction rule for what hints leave
     apply_hints: ClassVar[bool] = True     # page level, False: hints are ignored (Base UVM)
     description: ClassVar[str] = ""
+    # the configuration keys its model reads ("section.key"): a run that sets another one
+    # warns that the result ignores it (``g10core.modelled``); page level: all but the scheduler's
+    reads: ClassVar[frozenset[str]] = PAGE_LEVEL_KEYS
+    # keys that have no meaning for it by definition (FlashNeuron has no host memory): no warning
+    not_applicable: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config=None):
         self.config = config
@@ -76,6 +104,7 @@ class TensorPolicy(Policy):
 
     level: ClassVar[str] = "tensor"
     apply_hints: ClassVar[bool] = True
+    reads: ClassVar[frozenset[str]] = TENSOR_LEVEL_KEYS
 
     def schedule(self, trace) -> np.ndarray:
         """Its schedule as a hint table (``g10sim hints``); raises ValueError when it has none."""
@@ -101,6 +130,10 @@ def register(cls: type[Policy]) -> type[Policy]:
         raise ValueError(f"policy name {cls.name!r} missing or registered twice")
     if cls.level not in ("page", "tensor", "ideal"):
         raise ValueError(f"policy {cls.name}: level must be 'page', 'tensor' or 'ideal'")
+    unknown = sorted((set(cls.reads) | set(cls.not_applicable)) - ALL_KEYS)
+    if unknown:
+        raise ValueError(f"policy {cls.name}: reads or not_applicable name unknown configuration keys: "
+                         f"{', '.join(unknown)}")
     if cls.level == "page":
         from .. import evictors
 

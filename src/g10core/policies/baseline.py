@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..codes import HINT_DTYPE, HINT_TO_GPU
-from .base import IdealPlan, Policy, register
+from .base import ALL_KEYS, PAGE_LEVEL_KEYS, QUIRKS_KEY, WINDOW_KEY, IdealPlan, Policy, register, section_keys
 
 
 @register
@@ -64,6 +64,7 @@ class DeepUM(Policy):
     eviction = "deepum"
     apply_hints = True
     description = "DeepUM+: perfect look-ahead prefetch of the next kernels' tensors"
+    reads = PAGE_LEVEL_KEYS | {WINDOW_KEY, QUIRKS_KEY}     # the window; the libstdc++ tensor order
 
     def hints(self, trace):
         return deepum_hints(trace, self.config)
@@ -77,6 +78,8 @@ class Ideal(Policy):
     level = "ideal"
     apply_hints = False
     description = "Ideal: infinite GPU memory"
+    reads = frozenset({"gpu.frequency_GHz", "gpu.page_size_bytes"}) | section_keys("run") | section_keys("noise")
+    not_applicable = ALL_KEYS - reads     # it simulates nothing: no other key means anything to it
 
     def plan(self, trace, config=None, *, hints=None, eviction=None):
         if hints is not None or eviction is not None:

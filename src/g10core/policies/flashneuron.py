@@ -18,7 +18,7 @@ from ..codes import HINT_DTYPE, HINT_TO_SSD
 from ..workload import vitality
 from ..workload.trace import Trace
 from . import tensorsim
-from .base import TensorPolicy, register
+from .base import HOST_KEYS, QUIRKS_KEY, TENSOR_LEVEL_KEYS, TensorPolicy, register
 
 GiB = 1 << 30
 LOSS_KERNEL_NAME = "makeLoss"
@@ -152,6 +152,8 @@ def _issue_order(issue_kernel: np.ndarray, config) -> np.ndarray:
 @register
 class FlashNeuron(TensorPolicy):
     name = "flashneuron"
+    reads = (TENSOR_LEVEL_KEYS - HOST_KEYS) | {QUIRKS_KEY}   # plans without the G10 scheduler
+    not_applicable = HOST_KEYS              # offloads to the SSD only, whatever the machine has
     description = ("FlashNeuron: forward activations offloaded to SSD (FIFO, tensor granularity, "
                    "first-fit contiguous allocator); fails when the model cannot fit")
 

@@ -45,7 +45,7 @@ import numpy as np
 from ..workload.vitality import CannotFit, Vitality, analyze, check_fits  # noqa: F401 (CannotFit re-exported)
 from ..codes import HINT_DTYPE, HINT_TO_GPU
 from ..workload.trace import Trace
-from .base import Policy, register
+from .base import G10_SCHEDULER_KEYS, PAGE_LEVEL_KEYS, QUIRKS_KEY, Policy, register
 
 __all__ = ["CannotFit", "Schedule", "SchedulerParams", "VARIANTS", "plan", "schedule", "scheduler_params", "G10"]
 
@@ -381,6 +381,7 @@ class G10(Policy):
     name = "g10"
     level = "page"
     eviction = "arrival"
+    reads = PAGE_LEVEL_KEYS | G10_SCHEDULER_KEYS | {QUIRKS_KEY}
     description = ("G10 smart tensor migration: pre-alloc/free, pre-evict to SSD/host, prefetch; "
                    "arrival-order ('LRU') fallback")
 

@@ -13,7 +13,8 @@ import numpy as np
 from ..codes import ACTION_NAMES
 from ..workload.trace import Trace
 from . import tensorsim
-from .base import TensorPolicy, register
+from .base import (G10_SCHEDULER_KEYS, G10_TIMING_KEYS, HOST_KEYS, QUIRKS_KEY, TENSOR_LEVEL_KEYS, TensorPolicy,
+                   register)
 from .g10 import schedule, target_quirk
 
 
@@ -28,6 +29,7 @@ def gds_capacity_quirk(config) -> dict | None:
 
 class _G10TensorLevel(TensorPolicy):
     variant: str = ""
+    reads = TENSOR_LEVEL_KEYS | G10_TIMING_KEYS | G10_SCHEDULER_KEYS | {QUIRKS_KEY}
 
     def schedule(self, trace: Trace) -> np.ndarray:
         return schedule(trace, self.config, variant=self.variant)
@@ -53,6 +55,8 @@ class _G10TensorLevel(TensorPolicy):
 class G10GDS(_G10TensorLevel):
     name = "g10-gds"
     variant = "gds"
+    reads = _G10TensorLevel.reads - HOST_KEYS
+    not_applicable = HOST_KEYS              # no host memory, whatever the machine has
     description = "G10's schedule over GPUDirect storage: GPU<->SSD tensor transfers only, no host memory"
 
 
