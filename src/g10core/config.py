@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from .errors import ConfigError  # noqa: F401 (defined in errors.py; importable from here)
 from .files import read_text
+from .gpus import DEFAULT_GPU, GPUS, MODEL_KEYS, model_values, unknown_text
 from .pcie import GENERATIONS, LANES, PAYLOADS
 from .ssd import SSD_PRESETS, device_spec, parse_victim, ssd_preset
 
@@ -128,6 +129,11 @@ def _multiple_of_512(value, name):
         raise ConfigError(f"{name} = {value!r}: must be a multiple of 512")
 
 
+def _gpu_rule(value, name):
+    if value not in GPUS:
+        raise ConfigError(f"{name} = {value!r}: {unknown_text(value)}")
+
+
 def _power_of_two(value, name):
     if value & (value - 1):
         raise ConfigError(f"{name} = {value!r}: must be a power of two")
@@ -137,12 +143,20 @@ def _power_of_two(value, name):
 
 @dataclass(frozen=True)
 class GPUSpec:
+    model: str = param(
+        DEFAULT_GPU, validate=_gpu_rule, rule="a GPU of g10core.gpus: " + ", ".join(GPUS),
+        doc="the GPU (g10core.gpus): a trace profiled on another GPU has its kernel times retargeted to it; "
+            "naming it sets gpu.memory_GiB, gpu.sms, link.generation, link.lanes, link.bandwidth_GBps and "
+            "host.bandwidth_GBps from its table row, except the keys set explicitly (the presets: "
+            "A100-40GB on the G10 paper's PCIe 3.0 x16 link)")
     memory_GiB: float = param(
         40.0, unit="GiB", min=0, max=65536, min_exclusive=True,
         doc="GPU memory capacity (A100-40GB); every preset and policy")
     frequency_GHz: float = param(
         1.2, unit="GHz", min=0.1, max=10,
-        doc="GPU clock: the cycle unit of the whole simulation (kernel times, slots, devices)")
+        doc="the simulation clock: the unit of every cycle count (kernel times, slots, devices); it does not "
+            "scale kernel times (the GPU's speed is gpu.model's), so changing it moves results only by "
+            "rounding to whole cycles (a run warns)")
     page_size_bytes: int = param(
         4096, unit="B", min=4096, max=4096,
         doc="page (PTE) size; traces are laid out in 4 KiB pages, so only 4096 is supported")
@@ -496,11 +510,33 @@ class SimConfig:
                 shown = repr(value) if isinstance(value, str) and len(repr(kw[key])) > 24 else None
                 check_value(name, kw[key], known[key], shown)
             changes[section] = replace(spec, **kw)
-        return replace(self, **changes).check()
+        explicit = self.explicit_keys | {f"{s}.{k}" for s, values in overrides.items() for k in values}
+        cfg = replace(self, **changes)
+        if "model" in overrides.get("gpu", {}):
+            cfg = apply_gpu_model(cfg, explicit)
+        cfg = cfg.check()
+        object.__setattr__(cfg, "_explicit", frozenset(explicit))
+        return cfg
+
+    @property
+    def explicit_keys(self) -> frozenset:
+        """The ``section.key`` names that overrides set so far (a GPU model does not change them)."""
+        return getattr(self, "_explicit", frozenset())
 
     @property
     def hash(self) -> str:
         return config_hash(self)
+
+
+def apply_gpu_model(cfg: SimConfig, explicit=frozenset()) -> SimConfig:
+    """``cfg`` with ``gpu.model``'s table values (:data:`g10core.gpus.MODEL_KEYS`) in every key not
+    in ``explicit`` (the keys the user set: explicit keys win over the model's)."""
+    changes: dict[str, dict] = {}
+    for key, value in model_values(cfg.gpu.model).items():
+        if key not in explicit:
+            section, name = key.split(".")
+            changes.setdefault(section, {})[name] = value
+    return replace(cfg, **{s: replace(getattr(cfg, s), **kw) for s, kw in changes.items()})
 
 
 def config_hash(cfg: SimConfig) -> str:

@@ -25,6 +25,7 @@ ALL = PAGE + TENSOR
 # key -> the built-in policies that read it (ideal reads only gpu.frequency_GHz and run.*)
 _DETAILED_ONLY = "page level, with link.model = pcie / ssd.model = ftl (preset detailed)"
 MODELLED_BY: dict[str, tuple[str, ...]] = {
+    "gpu.model": ALL + ("ideal",),                     # retargets every policy's kernel times
     "gpu.memory_GiB": ALL,
     "gpu.frequency_GHz": ALL + ("ideal",),
     "gpu.page_size_bytes": ALL + ("ideal",),           # one value only
