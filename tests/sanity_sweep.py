@@ -1,8 +1,9 @@
 """Sanity sweeps: more of a resource must not make a run slower.
 
 For each policy and each Fig. 11 trace, one resource at a time is swept over a range
-(every other parameter at the preset's value): GPU memory, host memory, SSD bandwidth
-and link bandwidth.  A *violation* is a step from one point to the next (more of the
+(every other parameter at the preset's value): GPU memory, host memory, SSD bandwidth,
+link bandwidth and the GPU model (A100-40GB -> H100-SXM -> B200: faster kernels, more
+memory, a faster link, all from the model's table row).  A *violation* is a step from one point to the next (more of the
 resource) after which the run is slower by more than ``TOLERANCE`` (or fails where the
 smaller point ran).  Each violation is either fixed in the model or listed, with its
 cause, in ``tests/sanity_allowlist.toml``.
@@ -37,6 +38,8 @@ RESOURCES = {
     "host_memory": ("host.memory_GiB", (0.0, 128.0, 256.0)),
     "ssd_bandwidth": ("ssd.bandwidth_GBps", (0.8, 3.2, 6.4)),
     "link_bandwidth": ("link.bandwidth_GBps", (8.0, 15.754, 31.5)),
+    # a faster GPU (g10core.gpus): every kernel retargeted, and the model's memory and link
+    "gpu_model": ("gpu.model", ("A100-40GB", "H100-SXM", "B200")),
 }
 
 # the fast subset of the default test suite: BERT-256 under every policy
@@ -50,8 +53,8 @@ class Violation:
     policy: str
     resource: str
     key: str
-    lower: float            # the smaller value of the resource
-    higher: float           # the larger one, at which the run is slower
+    lower: float | str      # the smaller value of the resource (gpu.model: the slower GPU)
+    higher: float | str     # the larger one, at which the run is slower
     time_lower_s: float
     time_higher_s: float
 
@@ -60,8 +63,12 @@ class Violation:
         return (self.trace, self.policy, self.resource, self.lower, self.higher)
 
     def __str__(self) -> str:
-        return (f"{self.trace} {self.policy}: {self.key} {self.lower:g} -> {self.higher:g} makes it slower "
+        return (f"{self.trace} {self.policy}: {self.key} {_val(self.lower)} -> {_val(self.higher)} makes it slower "
                 f"({_fmt(self.time_lower_s)} -> {_fmt(self.time_higher_s)})")
+
+
+def _val(v) -> str:
+    return v if isinstance(v, str) else f"{v:g}"
 
 
 def _fmt(t: float) -> str:
@@ -81,7 +88,7 @@ def tasks(preset_name: str, traces=FIG11_TRACES, policies=POLICIES, resources=RE
         for policy in policies:
             for key, values in resources.values():
                 for v in values:
-                    cfg = resolve(preset_name, None, [f"{key}={v!r}"])
+                    cfg = resolve(preset_name, None, [f"{key}={_val(v) if isinstance(v, str) else repr(v)}"])
                     if (name, policy, cfg.hash) in index:
                         index[(name, policy, key, v)] = index[(name, policy, cfg.hash)]
                         continue
@@ -134,7 +141,9 @@ def load_allowlist(path=ALLOWLIST) -> dict[tuple, str]:
             raise ValueError(f"{path}: allow[{i}].resource = {e['resource']!r}; known: {', '.join(RESOURCES)}")
         if not str(e["cause"]).strip():
             raise ValueError(f"{path}: allow[{i}] has an empty cause")
-        out[(e["trace"], e["policy"], e["resource"], float(e["lower"]), float(e["higher"]))] = e["cause"]
+        num = not isinstance(RESOURCES[e["resource"]][1][0], str)
+        lower, higher = (float(e["lower"]), float(e["higher"])) if num else (e["lower"], e["higher"])
+        out[(e["trace"], e["policy"], e["resource"], lower, higher)] = e["cause"]
     return out
 
 

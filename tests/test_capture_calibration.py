@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from g10core.capture import calibrate
-from g10core.capture.timing import (ALL_CLASSES, DEFAULT_CLASS, KERNEL_CLASSES, OPTIMIZER_OP, SHIPPED_OP,
-                                    Calibration, ClassCoefficients, KernelFeatures, KernelTimeModel, ProfilingGPU,
-                                    load_calibration)
+from g10core.workload.kerneltime import (ALL_CLASSES, DEFAULT_CLASS, KERNEL_CLASSES, OPTIMIZER_OP, SHIPPED_OP,
+                                     Calibration, ClassCoefficients, KernelFeatures, KernelTimeModel, ProfilingGPU,
+                                     load_calibration)
 from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
 

@@ -43,6 +43,7 @@ from .files import read_text
 from .params import (  # noqa: F401
     _META, FTL_KEYS, GPUSpec, HostSpec, LinkSpec, FaultSpec, NoiseSpec, Param, RunSpec, SchedulerSpec,
     SECTIONS, SSDTierSpec, TranslationSpec, ITERATION_RULES, BREAKDOWN_RULES, check_value, param, param_of)
+from .gpus import gpu_model
 from .pcie import PcieSpec
 from .ssd import device_spec, ssd_preset
 
@@ -115,11 +116,43 @@ class SimConfig:
                 shown = repr(value) if isinstance(value, str) and len(repr(kw[key])) > 24 else None
                 check_value(name, kw[key], known[key], shown)
             changes[section] = replace(spec, **kw)
-        return replace(self, **changes).check()
+        explicit = self.explicit_keys | {f"{s}.{k}" for s, values in overrides.items() for k in values}
+        cfg = replace(self, **changes)
+        if "model" in overrides.get("gpu", {}):
+            cfg = apply_gpu_model(cfg, explicit)
+        cfg = cfg.check()
+        object.__setattr__(cfg, "_explicit", frozenset(explicit))
+        return cfg
+
+    @property
+    def explicit_keys(self) -> frozenset:
+        """The ``section.key`` names that overrides set so far (a GPU model does not change them)."""
+        return getattr(self, "_explicit", frozenset())
 
     @property
     def hash(self) -> str:
         return config_hash(self)
+
+
+def model_values(name: str) -> dict[str, object]:
+    """``section.key -> value`` that choosing GPU ``name`` (:data:`g10core.gpus.MODEL_KEYS`) puts in a
+    configuration; the link's bandwidth is its PCIe generation and lanes' raw rate after line encoding
+    (Gen3 x16: 15.754 GB/s, as the presets write it)."""
+    g = gpu_model(name)
+    bw = round(PcieSpec(generation=g.pcie_generation, lanes=g.pcie_lanes).raw_GBps, 3)
+    return {"gpu.memory_GiB": g.memory_GiB, "gpu.sms": g.sms, "link.generation": g.pcie_generation,
+            "link.lanes": g.pcie_lanes, "link.bandwidth_GBps": bw, "host.bandwidth_GBps": bw}
+
+
+def apply_gpu_model(cfg: SimConfig, explicit=frozenset()) -> SimConfig:
+    """``cfg`` with ``gpu.model``'s table values (:data:`g10core.gpus.MODEL_KEYS`) in every key not
+    in ``explicit`` (the keys the user set: explicit keys win over the model's)."""
+    changes: dict[str, dict] = {}
+    for key, value in model_values(cfg.gpu.model).items():
+        if key not in explicit:
+            section, name = key.split(".")
+            changes.setdefault(section, {})[name] = value
+    return replace(cfg, **{s: replace(getattr(cfg, s), **kw) for s, kw in changes.items()})
 
 
 def config_hash(cfg: SimConfig) -> str:

@@ -23,6 +23,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Callable
 
 from .errors import ConfigError
+from .gpus import DEFAULT_GPU, GPUS, unknown_text
 
 __all__ = ["Param", "param", "param_of", "from_key", "declaration", "default_of", "check_value",
            "check_fields", "namer", "parse_victim", "SECTIONS", "FTL_KEYS", "LANES", "PAYLOADS",
@@ -240,6 +241,11 @@ def _multiple_of_512(value, name):
         raise ConfigError(f"{name} = {value!r}: must be a multiple of 512")
 
 
+def _gpu_rule(value, name):
+    if value not in GPUS:
+        raise ConfigError(f"{name} = {value!r}: {unknown_text(value)}")
+
+
 def _power_of_two(value, name):
     if value & (value - 1):
         raise ConfigError(f"{name} = {value!r}: must be a power of two")
@@ -249,12 +255,20 @@ def _power_of_two(value, name):
 
 @dataclass(frozen=True)
 class GPUSpec:
+    model: str = param(
+        DEFAULT_GPU, validate=_gpu_rule, rule="a GPU of g10core.gpus: " + ", ".join(GPUS),
+        doc="the GPU (g10core.gpus): a trace profiled on another GPU has its kernel times retargeted to it; "
+            "naming it sets gpu.memory_GiB, gpu.sms, link.generation, link.lanes, link.bandwidth_GBps and "
+            "host.bandwidth_GBps from its table row, except the keys set explicitly (the presets: "
+            "A100-40GB on the G10 paper's PCIe 3.0 x16 link)")
     memory_GiB: float = param(
         40.0, unit="GiB", min=0, max=65536, min_exclusive=True,
         doc="GPU memory capacity (A100-40GB); every preset and policy")
     frequency_GHz: float = param(
         1.2, unit="GHz", min=0.1, max=10,
-        doc="GPU clock: the cycle unit of the whole simulation (kernel times, slots, devices)")
+        doc="the simulation clock: the unit of every cycle count (kernel times, slots, devices); it does not "
+            "scale kernel times (the GPU's speed is gpu.model's), so changing it moves results only by "
+            "rounding to whole cycles (a run warns)")
     page_size_bytes: int = param(
         4096, unit="B", min=4096, max=4096,
         doc="page (PTE) size; traces are laid out in 4 KiB pages, so only 4096 is supported")

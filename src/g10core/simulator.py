@@ -38,6 +38,7 @@ from .results import Result
 from .codes import KERNEL_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
 from .workload.trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 from .workload.tracestore import resolve_trace
+from .workload.retarget import retarget
 
 GiB = 1 << 30
 
@@ -419,6 +420,29 @@ def _check_fits(trace: Trace, path: str | None, gpu_memory_bytes: int) -> None:
                         f"{path} ({trace.model}-b{trace.batch_size})") from None
 
 
+def retarget_for(trace: Trace, cfg: SimConfig, path: str | None = None) -> tuple[Trace, dict | None]:
+    """``trace`` with its kernel times moved to ``gpu.model`` (:mod:`g10core.workload.retarget`), once,
+    before the run; ``(trace, None)`` when it was profiled on that GPU.  A trace of a GPU not in
+    the table (``profiled_gpu = ""``) runs as it is, with a warning when ``gpu.model`` is not the
+    presets' A100-40GB."""
+    if not trace.profiled_gpu and cfg.gpu.model != preset(DEFAULT_PRESET).gpu.model:
+        warnings.warn(G10Warning(
+            f"{path or f'{trace.model}-b{trace.batch_size}'}: kernel times of a GPU not in g10core.gpus "
+            f"({trace.profiling_gpu or 'unnamed'}): not retargeted to gpu.model = {cfg.gpu.model!r}"), stacklevel=3)
+    return retarget(trace, cfg.gpu.model)
+
+
+def check_clock(cfg: SimConfig) -> None:
+    """Warn when ``gpu.frequency_GHz`` is set away from the presets': it is the simulation clock (the
+    unit of every cycle count), not the GPU's speed, so it scales no kernel time."""
+    ref = preset(DEFAULT_PRESET).gpu.frequency_GHz
+    if cfg.gpu.frequency_GHz != ref:
+        warnings.warn(G10Warning(
+            f"gpu.frequency_GHz = {cfg.gpu.frequency_GHz:g} is the simulation clock (the unit of the cycle counts), "
+            f"not the GPU's speed: kernel times do not scale with it (results move only by rounding to whole "
+            f"cycles); choose the GPU with gpu.model (--gpu)"), stacklevel=3)
+
+
 def trace_identity(trace: Trace, path: str | None) -> dict:
     ident = {"path": path}
     ident.update(trace.identity())
@@ -610,6 +634,10 @@ class Simulator:
             hint_info = {"source": "array", "policy": ""}
         if hints is not None:
             hints = validate_hints(hints, trace.n_kernels, trace.n_tensors, hint_info.get("path"))
+        trace, moved = retarget_for(trace, cfg, path)
+        if moved is not None:
+            ident["retargeted"] = moved
+        check_clock(cfg)
         _check_fits(trace, path, self.gpu_memory_bytes)
         check_cycles_fit(trace, cfg, path)
         ignored = tuple(ignored_parameters(cfg, pol, eviction))
@@ -757,6 +785,7 @@ def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, st
     sim = Simulator(cfg)
     trace, path = _resolve_trace(trace)
     pol = _resolve_policy(policy, cfg)
+    source, (trace, _moved) = trace, retarget_for(trace, cfg, path)   # planned on gpu.model's kernel times
     _check_fits(trace, path, sim.gpu_memory_bytes)
     check_cycles_fit(trace, cfg, path)
     plan = pol.plan(trace, cfg) if pol.level == "page" else None
@@ -766,4 +795,4 @@ def policy_hints(trace, policy: str, config=None) -> tuple[np.ndarray, Trace, st
         h = pol.schedule(trace)
     else:
         raise ValueError(f"policy {pol.name!r} has no hint table")
-    return validate_hints(h, trace.n_kernels, trace.n_tensors, f"<hints of policy {pol.name}>"), trace, path
+    return validate_hints(h, trace.n_kernels, trace.n_tensors, f"<hints of policy {pol.name}>"), source, path

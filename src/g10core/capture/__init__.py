@@ -12,8 +12,8 @@ the calibration and ``reproduce_llm`` do not.
 """
 from __future__ import annotations
 
-from .timing import (Calibration, ClassCoefficients, KernelFeatures, KernelTimeModel, ProfilingGPU,
-                     load_calibration)
+from ..workload.kerneltime import (Calibration, ClassCoefficients, KernelFeatures, KernelTimeModel, ProfilingGPU,
+                                   load_calibration)
 
 INSTALL_HINT = "pip install 'g10core[capture]' (PyTorch >= 2.4; a CPU build is enough)"
 

@@ -10,7 +10,7 @@ import torch
 
 from ..workload.trace import Trace, validate_trace
 from .recorder import CaptureError, KernelRecorder, storage_key
-from .timing import Calibration, KernelFeatures, KernelTimeModel, ProfilingGPU, load_calibration
+from ..workload.kerneltime import Calibration, KernelFeatures, KernelTimeModel, ProfilingGPU, load_calibration
 
 META = torch.device("meta")
 
@@ -258,6 +258,7 @@ def _build_trace(rec: KernelRecorder, time_model: KernelTimeModel, model, name, 
         source=f"g10core.capture: one training iteration of {type(model).__name__} recorded on the meta device; "
                f"kernel times predicted by the calibrated model {time_model.calibration.version}",
         profiling_gpu=f"{time_model.gpu.name} (predicted)",
+        profiled_gpu=time_model.gpu.model,     # the table GPU the calibration's roofline is for ("" if none)
         attrs={},
     )
 

@@ -39,124 +39,22 @@ times.
 """
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from ..workload.trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace, read_trace
-from .timing import (DEFAULT_CLASS, KERNEL_CLASSES, Calibration, ClassCoefficients, KernelFeatures,
-                     ProfilingGPU, fault_ns, roofline_ns)
+from ..workload.kerneltime import (ATTENTION_HEADS, DEFAULT_CLASS, KERNEL_CLASSES, SHIPPED_DTYPE_BYTES,  # noqa: F401
+                                   SHIPPED_KERNEL_CLASS, Calibration, ClassCoefficients, KernelFeatures, ProfilingGPU,
+                                   fault_ns, roofline_ns, shipped_features, shipped_kernel_class)
+from ..workload.trace import read_trace
 
 CALIBRATION_VERSION = "a100-g10-v1"
 
-# Shipped kernel name -> class.  Names not listed fall back to "default".
-SHIPPED_KERNEL_CLASS = {
-    "Linear_Forward": "linear",
-    "Linear_Backward_Weight": "linear",
-    "Linear_Backward_Input": "linear_bwd_input",
-    "BatchMatMul_Forward": "bmm",
-    "BatchMatMul_Backward": "bmm",
-    "Conv2d_Forward": "conv_fwd",
-    "Conv2d_Backward_Input": "conv_bwd_input",
-    "Conv2d_Backward_Weight": "conv_bwd_weight",
-    "Sum_Forward": "reduction",
-    "AdaptiveAvgPool2d_Forward": "reduction",
-    "MaxPool2d_Forward": "reduction",
-    "makeLoss": "reduction",
-    "Linear_Backward_Bias": "reduction",
-    "AdaptiveAvgPool2d_Backward": "pool_bwd",
-    "MaxPool2d_Backward": "pool_bwd",
-    "BatchNorm2d_Forward": "norm",
-    "BatchNorm2d_Backward": "norm",
-    "SoftmaxBasic_Forward": "softmax",
-    "SoftmaxBasic_Backward": "softmax",
-    "Apply_Grad": "optimizer",
-    "Linear_Apply_Grad_Weight": "optimizer",
-    "Linear_Apply_Grad_Bias": "optimizer",
-    "Conv2d_Apply_Grad": "optimizer",
-    "BatchNorm2d_Apply_Grad": "optimizer",
-    "GatherV2_Forward": "gather",
-    "GatherV2_Backward": "gather",
-    "Concat_Forward": "copy",
-    "Concat_Backward": "copy",
-    "LoadData_A0": "load",
-}
-_ELEMENTWISE = re.compile(r"^(Add|Subtract|Multiply|Divide|Power|Sqrt|Erf|Tanh|ReLU|Scale|Dropout)_"
-                          r"|^Add_MultiGredient$|^Sum_Backward$")
-# attention heads of the artifact's transformers (nets/BERT_Base.txt, nets/VIT.txt)
-ATTENTION_HEADS = {"bert_base": 12, "vit": 6}
-SHIPPED_DTYPE_BYTES = 4   # the published graphs are fp32
 MIN_KERNELS = 20          # an operator or class with fewer measured kernels falls back (op -> class -> default)
 # Efficiencies may exceed 1: some profiled kernels move less data than the tensors they list
 # (the artifact's Concat and BERT's softmax forward run in place, faster than a full pass).
 MAX_EFFICIENCY = 50.0
-
-
-def shipped_kernel_class(name: str) -> str:
-    if name in SHIPPED_KERNEL_CLASS:
-        return SHIPPED_KERNEL_CLASS[name]
-    if _ELEMENTWISE.search(name):
-        return "elementwise"
-    return DEFAULT_CLASS
-
-
-def shipped_features(trace: Trace, gpu: ProfilingGPU | None = None):
-    """(features, measured t11, t10, t00 clamped as the simulators do, workspace bytes) of a shipped trace."""
-    gpu = ProfilingGPU() if gpu is None else gpu
-    K = trace.n_kernels
-    size = trace.tensor_size_bytes.astype(np.float64)
-    acc_size = size[trace.access_tensor]
-    reads = (trace.access_mode & ACCESS_READ) != 0
-    writes = (trace.access_mode & ACCESS_WRITE) != 0
-    starts = trace.access_offsets[:-1]
-
-    def per_kernel(values):
-        cum = np.concatenate(([0.0], np.cumsum(values)))
-        return cum[trace.access_offsets[1:]] - cum[starts]
-
-    in_bytes = per_kernel(np.where(reads, acc_size, 0.0))
-    out_bytes = per_kernel(np.where(writes, acc_size, 0.0))
-    ws = trace.kernel_workspace_bytes.astype(np.float64)
-    ws_tensor_bytes = np.where(ws > 0, np.ceil(ws / PAGE_SIZE_BYTES) * PAGE_SIZE_BYTES, 0.0)
-    roof_bytes = in_bytes + np.maximum(out_bytes - ws_tensor_bytes, 0.0)
-
-    ops = [str(n) for n in trace.kernel_name]
-    classes = [shipped_kernel_class(n) for n in ops]
-    flops = np.zeros(K)
-    heads = ATTENTION_HEADS.get(trace.model, 1)
-    for k in range(K):
-        lo, hi = trace.access_offsets[k], trace.access_offsets[k + 1]
-        t = trace.access_tensor[lo:hi]
-        m = trace.access_mode[lo:hi]
-        n_in = np.sort(size[t[(m & ACCESS_READ) != 0]] / SHIPPED_DTYPE_BYTES)[::-1]
-        outs = list(size[t[(m & ACCESS_WRITE) != 0]])
-        if ws_tensor_bytes[k] > 0 and ws_tensor_bytes[k] in outs:
-            outs.remove(ws_tensor_bytes[k])
-        n_out = max(outs) / SHIPPED_DTYPE_BYTES if outs else 0.0
-        c = classes[k]
-        if c in ("linear", "linear_bwd_input", "bmm", "conv_fwd", "conv_bwd_input", "conv_bwd_weight") and n_in.size:
-            a = n_in[0]
-            b = n_in[1] if n_in.size > 1 else n_in[0]
-            batch = trace.batch_size * heads if c == "bmm" else 1
-            flops[k] = 2.0 * math.sqrt(a * b * n_out / batch)
-        else:
-            flops[k] = n_out
-    feat = KernelFeatures(
-        op=np.array(ops, dtype=str),
-        kernel_class=np.array(classes, dtype=str),
-        flops=flops,
-        bytes=roof_bytes,
-        peak_flops_per_s=np.full(K, gpu.peak_flops_per_s("float32")),
-        in_bytes=in_bytes,
-        out_bytes=out_bytes,
-    )
-    t11 = np.maximum(trace.kernel_time_ideal_ns, 1.0)
-    t10 = np.maximum(trace.kernel_time_fault_outputs_ns, t11)
-    t00 = np.maximum(trace.kernel_time_fault_all_ns, t10)
-    return feat, t11, t10, t00, trace.kernel_workspace_bytes.astype(np.float64)
 
 
 class ShippedSet:
@@ -281,7 +179,7 @@ def fit_coefficients(data: ShippedSet, mask=None):
 def predict(data: ShippedSet, coefficients, mask=None):
     """(t11, t10, t00) predicted in ns for the kernels in ``mask`` (the full pipeline: the
     fault times are added to the predicted t11, as for a captured trace)."""
-    from .timing import KernelTimeModel
+    from ..workload.kerneltime import KernelTimeModel
 
     mask = np.ones(len(data.t11), bool) if mask is None else mask
     classes, ops = coefficients

@@ -34,7 +34,7 @@ from torch.utils._pytree import tree_flatten
 
 from ..errors import CaptureError  # noqa: F401 (raised here; importable from here)
 from ..workload.trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES
-from .timing import OPTIMIZER_OP, SHIPPED_OP
+from ..workload.kerneltime import OPTIMIZER_OP, SHIPPED_OP
 
 # operators that allocate without computing (their storage is born at its first write)
 _ALLOC_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",

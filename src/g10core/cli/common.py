@@ -212,13 +212,29 @@ def add_config_options(parser: argparse.ArgumentParser, default_preset: str | No
                    help="TOML overrides, e.g. '[gpu]\\nmemory_GiB = 80' (an unknown key is an error)")
     g.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[], dest="sets",
                    help="one override, e.g. --set gpu.memory_GiB=80 (repeatable)")
+    add_gpu_option(g)
+
+
+def add_gpu_option(parser) -> None:
+    """--gpu NAME: the same as --set gpu.model=NAME (an explicit --set or config key still wins)."""
+    from ..gpus import GPUS
+
+    parser.add_argument("--gpu", metavar="NAME", help="the GPU (g10core.gpus): " + ", ".join(GPUS) + "; sets "
+                        "its memory and PCIe link and retargets the kernel times (same as --set gpu.model=NAME; "
+                        "keys set explicitly win)")
+
+
+def gpu_sets(args) -> list[str]:
+    """``--set`` values with ``--gpu NAME`` first (so an explicit ``--set gpu.model`` still wins)."""
+    gpu = getattr(args, "gpu", None)
+    return ([f"gpu.model={gpu}"] if gpu is not None else []) + list(getattr(args, "sets", None) or [])
 
 
 def config_from_args(args):
     """The configuration that ``add_config_options``' arguments name."""
     from ..simulator import resolve_config
 
-    return resolve_config(args.preset, args.config_file, args.sets)
+    return resolve_config(args.preset, args.config_file, gpu_sets(args))
 
 
 def policy_help() -> str:

@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from .common import (EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, OneLineParser, add_json_option, check_output_path,
-                     emit_json, human, positive_int)
+from .common import (EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, OneLineParser, add_gpu_option, add_json_option,
+                     check_output_path, emit_json, human, positive_int)
 
 # the status columns that are not grid values
 _ROW_FIELDS = frozenset(("run_key", "trace", "model", "batch", "policy", "time_s", "ideal_time_s",
@@ -39,6 +39,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="g10sim sweep", description="Run a sweep file into a results store.")
     p.add_argument("file", metavar="FILE.toml", help="sweep file (format: g10core.experiments.sweep)")
     add_run_options(p, out_required=True)
+    add_gpu_option(p)
     p.add_argument("--retry-errors", action="store_true", help="run again the runs that raised an error")
     add_json_option(p)
     return p
@@ -125,7 +126,7 @@ def _cmd_run(argv) -> int:
     a, code = _parse(_run_parser(), argv)
     if a is None:
         return code
-    sweep = load_sweep(a.file, traces_dir=a.traces)          # refuses a malformed file before any run
+    sweep = load_sweep(a.file, traces_dir=a.traces, gpu=a.gpu)   # refuses a malformed file before any run
     jobs = default_jobs() if a.jobs is None else a.jobs
     t0 = time.perf_counter()
     st = run_sweep(sweep, a.out, jobs=jobs, dask=a.dask, progress=not a.no_progress, retry_errors=a.retry_errors)

@@ -73,6 +73,8 @@ def _print_info(i: dict) -> None:
         ("ideal time", f"{fmt_seconds(i['ideal_time_s'])} (sum of kernel times, all resident)"),
         ("source", i["source"] or "-"),
         ("profiled on", i["profiling_gpu"] or "-"),
+        ("GPU model", (i["profiled_gpu"] + " (g10core.gpus; runs on another gpu.model retarget the kernel times)")
+         if i["profiled_gpu"] else "- (not in g10core.gpus: never retargeted)"),
     ]
     if i["n_hints"]:
         rows.append(("hints", f"{i['n_hints']} ({i['hints_policy'] or 'unnamed policy'})"))

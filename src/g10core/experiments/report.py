@@ -317,6 +317,11 @@ def format_run_summary(result) -> str:
         head += f", eviction {result.counters.get('eviction')}"
     page = int(result.config.get("gpu", {}).get("page_size_bytes", 4096))
     lines = [head]
+    rt = tr.get("retargeted")
+    if rt:
+        lines.append(f"  GPU              {rt['from']} -> {rt['to']}: kernel times retargeted ({rt['method']}, "
+                     f"ideal time x{rt['ideal_time_ratio']:.3f}; {rt['compute_bound_kernels']:,} compute-bound, "
+                     f"{rt['memory_bound_kernels']:,} memory-bound kernels)")
     if result.quirks:
         lines.append("  hand-tuned       " + ", ".join(f"{q['name']} x{q['factor']:g}" for q in result.quirks)
                      + " (scheduler.artifact_quirks; the JSON's quirks say what each does)")

@@ -79,6 +79,7 @@ from .. import __version__
 from ..config import DEFAULT_PRESET, SECTIONS, ConfigError, SimConfig, preset
 from ..errors import SweepError  # noqa: F401 (defined in errors.py; importable from here)
 from ..files import read_text
+from ..gpus import MODEL_KEYS
 from ..results import finite_or_none
 from ..workload import tracestore
 
@@ -174,6 +175,13 @@ def config_from_dict(d: dict) -> SimConfig:
         changed = {k: v for k, v in values.items() if ref.get(section, {}).get(k, object()) != v}
         if changed:
             diff[section] = changed
+    if "model" in diff.get("gpu", {}):
+        # the model's keys as recorded (a key the run set explicitly back to the preset's value would
+        # otherwise take the model's value again)
+        for key in MODEL_KEYS:
+            section, name = key.split(".")
+            if name in d.get(section, {}):
+                diff.setdefault(section, {})[name] = d[section][name]
     cfg = base.with_overrides(diff) if diff else base
     if cfg.to_dict() != d:
         raise SweepError(f"a run's configuration does not rebuild to itself (g10core {__version__}): "
@@ -264,11 +272,12 @@ def _nest(dotted: dict) -> dict:
     return out
 
 
-def load_sweep(path, *, traces_dir=None, base_config: SimConfig | None = None) -> Sweep:
+def load_sweep(path, *, traces_dir=None, base_config: SimConfig | None = None, gpu: str | None = None) -> Sweep:
     """Read, validate and expand a sweep file (:class:`SweepError` names what is wrong).
 
     ``traces_dir``: where shipped trace names resolve (default: the shipped traces);
-    ``base_config``: start from this configuration instead of the file's ``preset``.
+    ``base_config``: start from this configuration instead of the file's ``preset``;
+    ``gpu``: ``gpu.model`` of every run (``g10sim sweep --gpu``; a ``[set]`` or ``[grid]`` key wins).
     """
     path = Path(path)
     try:
@@ -282,11 +291,11 @@ def load_sweep(path, *, traces_dir=None, base_config: SimConfig | None = None) -
     except tomllib.TOMLDecodeError as exc:
         raise SweepError(f"{path}: not valid TOML: {exc}") from None
     return parse_sweep(doc, source=str(path), base_dir=path.parent, text=text, traces_dir=traces_dir,
-                       base_config=base_config)
+                       base_config=base_config, gpu=gpu)
 
 
 def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str | None = None,
-                traces_dir=None, base_config: SimConfig | None = None) -> Sweep:
+                traces_dir=None, base_config: SimConfig | None = None, gpu: str | None = None) -> Sweep:
     """Validate and expand a parsed sweep document (see the module docstring)."""
     from .. import policies as registry
     from ..simulator import Simulator, check_level_supported
@@ -311,6 +320,8 @@ def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str |
             base = preset(doc.get("preset", DEFAULT_PRESET))
         except ConfigError as exc:
             fail(f"preset{_where(src, 'preset')}: {exc}")
+    if gpu is not None:
+        base = base.with_overrides({"gpu": {"model": gpu}})   # a ConfigError: bad input (exit 2), one line
     blocks_raw = doc.get("block")
     if blocks_raw is None:
         blocks_raw = [{}]

@@ -30,7 +30,7 @@ QUIRKS_KEY = "scheduler.artifact_quirks"          # the published artifact's han
 PAGE_LEVEL_KEYS = ALL_KEYS - section_keys("scheduler")
 # the tensor-level simulator (tensorsim) moves whole tensors over two FIFOs at ssd/host/link
 # bandwidth: no transfer slots, fault-time model, PCIe device or FTL, one steady-state iteration
-TENSOR_LEVEL_KEYS = frozenset({"gpu.memory_GiB", "gpu.frequency_GHz", "gpu.page_size_bytes", *HOST_KEYS,
+TENSOR_LEVEL_KEYS = frozenset({"gpu.model", "gpu.memory_GiB", "gpu.frequency_GHz", "gpu.page_size_bytes", *HOST_KEYS,
                                "ssd.bandwidth_GBps", "link.bandwidth_GBps", "run.iteration_rule",
                                "run.breakdown_rule"}) | section_keys("noise")
 # G10's plan times its migrations with these (allocation, SSD latency, fault time: lead and safe times)

@@ -78,7 +78,7 @@ class Ideal(Policy):
     level = "ideal"
     apply_hints = False
     description = "Ideal: infinite GPU memory"
-    reads = frozenset({"gpu.frequency_GHz", "gpu.page_size_bytes"}) | section_keys("run") | section_keys("noise")
+    reads = frozenset({"gpu.model", "gpu.frequency_GHz", "gpu.page_size_bytes"}) | section_keys("run") | section_keys("noise")
     not_applicable = ALL_KEYS - reads     # it simulates nothing: no other key means anything to it
 
     def plan(self, trace, config=None, *, hints=None, eviction=None):

@@ -243,6 +243,7 @@ def load_workload(artifact_dir, model: str, batch: int) -> Trace:
         access_mode=np.array(a_mode, np.uint8),
         source=SOURCE.format(folder=folder, batch=batch),
         profiling_gpu=PROFILING_GPU,
+        profiled_gpu="A100-40GB",            # G10 paper Sec. 6: one A100 40 GB (g10core.gpus)
     )
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import TraceError  # noqa: F401 (defined in errors.py; importable from here)
 from ..files import NOT_A_REGULAR_FILE, is_special_file, replacing
+from ..gpus import DEFAULT_GPU, GPUS, unknown_text
 from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 
 PAGE_SIZE_BYTES = 4096
@@ -62,7 +63,10 @@ class Trace:
     access_mode: np.ndarray                # uint8, A: ACCESS_READ | ACCESS_WRITE
     # identity and provenance (HDF5 root attributes)
     source: str = ""
-    profiling_gpu: str = ""
+    profiling_gpu: str = ""                # the GPU in words ("NVIDIA A100-40GB (predicted)")
+    # the g10core.gpus model the kernel times stand for (what retargeting starts from); "": a GPU
+    # not in the table (never retargeted).  A file without the attribute: A100-40GB.
+    profiled_gpu: str = DEFAULT_GPU
     attrs: dict = field(default_factory=dict)
     # optional migration hints stored with the trace (``g10core.policies.HINT_DTYPE``)
     hints: np.ndarray | None = None
@@ -180,7 +184,7 @@ UNITS = {
 }
 # Root attributes the writer sets itself; any of these in ``Trace.attrs`` is ignored.
 _RESERVED_ATTRS = ("schema", "schema_version", "model", "batch_size", "source",
-                   "profiling_gpu", "units", "creator")
+                   "profiling_gpu", "profiled_gpu", "units", "creator")
 # Upper bound of every kernel-time column's sum (one iteration of kernels), in ns: keeps
 # every sum finite and exact enough (1e308 ns is refused here, naming the row).  Whether a
 # run fits the simulators' 64-bit cycle clock depends on the configuration too (frequency x
@@ -235,9 +239,11 @@ def validate_trace(trace: Trace, path=None) -> None:
         fail("/", f"must be a non-empty string, got {trace.model!r}", fld="model")
     if not _is_int(trace.batch_size) or trace.batch_size < 1:
         fail("/", f"must be an integer >= 1, got {trace.batch_size!r}", fld="batch_size")
-    for name in ("source", "profiling_gpu", "hints_policy"):
+    for name in ("source", "profiling_gpu", "profiled_gpu", "hints_policy"):
         if not isinstance(getattr(trace, name), str):
             fail("/", f"must be a string, got {type(getattr(trace, name)).__name__}", fld=name)
+    if trace.profiled_gpu and trace.profiled_gpu not in GPUS:
+        fail("/", f"{unknown_text(trace.profiled_gpu)} (or \"\": a GPU not in g10core.gpus)", fld="profiled_gpu")
     if not isinstance(trace.attrs, dict):
         fail("/", f"attrs must be a dict, got {type(trace.attrs).__name__}")
     for key, value in trace.attrs.items():
@@ -395,6 +401,7 @@ def write_trace(trace: Trace, path) -> Path:
         f.attrs["batch_size"] = np.int64(trace.batch_size)
         f.attrs["source"] = trace.source
         f.attrs["profiling_gpu"] = trace.profiling_gpu
+        f.attrs["profiled_gpu"] = trace.profiled_gpu
         f.attrs["units"] = json.dumps(UNITS, sort_keys=True)
         f.attrs["creator"] = f"g10core {__version__}"
         for key, value in sorted(trace.attrs.items()):
@@ -570,6 +577,8 @@ def _read_fields(f, path) -> dict:
     batch_size = _attr(f, path, "batch_size", int)
     source = _attr(f, path, "source", str)
     profiling_gpu = _attr(f, path, "profiling_gpu", str)
+    # optional (added after g10core 0.1.0): a file without it was profiled on the G10 artifact's A100-40GB
+    profiled_gpu = _attr(f, path, "profiled_gpu", str) if "profiled_gpu" in f.attrs else DEFAULT_GPU
     units_text = _attr(f, path, "units", str)
     try:
         units = json.loads(units_text)
@@ -646,6 +655,7 @@ def _read_fields(f, path) -> dict:
         access_mode=a_mode,
         source=source,
         profiling_gpu=profiling_gpu,
+        profiled_gpu=profiled_gpu,
         attrs=attrs,
         hints=hints,
         hints_policy=hints_policy,
@@ -689,6 +699,7 @@ def summarize(trace: Trace, gpu_memory_GiB: float = 40.0) -> dict:
         "ideal_time_s": trace.ideal_time_ns * 1e-9,
         "source": trace.source,
         "profiling_gpu": trace.profiling_gpu,
+        "profiled_gpu": trace.profiled_gpu,
         "n_hints": 0 if trace.hints is None else int(trace.hints.shape[0]),
         "hints_policy": trace.hints_policy,
     }

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -33,6 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from ..files import read_text
+from ..gpus import DEFAULT_GPU, gpu_model
+from .trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace
 
 # Kernel classes.  Every kernel has an operator name (for the shipped traces the kernel's
 # name, e.g. ``Add_Forward``; a captured ATen kernel gets the shipped name of the same
@@ -125,20 +128,41 @@ CALIBRATION_SCHEMA = "g10core-kernel-time-calibration"
 DEFAULT_CALIBRATION_FILE = "calibration_a100_g10_v1.json"
 
 
+_A100 = gpu_model(DEFAULT_GPU)    # the profiling GPU's figures are the table's (g10core.gpus)
+
+
 @dataclass(frozen=True)
 class ProfilingGPU:
     """Peak rates of the GPU whose kernel times the trace stands for (default: the A100-40GB
-    the published G10 profiles were measured on; NVIDIA data sheet, dense rates)."""
+    the published G10 profiles were measured on; its figures come from :mod:`g10core.gpus`)."""
 
-    name: str = "NVIDIA A100-40GB"
-    memory_GiB: float = 40.0
-    memory_bandwidth_GBps: float = 1555.0      # HBM2, 1e9 B/s
-    fp64_peak_TFLOPs: float = 9.7
-    fp32_peak_TFLOPs: float = 19.5             # CUDA cores (no TF32)
-    tf32_peak_TFLOPs: float = 156.0            # tensor cores, used when allow_tf32
-    bf16_peak_TFLOPs: float = 312.0
-    fp16_peak_TFLOPs: float = 312.0
+    name: str = _A100.full_name
+    memory_GiB: float = _A100.memory_GiB
+    memory_bandwidth_GBps: float = _A100.memory_bandwidth_GBps   # 1e9 B/s
+    fp64_peak_TFLOPs: float = _A100.fp64_TFLOPs
+    fp32_peak_TFLOPs: float = _A100.fp32_TFLOPs                  # CUDA cores (no TF32)
+    tf32_peak_TFLOPs: float = _A100.tf32_TFLOPs                  # tensor cores, used when allow_tf32
+    bf16_peak_TFLOPs: float = _A100.bf16_TFLOPs
+    fp16_peak_TFLOPs: float = _A100.fp16_TFLOPs
     allow_tf32: bool = False                   # fp32 matrix products on TF32 tensor cores
+
+    @classmethod
+    def of_model(cls, name: str, *, allow_tf32: bool = False) -> "ProfilingGPU":
+        """The peaks of table GPU ``name`` (:data:`g10core.gpus.GPUS`)."""
+        g = gpu_model(name)
+        return cls(name=g.full_name, memory_GiB=g.memory_GiB, memory_bandwidth_GBps=g.memory_bandwidth_GBps,
+                   fp64_peak_TFLOPs=g.fp64_TFLOPs, fp32_peak_TFLOPs=g.fp32_TFLOPs, tf32_peak_TFLOPs=g.tf32_TFLOPs,
+                   bf16_peak_TFLOPs=g.bf16_TFLOPs, fp16_peak_TFLOPs=g.fp16_TFLOPs, allow_tf32=allow_tf32)
+
+    @property
+    def model(self) -> str:
+        """The table name of this GPU (``A100-40GB``), or "" when it is not a table GPU's figures."""
+        from ..gpus import GPUS
+
+        for g in GPUS.values():
+            if self == ProfilingGPU.of_model(g.name, allow_tf32=self.allow_tf32):
+                return g.name
+        return ""
 
     def __post_init__(self):
         for f in fields(self):
@@ -346,3 +370,108 @@ class KernelTimeModel:
             return np.zeros(0, np.int64)
         ratio = self.coefficient_table(feat)["workspace_per_input_byte"]
         return np.floor(ratio * read_bytes).astype(np.int64)
+
+
+# ---- the features of a trace file (the shipped traces, or any trace by its kernel names) --------------
+
+# Shipped kernel name -> class.  Names not listed fall back to "default".
+SHIPPED_KERNEL_CLASS = {
+    "Linear_Forward": "linear",
+    "Linear_Backward_Weight": "linear",
+    "Linear_Backward_Input": "linear_bwd_input",
+    "BatchMatMul_Forward": "bmm",
+    "BatchMatMul_Backward": "bmm",
+    "Conv2d_Forward": "conv_fwd",
+    "Conv2d_Backward_Input": "conv_bwd_input",
+    "Conv2d_Backward_Weight": "conv_bwd_weight",
+    "Sum_Forward": "reduction",
+    "AdaptiveAvgPool2d_Forward": "reduction",
+    "MaxPool2d_Forward": "reduction",
+    "makeLoss": "reduction",
+    "Linear_Backward_Bias": "reduction",
+    "AdaptiveAvgPool2d_Backward": "pool_bwd",
+    "MaxPool2d_Backward": "pool_bwd",
+    "BatchNorm2d_Forward": "norm",
+    "BatchNorm2d_Backward": "norm",
+    "SoftmaxBasic_Forward": "softmax",
+    "SoftmaxBasic_Backward": "softmax",
+    "Apply_Grad": "optimizer",
+    "Linear_Apply_Grad_Weight": "optimizer",
+    "Linear_Apply_Grad_Bias": "optimizer",
+    "Conv2d_Apply_Grad": "optimizer",
+    "BatchNorm2d_Apply_Grad": "optimizer",
+    "GatherV2_Forward": "gather",
+    "GatherV2_Backward": "gather",
+    "Concat_Forward": "copy",
+    "Concat_Backward": "copy",
+    "LoadData_A0": "load",
+}
+_ELEMENTWISE = re.compile(r"^(Add|Subtract|Multiply|Divide|Power|Sqrt|Erf|Tanh|ReLU|Scale|Dropout)_"
+                          r"|^Add_MultiGredient$|^Sum_Backward$")
+# attention heads of the artifact's transformers (nets/BERT_Base.txt, nets/VIT.txt)
+ATTENTION_HEADS = {"bert_base": 12, "vit": 6}
+SHIPPED_DTYPE_BYTES = 4   # the published graphs are fp32
+
+
+def shipped_kernel_class(name: str) -> str:
+    if name in SHIPPED_KERNEL_CLASS:
+        return SHIPPED_KERNEL_CLASS[name]
+    if _ELEMENTWISE.search(name):
+        return "elementwise"
+    return DEFAULT_CLASS
+
+
+def shipped_features(trace: Trace, gpu: ProfilingGPU | None = None):
+    """(features, measured t11, t10, t00 clamped as the simulators do, workspace bytes) of a shipped trace."""
+    gpu = ProfilingGPU() if gpu is None else gpu
+    K = trace.n_kernels
+    size = trace.tensor_size_bytes.astype(np.float64)
+    acc_size = size[trace.access_tensor]
+    reads = (trace.access_mode & ACCESS_READ) != 0
+    writes = (trace.access_mode & ACCESS_WRITE) != 0
+    starts = trace.access_offsets[:-1]
+
+    def per_kernel(values):
+        cum = np.concatenate(([0.0], np.cumsum(values)))
+        return cum[trace.access_offsets[1:]] - cum[starts]
+
+    in_bytes = per_kernel(np.where(reads, acc_size, 0.0))
+    out_bytes = per_kernel(np.where(writes, acc_size, 0.0))
+    ws = trace.kernel_workspace_bytes.astype(np.float64)
+    ws_tensor_bytes = np.where(ws > 0, np.ceil(ws / PAGE_SIZE_BYTES) * PAGE_SIZE_BYTES, 0.0)
+    roof_bytes = in_bytes + np.maximum(out_bytes - ws_tensor_bytes, 0.0)
+
+    ops = [str(n) for n in trace.kernel_name]
+    classes = [shipped_kernel_class(n) for n in ops]
+    flops = np.zeros(K)
+    heads = ATTENTION_HEADS.get(trace.model, 1)
+    for k in range(K):
+        lo, hi = trace.access_offsets[k], trace.access_offsets[k + 1]
+        t = trace.access_tensor[lo:hi]
+        m = trace.access_mode[lo:hi]
+        n_in = np.sort(size[t[(m & ACCESS_READ) != 0]] / SHIPPED_DTYPE_BYTES)[::-1]
+        outs = list(size[t[(m & ACCESS_WRITE) != 0]])
+        if ws_tensor_bytes[k] > 0 and ws_tensor_bytes[k] in outs:
+            outs.remove(ws_tensor_bytes[k])
+        n_out = max(outs) / SHIPPED_DTYPE_BYTES if outs else 0.0
+        c = classes[k]
+        if c in ("linear", "linear_bwd_input", "bmm", "conv_fwd", "conv_bwd_input", "conv_bwd_weight") and n_in.size:
+            a = n_in[0]
+            b = n_in[1] if n_in.size > 1 else n_in[0]
+            batch = trace.batch_size * heads if c == "bmm" else 1
+            flops[k] = 2.0 * math.sqrt(a * b * n_out / batch)
+        else:
+            flops[k] = n_out
+    feat = KernelFeatures(
+        op=np.array(ops, dtype=str),
+        kernel_class=np.array(classes, dtype=str),
+        flops=flops,
+        bytes=roof_bytes,
+        peak_flops_per_s=np.full(K, gpu.peak_flops_per_s("float32")),
+        in_bytes=in_bytes,
+        out_bytes=out_bytes,
+    )
+    t11 = np.maximum(trace.kernel_time_ideal_ns, 1.0)
+    t10 = np.maximum(trace.kernel_time_fault_outputs_ns, t11)
+    t00 = np.maximum(trace.kernel_time_fault_all_ns, t10)
+    return feat, t11, t10, t00, trace.kernel_workspace_bytes.astype(np.float64)
