@@ -541,7 +541,7 @@ def check_value(name: str, value, p: Param, shown: str | None = None) -> None:
         low = p.min is not None and (value <= p.min if p.min_exclusive else value < p.min)
         high = p.max is not None and value > p.max
         if low or high:
-            unit = f" {p.unit}" if p.unit else ""
+            unit = f" {p.unit}" if p.unit not in ("", "1") else ""     # "1": a pure number, no unit
             raise ConfigError(f"{name} = {shown}: must be {p.bound_words()}{unit}")
     if p.validate is not None:
         p.validate(value, name)
