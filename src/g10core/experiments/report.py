@@ -253,10 +253,14 @@ def plot_fig11(rows, path, *, title: str | None = None, preset: str | None = Non
 
     Uses matplotlib's Agg canvas directly (no pyplot state, no display); written atomically.
     """
+    return _save(fig11_figure(rows, title=title, preset=preset), Path(path))
+
+
+def fig11_figure(rows, *, title: str | None = None, preset: str | None = None):
+    """The matplotlib ``Figure`` :func:`plot_fig11` draws (on an Agg canvas)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    path = Path(path)
     workloads = _workloads(rows)
     pols = _policies(rows)
     by = {(r["model"], int(r["batch"]), r["policy"]): r for r in rows}
@@ -286,12 +290,13 @@ def plot_fig11(rows, path, *, title: str | None = None, preset: str | None = Non
     ax.set_ylim(0, 1.15)
     ax.axhline(1.0, color="black", linewidth=0.5, linestyle=":")
     ax.tick_params(axis="y", labelsize=8)
-    ax.legend(ncol=len(pols), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.18), frameon=False)
+    # the title is the legend's own title, above the legend's row, the two above the axes: an axes
+    # title with a fixed pad was drawn under the legend, which is as tall as its font makes it
     title = rows_title(rows, preset) if title is None else title
-    if title:
-        ax.set_title(title, fontsize=9, pad=22)
+    ax.legend(ncol=len(pols), fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False,
+              title=title or None, title_fontsize=9)
     fig.tight_layout()
-    return _save(fig, path)
+    return fig
 
 
 # ---- one run ----------------------------------------------------------------------
