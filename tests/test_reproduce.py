@@ -196,3 +196,17 @@ def test_the_fig11_plot_title_is_clear_of_its_legend_and_axes(monkeypatch, tmp_p
     assert not any(box.overlaps(e) for e in entries)
     assert not box.overlaps(ax.get_window_extent(renderer))
     assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1)
+
+
+def test_a_failed_baseline_is_failed_in_the_speedup_table_with_why_in_a_footnote():
+    # the table printed an infinite speedup (∞, inf) where FlashNeuron could not run
+    rows = [{"model": "vit", "batch": 1280, "policy": p, "time_s": t, "ideal_time_s": 3.0, "failed": t is None,
+             "normalized_performance": 0.0 if t is None else 3.0 / t,
+             "failure_reason": "cannot fit: kernel 541 needs tensor 1504" if t is None else None}
+            for p, t in (("base-uvm", 20.0), ("flashneuron", None), ("g10", 4.0), ("ideal", 3.0))]
+    text = format_fig11_table(rows)
+    row = next(line for line in text.splitlines() if line.strip().startswith("vit-b1280"))
+    assert row.split()[1:3] == ["5.00x", "failed*"], row
+    assert "∞" not in text and "inf" not in text.replace("info", "")
+    assert ("  * FlashNeuron failed on vit-b1280, so G10 has no speedup over it there: "
+            "cannot fit: kernel 541 needs tensor 1504") in text.splitlines()

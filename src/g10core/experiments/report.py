@@ -193,12 +193,27 @@ def format_fig11_table(rows, summary: dict | None = None, preset: str | None = N
         lines.append("G10 speedup over each baseline (baseline time / G10 time):")
         lines.append(f"  {'model':<20}" + "".join(f"{POLICY_LABELS.get(p, p):>12}" for p in base)
                      + f"{'best prior':>22}")
+        failed_runs = []        # a baseline that failed has no time: "failed*", and why in a footnote
+        by = {(r["model"], int(r["batch"]), r["policy"]): r for r in rows}
+
+        def cell(p, name):
+            v = summary["speedup"][p].get(name)
+            if v is not None and not math.isfinite(v):
+                failed_runs.append((p, name))
+                return "failed*"
+            return _fmt_x(v)
+
         for name in frac["per_model"]:
             bp = summary["best_prior"]["per_model"][name]
             best_txt = "–" if bp["speedup"] is None else f"{_fmt_x(bp['speedup'])} ({POLICY_LABELS[bp['policy']]})"
-            lines.append(f"  {name:<20}" + "".join(f"{_fmt_x(summary['speedup'][p].get(name)):>12}" for p in base)
-                         + f"{best_txt:>22}")
+            lines.append(f"  {name:<20}" + "".join(f"{cell(p, name):>12}" for p in base) + f"{best_txt:>22}")
         lines.append(f"  {'max over models':<20}" + "".join(f"{_fmt_x(summary['speedup_max'][p]):>12}" for p in base))
+        workload_of = {f"{m}-b{b}": (m, b) for m, b in _workloads(rows)}
+        for p, name in failed_runs:
+            r = by.get((*workload_of[name], p), {})
+            reason = " ".join(str(r.get("failure_reason") or r.get("error") or "no time recorded").split())
+            lines.append(f"  * {POLICY_LABELS.get(p, p)} failed on {name}, so G10 has no speedup over it there: "
+                         f"{reason}")
         sota = summary["state_of_the_art"]
         if sota["max"] is not None:
             ran = [p for p in sota["baselines"] if p in _policies(rows)]
