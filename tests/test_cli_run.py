@@ -234,3 +234,14 @@ def test_python_dash_m_runs_the_same_command(trace_file):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["level"] == "ideal"
+
+
+def test_eviction_lru_is_arrival_order_and_says_so(trace_file, capsys):
+    # the artifact's "LRU" is FIFO by arrival: accepted under that name, but never silently
+    code, out, err = run(capsys, "run", trace_file, "--policy", "base-uvm", "--eviction", "lru", *GPU, "--json", "-")
+    assert code == 0 and json.loads(out)["metadata"]["eviction_override"] == "arrival"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("g10sim: warning: eviction rule 'lru' is "), err
+    assert "'arrival'" in lines[0] and "not least recently used" in lines[0] and "least_recently_used.py" in lines[0]
+    code, out, err = run(capsys, "run", trace_file, "--policy", "base-uvm", "--eviction", "arrival", *GPU, "--json", "-")
+    assert code == 0 and err == ""

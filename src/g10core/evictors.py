@@ -6,7 +6,8 @@ Built in:
 =========  ==================================================================================
 arrival    the oldest-arrived GPU page not in transfer: the published simulator's "LRU"
            (its recency list is touched only on arrival, so it is FIFO by arrival).  Base
-           UVM and G10's fallback.  ``lru`` is accepted as the artifact's name for it.
+           UVM and G10's fallback.  ``lru`` is accepted as the artifact's name for it, with
+           a warning that says so (:data:`ALIAS_MEANING`): it is not least recently used.
 deepum     DeepUM+: arrival order skipping the tensors of the next ``scheduler.prefetch_degree``
            kernels; dead pages dropped without a transfer.
 belady     Belady's MIN at tensor granularity: the resident tensor whose next use is farthest
@@ -80,6 +81,12 @@ class EvictorEntry:
 
 EVICTORS: dict[str, EvictorEntry] = {}
 ALIASES = {"lru": "arrival"}       # the artifact's name for the arrival-order rule
+# what an alias means, said when a user names a rule by it (Simulator.run warns with it once)
+ALIAS_MEANING = {
+    "lru": "eviction rule 'lru' is the published simulator's name for 'arrival': the oldest-arrived GPU page "
+           "first (FIFO by arrival: its recency list is touched only when a page arrives), not least recently "
+           "used; for least recently used by last use give least_recently_used.py:score",
+}
 
 
 def register(name: str, description: str, build: Callable, **kw) -> None:

@@ -580,6 +580,8 @@ class Simulator:
         pol = _resolve_policy(policy, cfg)
         check_level_supported(cfg, pol)
         if eviction is not None:
+            if isinstance(eviction, str) and eviction in evictors.ALIAS_MEANING:
+                warnings.warn(G10Warning(evictors.ALIAS_MEANING[eviction]), stacklevel=2)
             eviction = evictors.resolve(eviction)
         ident = trace_identity(trace, path)
         hint_info = {"source": "policy", "policy": pol.name}
