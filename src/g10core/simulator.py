@@ -365,6 +365,10 @@ def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
                           f"{PAGE_SIZE_BYTES}-byte pages; other page sizes are not supported yet")
 
 
+COLD_START_ONLY = ("run.iterations = 1: the only iteration includes the cold start (the GPU starts empty), "
+                   "so the time reported is not a steady-state iteration's; give run.iterations >= 2")
+
+
 def check_hint_level(hf: HintFile, pol: Policy) -> None:
     """Refuse a hint file made for the other level: page-level hints are replayed page by page with
     an eviction fallback, a tensor-level schedule by a tensor-level simulation; the two are not
@@ -610,6 +614,8 @@ class Simulator:
         ignored = tuple(ignored_parameters(cfg, pol.name, eviction))
         if ignored:
             warnings.warn(G10Warning(warning_text(cfg, pol.name, list(ignored))), stacklevel=2)
+        if pol.level == "page" and cfg.run.iterations == 1:
+            warnings.warn(G10Warning(COLD_START_ONLY), stacklevel=2)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
                       trace=ident, quirks=tuple(pol.hand_tuned_factors(trace)), ignored_parameters=ignored,
                       iteration_rule=cfg.run.iteration_rule, breakdown_rule=cfg.run.breakdown_rule)

@@ -353,13 +353,16 @@ def format_run_summary(result) -> str:
         return "\n".join(lines)
     n_it = len(result.iterations)
     rep = result.reported_iterations
-    if result.iteration_rule == "fastest":
+    if result.level == "page" and n_it == 1:     # (Simulator.run warned: COLD_START_ONLY)
+        which = "one iteration, which includes the cold start: not a steady-state time"
+    elif result.iteration_rule == "fastest":
         which = f"iteration {rep[0]} of {n_it}, the fastest (g10-artifact rule)" if n_it > 1 else "one iteration"
     elif result.level == "page" and n_it > 1:
         which = (f"iteration {rep[0]}" if len(rep) == 1 else f"mean of iterations {rep[0]}-{rep[-1]}") + \
             f" of {n_it}, after the cold start"
     else:
-        which = "one steady-state iteration" if result.level == "tensor" else f"{n_it} identical iterations"
+        which = ("one steady-state iteration" if result.level == "tensor" else
+                 f"{n_it} identical iterations" if n_it > 1 else "one iteration")
     lines.append(f"  iteration time   {result.iteration_time_s:.3f} s ({which}); "
                  f"{result.slowdown:.3f}x ideal ({result.ideal_time_s:.3f} s)")
     per = "per iteration, " if len(rep) > 1 else ""
