@@ -53,7 +53,9 @@ def _status_parser() -> argparse.ArgumentParser:
 
 
 def _export_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="g10sim sweep export", description="Write a store's rows as CSV.")
+    p = OneLineParser(prog="g10sim sweep export",
+                      description="Write a store's rows as CSV: the status columns, the grid values, then each "
+                                  "run's best_iteration and its breakdown_*_s, traffic_*_pages and faults_*_pages.")
     p.add_argument("dir", metavar="DIR", help="the store")
     p.add_argument("-o", "--output", metavar="FILE.csv", required=True, help="CSV to write ('-': stdout)")
     return p

@@ -768,20 +768,42 @@ class ResultStore:
                 "rows": rows}
 
     def export_csv(self, dest) -> Path:
-        """The status rows as CSV (grid keys as columns), written atomically."""
+        """The status rows as CSV (grid keys as columns), then each run's breakdown, traffic and
+        faults flattened (:func:`metric_columns`; empty for a failed run), written atomically."""
         from ..results import write_text_atomic
 
         st = self.status()
         plan = self.plan()
         grid_keys = plan.get("grid_keys", []) if plan else sorted({k for r in st["rows"] for k in r}
                                                                    - set(ROW_FIELDS))
+        recs = self.records()
+        metrics = [metric_columns(recs[r["run_key"]]) for r in st["rows"]]
         cols = list(ROW_FIELDS[:5]) + list(grid_keys) + list(ROW_FIELDS[5:])
+        cols += list(dict.fromkeys(k for m in metrics for k in m))
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
-        for r in st["rows"]:
+        for r, m in zip(st["rows"], metrics):
+            r = {**r, **m}
             w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
         return write_text_atomic(dest, buf.getvalue())
+
+
+# the tables of a record flattened into CSV columns: (record field, column prefix, column suffix)
+METRIC_TABLES = (("breakdown_s", "breakdown_", "_s"), ("traffic_pages", "traffic_", "_pages"),
+                 ("faults_pages", "faults_", "_pages"))
+
+
+def metric_columns(rec: dict) -> dict:
+    """A record's per-iteration numbers as flat columns: ``best_iteration`` (the iteration they are
+    of), ``breakdown_compute_s``, ..., ``traffic_ssd_to_gpu_pages``, ..., ``faults_host_pages``, ...
+    (in the order the record holds them; none for a run that failed or raised)."""
+    out = {"best_iteration": rec["best_iteration"]} if "best_iteration" in rec else {}
+    for field, prefix, suffix in METRIC_TABLES:
+        table = rec.get(field)
+        if isinstance(table, dict):
+            out.update((f"{prefix}{k}{suffix}", v) for k, v in table.items())
+    return out
 
 
 def status_row(rec: dict, grid_keys=()) -> dict:
