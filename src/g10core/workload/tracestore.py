@@ -18,6 +18,8 @@ import os
 from importlib import resources
 from pathlib import Path
 
+from ..errors import did_you_mean
+
 ENV_TRACES_DIR = "G10_TRACES_DIR"
 SUFFIX = ".h5"
 
@@ -103,9 +105,11 @@ def resolve_trace(name_or_path) -> Path:
     if _as_name(text) is None:             # a path with folders: it names a file, not a trace
         raise FileNotFoundError(errno.ENOENT, "no such trace file", text)
     where = "the shipped traces" if user_dir() is None else f"${ENV_TRACES_DIR} ({user_dir()}) and the shipped traces"
+    hint = did_you_mean(_as_name(text), available_traces())
     raise FileNotFoundError(
         errno.ENOENT,
-        f"no such trace file, and no trace of that name in {where} (`g10sim trace list` shows the names)",
+        f"no such trace file, and no trace of that name in {where}{'; ' + hint if hint else ''} "
+        "(`g10sim trace list` shows the names)",
         text)
 
 
