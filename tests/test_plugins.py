@@ -276,3 +276,15 @@ def test_plugins_pass_the_registration_checks(monkeypatch):
     assert "unknown eviction rule 'lfu'" in texts[0] and "'bad-eviction'" in texts[0]
     assert "is taken by the built-in policy 'g10'" in texts[1]
     assert "'three'" in texts[2] and "not a Policy subclass" in texts[2]
+
+
+def test_a_sweep_warns_of_a_broken_plugin_once_not_per_worker(installed_plugins, trace_file, capfd, tmp_path):
+    # (capfd: the workers are processes that write to file descriptor 2)
+    shutil.copyfile(trace_file, tmp_path / "a.h5")
+    (tmp_path / "s.toml").write_text('preset = "g10-artifact"\ntraces = ["a.h5"]\npolicies = ["demo-next", "base-uvm"]\n'
+                                     '[set]\n"gpu.memory_GiB" = 0.012\n"host.memory_GiB" = 0.03\n')
+    code, out, err = run(capfd, "sweep", tmp_path / "s.toml", "--out", tmp_path / "out", "--jobs", "2",
+                         "--no-progress")
+    assert code == 0 and "2 of 2 runs done, 0 failed" in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("g10sim: warning: policy plug-in '") for line in lines), err

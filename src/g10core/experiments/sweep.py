@@ -656,6 +656,12 @@ def _kernel_slowdown(r, trace, cfg) -> list:
 def _worker_init():
     # Ctrl-C goes to the whole process group: the driver decides, and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a broken policy plug-in: the driver said so once when it read the sweep file
+    import warnings
+
+    from ..errors import G10Warning
+
+    warnings.filterwarnings("ignore", message="policy plug-in", category=G10Warning)
 
 
 # ============================================================================
