@@ -234,3 +234,26 @@ def test_python_dash_m_runs_the_same_command(trace_file):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["level"] == "ideal"
+
+
+def test_eviction_lru_is_arrival_order_and_says_so(trace_file, capsys):
+    # the artifact's "LRU" is FIFO by arrival: accepted under that name, but never silently
+    code, out, err = run(capsys, "run", trace_file, "--policy", "base-uvm", "--eviction", "lru", *GPU, "--json", "-")
+    assert code == 0 and json.loads(out)["metadata"]["eviction_override"] == "arrival"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("g10sim: warning: eviction rule 'lru' is "), err
+    assert "'arrival'" in lines[0] and "not least recently used" in lines[0] and "least_recently_used.py" in lines[0]
+    code, out, err = run(capsys, "run", trace_file, "--policy", "base-uvm", "--eviction", "arrival", *GPU, "--json", "-")
+    assert code == 0 and err == ""
+
+
+def test_one_iteration_warns_that_it_is_the_cold_start(trace_file, capsys):
+    # run.iterations = 1 reported the cold start as the iteration time, silently
+    code, out, err = run(capsys, "run", trace_file, "--policy", "g10", *GPU, "--set", "run.iterations=1")
+    assert code == 0
+    assert err == ("g10sim: warning: run.iterations = 1: the only iteration includes the cold start (the GPU "
+                   "starts empty), so the time reported is not a steady-state iteration's; give run.iterations >= 2\n")
+    line = next(line for line in out.splitlines() if "iteration time" in line)
+    assert "(one iteration, which includes the cold start: not a steady-state time)" in line
+    code, out, err = run(capsys, "run", trace_file, "--policy", "g10", *GPU, "--set", "run.iterations=2")
+    assert code == 0 and err == "" and "cold start" in out

@@ -60,3 +60,18 @@ def test_an_unknown_name_is_one_line_naming_it_and_how_to_list(elsewhere, capsys
     out, err = capsys.readouterr()
     assert err.count("\n") == 1 and err.startswith("g10sim: error: nope-b1: no such trace file")
     assert "g10sim trace list" in err and "Traceback" not in err
+
+
+def test_the_docs_count_the_shipped_traces_as_trace_list_does():
+    # README said "the 30 traces" where `g10sim trace list` shows 38 (30 published + 8 LLMs)
+    import re
+    from pathlib import Path
+
+    total, published, llms = len(SHIPPED_NAMES) + len(SHIPPED_LLM_NAMES), len(SHIPPED_NAMES), len(SHIPPED_LLM_NAMES)
+    texts = {"README.md": (Path(__file__).resolve().parents[1] / "README.md").read_text(),
+             "tracestore.py": tracestore.__doc__}
+    for name, text in texts.items():
+        text = " ".join(text.split())
+        counts = [int(n) for n in re.findall(r"\b(\d+) (?:shipped )?traces\b(?! of the published)", text)]
+        assert counts and all(n == total for n in counts), (name, counts)
+        assert f"{published} published workloads" in text and f"{llms} captured LLMs" in text, name

@@ -204,10 +204,17 @@ WING_LAYER = {"examples": 0, "workload": 1, "policies": 2, "experiments": 4, "ca
               "testing": 6, "__main__": 7}
 
 
+# The example files (examples/*.py, not the package's __init__) are a user's files that g10sim
+# loads by path (--eviction FILE.py:FUNC, --policy FILE.py:NAME), never modules the package
+# imports: like a user's file they may import any layer (a policy imports g10core.policies).
+USER_FILES = f"{PACKAGE}.examples."
+
+
 def layer(name: str) -> int | None:
-    """The layer of module ``name`` (None: the package itself, which every module runs)."""
+    """The layer of module ``name`` (None: the package itself, which every module runs, and the
+    user files, which none imports)."""
     parts = name.split(".")
-    if len(parts) == 1:
+    if len(parts) == 1 or name.startswith(USER_FILES):
         return None
     if parts[1] in WING_LAYER:
         return WING_LAYER[parts[1]]
@@ -225,6 +232,13 @@ def test_no_module_imports_a_layer_above_its_own():
     upward = sorted(f"{a} ({layer(a)}) -> {b} ({layer(b)})" for a, deps in graph.items() for b in deps
                     if layer(a) is not None and layer(b) is not None and layer(b) > layer(a))
     assert not upward, "imports of a layer above: " + "; ".join(upward)
+
+
+def test_no_module_imports_a_user_file():
+    graph = import_graph()
+    importers = sorted(f"{a} -> {b}" for a, deps in graph.items() for b in deps
+                       if b.startswith(USER_FILES) and not a.startswith(USER_FILES))
+    assert not importers, "the example files are loaded by path, never imported: " + "; ".join(importers)
 
 
 def test_the_layer_check_sees_an_upward_import():

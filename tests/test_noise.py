@@ -145,3 +145,9 @@ def test_published_fig19_cells(traces_dir, model, batch, sigma):
     r = Simulator(cfg).run(traces_dir / f"{model}-b{batch}.h5", "g10")
     assert r.normalized_performance == pytest.approx(cell.value, rel=2e-3)
     assert math.isclose(r.normalized_performance, cell.value, rel_tol=1e-12)   # in fact to the last digits
+
+
+def test_the_seed_range_message_has_no_unit_of_one():
+    # a pure number's unit is "1": the range message ends at the bound, not "4294967295 1"
+    with pytest.raises(ConfigError, match=r"^noise\.seed = -5: must be >= -1 and <= 4294967295$"):
+        preset("default").with_overrides({"noise": {"seed": -5}})

@@ -165,3 +165,48 @@ def test_report_refuses_other_json(tmp_path, capsys):
     p.write_text(json.dumps({"policy": "g10"}))
     code = main(["report", "fig11", str(p)])
     assert code == 2 and "not a g10sim reproduce fig11 JSON" in capsys.readouterr().err
+
+
+def test_the_fig11_plot_title_is_clear_of_its_legend_and_axes(monkeypatch, tmp_path):
+    # the legend was drawn over the title (`g10sim reproduce fig11 --plot`)
+    pytest.importorskip("matplotlib")
+    from matplotlib.text import Text
+
+    from g10core.experiments import report
+    from g10core.experiments.published import FIG11_WORKLOADS
+
+    rows = [{"model": m, "batch": b, "policy": p, "time_s": 1.0 + i, "failed": False,
+             "normalized_performance": 1.0 / (1.0 + i)}
+            for m, b in FIG11_WORKLOADS for i, p in enumerate(FIG11_POLICIES)]
+    drawn = []
+    monkeypatch.setattr(report, "_save", lambda fig, path: drawn.append(fig) or path)
+    report.plot_fig11(rows, tmp_path / "fig11.png", preset="g10-artifact")
+    fig = drawn[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    title = "Figure 11 (preset g10-artifact)"
+    titles = [t for t in fig.findobj(Text) if t.get_text() == title and t.get_visible()]
+    assert len(titles) == 1
+    box = titles[0].get_window_extent(renderer)
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    handles = getattr(legend, "legend_handles", None) or legend.legendHandles
+    entries = [t.get_window_extent(renderer) for t in legend.get_texts()]
+    entries += [h.get_window_extent(renderer) for h in handles]
+    assert not any(box.overlaps(e) for e in entries)
+    assert not box.overlaps(ax.get_window_extent(renderer))
+    assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1)
+
+
+def test_a_failed_baseline_is_failed_in_the_speedup_table_with_why_in_a_footnote():
+    # the table printed an infinite speedup (∞, inf) where FlashNeuron could not run
+    rows = [{"model": "vit", "batch": 1280, "policy": p, "time_s": t, "ideal_time_s": 3.0, "failed": t is None,
+             "normalized_performance": 0.0 if t is None else 3.0 / t,
+             "failure_reason": "cannot fit: kernel 541 needs tensor 1504" if t is None else None}
+            for p, t in (("base-uvm", 20.0), ("flashneuron", None), ("g10", 4.0), ("ideal", 3.0))]
+    text = format_fig11_table(rows)
+    row = next(line for line in text.splitlines() if line.strip().startswith("vit-b1280"))
+    assert row.split()[1:3] == ["5.00x", "failed*"], row
+    assert "∞" not in text and "inf" not in text.replace("info", "")
+    assert ("  * FlashNeuron failed on vit-b1280, so G10 has no speedup over it there: "
+            "cannot fit: kernel 541 needs tensor 1504") in text.splitlines()

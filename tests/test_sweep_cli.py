@@ -119,3 +119,26 @@ def test_reproduce_and_report_a_figure(traces_dir, tmp_path, capsys):
 def test_reproduce_refuses_an_unknown_workload(capsys):
     assert main(["reproduce", "fig16", "--models", "bert_base-b999", "--no-progress"]) == 2
     assert "not a workload of fig16" in capsys.readouterr().err
+
+
+def test_sweep_export_has_the_breakdown_traffic_and_fault_columns(folder, tmp_path, capsys):
+    # runs.jsonl holds them; the CSV left them out
+    out = tmp_path / "out"
+    assert main(["sweep", str(folder / "s.toml"), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["sweep", "export", str(out), "-o", "-"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    records = {}
+    for line in (out / "runs.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        records[rec["run_key"]] = rec
+    for col in ("best_iteration", "breakdown_compute_s", "breakdown_overlap_s", "breakdown_stall_s",
+                "traffic_ssd_to_gpu_pages", "traffic_gpu_to_ssd_pages", "traffic_host_to_gpu_pages",
+                "traffic_gpu_to_host_pages", "faults_host_pages", "faults_ssd_pages", "faults_unallocated_pages"):
+        assert col in rows[0], col
+    for r in rows:
+        rec = records[r["run_key"]]
+        assert int(r["best_iteration"]) == rec["best_iteration"]
+        assert float(r["breakdown_stall_s"]) == rec["breakdown_s"]["stall"]
+        assert int(r["traffic_ssd_to_gpu_pages"]) == rec["traffic_pages"]["ssd_to_gpu"]
+        assert int(r["faults_host_pages"]) == rec["faults_pages"]["host"]

@@ -239,3 +239,25 @@ def test_cli_validate_ok_and_mixed(good_file, tmp_path, capsys):
     assert len(lines) == 2
     assert str(bad) in lines[0] and "not an HDF5 file" in lines[0]
     assert str(missing) in lines[1] and "no such trace file" in lines[1]
+
+
+def test_an_empty_file_is_refused_as_empty(tmp_path, capsys):
+    # h5py says only "file signature not found": the message says the file is empty, and names it
+    empty = tmp_path / "empty.h5"
+    empty.write_bytes(b"")
+    with pytest.raises(TraceError, match=r"empty\.h5: /: empty file \(0 bytes\), not an HDF5 file$"):
+        read_trace(empty)
+    for argv in (["run", str(empty), "--policy", "g10"], ["trace", "validate", str(empty)]):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err == f"g10sim: error: {empty}: /: empty file (0 bytes), not an HDF5 file\n"
+
+
+def test_an_empty_hint_file_is_refused_as_empty(tmp_path):
+    from g10core.errors import HintError
+    from g10core.workload.hints import read_hints
+
+    empty = tmp_path / "empty-hints.h5"
+    empty.write_bytes(b"")
+    with pytest.raises(HintError, match=r"empty-hints\.h5, /hints: empty file \(0 bytes\), not an HDF5 hint file$"):
+        read_hints(empty)

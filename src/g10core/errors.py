@@ -11,10 +11,12 @@ The modules that raise these re-export them under their old names
 """
 from __future__ import annotations
 
+import difflib
 import os
 
 __all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError",
-           "CannotFit", "CaptureError", "EvictionRuleError", "TensorSimError", "SweepError", "SimulationError"]
+           "CannotFit", "CaptureError", "EvictionRuleError", "PolicyError", "TensorSimError", "SweepError",
+           "SimulationError", "did_you_mean"]
 
 _IN_MEMORY_TRACE = "<in-memory trace>"
 
@@ -133,6 +135,11 @@ class EvictionRuleError(InputError):
     (and the file and function of a user's rule)."""
 
 
+class PolicyError(InputError):
+    """A user's policy file (``FILE.py:NAME``) cannot give a policy; the message names the file
+    and NAME.  (An unknown policy *name* is a ``KeyError`` of ``policies.get``.)"""
+
+
 class G10Warning(UserWarning):
     """Something a user should know about a run that still runs (``g10sim`` prints it as one line
     ``g10sim: warning: ...`` on stderr): a hint file planned for another configuration, a parameter
@@ -145,3 +152,23 @@ class SimulationError(G10Error, RuntimeError):
     Not bad input (that is an :class:`InputError`); the command line prints one line
     and exits 1.
     """
+
+
+def did_you_mean(word: str, known, n: int = 3) -> str:
+    """``"did you mean 'x'?"`` for the names in ``known`` closest to ``word`` (a name that differs
+    only in case first, else :func:`difflib.get_close_matches`, keeping those about as close as the
+    closest), or ``""`` when none is close: the end of an "unknown name" message."""
+    known = list(dict.fromkeys(known))
+    same_case = [k for k in known if k.lower() == word.lower() and k != word]
+    if same_case:
+        close = same_case[:n]
+    else:
+        by_lower = {}
+        for k in known:
+            by_lower.setdefault(k.lower(), k)
+        matches = difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)
+        ratio = [difflib.SequenceMatcher(None, word.lower(), m).ratio() for m in matches]
+        close = [by_lower[m] for m, r in zip(matches, ratio) if r >= ratio[0] - 0.05]
+    if not close:
+        return ""
+    return "did you mean " + " or ".join(repr(c) for c in close) + "?"

@@ -8,7 +8,8 @@ later step reads the rule's fields, and the Python layer builds the compiled evi
 =========  ==================================================================================
 arrival    the oldest-arrived GPU page not in transfer: the published simulator's "LRU"
            (its recency list is touched only on arrival, so it is FIFO by arrival).  Base
-           UVM and G10's fallback.  ``lru`` is accepted as the artifact's name for it.
+           UVM and G10's fallback.  ``lru`` is accepted as the artifact's name for it, with
+           a warning that says so (:data:`ALIAS_MEANING`): it is not least recently used.
 deepum     DeepUM+: arrival order skipping the tensors of the next ``scheduler.prefetch_degree``
            kernels; dead pages dropped without a transfer.
 belady     Belady's MIN at tensor granularity: the resident tensor whose next use is farthest
@@ -53,11 +54,8 @@ what the function raises for them (:func:`check_score_failures`).
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import inspect
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -67,6 +65,7 @@ import numpy as np
 from ._evict import NEVER, ArrivalOrderEvictor, DeepUMWindowEvictor, ScoreEvictor
 from ._pagetable import PageTable
 from .errors import EvictionRuleError
+from .files import import_user_file, is_user_file_spec
 
 SCORE_ARGUMENTS = ("now_kernel", "tensor", "resident_pages", "size_pages", "last_use_kernel",
                    "next_use_kernel", "arrival_seq")
@@ -124,6 +123,12 @@ EvictorEntry = EvictionRule        # the registry's entries were named so before
 
 EVICTORS: dict[str, EvictionRule] = {}
 ALIASES = {"lru": "arrival"}       # the artifact's name for the arrival-order rule
+# what an alias means, said when a user names a rule by it (Simulator.run warns with it once)
+ALIAS_MEANING = {
+    "lru": "eviction rule 'lru' is the published simulator's name for 'arrival': the oldest-arrived GPU page "
+           "first (FIFO by arrival: its recency list is touched only when a page arrives), not least recently "
+           "used; for least recently used by last use give least_recently_used.py:score",
+}
 
 
 def register(name: str, description: str, build: Callable, **flags) -> None:
@@ -196,37 +201,16 @@ class UserScore:
 def is_user_rule(spec) -> bool:
     if isinstance(spec, EvictionRule):
         return spec.user
-    return isinstance(spec, UserScore) or (isinstance(spec, str) and ":" in spec and
-                                           spec.rsplit(":", 1)[0].endswith(".py"))
+    return isinstance(spec, UserScore) or is_user_file_spec(spec)
 
 
 def load_score_function(spec: str) -> UserScore:
     """Compile ``FILE.py:FUNC`` with numba; refuses a bad file or function, naming it."""
     import time
 
-    path_text, _, func_name = spec.rpartition(":")
-    path = Path(path_text).expanduser()
     where = f"--eviction {spec}"
-    if not func_name.isidentifier():
-        raise EvictionRuleError(f"{where}: {func_name!r} is not a function name (expected FILE.py:FUNC)")
-    if not path.is_file():
-        from .examples import path as example_path
-
-        if path.parent == Path(".") and example_path(path.name).is_file():
-            path = example_path(path.name)          # a shipped example, by its file name
-        else:
-            raise EvictionRuleError(f"{where}: no such file {path} (shipped examples: "
-                                    "farthest_next_use.py, least_recently_used.py)")
-    # a stable name: numba's on-disk cache records the module by name
-    module_name = "g10core_user_eviction_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
-    try:
-        mod_spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(mod_spec)
-        sys.modules[module_name] = module       # numba's cache looks modules up by name
-        mod_spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any error in the user's file is bad input
-        sys.modules.pop(module_name, None)    # (sys.exit() in it too: it would end g10sim with its code)
-        raise EvictionRuleError(f"{path}: cannot be imported: {type(exc).__name__}: {exc}") from None
+    module, path, func_name = import_user_file(spec, where, EvictionRuleError,
+                                               module_prefix="g10core_user_eviction_")
     func = getattr(module, func_name, None)
     if func is None or not callable(func):
         raise EvictionRuleError(f"{path}: has no function {func_name!r}")

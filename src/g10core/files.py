@@ -8,13 +8,18 @@
   followed (the file it points to is replaced, the link stays), and a device or pipe given as
   the output (``/dev/null``, ``/dev/stdout``) is written through: a rename would put a regular
   file in its place.  Errors name the path given, not the temporary file.
+* :func:`import_user_file`: a user's Python file named as ``FILE.py:NAME`` (an eviction score
+  function, a policy class), imported under a stable module name; any error in it is bad input.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import secrets
 import shutil
 import stat
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,4 +81,55 @@ def write_text_atomic(path, text: str) -> Path:
     return Path(path)
 
 
-__all__ = ["NOT_A_REGULAR_FILE", "is_special_file", "read_text", "replacing", "write_text_atomic"]
+def is_user_file_spec(spec) -> bool:
+    """Whether ``spec`` is ``FILE.py:NAME`` (a user's file), not a registered name."""
+    return isinstance(spec, str) and ":" in spec and spec.rsplit(":", 1)[0].endswith(".py")
+
+
+def import_user_file(spec: str, where: str, error: type[Exception], *, module_prefix: str,
+                     kind: str = "function", form: str = "FILE.py:FUNC", reuse: bool = False):
+    """Import the Python file of ``spec`` (``FILE.py:NAME``); returns ``(module, path, NAME)``.
+
+    A bare file name that is not in the working folder is looked up among the shipped examples
+    (``g10core/examples/``).  The module is named ``module_prefix`` + a hash of the file's
+    resolved path (a stable name: numba's on-disk cache records functions by module name) and
+    kept in ``sys.modules``; ``reuse``: return the module already imported from the file when
+    the file has not changed since (a policy class that registers itself must not be defined
+    twice).  Every refusal is ``error`` starting with ``where`` (which names the spec): ``NAME``
+    not an identifier, no such file, a pipe or device, or a file that raises on import (any
+    exception, and ``SystemExit``: it would end the command with the file's exit code).
+    """
+    path_text, _, name = spec.rpartition(":")
+    path = Path(path_text).expanduser()
+    if not name.isidentifier():
+        raise error(f"{where}: {name!r} is not a {kind} name (expected {form})")
+    if is_special_file(path):
+        raise error(f"{where}: {path} {NOT_A_REGULAR_FILE}")
+    if not path.is_file():
+        from .examples import path as example_path, shipped
+
+        if path.parent == Path(".") and example_path(path.name).is_file():
+            path = example_path(path.name)          # a shipped example, by its file name
+        else:
+            raise error(f"{where}: no such file {path} (shipped examples: {', '.join(shipped())})")
+    resolved = path.resolve()
+    module_name = module_prefix + hashlib.sha1(str(resolved).encode()).hexdigest()[:16]
+    st = resolved.stat()
+    stamp = (st.st_mtime_ns, st.st_size)
+    old = sys.modules.get(module_name)
+    if reuse and old is not None and getattr(old, "__g10core_stamp__", None) == stamp:
+        return old, path, name
+    try:
+        mod_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(mod_spec)
+        module.__g10core_stamp__ = stamp
+        sys.modules[module_name] = module       # numba's cache (and dataclasses) look modules up by name
+        mod_spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any error in the user's file is bad input
+        sys.modules.pop(module_name, None)
+        raise error(f"{where}: cannot be imported: {type(exc).__name__}: {' '.join(str(exc).split())}") from None
+    return module, path, name
+
+
+__all__ = ["NOT_A_REGULAR_FILE", "import_user_file", "is_special_file", "is_user_file_spec", "read_text",
+           "replacing", "write_text_atomic"]

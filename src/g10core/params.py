@@ -182,7 +182,7 @@ def check_value(name: str, value, p: Param, shown: str | None = None, *, alone: 
         low = lo is not None and (value <= lo if p.min_exclusive else value < lo)
         high = hi is not None and (value >= hi if p.max_exclusive else value > hi)
         if low or high:
-            unit = f" {p.unit}" if p.unit else ""
+            unit = f" {p.unit}" if p.unit not in ("", "1") else ""     # "1": a pure number, no unit
             why = f" ({p.below})" if low and p.below else ""
             raise ConfigError(f"{name} = {shown}: must be {p.bound_words(alone)}{unit}{why}")
     if p.validate is not None:

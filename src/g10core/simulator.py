@@ -373,6 +373,10 @@ def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
                           f"{PAGE_SIZE_BYTES}-byte pages; other page sizes are not supported yet")
 
 
+COLD_START_ONLY = ("run.iterations = 1: the only iteration includes the cold start (the GPU starts empty), "
+                   "so the time reported is not a steady-state iteration's; give run.iterations >= 2")
+
+
 def check_hint_level(hf: HintFile, pol: Policy) -> None:
     """Refuse a hint file made for the other level: page-level hints are replayed page by page with
     an eviction fallback, a tensor-level schedule by a tensor-level simulation; the two are not
@@ -611,6 +615,8 @@ class Simulator:
         pol = _resolve_policy(policy, cfg)
         check_level_supported(cfg, pol)
         if eviction is not None:
+            if isinstance(eviction, str) and eviction in evictors.ALIAS_MEANING:
+                warnings.warn(G10Warning(evictors.ALIAS_MEANING[eviction]), stacklevel=2)
             eviction = evictors.resolve(eviction)      # once: every later step reads the rule
         ident = trace_identity(trace, path)
         hint_info = {"source": "policy", "policy": pol.name}
@@ -643,6 +649,8 @@ class Simulator:
         ignored = tuple(ignored_parameters(cfg, pol, eviction))
         if ignored:
             warnings.warn(G10Warning(warning_text(cfg, pol.name, list(ignored))), stacklevel=2)
+        if pol.level == "page" and cfg.run.iterations == 1:
+            warnings.warn(G10Warning(COLD_START_ONLY), stacklevel=2)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
                       trace=ident, quirks=tuple(pol.hand_tuned_factors(trace)), ignored_parameters=ignored,
                       iteration_rule=cfg.run.iteration_rule, breakdown_rule=cfg.run.breakdown_rule)

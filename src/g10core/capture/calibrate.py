@@ -1,8 +1,8 @@
 """Fit the kernel-time model (:mod:`.timing`) on the shipped traces' measured A100 times.
 
-The 30 shipped traces (converted from the published G10 artifact) carry, for every
-kernel, the three times the G10 authors measured on an A100-40GB: ``t11``, ``t10`` and
-``t00``.  This module turns each shipped kernel into :class:`~.timing.KernelFeatures`
+The 30 shipped traces of the published workloads (converted from the G10 artifact; the 8
+captured LLM traces are not used) carry, for every kernel, the three times the G10 authors
+measured on an A100-40GB: ``t11``, ``t10`` and ``t00``.  This module turns each shipped kernel into :class:`~.timing.KernelFeatures`
 and fits the coefficients of every kernel class on them.  Only those profiled kernel
 times are used, never the published simulation results.
 

@@ -73,10 +73,11 @@ def llm_tasks(traces_dir=None, *, config=None, workloads=LLM_WORKLOADS, policies
     cfg = preset(DEFAULT_PRESET) if config is None else config
     Simulator(cfg)
     traces_dir = default_traces_dir() if traces_dir is None else Path(traces_dir)
-    known = registry.names()
     for p in policies:
-        if p not in known:
-            raise ValueError(f"unknown policy {p!r}; known: {', '.join(known)}")
+        try:
+            registry.get(p)                          # (an unknown name: the known ones, and the closest)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
     missing = [str(traces_dir / w.file_name) for w in workloads if not (traces_dir / w.file_name).is_file()]
     if missing:
         raise FileNotFoundError(2, f"LLM trace file(s) missing ({len(missing)}; make them with "

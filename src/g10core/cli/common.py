@@ -239,4 +239,6 @@ def config_from_args(args):
 
 def policy_help() -> str:
     return ("base-uvm, belady, deepum, g10 (page level); flashneuron, g10-gds, g10-host (tensor level); "
-            "ideal; or a policy registered with g10core.policies.register")
+            "ideal; a policy an installed package adds (entry points g10core.policies); or FILE.py:NAME, a "
+            "Policy subclass in a file (shipped example: prefetch_next_inputs.py:PrefetchNextInputs; "
+            "docs/plugins.md)")

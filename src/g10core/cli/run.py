@@ -64,7 +64,8 @@ def add_parser(subparsers) -> None:
                    help="replay this hint file (from `g10sim hints` or your own code) instead of the policy's "
                         "hints; without --policy, the policy that made it (or g10: LRU for the rest)")
     p.add_argument("--eviction", metavar="RULE|FILE.py:FUNC",
-                   help="eviction rule replacing the policy's (page level): arrival (the artifact's 'LRU'), "
+                   help="eviction rule replacing the policy's (page level): arrival (the artifact's 'LRU': first in, "
+                        "first out by arrival; lru is accepted for it, with a warning that says so), "
                         "deepum, belady, or FILE.py:FUNC, a score function compiled with numba (see "
                         "g10core.evictors; shipped examples: farthest_next_use.py:score, "
                         "least_recently_used.py:score)")

@@ -54,7 +54,9 @@ def _status_parser() -> argparse.ArgumentParser:
 
 
 def _export_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="g10sim sweep export", description="Write a store's rows as CSV.")
+    p = OneLineParser(prog="g10sim sweep export",
+                      description="Write a store's rows as CSV: the status columns, the grid values, then each "
+                                  "run's best_iteration and its breakdown_*_s, traffic_*_pages and faults_*_pages.")
     p.add_argument("dir", metavar="DIR", help="the store")
     p.add_argument("-o", "--output", metavar="FILE.csv", required=True, help="CSV to write ('-': stdout)")
     return p
@@ -75,14 +77,15 @@ def print_status(st: dict, *, limit: int = 40) -> None:
     if not rows:
         return
     grid = [k for k in rows[0] if k not in _ROW_FIELDS]
-    print(f"  {'trace':<22} {'policy':<12}" + "".join(f" {k:>24}" for k in grid) + f" {'time_s':>12}  status")
+    pw = max([12] + [len(r["policy"]) for r in rows[:limit]])     # (a policy file's FILE.py:NAME is long)
+    print(f"  {'trace':<22} {'policy':<{pw}}" + "".join(f" {k:>24}" for k in grid) + f" {'time_s':>12}  status")
     for r in rows[:limit]:
         if r.get("error"):
             state = "error: " + r["error"]
         else:
             state = "failed: " + (r.get("failure_reason") or "") if r["failed"] else "ok"
         t = "–" if r["time_s"] is None else f"{r['time_s']:.4f}"
-        print(f"  {r['trace']:<22} {r['policy']:<12}" + "".join(f" {str(r.get(k, '')):>24}" for k in grid)
+        print(f"  {r['trace']:<22} {r['policy']:<{pw}}" + "".join(f" {str(r.get(k, '')):>24}" for k in grid)
               + f" {t:>12}  {state[:80]}")
     if len(rows) > limit:
         print(f"  ... {len(rows) - limit} more (--json - for all, or g10sim sweep export)")

@@ -193,12 +193,27 @@ def format_fig11_table(rows, summary: dict | None = None, preset: str | None = N
         lines.append("G10 speedup over each baseline (baseline time / G10 time):")
         lines.append(f"  {'model':<20}" + "".join(f"{POLICY_LABELS.get(p, p):>12}" for p in base)
                      + f"{'best prior':>22}")
+        failed_runs = []        # a baseline that failed has no time: "failed*", and why in a footnote
+        by = {(r["model"], int(r["batch"]), r["policy"]): r for r in rows}
+
+        def cell(p, name):
+            v = summary["speedup"][p].get(name)
+            if v is not None and not math.isfinite(v):
+                failed_runs.append((p, name))
+                return "failed*"
+            return _fmt_x(v)
+
         for name in frac["per_model"]:
             bp = summary["best_prior"]["per_model"][name]
             best_txt = "–" if bp["speedup"] is None else f"{_fmt_x(bp['speedup'])} ({POLICY_LABELS[bp['policy']]})"
-            lines.append(f"  {name:<20}" + "".join(f"{_fmt_x(summary['speedup'][p].get(name)):>12}" for p in base)
-                         + f"{best_txt:>22}")
+            lines.append(f"  {name:<20}" + "".join(f"{cell(p, name):>12}" for p in base) + f"{best_txt:>22}")
         lines.append(f"  {'max over models':<20}" + "".join(f"{_fmt_x(summary['speedup_max'][p]):>12}" for p in base))
+        workload_of = {f"{m}-b{b}": (m, b) for m, b in _workloads(rows)}
+        for p, name in failed_runs:
+            r = by.get((*workload_of[name], p), {})
+            reason = " ".join(str(r.get("failure_reason") or r.get("error") or "no time recorded").split())
+            lines.append(f"  * {POLICY_LABELS.get(p, p)} failed on {name}, so G10 has no speedup over it there: "
+                         f"{reason}")
         sota = summary["state_of_the_art"]
         if sota["max"] is not None:
             ran = [p for p in sota["baselines"] if p in _policies(rows)]
@@ -253,10 +268,14 @@ def plot_fig11(rows, path, *, title: str | None = None, preset: str | None = Non
 
     Uses matplotlib's Agg canvas directly (no pyplot state, no display); written atomically.
     """
+    return _save(fig11_figure(rows, title=title, preset=preset), Path(path))
+
+
+def fig11_figure(rows, *, title: str | None = None, preset: str | None = None):
+    """The matplotlib ``Figure`` :func:`plot_fig11` draws (on an Agg canvas)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    path = Path(path)
     workloads = _workloads(rows)
     pols = _policies(rows)
     by = {(r["model"], int(r["batch"]), r["policy"]): r for r in rows}
@@ -286,12 +305,13 @@ def plot_fig11(rows, path, *, title: str | None = None, preset: str | None = Non
     ax.set_ylim(0, 1.15)
     ax.axhline(1.0, color="black", linewidth=0.5, linestyle=":")
     ax.tick_params(axis="y", labelsize=8)
-    ax.legend(ncol=len(pols), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.18), frameon=False)
+    # the title is the legend's own title, above the legend's row, the two above the axes: an axes
+    # title with a fixed pad was drawn under the legend, which is as tall as its font makes it
     title = rows_title(rows, preset) if title is None else title
-    if title:
-        ax.set_title(title, fontsize=9, pad=22)
+    ax.legend(ncol=len(pols), fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False,
+              title=title or None, title_fontsize=9)
     fig.tight_layout()
-    return _save(fig, path)
+    return fig
 
 
 # ---- one run ----------------------------------------------------------------------
@@ -338,13 +358,16 @@ def format_run_summary(result) -> str:
         return "\n".join(lines)
     n_it = len(result.iterations)
     rep = result.reported_iterations
-    if result.iteration_rule == "fastest":
+    if result.level == "page" and n_it == 1:     # (Simulator.run warned: COLD_START_ONLY)
+        which = "one iteration, which includes the cold start: not a steady-state time"
+    elif result.iteration_rule == "fastest":
         which = f"iteration {rep[0]} of {n_it}, the fastest (g10-artifact rule)" if n_it > 1 else "one iteration"
     elif result.level == "page" and n_it > 1:
         which = (f"iteration {rep[0]}" if len(rep) == 1 else f"mean of iterations {rep[0]}-{rep[-1]}") + \
             f" of {n_it}, after the cold start"
     else:
-        which = "one steady-state iteration" if result.level == "tensor" else f"{n_it} identical iterations"
+        which = ("one steady-state iteration" if result.level == "tensor" else
+                 f"{n_it} identical iterations" if n_it > 1 else "one iteration")
     lines.append(f"  iteration time   {result.iteration_time_s:.3f} s ({which}); "
                  f"{result.slowdown:.3f}x ideal ({result.ideal_time_s:.3f} s)")
     per = "per iteration, " if len(rep) > 1 else ""

@@ -170,10 +170,11 @@ def fig11_tasks(traces_dir=None, *, config: SimConfig | None = None, workloads=F
 
     cfg = preset(ARTIFACT_PRESET) if config is None else config
     Simulator(cfg)                                   # refuse a bad or unsupported config up front
-    known = registry.names()
     for p in policies:
-        if p not in known:
-            raise ValueError(f"unknown policy {p!r}; known: {', '.join(known)}")
+        try:
+            registry.get(p)                          # (an unknown name: the known ones, and the closest)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
     if traces_dir is None:      # by name: $G10_TRACES_DIR first, then the shipped traces
         files = {(m, b): tracestore.find_trace(f"{m}-b{int(b)}") for m, b in workloads}
         missing = [f"{m}-b{int(b)}" for (m, b), path in files.items() if path is None]

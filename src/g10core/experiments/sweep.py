@@ -5,7 +5,7 @@ A **sweep file** (TOML) names traces, policies and configuration values::
     name = "ssd-bandwidth"
     preset = "default"                           # optional (default: the exploration preset, "default")
     traces = ["bert_base-b512", "my/trace.h5"]    # shipped trace names or paths
-    policies = ["base-uvm", "g10"]
+    policies = ["base-uvm", "g10"]               # names, or FILE.py:NAME (a Policy subclass in a file)
     record = ["kernel_slowdown"]                  # optional extras per run (see RECORDABLE)
     [set]                                         # fixed overrides, dotted config keys
     "link.bandwidth_GBps" = 32
@@ -19,8 +19,11 @@ inherits from the top level, ``set`` and ``grid`` key by key).  Dotted keys may 
 written quoted (``"ssd.bandwidth_GBps" = ...``) or bare (``ssd.bandwidth_GBps = ...``).
 :func:`load_sweep` refuses a malformed file before anything runs, with one line naming
 the file, the key and its line: an unknown key or section, a value the configuration
-refuses, an empty grid or grid list, a key both set and swept, an unknown policy, a
-missing or unreadable trace, a configuration the simulator cannot run.
+refuses, an empty grid or grid list, a key both set and swept, an unknown policy or a
+policy file that cannot give one, a missing or unreadable trace, a configuration the
+simulator cannot run.  A policy ``FILE.py:NAME`` is found relative to the sweep file's
+folder, then the working folder; its runs are keyed by the file's content (an edited
+policy file runs again).
 
 **Runs.**  Every run is (trace, policy, resolved configuration).  Its ``run_key`` hashes
 the resolved configuration (``SimConfig.to_dict()``), the trace's content digest, the
@@ -77,7 +80,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..config import DEFAULT_PRESET, SECTIONS, ConfigError, SimConfig, preset
-from ..errors import SweepError  # noqa: F401 (defined in errors.py; importable from here)
+from ..errors import SweepError, did_you_mean  # noqa: F401 (SweepError: defined in errors.py; importable from here)
 from ..files import read_text
 from ..gpus import MODEL_KEYS
 from ..results import finite_or_none
@@ -125,12 +128,13 @@ class Run:
     record: tuple = ()         # extras (RECORDABLE)
     block: str = ""
     cost: float = 1.0          # relative expected run time (for ordering only)
+    policy_spec: str = ""      # a user's policy file: FILE.py:NAME with the file's absolute path
 
     def task(self) -> dict:
         return {"run_key": self.run_key, "trace": self.trace, "trace_path": self.trace_path,
                 "trace_digest": self.trace_digest, "model": self.model, "batch": self.batch,
-                "policy": self.policy, "grid": dict(self.grid), "config": self.config,
-                "config_hash": self.config_hash, "record": list(self.record)}
+                "policy": self.policy, "policy_spec": self.policy_spec or self.policy, "grid": dict(self.grid),
+                "config": self.config, "config_hash": self.config_hash, "record": list(self.record)}
 
     def plan_entry(self) -> dict:
         return {"run_key": self.run_key, "trace": self.trace, "model": self.model, "batch": self.batch,
@@ -329,6 +333,32 @@ def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str |
         fail("'block' must be one or more [[block]] tables")
     top = {k: doc[k] for k in ("traces", "policies", "set", "grid", "record") if k in doc}
     known_policies = registry.names()
+    policy_specs: dict[str, tuple[str, str]] = {}   # as written -> (what a worker loads, its name in run keys)
+
+    def resolve_policy(p: str, where_block: str) -> tuple[str, str]:
+        """A registered name, or ``FILE.py:NAME`` (relative to the sweep file's folder, then the
+        working folder), loaded now so that a bad one is refused before anything runs."""
+        if not registry.is_file_spec(p):
+            if p not in known_policies:
+                hint = did_you_mean(p, known_policies)
+                fail(f"{where_block}: unknown policy {p!r}{_where(src, p, key=False)}; known: "
+                     f"{', '.join(known_policies)}, or FILE.py:NAME" + (f"; {hint}" if hint else ""))
+            return p, p
+        path_text, _, class_name = p.rpartition(":")
+        path = Path(path_text).expanduser()
+        if not path.is_absolute() and (base_dir / path).is_file():
+            path = base_dir / path
+        spec = f"{path.resolve() if path.is_file() else path}:{class_name}"
+        try:
+            registry.get(spec)
+        except ValueError as exc:
+            reason = " ".join(str(exc).split())
+            reason = reason[len(f"policy {spec}: "):] if reason.startswith(f"policy {spec}: ") else reason
+            fail(f"{where_block}: policy {p!r}{_where(src, p, key=False)}: {reason}")
+        # runs are keyed by the file's content, as traces are: an edited policy runs again
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        return spec, f"file:{digest}:{class_name}"
+
     trace_cache: dict[str, tuple] = {}
     runs: list[Run] = []
     seen: set[str] = set()
@@ -366,9 +396,8 @@ def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str |
         if not isinstance(pols, list) or not pols or not all(isinstance(p, str) for p in pols):
             fail(f"{where_block}: 'policies'{_where(src, 'policies')} must be a non-empty list of policy names")
         for p in pols:
-            if p not in known_policies:
-                fail(f"{where_block}: unknown policy {p!r}{_where(src, p, key=False)}; known: "
-                     f"{', '.join(known_policies)}")
+            if p not in policy_specs:
+                policy_specs[p] = resolve_policy(p, where_block)
         record = b.get("record", [])
         if not isinstance(record, list) or not all(isinstance(r, str) for r in record):
             fail(f"{where_block}: 'record'{_where(src, 'record')} must be a list of names")
@@ -416,8 +445,10 @@ def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str |
             if t not in trace_cache:
                 p = resolve_trace_name(t, base_dir, traces_dir)
                 if p is None:
+                    hint = did_you_mean(t, tracestore.available_traces()) if "/" not in t else ""
                     fail(f"{where_block}: trace {t!r}{_where(src, t, key=False)} not found (a path, relative to "
-                         f"the sweep file or the working folder, or a shipped name like bert_base-b256)")
+                         f"the sweep file or the working folder, or a shipped name like bert_base-b256)"
+                         + (f"; {hint}" if hint else ""))
                 try:
                     trace_cache[t] = _trace_identity(p)
                 except Exception as exc:  # noqa: BLE001 - any unreadable trace is bad input here
@@ -440,21 +471,22 @@ def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str |
             for pol in pols:                # a policy the configuration cannot run (run refuses it)
                 if (cfg.hash, pol) not in levels_checked:
                     try:
-                        check_level_supported(cfg, registry.get(pol)(cfg))
+                        check_level_supported(cfg, registry.get(policy_specs[pol][0])(cfg))
                     except ConfigError as exc:
                         fail(f"{where_block}: " + (f"grid point {json.dumps(point)}: " if point else "") + str(exc))
                     levels_checked.add((cfg.hash, pol))
             cd = cfg.to_dict()
             for (tname, tpath, digest, model, batch, footprint) in resolved:
                 for pol in pols:
-                    key = run_key(cd, digest, pol)
+                    key = run_key(cd, digest, policy_specs[pol][1])
                     if key in seen:
                         continue
                     seen.add(key)
                     runs.append(Run(run_key=key, trace=tname, trace_path=str(tpath), trace_digest=digest,
                                     model=model, batch=batch, policy=pol, grid=dict(point), config=cd,
                                     config_hash=cfg.hash, record=tuple(record), block=block_name,
-                                    cost=_POLICY_COST.get(pol, 1.0) * (footprint + 1)))
+                                    cost=_POLICY_COST.get(pol, 1.0) * (footprint + 1),
+                                    policy_spec=policy_specs[pol][0] if policy_specs[pol][0] != pol else ""))
     name = doc.get("name") or Path(source).stem
     return Sweep(name=name, source=source, preset=base.preset, grid_keys=tuple(grid_keys), runs=tuple(runs),
                  description=doc.get("description", ""))
@@ -582,7 +614,7 @@ def _simulate(task: dict, phases: dict) -> dict:
     cfg = config_from_dict(task["config"])
     trace = cache.trace(task["trace_path"])
     sim = Simulator(cfg)
-    pol = cache.policy(task["policy"], cfg, task["config"], task["trace_digest"])
+    pol = cache.policy(task.get("policy_spec") or task["policy"], cfg, task["config"], task["trace_digest"])
     phases["setup"] = round(time.perf_counter() - t0, 4)
     try:
         r = sim.run(trace, pol)
@@ -633,6 +665,12 @@ def _kernel_slowdown(r, trace, cfg) -> list:
 def _worker_init():
     # Ctrl-C goes to the whole process group: the driver decides, and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a broken policy plug-in: the driver said so once when it read the sweep file
+    import warnings
+
+    from ..errors import G10Warning
+
+    warnings.filterwarnings("ignore", message="policy plug-in", category=G10Warning)
 
 
 # ============================================================================
@@ -777,20 +815,42 @@ class ResultStore:
                 "rows": rows}
 
     def export_csv(self, dest) -> Path:
-        """The status rows as CSV (grid keys as columns), written atomically."""
+        """The status rows as CSV (grid keys as columns), then each run's breakdown, traffic and
+        faults flattened (:func:`metric_columns`; empty for a failed run), written atomically."""
         from ..results import write_text_atomic
 
         st = self.status()
         plan = self.plan()
         grid_keys = plan.get("grid_keys", []) if plan else sorted({k for r in st["rows"] for k in r}
                                                                    - set(ROW_FIELDS))
+        recs = self.records()
+        metrics = [metric_columns(recs[r["run_key"]]) for r in st["rows"]]
         cols = list(ROW_FIELDS[:5]) + list(grid_keys) + list(ROW_FIELDS[5:])
+        cols += list(dict.fromkeys(k for m in metrics for k in m))
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
-        for r in st["rows"]:
+        for r, m in zip(st["rows"], metrics):
+            r = {**r, **m}
             w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
         return write_text_atomic(dest, buf.getvalue())
+
+
+# the tables of a record flattened into CSV columns: (record field, column prefix, column suffix)
+METRIC_TABLES = (("breakdown_s", "breakdown_", "_s"), ("traffic_pages", "traffic_", "_pages"),
+                 ("faults_pages", "faults_", "_pages"))
+
+
+def metric_columns(rec: dict) -> dict:
+    """A record's per-iteration numbers as flat columns: ``best_iteration`` (the iteration they are
+    of), ``breakdown_compute_s``, ..., ``traffic_ssd_to_gpu_pages``, ..., ``faults_host_pages``, ...
+    (in the order the record holds them; none for a run that failed or raised)."""
+    out = {"best_iteration": rec["best_iteration"]} if "best_iteration" in rec else {}
+    for field, prefix, suffix in METRIC_TABLES:
+        table = rec.get(field)
+        if isinstance(table, dict):
+            out.update((f"{prefix}{k}{suffix}", v) for k, v in table.items())
+    return out
 
 
 def status_row(rec: dict, grid_keys=()) -> dict:

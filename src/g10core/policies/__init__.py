@@ -12,36 +12,66 @@ the plan by its type (never by the policy's name):
 * :class:`IdealPlan`: no simulation, the sum of the ideal kernel times.
 
 Policies never run per-page code: the core does that, fed by the hint arrays.
+
+Policies from outside the package (``plugins.py``, guide in ``docs/plugins.md``): ``get``
+takes ``FILE.py:NAME``, a class in a user's file, and the registry adds the policies of
+installed packages' ``g10core.policies`` entry points the first time it is used.
 """
 from __future__ import annotations
 
 from ..codes import (  # noqa: F401 (the hint codes, importable from here)
     ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD)
+from ..errors import did_you_mean
 from .base import (  # noqa: F401 (the registry's API)
-    REGISTRY, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints, register)
+    REGISTRY, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, check, empty_hints, register)
+from .plugins import ENTRY_POINT_GROUP, is_file_spec  # noqa: F401 (API)
 
 
 def get(name: str) -> type[Policy]:
-    _load_builtin()
+    """The policy class registered as ``name``, or the class ``FILE.py:NAME`` names (a user's file).
+
+    An unknown name is a ``KeyError`` listing the known ones (and the closest); a file that cannot
+    give a policy is a :class:`~g10core.errors.PolicyError` naming the file and NAME.
+    """
+    if is_file_spec(name):
+        from .plugins import load_file
+
+        _load()                         # (its name must not take a built-in's or a plug-in's)
+        return load_file(name)
+    _load()
     try:
         return REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown policy {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+        hint = did_you_mean(str(name), REGISTRY)
+        raise KeyError(f"unknown policy {name!r}; known: {', '.join(sorted(REGISTRY))}, or FILE.py:NAME "
+                       f"(a Policy subclass in a file)" + (f"; {hint}" if hint else "")) from None
 
 
 def names() -> list[str]:
-    _load_builtin()
+    _load()
     return sorted(REGISTRY)
 
 
 def level_of(name: str) -> str:
     """The level (``page``, ``tensor``, ``ideal``) of the registered policy ``name``; "" when none is."""
-    _load_builtin()
+    _load()
     cls = REGISTRY.get(name)
     return cls.level if cls is not None else ""
 
 
 _BUILTIN = ("baseline", "g10", "flashneuron", "g10_tensor")
+_PLUGINS_LOADED = False      # the entry points are read once per process, at the first use
+
+
+def _load():
+    """The built-in policies, then (once) the installed plug-ins."""
+    global _PLUGINS_LOADED
+    _load_builtin()
+    if not _PLUGINS_LOADED:
+        _PLUGINS_LOADED = True
+        from .plugins import load_entry_points
+
+        load_entry_points()
 
 
 def _load_builtin():

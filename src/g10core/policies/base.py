@@ -125,9 +125,15 @@ class TensorPolicy(Policy):
 REGISTRY: dict[str, type[Policy]] = {}
 
 
-def register(cls: type[Policy]) -> type[Policy]:
-    if not cls.name or cls.name in REGISTRY:
-        raise ValueError(f"policy name {cls.name!r} missing or registered twice")
+def check(cls) -> None:
+    """Refuse a class that cannot be registered (ValueError): not a :class:`Policy` subclass, no
+    ``name``, a ``level`` other than page, tensor or ideal, or (page level) an ``eviction`` rule
+    that :mod:`g10core.evictors` does not know.  Built-in and plug-in policies get these checks."""
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise ValueError(f"{getattr(cls, '__name__', type(cls).__name__)} is not a Policy subclass "
+                         "(g10core.policies.Policy)")
+    if not cls.name or not isinstance(cls.name, str):
+        raise ValueError(f"policy name {cls.name!r} missing")
     if cls.level not in ("page", "tensor", "ideal"):
         raise ValueError(f"policy {cls.name}: level must be 'page', 'tensor' or 'ideal'")
     unknown = sorted((set(cls.reads) | set(cls.not_applicable)) - ALL_KEYS)
@@ -138,9 +144,17 @@ def register(cls: type[Policy]) -> type[Policy]:
         from .. import evictors
 
         evictors.resolve(cls.eviction)      # a registered rule, or registration fails
+
+
+def register(cls: type[Policy]) -> type[Policy]:
+    """Add a policy class to the registry under its ``name`` (:func:`check` first)."""
+    held = REGISTRY.get(getattr(cls, "name", None))
+    if held is not None and (held.__module__, held.__qualname__) != (cls.__module__, cls.__qualname__):
+        # (the same class of a module run again, e.g. a user's changed file, replaces the old one)
+        raise ValueError(f"policy name {cls.name!r} missing or registered twice")
+    check(cls)
     REGISTRY[cls.name] = cls
     return cls
-
 
 
 def empty_hints() -> np.ndarray:

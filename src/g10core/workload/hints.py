@@ -258,6 +258,8 @@ def read_hints(path, trace: Trace | None = None) -> HintFile:
         raise HintError(path, "is a directory, not a hint file")
     if is_special_file(path):
         raise HintError(path, f"{NOT_A_REGULAR_FILE}, not a hint file")
+    if path.stat().st_size == 0:
+        raise HintError(path, "empty file (0 bytes), not an HDF5 hint file")
     try:
         check_global_heaps(path)        # a damaged global heap can hang h5py (g10core.workload.h5safe)
     except CorruptHDF5 as exc:

@@ -526,6 +526,8 @@ def read_trace(path) -> Trace:
         raise TraceError(path, "/", "is a directory, not a trace file")
     if is_special_file(path):
         raise TraceError(path, "/", f"{NOT_A_REGULAR_FILE}, not a trace file")
+    if path.stat().st_size == 0:       # (h5py would say only "file signature not found")
+        raise TraceError(path, "/", "empty file (0 bytes), not an HDF5 file")
     try:
         check_global_heaps(path)      # before h5py parses them: a damaged one can hang it
     except CorruptHDF5 as exc:

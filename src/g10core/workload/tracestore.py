@@ -1,7 +1,7 @@
 """Where traces are found: the ones shipped inside the package, and trace names.
 
-The 30 workloads of the G10 evaluation are package data (``g10core/workload/traces/``), so
-every installed copy has them.  Commands and :class:`~g10core.simulator.Simulator`
+The 38 shipped traces are package data (``g10core/workload/traces/``), so every installed copy
+has them: the 30 published workloads of the G10 evaluation and 8 captured LLMs.  Commands and :class:`~g10core.simulator.Simulator`
 take either a path or a *trace name*: ``bert_base-b256`` (or ``bert_base-b256.h5``)
 is looked up in
 
@@ -17,6 +17,8 @@ import errno
 import os
 from importlib import resources
 from pathlib import Path
+
+from ..errors import did_you_mean
 
 ENV_TRACES_DIR = "G10_TRACES_DIR"
 SUFFIX = ".h5"
@@ -103,9 +105,11 @@ def resolve_trace(name_or_path) -> Path:
     if _as_name(text) is None:             # a path with folders: it names a file, not a trace
         raise FileNotFoundError(errno.ENOENT, "no such trace file", text)
     where = "the shipped traces" if user_dir() is None else f"${ENV_TRACES_DIR} ({user_dir()}) and the shipped traces"
+    hint = did_you_mean(_as_name(text), available_traces())
     raise FileNotFoundError(
         errno.ENOENT,
-        f"no such trace file, and no trace of that name in {where} (`g10sim trace list` shows the names)",
+        f"no such trace file, and no trace of that name in {where}{'; ' + hint if hint else ''} "
+        "(`g10sim trace list` shows the names)",
         text)
 
 
