@@ -14,7 +14,7 @@ from g10core.workload.synth import synthesize
 
 ITERATION_KEYS = {"index", "time_s", "ideal_time_s", "slowdown", "time_cycles", "ideal_cycles",
                   "all_fault_time_s", "faults_pages", "in_transfer_pages", "traffic_pages",
-                  "allocated_pages", "breakdown_s"}
+                  "allocated_pages", "breakdown_s", "prefetched_pages", "hinted_pages", "refetched_pages"}
 
 
 @pytest.fixture(scope="module")

@@ -112,6 +112,11 @@ cdef class Batcher:
     cdef int64_t bulk_stat[B_COUNT]
     cdef public bint debug_log
     cdef vector[int64_t] log               # debug rows (kind, slot, first page, pages, tier)
+    # pages brought in since the replay last took them (take_moved), by source Tier: from the
+    # fault queues (the kernels' faults and re-queued victims) and from the hint queues
+    cdef int64_t in_fault[4]
+    cdef int64_t in_hint[4]
+    cdef public int64_t requeued_pages     # pages of the running kernel evicted and re-queued as faults
 
     # queues
     cdef int push(self, int q, int64_t start, int64_t count, int32_t t, int8_t src) except -1 nogil

@@ -96,6 +96,9 @@ cdef class Batcher:
         for i in range(B_COUNT):
             self.bulk_stat[i] = 0
         self.debug_log = debug_log
+        for i in range(4):
+            self.in_fault[i] = self.in_hint[i] = 0
+        self.requeued_pages = 0
 
     # ======================================================================
     # queues
@@ -239,6 +242,7 @@ cdef class Batcher:
         self.pt.assign(v.tensor, v.page, v.page + k, dest, 1 if requeue else 0)
         if requeue:
             self.push(fault_queue_of(dest), v.page, k, v.tensor, dest)
+            self.requeued_pages += k
         if dest == TIER_NOT_PRESENT:
             self.pt.n_dropped += k
         if self.devices:
@@ -410,6 +414,10 @@ cdef class Batcher:
         self.pt.arrive(f.start, k, f.tensor)
         self.pop(q, k)
         self.consumed[q] += k
+        if q <= Q_FAULT_ALLOC:
+            self.in_fault[src] += k
+        else:
+            self.in_hint[src] += k
         self.record_op(OP_IN, q, src, k)
         if self.n_sq_in and self.sq_inq[self.n_sq_in - 1] == q:
             self.sq_ink[self.n_sq_in - 1] += k
@@ -485,6 +493,7 @@ cdef class Batcher:
             self.pt.assign(f.tensor, f.start, f.start + k, d, 1 if requeue else 0)
             if requeue:
                 self.push(fault_queue_of(d), f.start, k, f.tensor, d)
+                self.requeued_pages += k
                 self.irregular = True
                 self.bulk_stat[B_PREEVICT_REQUEUE] += 1
             self.pt.depart(f.start, k)
@@ -872,6 +881,10 @@ cdef class Batcher:
                     self.pt.assign(f.tensor, f.start, f.start + k, TIER_GPU, 0)
                     self.pt.arrive(f.start, k, f.tensor)
                     self.pop(self.sq_inq[i], k)
+                    if self.sq_inq[i] <= Q_FAULT_ALLOC:
+                        self.in_fault[f.src] += k
+                    else:
+                        self.in_hint[f.src] += k
                     left -= k
             # pre-evictions
             for i in range(self.n_sq_pre):

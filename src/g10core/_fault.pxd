@@ -2,7 +2,7 @@
 # See _fault.pyx.
 from libc.stdint cimport int8_t, int32_t, int64_t
 
-from g10core._types cimport kernel_row
+from g10core._types cimport kernel_row, moved_row
 
 
 cdef class FaultModel:
@@ -13,11 +13,13 @@ cdef class FaultModel:
     # _kernelrun.KernelRunner): the replay then gives it the hints and each kernel, and
     # uses neither the batcher nor fault_cycles.
     cdef bint runs_kernels(self) noexcept nogil
-    cdef int apply_hint(self, int32_t tensor, int8_t action, int64_t now) except -1 nogil
+    # a hint at the begin of a kernel of ``iteration`` (its pages count in that iteration)
+    cdef int apply_hint(self, int32_t tensor, int8_t action, int64_t now, int64_t iteration) except -1 nogil
     # Run kernel k of ``iteration`` from ``now``; returns its end cycle, fills the row's fault
-    # counts and ``translation[0]`` (cycles address translation added).
+    # counts, ``moved`` (the pages it and its hints moved in for other causes) and
+    # ``translation[0]`` (cycles address translation added).
     cdef int64_t run_kernel(self, int64_t k, int64_t iteration, int64_t now, kernel_row* row,
-                            int64_t* translation) except -1 nogil
+                            moved_row* moved, int64_t* translation) except -1 nogil
 
 
 cdef class ProfileFaultModel(FaultModel):

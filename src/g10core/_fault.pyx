@@ -18,7 +18,7 @@ kernel's hints and the kernel, and its time emerges from fault batches and trans
 from libc.math cimport INFINITY, NAN
 from libc.stdint cimport int8_t, int32_t, int64_t
 
-from ._types cimport kernel_row
+from ._types cimport kernel_row, moved_row
 
 import numpy as np
 
@@ -62,11 +62,11 @@ cdef class FaultModel:
     cdef bint runs_kernels(self) noexcept nogil:
         return False
 
-    cdef int apply_hint(self, int32_t tensor, int8_t action, int64_t now) except -1 nogil:
+    cdef int apply_hint(self, int32_t tensor, int8_t action, int64_t now, int64_t iteration) except -1 nogil:
         return 0
 
     cdef int64_t run_kernel(self, int64_t k, int64_t iteration, int64_t now, kernel_row* row,
-                            int64_t* translation) except -1 nogil:
+                            moved_row* moved, int64_t* translation) except -1 nogil:
         with gil:
             raise NotImplementedError("this fault model does not run kernels")
 

@@ -4,7 +4,7 @@
 from libc.stdint cimport int8_t, int32_t, int64_t
 from libcpp.vector cimport vector
 
-from g10core._types cimport cycle_t, page_t, kernel_row, traffic_row
+from g10core._types cimport cycle_t, page_t, kernel_row, moved_row, traffic_row
 from g10core._pagetable cimport PageTable
 from g10core._evict cimport Evictor
 from g10core._fault cimport FaultModel
@@ -78,6 +78,8 @@ cdef class KernelRunner(FaultModel):
     cdef bint top_held                     # the root's SM is being stepped: a push takes its place
     cdef vector[int32_t] waiting           # SMs waiting on a fault
     cdef kernel_row* row
+    cdef moved_row* mv                     # its pages moved in for other causes than its faults
+    cdef int64_t hint_in[4]                # pages the hints at its begin brought in, by source Tier
     cdef cycle_t inflight_until            # a hint's pages may still be in flight until then
     # ---- outputs ----
     cdef vector[int64_t] busy              # (start, end) of batches and hint transfers, coalesced (note_busy)

@@ -44,10 +44,10 @@ from libc.stdint cimport int8_t, int32_t, int64_t
 from libcpp.vector cimport vector
 from cython.operator cimport dereference as deref, preincrement as inc
 
-from ._types cimport (cycle_t, page_t, kernel_row, traffic_row, victim_t,
+from ._types cimport (cycle_t, page_t, kernel_row, moved_row, traffic_row, victim_t,
                       TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
                       HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE,
-                      MOVE_FAULT, MOVE_PREFETCH, MOVE_EVICT)
+                      MOVE_FAULT, MOVE_PREFETCH, MOVE_HINT, MOVE_EVICT)
 from ._pagetable cimport PageTable, g10_runmap
 from ._evict cimport Evictor
 from ._fault cimport FaultModel
@@ -300,6 +300,7 @@ cdef class KernelRunner(FaultModel):
         self.inflight_until = 0
         self.n_fast = self.n_simulated = self.n_steps = self.n_batches = 0
         self.n_resumes = self.n_inflight_waits = 0
+        self.hint_in[0] = self.hint_in[1] = self.hint_in[2] = self.hint_in[3] = 0
 
     def bind(self, PageTable pt, Evictor ev):
         """The replay's page table and evictor: build the tier map, the picker and the handler."""
@@ -325,11 +326,17 @@ cdef class KernelRunner(FaultModel):
 
     # ---- hints: the cudaMemPrefetchAsync / eviction / free paths of the handler ----
 
-    cdef int apply_hint(self, int32_t tensor, int8_t action, int64_t now) except -1 nogil:
+    cdef int apply_hint(self, int32_t tensor, int8_t action, int64_t now, int64_t iteration) except -1 nogil:
         cdef page_t first = self.pt.t_first[tensor], end = first + self.pt.t_np[tensor]
         cdef cycle_t done
+        cdef size_t j
+        # the hint is part of its kernel's iteration: its traffic counts there, with its pages
+        self.tiers.iteration = iteration
         if action == HINT_TO_GPU:
             done = self.handler.prefetch_range(first, end, first, end, now)
+            for j in range(self.handler.moves.size()):
+                if self.handler.moves[j].cause == MOVE_HINT and self.handler.moves[j].dst == TIER_GPU:
+                    self.hint_in[self.handler.moves[j].src] += self.handler.moves[j].end - self.handler.moves[j].first
         elif action == HINT_TO_SSD or action == HINT_TO_HOST:
             done = self.handler.evict_range(first, end, TIER_SSD if action == HINT_TO_SSD else TIER_HOST, now)
         else:
@@ -493,19 +500,29 @@ cdef class KernelRunner(FaultModel):
         return tb < 0 or t <= tb
 
     cdef void _note_moves(self, bint demand) noexcept nogil:
-        """A batch's pages brought in on demand (faulted units and their prefetch), by source."""
+        """A batch's pages brought in, by cause and source: the faulted units' pages are the
+        kernel's faults, the pages the prefetcher added are counted apart."""
         cdef size_t j
         cdef int64_t n
+        cdef int8_t src
         for j in range(self.handler.moves.size()):
             if self.handler.moves[j].cause == MOVE_EVICT or self.handler.moves[j].dst != TIER_GPU:
                 continue
             n = self.handler.moves[j].end - self.handler.moves[j].first
-            if self.handler.moves[j].src == TIER_HOST:
-                self.row.host_faults_pages += n
-            elif self.handler.moves[j].src == TIER_SSD:
-                self.row.ssd_faults_pages += n
+            src = self.handler.moves[j].src
+            if self.handler.moves[j].cause == MOVE_FAULT:
+                if src == TIER_HOST:
+                    self.row.host_faults_pages += n
+                elif src == TIER_SSD:
+                    self.row.ssd_faults_pages += n
+                else:
+                    self.row.unallocated_faults_pages += n
+            elif src == TIER_HOST:
+                self.mv.host_prefetched_pages += n
+            elif src == TIER_SSD:
+                self.mv.ssd_prefetched_pages += n
             else:
-                self.row.unallocated_faults_pages += n
+                self.mv.unallocated_prefetched_pages += n
 
     cdef int _batch(self, cycle_t t) except -1 nogil:
         """Service one batch from t; SMs waiting on a page it brought resume at its end."""
@@ -533,7 +550,7 @@ cdef class KernelRunner(FaultModel):
         return 0
 
     cdef int64_t run_kernel(self, int64_t k, int64_t iteration, int64_t now, kernel_row* row,
-                            int64_t* translation) except -1 nogil:
+                            moved_row* moved, int64_t* translation) except -1 nogil:
         cdef int64_t j, N, x, idle = 0
         cdef int32_t s, S = self.sms
         cdef sm_run* c
@@ -544,6 +561,13 @@ cdef class KernelRunner(FaultModel):
         self.tiers.iteration = iteration
         self.row = row
         row.in_transfer_pages = row.host_faults_pages = row.ssd_faults_pages = row.unallocated_faults_pages = 0
+        self.mv = moved
+        moved.host_prefetched_pages = moved.ssd_prefetched_pages = moved.unallocated_prefetched_pages = 0
+        moved.host_refetched_pages = moved.ssd_refetched_pages = moved.unallocated_refetched_pages = 0
+        moved.host_hinted_pages = self.hint_in[TIER_HOST]
+        moved.ssd_hinted_pages = self.hint_in[TIER_SSD]
+        moved.unallocated_hinted_pages = self.hint_in[TIER_NOT_PRESENT]
+        self.hint_in[0] = self.hint_in[1] = self.hint_in[2] = self.hint_in[3] = 0
         self.kt.clear()
         for j in range(self.in_off[k], self.in_off[k + 1]):
             self.kt.push_back(self.in_t[j])

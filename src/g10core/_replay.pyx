@@ -29,10 +29,10 @@ The Python layer (``simulator.py``) validates every input and builds the evictor
 inputs' size.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from libcpp.vector cimport vector
 
-from ._types cimport (kernel_row, traffic_row, EV_KERNEL_BEGIN, EV_SLOT, EV_DEVICE, EV_PRIORITY,
+from ._types cimport (kernel_row, moved_row, traffic_row, EV_KERNEL_BEGIN, EV_SLOT, EV_DEVICE, EV_PRIORITY,
                       TIER_NONE, TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
                       HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE,
                       Q_FAULT_SSD, Q_FAULT_HOST, Q_FAULT_ALLOC, Q_PREFETCH_SSD, Q_PREFETCH_HOST,
@@ -53,9 +53,11 @@ cdef int64_t BIG = (<int64_t>1) << 62
 def layout():
     """Codes and struct layouts as the compiled layer sees them (tests compare with codes.py)."""
     cdef kernel_row kr
+    cdef moved_row mr
     cdef traffic_row tr
     base = <size_t>&kr
     tbase = <size_t>&tr
+    mbase = <size_t>&mr
     return {
         "tiers": {"none": TIER_NONE, "not_present": TIER_NOT_PRESENT, "ssd": TIER_SSD, "host": TIER_HOST,
                   "gpu": TIER_GPU},
@@ -72,6 +74,16 @@ def layout():
         "traffic_row": {"itemsize": sizeof(traffic_row), "offsets": [
             <size_t>&tr.alloc - tbase, <size_t>&tr.ssd_to_gpu - tbase, <size_t>&tr.host_to_gpu - tbase,
             <size_t>&tr.gpu_to_ssd - tbase, <size_t>&tr.gpu_to_host - tbase]},
+        "moved_row": {"itemsize": sizeof(moved_row), "offsets": {
+            "host_prefetched_pages": <size_t>&mr.host_prefetched_pages - mbase,
+            "ssd_prefetched_pages": <size_t>&mr.ssd_prefetched_pages - mbase,
+            "unallocated_prefetched_pages": <size_t>&mr.unallocated_prefetched_pages - mbase,
+            "host_hinted_pages": <size_t>&mr.host_hinted_pages - mbase,
+            "ssd_hinted_pages": <size_t>&mr.ssd_hinted_pages - mbase,
+            "unallocated_hinted_pages": <size_t>&mr.unallocated_hinted_pages - mbase,
+            "host_refetched_pages": <size_t>&mr.host_refetched_pages - mbase,
+            "ssd_refetched_pages": <size_t>&mr.ssd_refetched_pages - mbase,
+            "unallocated_refetched_pages": <size_t>&mr.unallocated_refetched_pages - mbase}},
     }
 
 
@@ -108,6 +120,8 @@ cdef class Replay:
     cdef int64_t slots_at_advance          # slot count (less waited ones) when a kernel last ended
     cdef bint runs_kernels                 # the fault model runs kernels itself (no slots)
     cdef vector[kernel_row] rows
+    cdef vector[moved_row] moved           # per kernel row: pages moved in for other causes
+    cdef size_t n_taken                    # rows whose slot-model moves are final (take_moved)
     cdef vector[int64_t] translation       # per executed kernel: cycles address translation added
 
     def __init__(self, dict c, dict arrays, ssd=None, link=None, FaultModel fault_model=None,
@@ -181,6 +195,7 @@ cdef class Replay:
         self._keep = keep
         self.cur = self.iteration = 0
         self.hint_idx = 0
+        self.n_taken = 0
 
     # ======================================================================
     # kernel begin
@@ -197,7 +212,9 @@ cdef class Replay:
         cdef int64_t fout[5]
         cdef int64_t end
         cdef kernel_row row
+        cdef moved_row mv
         if self.k_kernel != self.iteration * self.K + self.cur:
+            self.take_moved()
             self.cur += 1
             if self.cur == self.K:
                 self.cur = 0
@@ -216,7 +233,8 @@ cdef class Replay:
                 if self.h_kernel[self.hint_idx] % self.K != k:
                     break
                 if self.runs_kernels:
-                    self.fm.apply_hint(self.h_tensor[self.hint_idx], self.h_action[self.hint_idx], now)
+                    self.fm.apply_hint(self.h_tensor[self.hint_idx], self.h_action[self.hint_idx], now,
+                                       self.iteration)
                 else:
                     self.bt.apply_hint(self.h_tensor[self.hint_idx], self.h_action[self.hint_idx])
                 self.hint_idx += 1
@@ -279,14 +297,44 @@ cdef class Replay:
         j = self.tr.kernel_cycles(k, now)
         end += j
         self.translation.push_back(j)
-        return self.kernel_end(&row, end)
+        memset(&mv, 0, sizeof(moved_row))          # the slots fill it (take_moved)
+        return self.kernel_end(&row, &mv, end)
 
-    cdef int kernel_end(self, kernel_row* row, int64_t end) except -1 nogil:
+    cdef int take_moved(self) except -1 nogil:
+        """The slot model: the pages the slots brought in since the last kernel row began (its
+        first attempt) go to that row: from the hint queues, hinted; from the fault queues, its
+        faults (counted at its attempt) and pages re-queued as faults after an eviction
+        (refetched: the rest).  Called when the next kernel begins (the iteration's traffic
+        counter moves on then too) and at the end of the run."""
+        cdef moved_row* mv
+        cdef kernel_row* row
+        cdef int i
+        if self.runs_kernels or self.n_taken == self.rows.size():
+            return 0
+        self.n_taken = self.rows.size()
+        mv = &self.moved.back()
+        row = &self.rows.back()
+        mv.host_hinted_pages += self.bt.in_hint[TIER_HOST]
+        mv.ssd_hinted_pages += self.bt.in_hint[TIER_SSD]
+        mv.unallocated_hinted_pages += self.bt.in_hint[TIER_NOT_PRESENT]
+        mv.host_refetched_pages += self.bt.in_fault[TIER_HOST] - row.host_faults_pages
+        mv.ssd_refetched_pages += self.bt.in_fault[TIER_SSD] - row.ssd_faults_pages
+        mv.unallocated_refetched_pages += self.bt.in_fault[TIER_NOT_PRESENT] - row.unallocated_faults_pages
+        for i in range(4):
+            self.bt.in_fault[i] = self.bt.in_hint[i] = 0
+        if mv.host_refetched_pages < 0 or mv.ssd_refetched_pages < 0 or mv.unallocated_refetched_pages < 0:
+            with gil:
+                raise RuntimeError(f"internal: kernel {row.kernel} of iteration {row.iteration} counted more "
+                                   "faults than the fault queues brought in")
+        return 0
+
+    cdef int kernel_end(self, kernel_row* row, moved_row* mv, int64_t end) except -1 nogil:
         """Record the kernel that ends at ``end``; its successor begins then."""
         row.end_cycles = end
         row.host_used_pages = self.pt.host_used
         row.gpu_used_pages = self.pt.gpu_pages - self.pt.gpu_free
         self.rows.push_back(row[0])
+        self.moved.push_back(mv[0])
         self.slots_at_advance = self.bt.n_slots_detailed + self.bt.n_slots_bulk - self.waited_slots
         self.events.push(end, EV_PRIORITY, EV_KERNEL_BEGIN, self.iteration * self.K + row.kernel + 1)
         return 0
@@ -294,13 +342,14 @@ cdef class Replay:
     cdef int run_by_model(self, int64_t k, int64_t now) except -1 nogil:
         """Kernel k run by an event-driven fault model (its hints are applied already)."""
         cdef kernel_row row
+        cdef moved_row mv
         cdef int64_t x = 0, end
         row.iteration = self.iteration
         row.kernel = k
         row.start_cycles = now
-        end = self.fm.run_kernel(k, self.iteration, now, &row, &x)
+        end = self.fm.run_kernel(k, self.iteration, now, &row, &mv, &x)
         self.translation.push_back(x)
-        return self.kernel_end(&row, end)
+        return self.kernel_end(&row, &mv, end)
 
     # ======================================================================
     # the event loop
@@ -365,16 +414,23 @@ cdef class Replay:
         """Replay every iteration; returns the raw outputs (``simulator.py`` turns them into a Result)."""
         with nogil:
             self._run()
-        from .codes import KERNEL_ROW_DTYPE, as_columns
+            self.take_moved()
+        from .codes import KERNEL_ROW_DTYPE, MOVED_ROW_DTYPE, as_columns
 
         rows = np.zeros(self.rows.size(), KERNEL_ROW_DTYPE)
         cdef int64_t[::1] flat = rows.view(np.int64)
         if self.rows.size():
             memcpy(&flat[0], self.rows.data(), self.rows.size() * sizeof(kernel_row))
+        moved = np.zeros(self.moved.size(), MOVED_ROW_DTYPE)
+        flat = moved.view(np.int64)
+        if self.moved.size():
+            memcpy(&flat[0], self.moved.data(), self.moved.size() * sizeof(moved_row))
         cdef int64_t throttled = (<SSDDevice>self.ssd).throttled_slots if self._devices is not None else 0
         transfers = self.fm if self.runs_kernels else self.bt
         out = {
             "kernels": as_columns(rows, KERNEL_ROW_DTYPE),
+            "moved": as_columns(moved, MOVED_ROW_DTYPE),
+            "requeued_pages": self.bt.requeued_pages,
             "translation_cycles": np.array(self.translation, dtype=np.int64),
             "boundaries": transfers.boundaries(),
             "pcie": transfers.traffic_rows(self.n_iter),

@@ -207,6 +207,21 @@ cdef struct kernel_row:
     int64_t host_used_pages    # host memory in use when it ran
     int64_t gpu_used_pages     # GPU frames in use when it ran
 
+# Pages one executed kernel moved to the GPU besides its demand faults, one row per
+# kernel_row (numpy dtype codes.MOVED_ROW_DTYPE).  With the kernel_row's faults, every page
+# moved to the GPU is counted once, under one cause (docs/accounting.md).
+cdef struct moved_row:
+    int64_t host_prefetched_pages         # from host memory by the fault handler's prefetcher (detailed)
+    int64_t ssd_prefetched_pages          # ... from the SSD
+    int64_t unallocated_prefetched_pages  # ... allocated on the GPU (never allocated before)
+    int64_t host_hinted_pages             # from host memory by a policy's prefetch hint
+    int64_t ssd_hinted_pages              # ... from the SSD
+    int64_t unallocated_hinted_pages      # ... pre-allocated
+    int64_t host_refetched_pages          # from host memory again: pages of the running kernel evicted
+                                          # before it ran, re-queued as faults (slot model)
+    int64_t ssd_refetched_pages           # ... from the SSD
+    int64_t unallocated_refetched_pages   # ... allocated again (they had been dropped)
+
 # Traffic of one iteration, in pages (numpy dtype types.TRAFFIC_ROW_DTYPE).
 cdef struct traffic_row:
     int64_t alloc              # GPU frames given (allocations and fetches) in slots that moved pages

@@ -50,6 +50,13 @@ KERNEL_ROW_DTYPE = np.dtype([
 ])
 KERNEL_COLUMNS = KERNEL_ROW_DTYPE.names
 
+# Pages one executed kernel moved to the GPU besides its demand faults (struct moved_row),
+# by cause and source: a row per kernel row.
+MOVE_CAUSES = ("prefetched", "hinted", "refetched")
+MOVE_SOURCES = ("host", "ssd", "unallocated")
+MOVED_ROW_DTYPE = np.dtype([(f"{src}_{cause}_pages", "<i8") for cause in MOVE_CAUSES for src in MOVE_SOURCES])
+MOVED_COLUMNS = MOVED_ROW_DTYPE.names
+
 # Traffic of one iteration, in pages (struct traffic_row).
 TRAFFIC_ROW_DTYPE = np.dtype([
     ("alloc", "<i8"), ("ssd_to_gpu", "<i8"), ("host_to_gpu", "<i8"), ("gpu_to_ssd", "<i8"),

@@ -42,14 +42,21 @@ from pathlib import Path
 import numpy as np
 
 SCHEMA = "g10core-result"
-SCHEMA_VERSION = 2     # 2: iteration_rule, reported_iterations, breakdown_rule, quirks, top-level means
+SCHEMA_VERSION = 3     # 2: iteration_rule, reported_iterations, breakdown_rule, quirks, top-level means;
+                       # 3: prefetched/hinted/refetched_pages, faults_pages demand faults only (detailed)
 
 FAULT_KEYS = ("host", "ssd", "unallocated")
+# pages moved to the GPU for other causes than a demand fault, keyed like faults_pages (by source);
+# with faults_pages they count every page moved in once (docs/accounting.md)
+MOVED_KEYS = ("prefetched_pages", "hinted_pages", "refetched_pages")
 # ``--kernels``: one row per kernel execution, the same columns for every level (NaN: not modelled)
 KERNEL_TABLE_COLUMNS = (
     "iteration", "kernel", "start_cycles", "end_cycles", "start_s", "end_s", "time_s", "ideal_time_s",
     "compute_s", "overlap_s", "stall_s", "translation_s", "host_faults_pages", "ssd_faults_pages",
     "unallocated_faults_pages", "in_transfer_pages", "gpu_used_pages", "host_used_pages",
+    "host_prefetched_pages", "ssd_prefetched_pages", "unallocated_prefetched_pages",
+    "host_hinted_pages", "ssd_hinted_pages", "unallocated_hinted_pages",
+    "host_refetched_pages", "ssd_refetched_pages", "unallocated_refetched_pages",
 )
 TRAFFIC_KEYS = ("ssd_to_gpu", "gpu_to_ssd", "host_to_gpu", "gpu_to_host")
 BREAKDOWN_KEYS = ("compute", "overlap", "stall")
@@ -57,7 +64,7 @@ TRANSLATION_KEY = ("translation",)   # a fourth part in the detailed preset (bre
 
 # columns of the compiled replay's per-kernel rows (``_replay.Replay.run()["kernels"]``):
 # the fields of struct kernel_row (_types.pxd), mirrored in types.KERNEL_ROW_DTYPE
-from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, as_columns  # noqa: E402
+from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, MOVED_COLUMNS, MOVED_ROW_DTYPE, as_columns  # noqa: E402
 from .files import write_text_atomic  # noqa: E402,F401 (importable from here)
 from .params import ITERATION_RULES  # noqa: E402 (run.iteration_rule's choices)
 
@@ -272,14 +279,26 @@ def finite_floats(obj):
     return obj
 
 
+def _no_pages() -> dict:
+    return dict.fromkeys(FAULT_KEYS, 0)
+
+
 @dataclass(frozen=True)
 class IterationStats:
-    """One simulated training iteration.  Seconds are GPU cycles / clock (cycles kept too)."""
+    """One simulated training iteration.  Seconds are GPU cycles / clock (cycles kept too).
+
+    Every page moved to the GPU in the iteration is counted once, by source (host, ssd,
+    unallocated: given a frame without a transfer) under one cause: ``faults_pages`` (a
+    kernel's demand faults), ``prefetched_pages`` (the fault handler's prefetcher, detailed
+    preset), ``hinted_pages`` (a policy's prefetch hint), ``refetched_pages`` (pages of the
+    running kernel evicted before it ran and queued again, slot model); :attr:`moved_in_pages`
+    is their sum.
+    """
 
     index: int
     time_s: float
     ideal_time_s: float
-    faults_pages: dict             # host, ssd, unallocated: pages faulted, summed over kernels
+    faults_pages: dict             # host, ssd, unallocated: demand-faulted pages, summed over kernels
     traffic_pages: dict            # ssd_to_gpu, gpu_to_ssd, host_to_gpu, gpu_to_host
     breakdown_s: dict              # compute, overlap, stall (and translation: the detailed preset)
     in_transfer_pages: int = 0     # faulting pages found already in flight
@@ -287,10 +306,19 @@ class IterationStats:
     all_fault_time_s: float | None = None   # sum of t00: every page faulting (page level)
     time_cycles: int | None = None
     ideal_cycles: int | None = None
+    prefetched_pages: dict = field(default_factory=_no_pages)   # by the fault handler's prefetcher
+    hinted_pages: dict = field(default_factory=_no_pages)       # by a policy's prefetch hint
+    refetched_pages: dict = field(default_factory=_no_pages)    # evicted before their kernel ran, again
 
     @property
     def slowdown(self) -> float:
         return self.time_s / self.ideal_time_s if self.ideal_time_s > 0 else math.nan
+
+    @property
+    def moved_in_pages(self) -> dict:
+        """Pages moved to the GPU, by source: faults + prefetched + hinted + refetched."""
+        return {k: int(self.faults_pages[k]) + sum(int(getattr(self, m)[k]) for m in MOVED_KEYS)
+                for k in FAULT_KEYS}
 
     def to_dict(self) -> dict:
         return {
@@ -302,6 +330,7 @@ class IterationStats:
             "ideal_cycles": self.ideal_cycles,
             "all_fault_time_s": self.all_fault_time_s,
             "faults_pages": {k: int(self.faults_pages[k]) for k in FAULT_KEYS},
+            **{m: {k: int(getattr(self, m)[k]) for k in FAULT_KEYS} for m in MOVED_KEYS},
             "in_transfer_pages": int(self.in_transfer_pages),
             "traffic_pages": {k: int(self.traffic_pages[k]) for k in TRAFFIC_KEYS},
             "allocated_pages": int(self.allocated_pages),
@@ -395,8 +424,24 @@ class Result:
 
     @property
     def faults_pages(self) -> dict:
-        """Pages faulted by source, mean over the reported iterations."""
+        """Demand-faulted pages by source, mean over the reported iterations."""
         return self._mean_of("faults_pages")
+
+    @property
+    def prefetched_pages(self) -> dict:
+        """Pages the fault handler's prefetcher brought, by source, mean over the reported iterations."""
+        return self._mean_of("prefetched_pages")
+
+    @property
+    def hinted_pages(self) -> dict:
+        """Pages a policy's prefetch hints brought, by source, mean over the reported iterations."""
+        return self._mean_of("hinted_pages")
+
+    @property
+    def refetched_pages(self) -> dict:
+        """Pages brought again after an eviction before their kernel ran, by source, mean over the
+        reported iterations."""
+        return self._mean_of("refetched_pages")
 
     @property
     def breakdown_excess_s(self) -> float:
@@ -443,6 +488,7 @@ class Result:
             "breakdown_excess_s": None if self.failed else self.breakdown_excess_s,
             "traffic_pages": self.traffic_pages or None,
             "faults_pages": self.faults_pages or None,
+            **{m: getattr(self, m) or None for m in MOVED_KEYS},
             "quirks": [dict(q) for q in self.quirks],
             "ignored_parameters": list(self.ignored_parameters),
             "failed": bool(self.failed),
@@ -475,7 +521,8 @@ class Result:
                     "start_s": start, "end_s": start + time, "time_s": time, "ideal_time_s": ideal,
                     "compute_s": nan, "overlap_s": nan, "stall_s": time - ideal, "translation_s": nan,
                     "host_faults_pages": zeros, "ssd_faults_pages": zeros, "unallocated_faults_pages": zeros,
-                    "in_transfer_pages": zeros, "gpu_used_pages": nan, "host_used_pages": nan}
+                    "in_transfer_pages": zeros, "gpu_used_pages": nan, "host_used_pages": nan,
+                    **{c: zeros for c in MOVED_COLUMNS}}
             return {c: cols[c] for c in KERNEL_TABLE_COLUMNS}
         if not n:
             return {c: [] for c in KERNEL_TABLE_COLUMNS}
@@ -488,12 +535,13 @@ class Result:
         if self.level == "ideal":
             comp, ov, st, tr = ideal_c, zeros, zeros, zeros
             faults = {c: zeros for c in ("host_faults_pages", "ssd_faults_pages", "unallocated_faults_pages",
-                                         "in_transfer_pages")}
+                                         "in_transfer_pages") + MOVED_COLUMNS}
             used = {"gpu_used_pages": nan, "host_used_pages": nan}
         else:
             comp, ov, st = k["compute_cycles"], k["overlap_cycles"], k["stall_cycles"]
-            faults = {c: np.asarray(k[c], np.int64) for c in ("host_faults_pages", "ssd_faults_pages",
-                                                              "unallocated_faults_pages", "in_transfer_pages")}
+            faults = {c: np.asarray(k[c] if c in k else zeros, np.int64)
+                      for c in ("host_faults_pages", "ssd_faults_pages", "unallocated_faults_pages",
+                                "in_transfer_pages") + MOVED_COLUMNS}
             used = {c: np.asarray(k[c], np.int64) for c in ("gpu_used_pages", "host_used_pages")}
         cols = {"iteration": np.asarray(k["iteration"]), "kernel": np.asarray(k["kernel"]),
                 "start_cycles": start_c, "end_cycles": end_c, "start_s": start_c / hz, "end_s": end_c / hz,
@@ -540,8 +588,17 @@ def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, translati
     preset's breakdown (compute + overlap + stall + translation = the iteration time)."""
     s = summarize_replay(raw, t11, t00, iterations, _rule(common), translation)
     hz = float(freq_hz)
+    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
+    moved = as_columns(raw["moved"], MOVED_ROW_DTYPE) if "moved" in raw else \
+        np.zeros((rows.shape[0], len(MOVED_COLUMNS)), np.int64)
+    # per iteration, the moved rows' sums (columns: cause-major, source-minor, as MOVED_COLUMNS)
+    by_it = np.zeros((iterations, len(MOVED_COLUMNS)), np.int64)
+    if rows.shape[0]:
+        np.add.at(by_it, np.clip(rows[:, 0], 0, max(iterations - 1, 0)), moved)
     its = []
     for i, d in enumerate(s["iterations"]):
+        per = {m: {src: int(by_it[i, MOVED_COLUMNS.index(f"{src}_{m}")]) for src in FAULT_KEYS}
+               for m in MOVED_KEYS}
         its.append(IterationStats(
             index=i,
             time_s=d["exe_cycles"] / hz,
@@ -555,9 +612,10 @@ def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, translati
             all_fault_time_s=d["pf_cycles"] / hz,
             time_cycles=int(d["exe_cycles"]),
             ideal_cycles=int(d["ideal_cycles"]),
+            **per,
         ))
-    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
     kern = {name: rows[:, j].copy() for j, name in enumerate(KERNEL_COLUMNS)}
+    kern.update({name: moved[:, j].copy() for j, name in enumerate(MOVED_COLUMNS)})
     kern["ideal_cycles"] = np.asarray(t11, np.int64)[np.clip(kern["kernel"], 0, max(len(t11) - 1, 0))] \
         if len(t11) else np.zeros(0, np.int64)
     pk = np.asarray(s["per_kernel_breakdown"], np.int64).reshape(-1, 6 if translation else 5)

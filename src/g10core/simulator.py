@@ -35,7 +35,7 @@ from .workload.hints import LEVELS, HintFile, action_counts, check_belongs, trac
 from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
-from .codes import KERNEL_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
+from .codes import KERNEL_ROW_DTYPE, MOVED_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
 from .workload.trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 from .workload.tracestore import resolve_trace
 from .workload.retarget import retarget
@@ -543,6 +543,7 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
         out.append(f"{host_end} host-resident pages at the end, host line {host_line}")
     pc = as_columns(raw["pcie"], TRAFFIC_ROW_DTYPE)
     alloc, in_ssd, in_host, out_ssd, out_host = (int(x) for x in pc.sum(axis=0))
+    out.extend(accounting_violations(raw, n_iter))
     over = np.flatnonzero(pc[:, 1] + pc[:, 2] > pc[:, 0])
     if over.size:
         i = int(over[0])
@@ -574,6 +575,51 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
     if freed < 0 or (exact_host and freed != 0):
         out.append(f"host pages not conserved: {out_host} evicted to host - {in_host} fetched from host - "
                    f"{host_end} resident = {freed} (must be {'0' if exact_host else '>= 0'})")
+    return out
+
+
+def pages_in_by_cause(raw: dict, n_iter: int) -> dict:
+    """Per iteration, the pages moved to the GPU by cause and source, from the replay's kernel rows
+    (demand faults) and moved rows (prefetched, hinted, refetched): ``{cause: (n_iter, 3) array}``
+    with columns host, ssd, unallocated (causes: faults, prefetched, hinted, refetched)."""
+    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
+    moved = as_columns(raw["moved"], MOVED_ROW_DTYPE)
+    it = rows[:, 0]
+    out = {}
+    for cause, cols in (("faults", rows[:, 5:8]), ("prefetched", moved[:, 0:3]), ("hinted", moved[:, 3:6]),
+                        ("refetched", moved[:, 6:9])):
+        a = np.zeros((n_iter, 3), np.int64)
+        ok = (it >= 0) & (it < n_iter)
+        np.add.at(a, it[ok], cols[ok])
+        out[cause] = a
+    return out
+
+
+def accounting_violations(raw: dict, n_iter: int) -> list[str]:
+    """Every page moved to the GPU is counted once, under one cause (docs/accounting.md): per
+    iteration, pages from host memory (from the SSD) = the causes' host (SSD) pages; over the run,
+    pages given a frame without a transfer = the causes' unallocated pages; and, where the traffic
+    counts every frame given (the far-fault handler; the slot model's ``alloc`` counts only slots
+    that also moved pages over PCIe), per iteration all pages moved in = the causes' sum."""
+    if "moved" not in raw or len(raw["moved"]) != len(raw["kernels"]):
+        return []
+    out = []
+    by = pages_in_by_cause(raw, n_iter)
+    total = sum(by.values())
+    pc = as_columns(raw["pcie"], TRAFFIC_ROW_DTYPE)
+    for i in range(min(n_iter, pc.shape[0])):
+        for name, col, src in (("host", 2, 0), ("SSD", 1, 1)):
+            if int(pc[i, col]) != int(total[i, src]):
+                parts = ", ".join(f"{c} {int(a[i, src])}" for c, a in by.items())
+                out.append(f"iteration {i}: {int(pc[i, col])} pages moved from {name} to the GPU, but the causes "
+                           f"add up to {int(total[i, src])} ({parts})")
+        if "runner" in raw and int(pc[i, 0]) != int(total[i].sum()):
+            out.append(f"iteration {i}: {int(pc[i, 0])} pages given a GPU frame, but the causes add up to "
+                       f"{int(total[i].sum())}")
+    allocated = int(raw["final"].get("allocated_pages", -1))
+    if allocated >= 0 and int(total[:, 2].sum()) != allocated:
+        out.append(f"{allocated} pages allocated on the GPU, but the causes' unallocated pages add up to "
+                   f"{int(total[:, 2].sum())}")
     return out
 
 

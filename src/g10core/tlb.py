@@ -369,6 +369,7 @@ class TLB:
             "method": "full simulation" if k == 1 else
                       "replicas of the hierarchy on translation pages v % modulus == residue, scaled by modulus",
         }
+        out["precision"] = precision(out, k)
         return out
 
 
@@ -385,6 +386,59 @@ def _estimate(values, k: int) -> tuple[float, float]:
         return mean, math.inf
     var = sum((v - mean) ** 2 for v in values) / (m - 1)
     return mean, t_quantile_995(m - 1) * math.sqrt(var / m) * math.sqrt(1 - m / k)
+
+
+TARGET_RELATIVE_BOUND = 0.10   # a reported rate's 99 % bound should be under this fraction of it
+# reported rates: (hits, what they are a fraction of)
+_RATES = {"l1_hit_rate": ("l1_hits", ("accesses",)), "l2_hit_rate": ("l2_hits", ("l1_misses",)),
+          "pwc_hit_rate": ("pwc_hits", ("pwc_hits", "pwc_misses"))}
+
+
+def precision(st: dict, k: int, target: float = TARGET_RELATIVE_BOUND) -> dict:
+    """Per reported rate (and ``cycles_added``, the translation time): its value, its 99 % bound
+    (absolute and relative to the value) and the sub-samples a bound under ``target`` of the
+    value needs at this modulus (``subsamples_needed``; the run's own count when it has it), or
+    None with the ``reason`` it cannot: the systematic allowance alone (a TLB level approximated
+    at this modulus, the timing model) is over the target, or the value is 0 (a bound cannot be
+    a fraction of 0: report it as "< bound").  The run keeps its sub-samples (the translation
+    time is their mean: more would move the times); ``tlb.sample_subsamples`` or
+    ``tlb.sample_modulus = 1`` get the precision asked."""
+    samp = st["sampling"]
+    m = samp["subsamples"]
+    out = {}
+    for name, (num, dens) in list(_RATES.items()) + [("cycles_added", ("cycles_added", ()))]:
+        den = sum(st[d] for d in dens) if dens else 1.0
+        if name in _RATES and not den:
+            continue                                   # not looked up (no page-walk cache)
+        value = st[num] / den
+        bound = st["bounds"].get(num, 0.0) / den
+        fixed = samp["systematic"].get(num, 0.0) / den
+        reps = [v / den for v in samp["per_replica"].get(num, [])]
+        if name == "cycles_added" and reps:
+            fixed += abs(sum(reps) / len(reps) - value)     # the hierarchy's own estimate vs the replicas'
+        rel = bound / abs(value) if value else (0.0 if bound == 0 else math.inf)
+        d = {"value": value, "bound": bound, "relative_bound": rel, "subsamples": m, "subsamples_needed": m,
+             "reason": None}
+        if rel > target:
+            d["subsamples_needed"] = None
+            if value == 0:
+                d["reason"] = "its value is 0: the bound is an upper limit"
+            elif fixed >= target * abs(value):
+                d["reason"] = (f"the sampling's systematic allowance alone is {100 * fixed / abs(value):.0f} % of it "
+                               "(a TLB level approximated at this modulus, or the timing model): only full "
+                               "simulation (tlb.sample_modulus = 1) bounds it closer")
+            elif len(reps) >= 2:
+                mean = sum(reps) / len(reps)
+                sd = math.sqrt(sum((v - mean) ** 2 for v in reps) / (len(reps) - 1))
+                for n in range(max(m, 2), k + 1):
+                    half = 0.0 if n == k else t_quantile_995(n - 1) * sd / math.sqrt(n) * math.sqrt(1 - n / k)
+                    if half + fixed < target * abs(value):
+                        d["subsamples_needed"] = n
+                        break
+                d["reason"] = (None if d["subsamples_needed"] is not None else
+                               f"even all {k} residues leave the bound over {100 * target:.0f} %")
+        out[name] = d
+    return out
 
 
 def translator_from_spec(spec: TLBSpec | None) -> TLB:

@@ -321,6 +321,89 @@ def _pages(n: int, page_size: int = 4096) -> str:
     return f"{n:,} ({gib:.1f} GiB)" if n else "0"
 
 
+def _m(n: float) -> str:
+    """Pages in millions above 10 M (the summary's cause breakdown), else in full."""
+    return f"{n / 1e6:,.2f} M" if abs(n) >= 1e7 else f"{n:,.0f}"
+
+
+def _pages_in_text(result, per: str) -> str:
+    """Pages moved to the GPU and their causes (every page once: docs/accounting.md)."""
+    causes = (("faults_pages", "demand-faulted"), ("prefetched_pages", "prefetched by the fault handler"),
+              ("hinted_pages", "brought by the policy's hints"),
+              ("refetched_pages", "refetched (the waiting kernel's pages evicted before it ran)"))
+    parts = [(label, sum(getattr(result, key).values())) for key, label in causes]
+    total = sum(n for _, n in parts)
+    shown = [f"{_m(n)} {label}" for label, n in parts if n or label == "demand-faulted"]
+    return f"{per}{_m(total)} = " + " + ".join(shown)
+
+
+def _cold_start_text(result) -> str | None:
+    """Why iteration 0 was faster than the steady ones, from the counters: pages it allocated on
+    the GPU at first touch (no transfer) where the steady iterations fetch from host or SSD."""
+    its = result.iterations
+    rep = [i for i in result.reported_iterations if i != 0]
+    if result.level != "page" or len(its) < 2 or not rep:
+        return None
+    steady = sum(its[i].time_s for i in rep) / len(rep)
+    if its[0].time_s >= steady:
+        return None
+    cold, warm = its[0].moved_in_pages, [its[i].moved_in_pages for i in rep]
+    fetched0 = cold["host"] + cold["ssd"]
+    fetched = sum(w["host"] + w["ssd"] for w in warm) / len(warm)
+    return (f"iteration 0 ({its[0].time_s:.3f} s) is faster than the steady {steady:.3f} s: "
+            f"{_m(cold['unallocated'])} of its pages were first touches (a GPU frame, no transfer) and it "
+            f"fetched {_m(fetched0)} from host/SSD, where a steady iteration fetches {_m(fetched)}")
+
+
+def _bounded(d: dict | None, value: float, fmt) -> str:
+    """A sampled estimate with its 99 % bound relative to it, or "< limit" where the bound
+    exceeds the value (a rate near 0); notes a bound over the target and what it would need."""
+    if d is None or d["bound"] == 0:
+        return fmt(value)
+    if d["bound"] >= abs(value):
+        return f"< {fmt(value + d['bound'])}"
+    rel = 100 * d["relative_bound"]
+    txt = f"{fmt(value)} +-{rel:.0f} %" if rel >= 1 else f"{fmt(value)} (+-<1 %)"
+    if d.get("subsamples_needed") and d["subsamples_needed"] > d["subsamples"]:
+        txt += f" (10 % needs {d['subsamples_needed']} sub-samples)"
+    return txt
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:g} GiB" if n >= 2**30 else f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n / 2**10:g} KiB"
+
+
+def _tlb_lines(tlb: dict, hz: float, spec: dict) -> list[str]:
+    """The TLB's summary: rates with their bounds (and what tighter ones need), and what a lookup is."""
+    pr = tlb.get("precision", {})
+    samp = tlb.get("sampling", {})
+    pct = lambda v: f"{100 * v:.1f} %" if v >= 0.001 else f"{100 * v:.2g} %"
+    sec = lambda v: f"{v / hz:.4f} s"
+    rates = f"L1 hit rate {_bounded(pr.get('l1_hit_rate'), tlb['l1_hit_rate'], pct)}, " \
+            f"L2 {_bounded(pr.get('l2_hit_rate'), tlb['l2_hit_rate'], pct)}"
+    if "pwc_hit_rate" in pr:
+        rates += f", page-walk cache {_bounded(pr['pwc_hit_rate'], tlb['pwc_hit_rate'], pct)}"
+    how = (f"sampled 1/{samp['modulus']} x {samp['subsamples']}, 99 % bounds" if samp.get("modulus", 1) > 1
+           else "full simulation")
+    loose = [d for d in pr.values() if d["relative_bound"] > 0.1]
+    if any(d["subsamples_needed"] is None and d["value"] for d in loose):
+        how += "; under 10 % only with tlb.sample_modulus = 1: the sampling's systematic allowance exceeds it"
+    elif loose and any(d["subsamples_needed"] for d in loose):
+        how += f"; bounds under 10 % need tlb.sample_subsamples = {max(d['subsamples_needed'] or 0 for d in loose)}"
+    first = (f"  TLB (whole run)  {rates}, {tlb['walks']:,.0f} walks; translation added "
+             f"{_bounded(pr.get('cycles_added'), tlb['cycles_added'], sec)} ({how})")
+    page = int(tlb.get("page_size_bytes", 4096))
+    per_lookup = tlb["accesses"] / tlb["lookups"] if tlb.get("lookups") else 1.0
+    size = {4096: "4 KiB", 65536: "64 KiB", 2097152: "2 MiB"}.get(page, f"{page} B")
+    reach = int(spec.get("l2_entries", 0)) * page
+    runs = ("one access per lookup" if per_lookup < 1.5 else
+            f"{per_lookup:.0f} accesses per lookup, the rest L1 hits")
+    second = (f"                   a lookup = an SM's first access to a {size} page as it sweeps its share of a "
+              f"tensor ({runs}); each page is swept once per kernel and the L2 reaches {_size(reach)}: "
+              "lookups are first touches, and miss")
+    return [first, second]
+
+
 def format_run_summary(result) -> str:
     """The short human summary ``g10sim run`` prints for a :class:`~g10core.results.Result`."""
     tr = result.trace
@@ -375,7 +458,8 @@ def format_run_summary(result) -> str:
         f = result.faults_pages
         in_flight = sum(result.iterations[i].in_transfer_pages for i in rep) / len(rep)
         lines.append(f"  faults (pages)   {per}host {f['host']:,.0f}, SSD {f['ssd']:,.0f}, "
-                     f"unallocated {f['unallocated']:,.0f}; {in_flight:,.0f} found in flight")
+                     f"unallocated {f['unallocated']:,.0f} (demand faults); {in_flight:,.0f} found in flight")
+        lines.append("  pages to GPU     " + _pages_in_text(result, per))
     t = {k: int(round(v)) for k, v in result.traffic_pages.items()}
     lines.append(f"  traffic (pages)  {per}SSD->GPU {_pages(t['ssd_to_gpu'], page)}, "
                  f"GPU->SSD {_pages(t['gpu_to_ssd'], page)}")
@@ -391,6 +475,9 @@ def format_run_summary(result) -> str:
     if n_it > 1:
         lines.append("  per iteration    " + ", ".join(f"{it.time_s:.3f} s" for it in result.iterations)
                      + " (iteration 0 includes the cold start)")
+        cold = _cold_start_text(result)
+        if cold:
+            lines.append("  cold start       " + cold)
     dev = result.counters.get("ssd_summary")
     if dev:
         waf = dev["waf"]
@@ -407,12 +494,8 @@ def format_run_summary(result) -> str:
                      f"{fb['pages_faulted']:,} faulted; victims: {fb['victims']}")
     tlb = result.counters.get("tlb")
     if tlb and tlb.get("model") == "hierarchy":
-        hz = float(result.config["gpu"]["frequency_GHz"]) * 1e9
-        bound = tlb.get("bounds", {}).get("cycles_added", 0.0)
-        how = (f"sampled 1/{tlb['sampling']['modulus']}, 99 % bound +-{bound / hz:.4f} s"
-               if tlb.get("sampling", {}).get("modulus", 1) > 1 else "full simulation")
-        lines.append(f"  TLB (whole run)  L1 hit rate {100 * tlb['l1_hit_rate']:.1f} %, L2 {100 * tlb['l2_hit_rate']:.1f} %, "
-                     f"{tlb['walks']:,.0f} walks; translation added {tlb['cycles_added'] / hz:.4f} s ({how})")
+        lines.extend(_tlb_lines(tlb, float(result.config["gpu"]["frequency_GHz"]) * 1e9,
+                                result.config.get("tlb", {})))
     lines.append(f"  run              {run_txt}")
     return "\n".join(lines)
 
