@@ -22,6 +22,23 @@ from .base import (  # noqa: F401 (the registry's API)
 
 
 def get(name: str) -> type[Policy]:
+    """The policy class registered as ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A policy name (:func:`names`).
+
+    Returns
+    -------
+    type
+        The :class:`Policy` subclass.
+
+    Raises
+    ------
+    KeyError
+        No such policy (the message lists the known ones).
+    """
     _load_builtin()
     try:
         return REGISTRY[name]
@@ -30,6 +47,14 @@ def get(name: str) -> type[Policy]:
 
 
 def names() -> list[str]:
+    """The registered policy names, sorted (the built-in ones loaded first).
+
+    Returns
+    -------
+    list of str
+        E.g. ``base-uvm``, ``belady``, ``deepum``, ``flashneuron``, ``g10``, ``g10-gds``,
+        ``g10-host``, ``ideal``.
+    """
     _load_builtin()
     return sorted(REGISTRY)
 
