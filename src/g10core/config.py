@@ -656,7 +656,7 @@ def ssd_device_spec(cfg: SimConfig, user_capacity_bytes: int | None = None):
 
 def _default() -> SimConfig:
     """Exploration: the artifact's model without its hand-tuned factors (DESIGN.md), steady-state
-    iterations, a breakdown that adds up, and the fixes of ``model_fixes`` (README: Presets)."""
+    iterations, a breakdown that adds up, and the fixes of ``model_fixes`` (docs/guide/presets.md)."""
     return SimConfig(preset="default")
 
 

@@ -5,7 +5,7 @@ simulator (FlashNeuron, G10-GDS, G10-Host) moves whole tensors over two FIFOs an
 transfer slots, fault-time model, PCIe device or FTL; FlashNeuron and G10-GDS have no host
 memory; only the G10 family reads the G10 scheduler's keys and only DeepUM+ (or the
 ``deepum`` eviction rule) the prefetch window; ``ideal`` simulates nothing.  Where a model
-should read a key it now does (``README``: "Which parameters each policy models"); a key a
+should read a key it now does (``docs/guide/configuration.md``, "Which parameters each policy models"); a key a
 policy cannot read by its definition is listed here, and a run whose value of it differs
 from the exploration preset's (or, for the keys in :data:`PRESET_KEYS`, from its own
 preset's) warns, naming it (:class:`~g10core.errors.G10Warning`; ``g10sim`` prints one line
