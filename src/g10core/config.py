@@ -67,6 +67,32 @@ ARTIFACT_PRESET = "g10-artifact"
 
 @dataclass(frozen=True)
 class SimConfig:
+    """A whole simulation configuration: a preset name and one frozen spec per section.
+
+    Build one with :func:`preset` or :func:`resolve` (which validate it), and change it with
+    :meth:`with_overrides`; every key, with its unit, default, range and meaning, is in the
+    parameter reference (``g10sim config show``).
+
+    Attributes
+    ----------
+    preset : str
+        The preset it started from (``default``, ``g10-artifact`` or ``detailed``).
+    gpu, host, ssd, link, fault, tlb, scheduler, run, noise
+        The sections' frozen specs (``GPUSpec``, ``HostSpec``, ``SSDSpec``, ``LinkSpec``,
+        ``FaultSpec``, ``TranslationSpec``, ``SchedulerSpec``, ``RunSpec``, ``NoiseSpec``).
+
+    Examples
+    --------
+    >>> from g10core.config import preset
+    >>> cfg = preset("default").with_overrides({"gpu": {"memory_GiB": 80}})
+    >>> cfg.gpu.memory_GiB
+    80.0
+    >>> preset("default").with_overrides({"gpu.memory_GiB": "80"})
+    Traceback (most recent call last):
+    ...
+    g10core.errors.ConfigError: unknown config section [gpu.memory_GiB]; known: gpu, host, ssd, link, fault, tlb, scheduler, run, noise
+    """
+
     preset: str = DEFAULT_PRESET
     gpu: GPUSpec = field(default_factory=GPUSpec)
     host: HostSpec = field(default_factory=HostSpec)
@@ -79,21 +105,48 @@ class SimConfig:
     noise: NoiseSpec = field(default_factory=NoiseSpec)
 
     def check(self) -> "SimConfig":
-        """Every field's type and range, then the rules between fields; returns self."""
+        """Check every field's type and range, then the rules between fields.
+
+        Returns
+        -------
+        SimConfig
+            ``self``, when valid.
+
+        Raises
+        ------
+        ConfigError
+            The first bad value, naming ``section.key``, the value and what is allowed.
+        """
         for name in SECTIONS:
             check_spec(getattr(self, name), name)
         check_cross(self)
         return self
 
     def to_dict(self) -> dict:
+        """``{"preset": ..., section: {key: value}}``: the resolved configuration a result records."""
         return dataclasses.asdict(self)
 
     def with_overrides(self, overrides: dict[str, dict[str, Any]], *, from_strings: bool = False) -> "SimConfig":
         """Return a copy with ``{section: {key: value}}`` applied (validated).
 
-        Values must have the key's type (an int is a float too; a float with an integral
-        value is an int), as in a TOML file; ``from_strings=True`` parses strings instead
-        (``--set``, a command line).
+        Parameters
+        ----------
+        overrides : dict
+            ``{section: {key: value}}``, as a TOML file's tables.  Values must have the key's
+            type (an int is a float too; a float with an integral value is an int).
+        from_strings : bool
+            Parse string values instead (``--set``, a command line).
+
+        Returns
+        -------
+        SimConfig
+            The new, validated configuration (``self`` is unchanged).
+
+        Raises
+        ------
+        ConfigError
+            An unknown section or key, a value of the wrong type or out of range, or a broken
+            rule between keys; the message names ``section.key``.
         """
         changes = {}
         for section, values in overrides.items():
@@ -131,6 +184,7 @@ class SimConfig:
 
     @property
     def hash(self) -> str:
+        """16 hex digits identifying the resolved configuration (:func:`config_hash`)."""
         return config_hash(self)
 
 
@@ -223,7 +277,7 @@ def ssd_device_spec(cfg: SimConfig, user_capacity_bytes: int | None = None):
 
 def _default() -> SimConfig:
     """Exploration: the artifact's model without its hand-tuned factors (DESIGN.md), steady-state
-    iterations, a breakdown that adds up, and the fixes of ``model_fixes`` (README: Presets)."""
+    iterations, a breakdown that adds up, and the fixes of ``model_fixes`` (docs/guide/presets.md)."""
     return SimConfig(preset="default")
 
 
@@ -255,6 +309,22 @@ PRESETS = {DEFAULT_PRESET: _default, ARTIFACT_PRESET: _artifact, "detailed": _de
 
 
 def preset(name: str) -> SimConfig:
+    """The named preset's configuration, validated.
+
+    Parameters
+    ----------
+    name : str
+        ``default`` (exploration), ``g10-artifact`` (the paper's simulator) or ``detailed``.
+
+    Returns
+    -------
+    SimConfig
+
+    Raises
+    ------
+    ConfigError
+        An unknown preset name.
+    """
     try:
         return PRESETS[name]().check()
     except KeyError:
@@ -297,7 +367,27 @@ def load_toml(path, preset_name: str | None = None) -> dict[str, dict[str, Any]]
 
 
 def resolve(preset_name: str = DEFAULT_PRESET, toml_path=None, sets: list[str] | None = None) -> SimConfig:
-    """Preset, then the TOML file (typed values), then ``--set`` overrides (strings)."""
+    """A configuration as the command line builds it: preset, TOML file, then ``--set``.
+
+    Parameters
+    ----------
+    preset_name : str
+        The preset to start from.
+    toml_path : str or path, optional
+        A TOML file of ``[section] key = value`` overrides (typed values).  A top-level
+        ``preset`` in it must name ``preset_name``.
+    sets : list of str, optional
+        ``section.key=value`` overrides (strings, parsed), applied last.
+
+    Returns
+    -------
+    SimConfig
+
+    Raises
+    ------
+    ConfigError
+        A bad file, key or value (the message names the file and ``section.key``).
+    """
     cfg = preset(preset_name)
     if toml_path is not None:
         try:
@@ -381,9 +471,21 @@ def _kind(value) -> str:
 # ---- the parameter table (g10sim config show) ------------------------------------------------
 
 def parameters(cfg: SimConfig | None = None) -> list[dict]:
-    """One row per parameter: ``key`` (section.key), ``value`` (in ``cfg``; None = from the
-    device preset, whose value is ``device_value``), ``default`` (the dataclass default),
-    ``unit``, ``range``, ``min``, ``max``, ``choices``, ``doc``."""
+    """Every parameter with its value, unit, range and description (``g10sim config show``).
+
+    Parameters
+    ----------
+    cfg : SimConfig, optional
+        The configuration whose values are listed (default: the ``default`` preset).
+
+    Returns
+    -------
+    list of dict
+        One row per parameter, in declaration order: ``key`` (section.key), ``value`` (in
+        ``cfg``; None = from the device preset, whose value is ``device_value`` and name
+        ``from_device``), ``default`` (the dataclass default), ``type``, ``unit``, ``range``
+        (in words), ``min``, ``max``, ``min_exclusive``, ``choices``, ``doc``.
+    """
     cfg = preset(DEFAULT_PRESET) if cfg is None else cfg
     device = None
     rows = []

@@ -41,10 +41,21 @@ class SweepError(InputError):
 class TraceError(InputError):
     """A trace file or in-memory trace breaks the format.
 
-    Attributes: ``path`` (None for an in-memory trace), ``dataset`` (HDF5 name, "/"
-    for the root attributes), ``row`` (None when the problem is not one row),
-    ``field`` (a compound field or attribute name, or None) and ``reason``.
-    ``str()`` is one line naming all of them.
+    ``str()`` is one line naming all of the attributes, e.g.
+    ``bad.h5: /kernels, row 17, field time_ideal_ns: got nan; must be finite and >= 0``.
+
+    Attributes
+    ----------
+    path : str or None
+        The file (None for an in-memory trace).
+    dataset : str
+        The HDF5 name ("/" for the root attributes).
+    row : int or None
+        The row (None when the problem is not one row).
+    field : str or None
+        A compound field or attribute name.
+    reason : str
+        What is wrong, one line.
     """
 
     def __init__(self, path, dataset: str, reason: str, row: int | None = None,
@@ -69,7 +80,19 @@ class TraceError(InputError):
 
 
 class HintError(InputError):
-    """A hint table or hint file is invalid; ``str()`` is one line naming file, row and field."""
+    """A hint table or hint file is invalid; ``str()`` is one line naming file, row and field.
+
+    Attributes
+    ----------
+    path : str or None
+        The file (None for an in-memory table).
+    row : int or None
+        The row, when the problem is one row.
+    field : str or None
+        ``kernel``, ``tensor``, ``action`` or an attribute name.
+    reason : str
+        What is wrong, one line.
+    """
 
     def __init__(self, path, reason: str, row: int | None = None, field: str | None = None):
         self.path = None if path is None else os.fspath(path)

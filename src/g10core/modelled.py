@@ -5,9 +5,9 @@ simulator (FlashNeuron, G10-GDS, G10-Host) moves whole tensors over two FIFOs an
 transfer slots, fault-time model, PCIe device or FTL; FlashNeuron and G10-GDS have no host
 memory; only the G10 family reads the G10 scheduler's keys and only DeepUM+ (or the
 ``deepum`` eviction rule) the prefetch window; ``ideal`` simulates nothing.  Where a model
-should read a key it now does (``README``: "Which parameters each policy models").  Each
-policy declares the keys it reads (``Policy.reads``: its level's by default, so a plug-in
-policy inherits its base class's) and those that mean nothing to it by definition
+should read a key it now does (``docs/guide/configuration.md``, "Which parameters each policy
+models").  Each policy declares the keys it reads (``Policy.reads``: its level's by default, so a
+plug-in policy inherits its base class's) and those that mean nothing to it by definition
 (``Policy.not_applicable``); a run that sets a key its policy does not read to a value that
 differs from the exploration preset's (or, for the keys in :data:`PRESET_KEYS`, from its own
 preset's) warns, naming it (:class:`~g10core.errors.G10Warning`; ``g10sim`` prints one line

@@ -293,6 +293,29 @@ class IterationStats:
     preset), ``hinted_pages`` (a policy's prefetch hint), ``refetched_pages`` (pages of the
     running kernel evicted before it ran and queued again, slot model); :attr:`moved_in_pages`
     is their sum.
+
+    Attributes
+    ----------
+    index : int
+        The iteration's number (0: the cold start).
+    time_s, ideal_time_s : float
+        Its simulated time and the sum of its kernels' ideal times, in seconds.
+    faults_pages : dict
+        Pages demand-faulted by source (``host``, ``ssd``, ``unallocated``), summed over kernels.
+    prefetched_pages, hinted_pages, refetched_pages : dict
+        Pages moved in for the other causes, by source.
+    traffic_pages : dict
+        Pages moved: ``ssd_to_gpu``, ``gpu_to_ssd``, ``host_to_gpu``, ``gpu_to_host``.
+    breakdown_s : dict
+        ``compute``, ``overlap``, ``stall`` (and ``translation`` under the detailed preset).
+    in_transfer_pages : int
+        Faulting pages found already in flight.
+    allocated_pages : int
+        Pages given a GPU frame (fetches included).
+    all_fault_time_s : float or None
+        The sum of t00 (every page faulting), page level.
+    time_cycles, ideal_cycles : int or None
+        The same times in GPU cycles.
     """
 
     index: int
@@ -312,6 +335,7 @@ class IterationStats:
 
     @property
     def slowdown(self) -> float:
+        """time_s / ideal_time_s (NaN when the ideal time is 0)."""
         return self.time_s / self.ideal_time_s if self.ideal_time_s > 0 else math.nan
 
     @property
@@ -321,6 +345,7 @@ class IterationStats:
                 for k in FAULT_KEYS}
 
     def to_dict(self) -> dict:
+        """The iteration as plain JSON-able values (non-finite numbers as None)."""
         return {
             "index": self.index,
             "time_s": self.time_s,
@@ -343,10 +368,36 @@ class IterationStats:
 class Result:
     """The outcome of one run: what ran (policy, resolved config, trace), and its numbers.
 
-    ``kernels`` holds per-kernel numpy arrays (page level: the columns of
-    :data:`KERNEL_COLUMNS` plus ``compute/overlap/stall_cycles``; tensor level:
-    ``start_s`` and ``time_s``); they are left out of the default JSON
-    (``to_dict(kernels=True)`` puts them in).
+    The numbers of the run are properties over :attr:`iterations` chosen by
+    ``iteration_rule`` (:attr:`iteration_time_s`, :attr:`breakdown_s`, ...).
+
+    Attributes
+    ----------
+    policy, level, preset : str
+        The policy, its level (``page``, ``tensor`` or ``ideal``) and the preset.
+    config : dict
+        The resolved configuration (``SimConfig.to_dict()``); ``config_hash`` its identity.
+    trace : dict
+        The trace's identity: path, model, batch_size, counts, footprint, digest.
+    ideal_time_s : float
+        The sum of the ideal kernel times (cycle-converted).
+    iterations : tuple of IterationStats
+        Every simulated iteration; empty when failed.
+    failed : bool
+        True for a run the published simulator would abort; ``failure_reason`` says why.
+    hints, counters, metadata : dict
+        Where the hints came from; level-specific counters (devices, fault batches, TLB);
+        wall time, peak RSS and versions.
+    kernels : dict
+        Per-kernel numpy arrays (page level: the columns of :data:`KERNEL_COLUMNS` plus
+        ``compute/overlap/stall_cycles``; tensor level: ``start_s`` and ``time_s``); left
+        out of the default JSON (``to_dict(kernels=True)`` puts them in).
+    quirks : tuple of dict
+        The artifact's hand-tuned factors that fired: ``name``, ``factor``, ``what``.
+    ignored_parameters : tuple of str
+        Keys set away from the reference value that this policy does not model.
+    iteration_rule, breakdown_rule : str
+        How the reported iteration time and breakdown are taken (default: the config's).
     """
 
     policy: str
@@ -462,7 +513,18 @@ class Result:
 
     # ---- writers ----
     def to_dict(self, kernels: bool = False) -> dict:
-        """Plain JSON-able dict; non-finite numbers become None (``null``)."""
+        """The result as a plain JSON-able dict (what ``g10sim run --json`` writes).
+
+        Parameters
+        ----------
+        kernels : bool
+            Also include ``kernels``, one row per kernel execution (``kernel_columns``).
+
+        Returns
+        -------
+        dict
+            Non-finite numbers become None (``null``).
+        """
         from . import __version__
 
         out = {
@@ -551,10 +613,24 @@ class Result:
         return {c: cols[c] for c in KERNEL_TABLE_COLUMNS}
 
     def to_json(self, kernels: bool = False, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text (``indent`` as for :func:`json.dumps`), ending in a newline."""
         return json.dumps(self.to_dict(kernels), indent=indent, allow_nan=False) + "\n"
 
     def write_json(self, path, kernels: bool = False) -> Path:
-        """Write :meth:`to_json` to ``path`` atomically (temporary file, then rename)."""
+        """Write :meth:`to_json` to ``path`` atomically (temporary file, then rename).
+
+        Parameters
+        ----------
+        path : str or path
+            The file; a device or pipe is written through.
+        kernels : bool
+            Include the per-kernel rows.
+
+        Returns
+        -------
+        Path
+            The file written.
+        """
         return write_text_atomic(path, self.to_json(kernels))
 
 

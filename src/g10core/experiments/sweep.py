@@ -113,7 +113,21 @@ _POLICY_COST = {"g10": 5.0, "base-uvm": 1.0, "deepum": 0.7, "g10-gds": 0.5, "g10
 
 @dataclass(frozen=True)
 class Run:
-    """One run of a sweep (plain data; the task a worker gets is :meth:`task`)."""
+    """One run of a sweep (plain data; the task a worker gets is :meth:`task`).
+
+    Attributes
+    ----------
+    run_key : str
+        The run's identity (:func:`run_key`): configuration, trace digest, policy, version.
+    trace, trace_path, trace_digest : str
+        The trace as the sweep file names it, its resolved path and its content digest.
+    model, batch, policy : str, int, str
+        What runs.
+    grid : dict
+        Dotted key -> value: this run's grid point.
+    config, config_hash : dict, str
+        The resolved configuration and its hash.
+    """
 
     run_key: str
     trace: str                 # as the sweep file names it (shipped name or path)
@@ -144,7 +158,17 @@ class Run:
 
 @dataclass(frozen=True)
 class Sweep:
-    """A validated, expanded sweep: every run, in file order (duplicates dropped)."""
+    """A validated, expanded sweep: every run, in file order (duplicates dropped).
+
+    Attributes
+    ----------
+    name, source, preset : str
+        The sweep's name, its file, and the preset its runs start from.
+    grid_keys : tuple of str
+        Every dotted key any block sweeps, in order of appearance.
+    runs : tuple of Run
+        The runs.
+    """
 
     name: str
     source: str                 # the file (or "<sweep>")
@@ -279,9 +303,25 @@ def _nest(dotted: dict) -> dict:
 def load_sweep(path, *, traces_dir=None, base_config: SimConfig | None = None, gpu: str | None = None) -> Sweep:
     """Read, validate and expand a sweep file (:class:`SweepError` names what is wrong).
 
-    ``traces_dir``: where shipped trace names resolve (default: the shipped traces);
-    ``base_config``: start from this configuration instead of the file's ``preset``;
-    ``gpu``: ``gpu.model`` of every run (``g10sim sweep --gpu``; a ``[set]`` or ``[grid]`` key wins).
+    Parameters
+    ----------
+    path : str or path
+        The sweep file (TOML; the module docstring gives its keys).
+    traces_dir : str or path, optional
+        Where trace names resolve (default: ``$G10_TRACES_DIR``, then the shipped traces).
+    base_config : SimConfig, optional
+        Start from this configuration instead of the file's ``preset``.
+    gpu : str, optional
+        ``gpu.model`` of every run (``g10sim sweep --gpu``; a ``[set]`` or ``[grid]`` key wins).
+
+    Returns
+    -------
+    Sweep
+
+    Raises
+    ------
+    SweepError
+        A malformed file, one line naming the file, the key and its line.
     """
     path = Path(path)
     try:
@@ -300,7 +340,25 @@ def load_sweep(path, *, traces_dir=None, base_config: SimConfig | None = None, g
 
 def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str | None = None,
                 traces_dir=None, base_config: SimConfig | None = None, gpu: str | None = None) -> Sweep:
-    """Validate and expand a parsed sweep document (see the module docstring)."""
+    """Validate and expand a parsed sweep document (see the module docstring).
+
+    Parameters
+    ----------
+    doc : dict
+        The parsed TOML.
+    source : str
+        The file's name, for messages; ``base_dir`` resolves relative trace paths and
+        ``text`` (the file's text) gives messages their line numbers.
+
+    Returns
+    -------
+    Sweep
+
+    Raises
+    ------
+    SweepError
+        What is wrong, naming the key.
+    """
     from .. import policies as registry
     from ..simulator import Simulator, check_level_supported
 
@@ -682,6 +740,18 @@ class ResultStore:
 
     ``ResultStore(DIR, writer=True)`` takes the folder's lock (a second driver is
     refused) and repairs a torn last line; readers (``writer=False``) never write.
+
+    Parameters
+    ----------
+    path : str or path
+        The folder.
+    writer : bool
+        Open it to append (the one driver); a reader refuses a folder that is not a store.
+
+    Raises
+    ------
+    SweepError
+        Not a sweep folder (reader), or another driver holds it (writer).
     """
 
     def __init__(self, path, *, writer: bool = False):
@@ -872,11 +942,24 @@ def _jsonable(obj):
 
 
 def sweep_status(path) -> dict:
-    """``status`` of a sweep folder (read only)."""
+    """The status of a sweep folder (read only): ``{"total", "done", "failed", "rows"}``.
+
+    Raises
+    ------
+    SweepError
+        Not a sweep folder.
+    """
     return ResultStore(path).status()
 
 
 def export_csv(path, dest) -> Path:
+    """Write a sweep folder's runs to ``dest`` as CSV (one row per run, grid keys as columns).
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     return ResultStore(path).export_csv(dest)
 
 
@@ -969,9 +1052,40 @@ def run_sweep(sweep: Sweep, out, *, jobs: int | None = None, dask: str | None = 
               retry_errors: bool = False) -> dict:
     """Run what ``out`` lacks of ``sweep`` and return :meth:`ResultStore.status`.
 
-    ``jobs``: local worker processes (default: the CPUs; 1 runs in this process) or
-    Dask workers for ``dask="local"``.  Each finished run is appended to the store at
-    once; Ctrl-C (or any error of the driver) keeps what finished.
+    Each finished run is appended to the store at once; Ctrl-C (or any error of the
+    driver) keeps what finished, and running again runs only what is missing.
+
+    Parameters
+    ----------
+    sweep : Sweep
+        From :func:`load_sweep`.
+    out : str or path
+        The store's folder (created if missing).
+    jobs : int, optional
+        Local worker processes (default: the CPUs; 1 runs in this process) or Dask
+        workers for ``dask="local"``.
+    dask : str, optional
+        ``"local"`` (a LocalCluster) or a scheduler's address.
+    progress : bool
+        Show a progress bar on stderr.
+    retry_errors : bool
+        Run again the runs recorded with an error.
+
+    Returns
+    -------
+    dict
+        ``{"total", "done", "failed", "rows"}`` (:meth:`ResultStore.status`).
+
+    Raises
+    ------
+    SweepError
+        Another driver holds the folder, or a worker process died.
+
+    Examples
+    --------
+    >>> from g10core.sweep import load_sweep, run_sweep
+    >>> run_sweep(load_sweep("ssd.toml"), "runs/ssd", jobs=2)["done"]     # doctest: +SKIP
+    20
     """
     from tqdm import tqdm
 

@@ -30,8 +30,23 @@ from .plugins import ENTRY_POINT_GROUP, is_file_spec  # noqa: F401 (API)
 def get(name: str) -> type[Policy]:
     """The policy class registered as ``name``, or the class ``FILE.py:NAME`` names (a user's file).
 
-    An unknown name is a ``KeyError`` listing the known ones (and the closest); a file that cannot
-    give a policy is a :class:`~g10core.errors.PolicyError` naming the file and NAME.
+    Parameters
+    ----------
+    name : str
+        A policy name (:func:`names`), or ``FILE.py:NAME``: the :class:`Policy` subclass ``NAME``
+        of a user's file.
+
+    Returns
+    -------
+    type
+        The :class:`Policy` subclass.
+
+    Raises
+    ------
+    KeyError
+        No such policy (the message lists the known ones, and the closest).
+    PolicyError
+        A file that cannot give a policy (the message names the file and NAME).
     """
     if is_file_spec(name):
         from .plugins import load_file
@@ -48,6 +63,14 @@ def get(name: str) -> type[Policy]:
 
 
 def names() -> list[str]:
+    """The registered policy names, sorted (the built-in ones and the plug-ins loaded first).
+
+    Returns
+    -------
+    list of str
+        E.g. ``base-uvm``, ``belady``, ``deepum``, ``flashneuron``, ``g10``, ``g10-gds``,
+        ``g10-host``, ``ideal``.
+    """
     _load()
     return sorted(REGISTRY)
 

@@ -39,8 +39,17 @@ G10_TIMING_KEYS = frozenset({"gpu.malloc_us_per_byte", "ssd.latency_us", "fault.
 
 @dataclass(frozen=True)
 class PagePlan:
-    """Replay pages: ``hints`` applied each iteration (when ``apply_hints``), ``eviction``
-    (a rule of ``g10core.evictors``, ``EvictionRule``, or its name) for the rest."""
+    """A page-level plan: the compiled replay applies ``hints`` and evicts by ``eviction``.
+
+    Attributes
+    ----------
+    hints : ndarray
+        The ``HINT_DTYPE`` table applied each iteration (when ``apply_hints``).
+    eviction : EvictionRule or str
+        A rule of ``g10core.evictors`` (an ``EvictionRule``, or its name), for what hints leave.
+    apply_hints : bool
+        False: the hints are ignored (Base UVM, Belady).
+    """
 
     hints: np.ndarray
     eviction: object = "arrival"
@@ -49,18 +58,70 @@ class PagePlan:
 
 @dataclass(frozen=True)
 class TensorPlan:
-    """A tensor-level simulation: ``simulate()`` returns its result dict (``results.py``)."""
+    """A tensor-level plan: the policy's own simulation.
+
+    Attributes
+    ----------
+    simulate : callable
+        ``simulate()`` runs it and returns its result dict (``results.from_tensor_level``).
+    """
 
     simulate: Callable[[], dict]
 
 
 @dataclass(frozen=True)
 class IdealPlan:
-    """No simulation: every kernel takes its ideal time."""
+    """No simulation: every kernel takes its ideal time (the ``ideal`` policy).
+
+    See Also
+    --------
+    PagePlan, TensorPlan
+    """
 
 
 class Policy:
-    """Base class; subclasses set ``name`` and ``level`` and implement ``plan`` (or ``hints``)."""
+    """Base class of the migration policies; register a subclass with :func:`register`.
+
+    A page-level policy sets the class attributes below and implements :meth:`hints`; the
+    inherited :meth:`plan` wraps them in a :class:`PagePlan`.  A policy that simulates on
+    its own derives from :class:`TensorPolicy`.
+
+    Parameters
+    ----------
+    config : SimConfig, optional
+        The configuration it plans for.
+
+    Attributes
+    ----------
+    name : str
+        The name ``--policy`` takes (class attribute).
+    level : str
+        ``page``, ``tensor`` or ``ideal``: what its plans are.
+    eviction : str
+        Page level: the eviction rule for what the hints leave (``g10core.evictors``).
+    apply_hints : bool
+        Page level, False: hints are ignored (Base UVM).
+    description : str
+        One line for listings.
+
+    Examples
+    --------
+    A policy that prefetches every input of the next kernel::
+
+        import numpy as np
+        from g10core.policies import HINT_DTYPE, HINT_TO_GPU, Policy, register
+
+        @register
+        class NextKernel(Policy):
+            name = "next-kernel"
+            description = "prefetch the next kernel's inputs"
+
+            def hints(self, trace):
+                K = trace.n_kernels
+                rows = [(k, t, HINT_TO_GPU) for k in range(K)
+                        for t in trace.kernel_inputs((k + 1) % K)]
+                return np.array(rows, dtype=HINT_DTYPE)
+    """
 
     name: ClassVar[str] = ""
     level: ClassVar[str] = "page"          # "page" or "tensor" (what its plans are)
@@ -77,7 +138,18 @@ class Policy:
         self.config = config
 
     def hints(self, trace) -> np.ndarray:
-        """Page level: the hint table this policy applies (none by default)."""
+        """Page level: the hint table this policy applies (none by default).
+
+        Parameters
+        ----------
+        trace : Trace
+            The trace to plan for.
+
+        Returns
+        -------
+        ndarray
+            ``HINT_DTYPE`` rows sorted by kernel (see the hint-file format).
+        """
         return np.zeros(0, HINT_DTYPE)
 
     def hand_tuned_factors(self, trace) -> list[dict]:
@@ -86,8 +158,28 @@ class Policy:
         return []
 
     def plan(self, trace, config=None, *, hints=None, eviction=None):
-        """The plan for ``trace``; ``hints``: a given hint table replacing the policy's own;
-        ``eviction``: an eviction rule replacing the policy's (page level)."""
+        """The plan the Simulator runs for ``trace``.
+
+        Parameters
+        ----------
+        trace : Trace
+            The trace to plan for.
+        config : SimConfig, optional
+            Plan for this configuration instead of the one the policy was made with.
+        hints : ndarray, optional
+            A given hint table replacing the policy's own.
+        eviction : str or UserScore, optional
+            An eviction rule replacing the policy's (page level).
+
+        Returns
+        -------
+        PagePlan, TensorPlan or IdealPlan
+
+        Raises
+        ------
+        ValueError
+            Hints given to a policy that applies none, or an eviction rule to a tensor-level one.
+        """
         if config is not None and config is not self.config:
             return type(self)(config).plan(trace, hints=hints, eviction=eviction)
         if hints is not None and not self.apply_hints:
@@ -100,17 +192,44 @@ class Policy:
 
 
 class TensorPolicy(Policy):
-    """A policy with its own tensor-level simulation."""
+    """A policy with its own tensor-level simulation (FlashNeuron, G10-GDS, G10-Host).
+
+    Its plans are :class:`TensorPlan`: the Simulator calls :meth:`simulate`, which moves whole
+    tensors over FIFOs at bandwidth; the detailed preset's components do not apply to it.
+
+    Attributes
+    ----------
+    level : str
+        ``"tensor"``.
+    """
 
     level: ClassVar[str] = "tensor"
     apply_hints: ClassVar[bool] = True
     reads: ClassVar[frozenset[str]] = TENSOR_LEVEL_KEYS
 
     def schedule(self, trace) -> np.ndarray:
-        """Its schedule as a hint table (``g10sim hints``); raises ValueError when it has none."""
+        """Its schedule as a hint table (``g10sim hints``).
+
+        Returns
+        -------
+        ndarray
+            ``HINT_DTYPE`` rows.
+
+        Raises
+        ------
+        ValueError
+            The policy has no schedule to show.
+        """
         raise NotImplementedError
 
     def simulate(self, trace, hints=None) -> dict:
+        """Run its tensor-level simulation of ``trace`` (with ``hints`` replacing its schedule).
+
+        Returns
+        -------
+        dict
+            The result dict that ``results.from_tensor_level`` turns into a Result.
+        """
         raise NotImplementedError
 
     def plan(self, trace, config=None, *, hints=None, eviction=None):
@@ -158,4 +277,5 @@ def register(cls: type[Policy]) -> type[Policy]:
 
 
 def empty_hints() -> np.ndarray:
+    """An empty ``HINT_DTYPE`` table."""
     return np.zeros(0, HINT_DTYPE)

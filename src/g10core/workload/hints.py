@@ -72,7 +72,23 @@ def plan_keys(config) -> dict:
 
 @dataclass(frozen=True, eq=False)
 class HintFile:
-    """A hint table with where it came from (what :func:`read_hints` returns)."""
+    """A hint table with where it came from (what :func:`read_hints` returns).
+
+    Attributes
+    ----------
+    hints : ndarray
+        The ``HINT_DTYPE`` table.
+    policy : str
+        Who made the hints.
+    trace : dict
+        The identity of the trace recorded in the file (counts, digest, model, batch).
+    path : str or None
+        The file.
+    level : str
+        ``page``, ``tensor`` or ``""`` (not recorded).
+    made_with : dict
+        What they were planned for: ``preset``, ``config_hash``, ``keys`` (PLAN_KEYS values).
+    """
 
     hints: np.ndarray
     policy: str = ""
@@ -89,7 +105,13 @@ class HintFile:
 
 
 def trace_digest(trace: Trace) -> str:
-    """Content hash of the parts of a trace a schedule depends on (sizes, accesses, times)."""
+    """Content hash of the parts of a trace a schedule depends on (sizes, accesses, times).
+
+    Returns
+    -------
+    str
+        16 hex digits.
+    """
     h = hashlib.sha256()
     for arr in (trace.tensor_size_bytes, trace.tensor_is_global, trace.access_offsets, trace.access_tensor,
                 trace.access_mode, trace.kernel_time_ideal_ns, trace.kernel_time_fault_all_ns,
@@ -126,6 +148,25 @@ def validate_hints(hints, n_kernels: int, n_tensors: int, path=None) -> np.ndarr
 
     kernel in [0, K] (K: applied at the next iteration's kernel 0), non-decreasing
     (the replay applies rows in table order); tensor in [0, T); action in 0..3.
+
+    Parameters
+    ----------
+    hints : ndarray
+        A 1-D table with integer fields ``kernel``, ``tensor``, ``action``.
+    n_kernels, n_tensors : int
+        The trace's K and T.
+    path : str or path, optional
+        Where the table came from, for the message.
+
+    Returns
+    -------
+    ndarray
+        The table as ``HINT_DTYPE``.
+
+    Raises
+    ------
+    HintError
+        The first bad row, naming the row and field.
     """
     h = as_hint_table(hints, path)
     k = h["kernel"].astype(np.int64)
@@ -161,8 +202,43 @@ def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_p
 
     ``config`` (a SimConfig): the configuration the hints were planned for (recorded: preset,
     hash, :data:`PLAN_KEYS`); ``level``: ``page`` or ``tensor``, how they are meant to be replayed
-    (default: not recorded; a replay then takes the level of the registered policy named ``policy``,
-    if any, as ``g10sim hints`` records it)."""
+    (default: not recorded; a replay then takes the level of the registered policy named
+    ``policy``, if any, as ``g10sim hints`` records it).
+
+    Parameters
+    ----------
+    path : str or path
+        The file to write (its folder must exist).
+    hints : ndarray
+        A table with integer fields ``kernel``, ``tensor``, ``action``.
+    policy : str
+        Who made them (free text).
+    trace : Trace, optional
+        The trace they belong to: the table is validated against it and its counts and
+        digest are recorded, so replaying the file on another trace is refused.
+    trace_path : str or path, optional
+        Recorded as ``trace_path``.
+    config : SimConfig, optional
+        The configuration they were planned for.
+    level : str, optional
+        ``page`` or ``tensor``.
+
+    Returns
+    -------
+    Path
+        The file written.
+
+    Raises
+    ------
+    HintError
+        A bad table.
+    ValueError
+        An unknown level.
+
+    Examples
+    --------
+    >>> write_hints("mine.h5", table, policy="mine", trace=trace)     # doctest: +SKIP
+    """
     level = level or ""
     if level and level not in LEVELS:
         raise ValueError(f"level = {level!r}: must be one of {', '.join(LEVELS)}")
@@ -250,6 +326,24 @@ def read_hints(path, trace: Trace | None = None) -> HintFile:
 
     A file that is not a hint file, a damaged HDF5 file, or an attribute of the wrong
     type is a :class:`HintError` naming the file (and the attribute).
+
+    Parameters
+    ----------
+    path : str or path
+        A hint file.
+    trace : Trace, optional
+        The trace it will be replayed on.
+
+    Returns
+    -------
+    HintFile
+
+    Raises
+    ------
+    HintError
+        Not a hint file, damaged, or (with ``trace``) made for another trace.
+    FileNotFoundError
+        No such file.
     """
     path = Path(path)
     if not path.exists():
@@ -345,6 +439,16 @@ def check_belongs(hf: HintFile, trace: Trace) -> HintFile:
     different recorded digest (same counts, other sizes or times) is an error too,
     since the schedule was planned for other tensors.  Files without ``trace_*``
     attributes (hand-made) are only range-checked.
+
+    Returns
+    -------
+    HintFile
+        ``hf`` with its rows validated against ``trace``.
+
+    Raises
+    ------
+    HintError
+        Made for another trace, or a row out of range.
     """
     ident, path = hf.trace, hf.path
     for key, have in (("n_kernels", trace.n_kernels), ("n_tensors", trace.n_tensors)):

@@ -43,6 +43,34 @@ class Trace:
     tensor both read and written has both bits), in the order the source lists
     them, then the outputs that are not also inputs.  That order is the order in
     which the simulators queue a kernel's page faults.
+
+    Attributes
+    ----------
+    model : str
+        Model name, e.g. ``bert_base``.
+    batch_size : int
+        Training batch size.
+    tensor_size_bytes, tensor_is_global, tensor_name : ndarray
+        Per tensor (T rows): size in bytes (int64, > 0); lives for the whole run (bool); name.
+    kernel_name, kernel_time_ideal_ns, kernel_time_fault_all_ns, kernel_time_fault_outputs_ns : ndarray
+        Per kernel (K rows, in order): name; the profiled times t11 (all resident), t00 (every
+        page faulting) and t10 (outputs faulting), float64 ns.
+    kernel_workspace_bytes : ndarray
+        Per kernel, the profiled cuDNN workspace (int64; the tensor is in the accesses).
+    access_offsets, access_tensor, access_mode : ndarray
+        The accesses as CSR: offsets (int64, K + 1), tensor ids (int32), ACCESS_READ |
+        ACCESS_WRITE bits (uint8).
+    source, profiling_gpu : str
+        Where the data came from and the GPU the times were measured on.
+    attrs : dict
+        Free provenance attributes (HDF5 root attributes).
+    hints : ndarray or None
+        Optional migration hints stored with the trace (``HINT_DTYPE``); ``hints_policy`` names
+        the policy that made them.
+
+    See Also
+    --------
+    read_trace, write_trace, validate_trace
     """
 
     model: str
@@ -75,14 +103,17 @@ class Trace:
     # ---- sizes -------------------------------------------------------------
     @property
     def n_kernels(self) -> int:
+        """K, the number of kernels."""
         return int(self.kernel_name.shape[0])
 
     @property
     def n_tensors(self) -> int:
+        """T, the number of tensors."""
         return int(self.tensor_size_bytes.shape[0])
 
     @property
     def n_accesses(self) -> int:
+        """A, the number of kernel -> tensor accesses."""
         return int(self.access_tensor.shape[0])
 
     @cached_property
@@ -108,14 +139,17 @@ class Trace:
 
     @property
     def footprint_pages(self) -> int:
+        """Sum of all tensors' pages."""
         return int(self.tensor_pages.sum())
 
     @property
     def global_bytes(self) -> int:
+        """Page-rounded bytes of the global tensors (weights and other state kept across iterations)."""
         return int(self.tensor_pages[self.tensor_is_global].sum()) * PAGE_SIZE_BYTES
 
     @property
     def ideal_time_ns(self) -> float:
+        """Sum of the kernels' ideal times (t11), ns."""
         return float(self.kernel_time_ideal_ns.sum())
 
     # ---- accesses ----------------------------------------------------------
@@ -125,6 +159,7 @@ class Trace:
         return self.access_tensor[lo:hi], self.access_mode[lo:hi]
 
     def kernel_inputs(self, k: int) -> np.ndarray:
+        """Tensors read by kernel ``k`` (including those it also writes)."""
         t, m = self.kernel_accesses(k)
         return t[(m & ACCESS_READ) != 0]
 
@@ -227,6 +262,18 @@ def validate_trace(trace: Trace, path=None) -> None:
     or both; hints (if any) in range.  Not checked: ``t00 >= t10 >= t11`` (the
     published A100 profiles break it for up to a tenth of the kernels; the simulators
     clamp on load).  Cost O(T + K + A).
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace to check.
+    path : str or path, optional
+        The file it came from, for the message.
+
+    Raises
+    ------
+    TraceError
+        The first broken invariant, naming the dataset, row and field.
     """
     from . import _traceidx
 
@@ -385,6 +432,30 @@ def write_trace(trace: Trace, path) -> Path:
 
     The file is written under a temporary name in the same folder and renamed over
     ``path`` when complete, so a reader never sees a half-written trace.
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace; validated first (:func:`validate_trace`).
+    path : str or path
+        The file to write (its folder must exist).
+
+    Returns
+    -------
+    Path
+        The file written.
+
+    Raises
+    ------
+    TraceError
+        An invalid trace (nothing is written).
+    FileNotFoundError
+        The folder does not exist.
+
+    Examples
+    --------
+    >>> from g10core.trace import read_trace, write_trace
+    >>> write_trace(read_trace("old.h5"), "new.h5")    # doctest: +SKIP
     """
     import h5py
 
@@ -518,6 +589,31 @@ def read_trace(path) -> Trace:
 
     A missing file is a ``FileNotFoundError``.  The file is closed before this
     returns (h5py handles do not pickle: open traces by path in each worker).
+
+    Parameters
+    ----------
+    path : str or path
+        A trace file (a name such as ``bert_base-b256`` is resolved by
+        ``g10core.tracestore.resolve_trace``, not here).
+
+    Returns
+    -------
+    Trace
+        The validated trace.
+
+    Raises
+    ------
+    TraceError
+        Not a trace file, damaged, or invalid (one line naming file, dataset, row, field).
+    FileNotFoundError
+        No such file.
+
+    Examples
+    --------
+    >>> from g10core.trace import read_trace
+    >>> from g10core.tracestore import resolve_trace
+    >>> read_trace(resolve_trace("bert_base-b256")).n_kernels     # doctest: +SKIP
+    1369
     """
     path = Path(path)
     if not path.exists():
@@ -677,7 +773,20 @@ def kernel_working_set_bytes(trace: Trace) -> np.ndarray:
 
 
 def summarize(trace: Trace, gpu_memory_GiB: float = 40.0) -> dict:
-    """The numbers ``g10sim trace info`` prints (plain JSON-able values, units in the keys)."""
+    """The numbers ``g10sim trace info`` prints.
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace.
+    gpu_memory_GiB : float
+        The GPU memory the memory ratio is taken against.
+
+    Returns
+    -------
+    dict
+        Plain JSON-able values, units in the keys (``footprint_GiB``, ``ideal_time_s``, ...).
+    """
     if not (gpu_memory_GiB > 0 and np.isfinite(gpu_memory_GiB)):
         raise ValueError(f"gpu_memory_GiB = {gpu_memory_GiB}: must be > 0")
     ws = kernel_working_set_bytes(trace)
