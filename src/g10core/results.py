@@ -731,7 +731,8 @@ class Result:
                                 "in_transfer_pages") + MOVED_COLUMNS}
             used = {c: np.asarray(k[c], np.int64) for c in ("gpu_used_pages", "host_used_pages")}
         cols = {"iteration": np.asarray(k["iteration"]), "kernel": np.asarray(k["kernel"]),
-                "name": self._names_of(k["kernel"]), "start_cycles": start_c, "end_cycles": end_c, "start_s": start_c / hz, "end_s": end_c / hz,
+                "name": self._names_of(k["kernel"]), "start_cycles": start_c, "end_cycles": end_c,
+                "start_s": start_c / hz, "end_s": end_c / hz,
                 "time_s": span / hz, "ideal_time_s": ideal_c / hz, "compute_s": np.asarray(comp) / hz,
                 "overlap_s": np.asarray(ov) / hz, "stall_s": np.asarray(st) / hz, "translation_s": tr / hz,
                 **faults, **used}
