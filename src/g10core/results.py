@@ -34,6 +34,7 @@ written to JSON as ``null``.
 """
 from __future__ import annotations
 
+import html
 import json
 import math
 from dataclasses import dataclass, field
@@ -49,9 +50,10 @@ FAULT_KEYS = ("host", "ssd", "unallocated")
 # pages moved to the GPU for other causes than a demand fault, keyed like faults_pages (by source);
 # with faults_pages they count every page moved in once (docs/accounting.md)
 MOVED_KEYS = ("prefetched_pages", "hinted_pages", "refetched_pages")
-# ``--kernels``: one row per kernel execution, the same columns for every level (NaN: not modelled)
+# ``--kernels``: one row per kernel execution, the same columns for every level (NaN: not modelled);
+# ``name``: the kernel's name in the trace (None where the Result does not know the trace's names)
 KERNEL_TABLE_COLUMNS = (
-    "iteration", "kernel", "start_cycles", "end_cycles", "start_s", "end_s", "time_s", "ideal_time_s",
+    "iteration", "kernel", "name", "start_cycles", "end_cycles", "start_s", "end_s", "time_s", "ideal_time_s",
     "compute_s", "overlap_s", "stall_s", "translation_s", "host_faults_pages", "ssd_faults_pages",
     "unallocated_faults_pages", "in_transfer_pages", "gpu_used_pages", "host_used_pages",
     "host_prefetched_pages", "ssd_prefetched_pages", "unallocated_prefetched_pages",
@@ -260,6 +262,44 @@ def summarize_replay(raw: dict, t11, t00, iterations: int, rule: str = "artifact
                      tr)
 
 
+# ---- flat rows (DataFrames, CSV) --------------------------------------------------
+
+# the unit endings of key names (``breakdown_s``, ``faults_pages``): a table's columns keep the unit last
+UNIT_SUFFIXES = ("_pages", "_bytes", "_cycles", "_s")
+ANALYSIS_HINT = "pip install 'g10core[analysis]'"
+
+
+def flat_columns(d: dict) -> dict:
+    """``d`` with each table (a dict value) spread into one column per entry, the unit kept last.
+
+    ``{"time_s": 1.0, "breakdown_s": {"compute": 0.6, "stall": 0.4}, "faults_pages": {"host": 3}}``
+    becomes ``{"time_s": 1.0, "breakdown_compute_s": 0.6, "breakdown_stall_s": 0.4,
+    "faults_host_pages": 3}``; a key without a unit ending gives ``KEY_ENTRY``.  Columns come in
+    the order ``d`` holds them.  One function for every flat table g10core writes:
+    :meth:`Result.to_pandas` (``"iterations"``), ``g10sim sweep export`` and
+    :func:`g10core.experiments.sweep.to_pandas`.
+    """
+    out = {}
+    for key, value in d.items():
+        if not isinstance(value, dict):
+            out[key] = value
+            continue
+        unit = next((u for u in UNIT_SUFFIXES if key.endswith(u) and len(key) > len(u)), "")
+        stem = key[: len(key) - len(unit)]
+        for sub, x in value.items():
+            out[f"{stem}_{sub}{unit}"] = x
+    return out
+
+
+def import_pandas(what: str):
+    """pandas, imported on first use; an ImportError of one line naming the extra when it is missing."""
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError(f"{what} needs pandas: {ANALYSIS_HINT}") from None
+    return pandas
+
+
 # ---- result types ---------------------------------------------------------------
 
 def finite_or_none(x) -> float | None:
@@ -364,7 +404,7 @@ class IterationStats:
         }
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Result:
     """The outcome of one run: what ran (policy, resolved config, trace), and its numbers.
 
@@ -398,6 +438,9 @@ class Result:
         Keys set away from the reference value that this policy does not model.
     iteration_rule, breakdown_rule : str
         How the reported iteration time and breakdown are taken (default: the config's).
+    kernel_names : ndarray or None
+        The trace's kernel names, by kernel index (the simulator passes the trace's own array, not
+        a copy); the ``name`` column of :meth:`kernel_table`.  None: unknown.
     """
 
     policy: str
@@ -418,6 +461,7 @@ class Result:
     ignored_parameters: tuple = ()  # config keys set away from the reference that this policy does not model
     iteration_rule: str | None = None   # None: the config's run.iteration_rule (else steady_mean)
     breakdown_rule: str | None = None   # None: the config's run.breakdown_rule (else partition)
+    kernel_names: object = None    # the trace's kernel_name array (a reference), or None
 
     def __post_init__(self):
         run = (self.config or {}).get("run", {}) if isinstance(self.config, dict) else {}
@@ -511,6 +555,85 @@ class Result:
         t = self.iteration_time_s
         return self.ideal_time_s / t if t > 0 else math.nan
 
+    # ---- display ----
+    @property
+    def trace_label(self) -> str:
+        """The trace as ``MODEL-bBATCH`` (the shipped traces' names), else its path."""
+        t = self.trace or {}
+        if t.get("model"):
+            return f"{t['model']}-b{t['batch_size']}" if t.get("batch_size") is not None else str(t["model"])
+        return str(t.get("path") or "?")
+
+    def __repr__(self) -> str:
+        # one line: a notebook or a list of results shows what ran and its two numbers, not the config
+        return (f"Result(trace={self.trace_label!r}, policy={self.policy!r}, preset={self.preset!r}, "
+                f"iteration_time_s={_num(self.iteration_time_s)}, ideal_time_s={_num(self.ideal_time_s)}, "
+                f"failed={bool(self.failed)})")
+
+    def _repr_html_(self) -> str:
+        """A small summary table (Jupyter shows it for a Result that ends a cell)."""
+        rows = [("trace", self.trace_label), ("policy", f"{self.policy} ({self.level} level)"),
+                ("preset", self.preset)]
+        if self.failed:
+            rows.append(("failed", self.failure_reason or "yes"))
+        else:
+            rep = self.reported_iterations
+            rows.append(("iteration time", f"{_num(self.iteration_time_s)} s ({self.iteration_rule}: iteration"
+                                           f"{'s' if len(rep) > 1 else ''} {', '.join(map(str, rep))})"))
+        rows.append(("ideal time", f"{_num(self.ideal_time_s)} s"))
+        if not self.failed:
+            rows.append(("slowdown", f"{_num(self.slowdown)}"))
+            for label, table, unit in (("breakdown", self.breakdown_s, "s"), ("demand faults", self.faults_pages,
+                                                                              "pages"),
+                                       ("traffic", self.traffic_pages, "pages")):
+                if table:
+                    rows.append((label, ", ".join(f"{k} {_num(v)}" for k, v in table.items()) + f" {unit}"))
+        body = "".join(f"<tr><th style=\"text-align:left\">{html.escape(k)}</th>"
+                       f"<td style=\"text-align:left\">{html.escape(str(v))}</td></tr>" for k, v in rows)
+        return f"<table class=\"g10core-result\">{body}</table>"
+
+    # ---- tables ----
+    def to_pandas(self, table: str = "kernels"):
+        """One of the run's tables as a pandas DataFrame (needs the ``analysis`` extra).
+
+        Parameters
+        ----------
+        table : {"kernels", "iterations"}
+            ``kernels``: one row per kernel execution, the columns of :meth:`kernel_table`
+            (:data:`KERNEL_TABLE_COLUMNS`: what ``g10sim run --kernels`` writes, kernel names
+            included).  ``iterations``: one row per iteration, the keys of
+            :meth:`IterationStats.to_dict` with each table spread into columns
+            (:func:`flat_columns`: ``breakdown_compute_s``, ``traffic_ssd_to_gpu_pages``,
+            ``faults_host_pages``, ``prefetched_host_pages``, ...), ``index`` named
+            ``iteration``, and ``reported``: whether the iteration is one of
+            :attr:`reported_iterations`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Empty (with its columns) for a failed run's iterations.
+
+        Raises
+        ------
+        ImportError
+            pandas is not installed (one line naming the extra).
+        ValueError
+            ``table`` is not one of the two.
+        """
+        if table not in ("kernels", "iterations"):
+            raise ValueError(f"Result.to_pandas({table!r}): the table must be 'kernels' or 'iterations'")
+        pd = import_pandas("Result.to_pandas")
+        if table == "kernels":
+            return pd.DataFrame(self.kernel_table(), columns=list(KERNEL_TABLE_COLUMNS))
+        rows = self.iteration_rows()
+        cols = list(rows[0]) if rows else list(_iteration_row(_EMPTY_ITERATION, False))
+        return pd.DataFrame(rows, columns=cols)
+
+    def iteration_rows(self) -> list[dict]:
+        """Per iteration, the flat row :meth:`to_pandas` (``"iterations"``) makes (plain Python values)."""
+        rep = set(self.reported_iterations)
+        return [_iteration_row(it, it.index in rep) for it in self.iterations]
+
     # ---- writers ----
     def to_dict(self, kernels: bool = False) -> dict:
         """The result as a plain JSON-able dict (what ``g10sim run --json`` writes).
@@ -567,7 +690,8 @@ class Result:
     def kernel_table(self) -> dict:
         """Per kernel execution, the columns of :data:`KERNEL_TABLE_COLUMNS` (one schema for every
         level; NaN where a level does not model a column: the tensor level has no per-kernel
-        compute/overlap split, no faults and no residency counts)."""
+        compute/overlap split, no faults and no residency counts).  ``name`` is the kernel's name
+        in the trace (:attr:`kernel_names` indexed per row; None where unknown)."""
         hz = float((self.config or {}).get("gpu", {}).get("frequency_GHz", 1.2)) * 1e9
         k = self.kernels
         n = len(next(iter(k.values()))) if k else 0
@@ -579,7 +703,8 @@ class Result:
             ideal = np.asarray(k.get("ideal_s", nan), float)
             start_c = np.rint(start * hz).astype(np.int64)
             end_c = np.rint((start + time) * hz).astype(np.int64)
-            cols = {"iteration": zeros, "kernel": np.arange(n), "start_cycles": start_c, "end_cycles": end_c,
+            cols = {"iteration": zeros, "kernel": np.arange(n), "name": self._names_of(np.arange(n)),
+                    "start_cycles": start_c, "end_cycles": end_c,
                     "start_s": start, "end_s": start + time, "time_s": time, "ideal_time_s": ideal,
                     "compute_s": nan, "overlap_s": nan, "stall_s": time - ideal, "translation_s": nan,
                     "host_faults_pages": zeros, "ssd_faults_pages": zeros, "unallocated_faults_pages": zeros,
@@ -606,11 +731,26 @@ class Result:
                                 "in_transfer_pages") + MOVED_COLUMNS}
             used = {c: np.asarray(k[c], np.int64) for c in ("gpu_used_pages", "host_used_pages")}
         cols = {"iteration": np.asarray(k["iteration"]), "kernel": np.asarray(k["kernel"]),
-                "start_cycles": start_c, "end_cycles": end_c, "start_s": start_c / hz, "end_s": end_c / hz,
+                "name": self._names_of(k["kernel"]), "start_cycles": start_c, "end_cycles": end_c,
+                "start_s": start_c / hz, "end_s": end_c / hz,
                 "time_s": span / hz, "ideal_time_s": ideal_c / hz, "compute_s": np.asarray(comp) / hz,
                 "overlap_s": np.asarray(ov) / hz, "stall_s": np.asarray(st) / hz, "translation_s": tr / hz,
                 **faults, **used}
         return {c: cols[c] for c in KERNEL_TABLE_COLUMNS}
+
+    def _names_of(self, kernel) -> np.ndarray:
+        """The kernel names of the kernel indices ``kernel`` (None where unknown)."""
+        idx = np.asarray(kernel, np.int64)
+        names = self.kernel_names
+        if names is None:
+            return np.full(idx.shape, None, object)
+        names = np.asarray(names)
+        known = (idx >= 0) & (idx < names.shape[0])
+        if known.all():
+            return names[idx]
+        out = np.full(idx.shape, None, object)
+        out[known] = names[idx[known]]
+        return out
 
     def to_json(self, kernels: bool = False, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text (``indent`` as for :func:`json.dumps`), ending in a newline."""
@@ -632,6 +772,23 @@ class Result:
             The file written.
         """
         return write_text_atomic(path, self.to_json(kernels))
+
+
+def _num(x) -> str:
+    """A number for display: 6 significant digits (inf, nan as Python spells them)."""
+    return f"{x:.6g}" if isinstance(x, (int, float, np.number)) else str(x)
+
+
+def _iteration_row(it: IterationStats, reported: bool) -> dict:
+    d = it.to_dict()
+    d = {"iteration": d.pop("index"), "reported": bool(reported), **d}
+    return flat_columns(d)
+
+
+# (the columns of an iterations table with no rows)
+_EMPTY_ITERATION = IterationStats(index=0, time_s=0.0, ideal_time_s=0.0, faults_pages=_no_pages(),
+                                  traffic_pages=dict.fromkeys(TRAFFIC_KEYS, 0),
+                                  breakdown_s=dict.fromkeys(BREAKDOWN_KEYS, 0.0))
 
 
 def jsonable(obj):

@@ -750,7 +750,8 @@ class Simulator:
             warnings.warn(G10Warning(COLD_START_ONLY), stacklevel=2)
         common = dict(policy=pol.name, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.hash,
                       trace=ident, quirks=tuple(pol.hand_tuned_factors(trace)), ignored_parameters=ignored,
-                      iteration_rule=cfg.run.iteration_rule, breakdown_rule=cfg.run.breakdown_rule)
+                      iteration_rule=cfg.run.iteration_rule, breakdown_rule=cfg.run.breakdown_rule,
+                      kernel_names=trace.kernel_name)     # the trace's own array: the table's name column
         meta = {}
         t0 = time.perf_counter()
         plan = pol.plan(trace, cfg, hints=hints, eviction=eviction)

@@ -1,8 +1,8 @@
-"""``g10sim sweep``: run a sweep file into a results store; its status; its rows as CSV.
+"""``g10sim sweep``: run a sweep file into a results store; its status; its rows as CSV or Parquet.
 
     g10sim sweep FILE.toml --out DIR [--jobs N] [--dask local|ADDRESS] [--retry-errors]
     g10sim sweep status DIR [--json PATH|-]
-    g10sim sweep export DIR -o FILE.csv
+    g10sim sweep export DIR -o FILE.csv|FILE.parquet
 
 A malformed sweep file is refused (one line, exit 2) before anything runs.  Exit 1 when
 a run raised an error (recorded in the store; the other runs went on).
@@ -55,10 +55,14 @@ def _status_parser() -> argparse.ArgumentParser:
 
 def _export_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="g10sim sweep export",
-                      description="Write a store's rows as CSV: the status columns, the grid values, then each "
-                                  "run's best_iteration and its breakdown_*_s, traffic_*_pages and faults_*_pages.")
+                      description="Write a store's rows as CSV (or Parquet: a name ending in .parquet, needs "
+                                  "pyarrow): the status columns, the grid values, then each run's best_iteration "
+                                  "and its breakdown_*_s, traffic_*_pages, faults_*_pages, prefetched_*_pages, "
+                                  "hinted_*_pages and refetched_*_pages (the columns of "
+                                  "g10core.experiments.sweep.to_pandas).")
     p.add_argument("dir", metavar="DIR", help="the store")
-    p.add_argument("-o", "--output", metavar="FILE.csv", required=True, help="CSV to write ('-': stdout)")
+    p.add_argument("-o", "--output", metavar="FILE", required=True,
+                   help="CSV to write ('-': stdout), or Parquet when FILE ends in .parquet")
     return p
 
 
@@ -107,7 +111,7 @@ def _cmd_status(argv) -> int:
 def _cmd_export(argv) -> int:
     import tempfile
 
-    from ..experiments.sweep import export_csv
+    from ..experiments.sweep import export, export_csv
 
     a, code = _parse(_export_parser(), argv)
     if a is None:
@@ -117,7 +121,7 @@ def _cmd_export(argv) -> int:
             sys.stdout.write(Path(export_csv(a.dir, Path(tmp) / "rows.csv")).read_text())
     else:
         check_output_path(a.output, "-o")
-        export_csv(a.dir, a.output)
+        export(a.dir, a.output)
         print(f"wrote {a.output}")
     return EXIT_OK
 

@@ -83,11 +83,11 @@ from ..config import DEFAULT_PRESET, SECTIONS, ConfigError, SimConfig, preset
 from ..errors import SweepError, did_you_mean  # noqa: F401 (SweepError: defined in errors.py; importable from here)
 from ..files import read_text
 from ..gpus import MODEL_KEYS
-from ..results import finite_or_none
+from ..results import MOVED_KEYS, finite_or_none, flat_columns, import_pandas
 from ..workload import tracestore
 
 PLAN_SCHEMA = "g10core-sweep-plan"
-RECORD_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION = 2     # 2: prefetched/hinted/refetched_pages of the best iteration
 RUNS_FILE = "runs.jsonl"
 PLAN_FILE = "plan.json"
 LOCK_FILE = ".lock"
@@ -691,7 +691,8 @@ def _simulate(task: dict, phases: dict) -> dict:
         it = r.iterations[best]
         out.update(best_iteration=best, breakdown_s={k: float(v) for k, v in it.breakdown_s.items()},
                    traffic_pages={k: int(v) for k, v in it.traffic_pages.items()},
-                   faults_pages={k: int(v) for k, v in it.faults_pages.items()})
+                   faults_pages={k: int(v) for k, v in it.faults_pages.items()},
+                   **{m: {k: int(v) for k, v in getattr(it, m).items()} for m in MOVED_KEYS})
     if "kernel_slowdown" in task.get("record", ()) and not r.failed:
         out["kernel_slowdown"] = _kernel_slowdown(r, trace, cfg)
     return out
@@ -884,11 +885,11 @@ class ResultStore:
         return {"total": len(entries), "done": len(rows), "failed": sum(1 for r in rows if r["failed"]),
                 "rows": rows}
 
-    def export_csv(self, dest) -> Path:
-        """The status rows as CSV (grid keys as columns), then each run's breakdown, traffic and
-        faults flattened (:func:`metric_columns`; empty for a failed run), written atomically."""
-        from ..results import write_text_atomic
-
+    def export_rows(self) -> tuple[list, list]:
+        """``(columns, rows)``: one flat row per recorded run, in plan order, for ``export`` and
+        :func:`to_pandas`: :data:`ROW_FIELDS` with the grid keys as columns after ``policy``, then
+        :func:`metric_columns` (``best_iteration``, ``breakdown_*_s``, ``traffic_*_pages``,
+        ``faults_*_pages``, ``prefetched_*_pages``, ...; absent for a failed run)."""
         st = self.status()
         plan = self.plan()
         grid_keys = plan.get("grid_keys", []) if plan else sorted({k for r in st["rows"] for k in r}
@@ -897,29 +898,67 @@ class ResultStore:
         metrics = [metric_columns(recs[r["run_key"]]) for r in st["rows"]]
         cols = list(ROW_FIELDS[:5]) + list(grid_keys) + list(ROW_FIELDS[5:])
         cols += list(dict.fromkeys(k for m in metrics for k in m))
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
-        w.writeheader()
+        rows = []
         for r, m in zip(st["rows"], metrics):
-            r = {**r, **m}
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
+            both = {**r, **m}
+            rows.append({k: both.get(k) for k in cols})
+        return cols, rows
+
+    def export_csv(self, dest) -> Path:
+        """The rows of :meth:`export_rows` as CSV (an empty cell for a missing value), written atomically."""
+        from ..results import write_text_atomic
+
+        cols, rows = self.export_rows()
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if v is None else v) for k, v in r.items()})
         return write_text_atomic(dest, buf.getvalue())
 
+    def to_pandas(self):
+        """The rows of :meth:`export_rows` as a pandas DataFrame (module function :func:`to_pandas`)."""
+        pd = import_pandas("g10core.experiments.sweep.to_pandas")
+        cols, rows = self.export_rows()
+        return pd.DataFrame(rows, columns=cols)
 
-# the tables of a record flattened into CSV columns: (record field, column prefix, column suffix)
-METRIC_TABLES = (("breakdown_s", "breakdown_", "_s"), ("traffic_pages", "traffic_", "_pages"),
-                 ("faults_pages", "faults_", "_pages"))
+    def export_parquet(self, dest) -> Path:
+        """:meth:`to_pandas` written as Parquet (pyarrow), atomically.
+
+        Raises
+        ------
+        SweepError
+            pandas or pyarrow is not installed (one line: what to install, or write CSV).
+        """
+        from ..files import replacing
+
+        try:
+            import pyarrow  # noqa: F401 (pandas' Parquet engine)
+        except ImportError:
+            raise SweepError(f"{dest}: writing Parquet needs pyarrow (pip install pyarrow); "
+                             "or write CSV (a name that does not end in .parquet)") from None
+        try:
+            df = self.to_pandas()
+        except ImportError as exc:
+            raise SweepError(f"{dest}: writing Parquet: {exc}") from None
+        with replacing(dest, ".parquet") as tmp:
+            df.to_parquet(tmp, engine="pyarrow", index=False)
+        return Path(dest)
+
+
+# the tables of a record spread into columns (flat_columns: breakdown_compute_s, faults_host_pages, ...)
+METRIC_FIELDS = ("breakdown_s", "traffic_pages", "faults_pages") + MOVED_KEYS
 
 
 def metric_columns(rec: dict) -> dict:
     """A record's per-iteration numbers as flat columns: ``best_iteration`` (the iteration they are
-    of), ``breakdown_compute_s``, ..., ``traffic_ssd_to_gpu_pages``, ..., ``faults_host_pages``, ...
-    (in the order the record holds them; none for a run that failed or raised)."""
+    of), ``breakdown_compute_s``, ..., ``traffic_ssd_to_gpu_pages``, ..., ``faults_host_pages``, ...,
+    ``prefetched_host_pages``, ... (:func:`g10core.results.flat_columns`, the function that flattens
+    :meth:`g10core.results.Result.to_pandas`'s iterations; in the order of :data:`METRIC_FIELDS`;
+    none for a run that failed or raised; the moved-page tables only in records written since
+    they were added)."""
     out = {"best_iteration": rec["best_iteration"]} if "best_iteration" in rec else {}
-    for field, prefix, suffix in METRIC_TABLES:
-        table = rec.get(field)
-        if isinstance(table, dict):
-            out.update((f"{prefix}{k}{suffix}", v) for k, v in table.items())
+    out.update(flat_columns({f: rec[f] for f in METRIC_FIELDS if isinstance(rec.get(f), dict)}))
     return out
 
 
@@ -961,6 +1000,55 @@ def export_csv(path, dest) -> Path:
         The file written.
     """
     return ResultStore(path).export_csv(dest)
+
+
+def export(path, dest) -> Path:
+    """Write a sweep folder's runs to ``dest``: Parquet when its name ends in ``.parquet`` (needs
+    pandas and pyarrow), CSV otherwise; the columns of :func:`to_pandas` either way.
+
+    Returns
+    -------
+    Path
+        The file written.
+
+    Raises
+    ------
+    SweepError
+        Not a sweep folder, or Parquet asked for without pyarrow (one line).
+    """
+    store = ResultStore(path)
+    if str(dest).lower().endswith(".parquet"):
+        return store.export_parquet(dest)
+    return store.export_csv(dest)
+
+
+def to_pandas(path):
+    """A sweep folder's runs as a pandas DataFrame (needs the ``analysis`` extra).
+
+    One row per recorded run, in plan order; the columns ``g10sim sweep export`` writes: the
+    status columns (``run_key``, ``trace``, ``model``, ``batch``, ``policy``), each grid key
+    (``ssd.bandwidth_GBps``, ...), ``time_s``, ``ideal_time_s``, ``normalized_performance``,
+    ``failed``, ``failure_reason``, ``error``, then ``best_iteration`` and that iteration's
+    ``breakdown_*_s``, ``traffic_*_pages``, ``faults_*_pages``, ``prefetched_*_pages``,
+    ``hinted_*_pages`` and ``refetched_*_pages`` (missing values: None / NaN).
+
+    Parameters
+    ----------
+    path : str or path
+        The store (``--out`` of ``g10sim sweep``, or :func:`run_sweep`'s ``out``).
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    SweepError
+        Not a sweep folder.
+    ImportError
+        pandas is not installed (one line naming the extra).
+    """
+    return ResultStore(path).to_pandas()
 
 
 # ============================================================================
