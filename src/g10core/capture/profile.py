@@ -59,7 +59,8 @@ import numpy as np
 from ..errors import ProfileError
 from ..files import is_special_file
 from ..gpus import GPUS
-from ..workload.kerneltime import ALLOC_OPS, OVERWRITE_OPS, KernelFeatures, KernelTimeModel, aten_kernel_class
+from ..workload.kerneltime import (ALLOC_OPS, OVERWRITE_OPS, Calibration, KernelFeatures, KernelTimeModel,
+                                   aten_kernel_class, load_calibration)
 from ..workload.trace import ACCESS_READ, ACCESS_WRITE, Trace, validate_trace
 
 GPU_ACTIVITY = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -114,6 +115,8 @@ def _need(path, obj: dict, key: str, kinds, where: str = ""):
 def _kind_text(kinds) -> str:
     kinds = kinds if isinstance(kinds, tuple) else (kinds,)
     words = {int: "an integer", float: "a number", str: "a string", list: "a list", dict: "an object"}
+    if float in kinds:
+        kinds = tuple(k for k in kinds if k is not int)     # an integer is a number
     return " or ".join(dict.fromkeys(words.get(k, k.__name__) for k in kinds))
 
 
@@ -518,12 +521,12 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
     -----
     Needs no torch: both files are JSON.  See the module docstring for the rules.
     """
-    from .api import resolve_calibration
-
     et_header, nodes, et_sha = _read_et(et_path)
     k_header, ops, gpu, k_sha = _read_kineto(kineto_path)
     found, unmatched = _check_same_run(et_path, kineto_path, et_header, nodes, ops)
-    time_model = KernelTimeModel(resolve_calibration(calibration))
+    if calibration is not None and not isinstance(calibration, Calibration):
+        calibration = load_calibration(calibration)      # a path (capture.api's rule, without torch)
+    time_model = KernelTimeModel(calibration)
     on_gpu = bool(gpu)
     if on_gpu:
         def on_device(dev: str) -> bool:
