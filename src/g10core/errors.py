@@ -15,8 +15,8 @@ import difflib
 import os
 
 __all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError",
-           "CannotFit", "CaptureError", "ProfileError", "EvictionRuleError", "PolicyError", "TensorSimError", "SweepError",
-           "SimulationError", "did_you_mean"]
+           "CannotFit", "CaptureError", "ProfileError", "EvictionRuleError", "PolicyError", "TensorSimError",
+           "SweepError", "SimulationError", "did_you_mean"]
 
 _IN_MEMORY_TRACE = "<in-memory trace>"
 

@@ -535,7 +535,6 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
         def on_device(dev: str) -> bool:
             return dev == "cpu"
 
-    op_by_ext = {o["ext"]: o for o in ops}
     dur_of = {found[o["ext"]]: o["dur"] for o in ops if o["ext"] in found}
 
     # ---- kernels: (node id or None, name, ideal ns, order key)
@@ -548,7 +547,7 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
                                f"profile")
         per_node, loose = {}, []
         for g in sorted(gpu, key=lambda g: g["ts"]):
-            nid = found.get(g["ext"]) if g["ext"] is not None else None
+            nid = found.get(g["ext"]) if g["ext"] else None    # External id 0: launched outside any operator
             if nid is None:
                 loose.append(g)
                 continue
