@@ -15,8 +15,8 @@ import difflib
 import os
 
 __all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError",
-           "CannotFit", "CaptureError", "EvictionRuleError", "PolicyError", "TensorSimError", "SweepError",
-           "SimulationError", "did_you_mean"]
+           "CannotFit", "CaptureError", "ProfileError", "EvictionRuleError", "PolicyError", "TensorSimError",
+           "SweepError", "SimulationError", "did_you_mean"]
 
 _IN_MEMORY_TRACE = "<in-memory trace>"
 
@@ -151,6 +151,34 @@ class TensorSimError(InputError):
 
 class CaptureError(InputError):
     """A model's training iteration cannot be captured (e.g. an operator needs tensor values)."""
+
+
+class ProfileError(InputError):
+    """A PyTorch profile (execution trace or Kineto trace) cannot be imported: damaged, missing a
+    field, or the two files are from different runs.  ``str()`` is one line
+    ``file: field F: reason``.
+
+    Attributes
+    ----------
+    path : str
+        The file.
+    field : str or None
+        The JSON field (``traceEvents[12].args.External id``, ``pid``), None for the whole file.
+    reason : str
+        What is wrong, one line.
+    """
+
+    def __init__(self, path, field: str | None, reason: str):
+        self.path = os.fspath(path)
+        self.field = field
+        self.reason = " ".join(str(reason).split())
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.path}: " + (f"field {self.field}: " if self.field else "") + self.reason
+
+    def __reduce__(self):
+        return (ProfileError, (self.path, self.field, self.reason))
 
 
 class EvictionRuleError(InputError):

@@ -7,13 +7,17 @@ come from a roofline and fault-cost model (:mod:`.timing`) fitted on the shipped
 measured A100 times (:mod:`.calibrate`).  ``capture_family`` builds BERT-Base, GPT-2 and
 LLaMA-style decoders from their configuration (:mod:`.families`, :mod:`.models`).
 
+``import_profile(et_path, kineto_path)`` (:mod:`.profile`) imports a real iteration recorded
+with ``torch.profiler``: measured kernel times instead of predicted ones.
+
 Needs PyTorch (the ``capture`` extra: ``pip install 'g10core[capture]'``); the time model,
-the calibration and ``reproduce_llm`` do not.
+the calibration, ``import_profile`` and ``reproduce_llm`` do not.
 """
 from __future__ import annotations
 
 from ..workload.kerneltime import (Calibration, ClassCoefficients, KernelFeatures, KernelTimeModel, ProfilingGPU,
                                    load_calibration)
+from .profile import import_profile
 
 INSTALL_HINT = "pip install 'g10core[capture]' (PyTorch >= 2.4; a CPU build is enough)"
 
@@ -42,4 +46,4 @@ def __getattr__(name):  # the torch-dependent API is imported on first use
 
 
 __all__ = ["Calibration", "ClassCoefficients", "KernelFeatures", "KernelTimeModel", "ProfilingGPU",
-           "load_calibration", "torch_available", "INSTALL_HINT", *_TORCH_API]
+           "load_calibration", "import_profile", "torch_available", "INSTALL_HINT", *_TORCH_API]

@@ -34,14 +34,10 @@ from torch.utils._pytree import tree_flatten
 
 from ..errors import CaptureError  # noqa: F401 (raised here; importable from here)
 from ..workload.trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES
-from ..workload.kerneltime import OPTIMIZER_OP, SHIPPED_OP
+from ..workload.kerneltime import ALLOC_OPS as _ALLOC_OPS
+from ..workload.kerneltime import OVERWRITE_OPS as _OVERWRITE_OPS
+from ..workload.kerneltime import aten_kernel_class
 
-# operators that allocate without computing (their storage is born at its first write)
-_ALLOC_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
-                        "empty_permuted", "resize_"})
-# in-place operators that overwrite their target without reading it
-_OVERWRITE_OPS = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_",
-                            "exponential_", "geometric_", "log_normal_", "cauchy_", "set_"})
 
 PHASES = ("forward", "backward", "optimizer")
 
@@ -118,21 +114,8 @@ class KernelRecorder(TorchDispatchMode):
 
     def _classify(self, packet: str, reads_param: bool, out_shapes) -> tuple[str, str]:
         """(class, operator name for the calibration) of a kernel."""
-        if self.phase == "optimizer":
-            return OPTIMIZER_OP
-        backward = self.phase == "backward"
-        if packet in ("mm", "addmm"):
-            if not backward:
-                return ("linear", "Linear_Forward") if reads_param else ("bmm", "BatchMatMul_Forward")
-            if reads_param:
-                return "linear_bwd_input", "Linear_Backward_Input"
-            if any(s in self.param_shapes for s in out_shapes):
-                return "linear", "Linear_Backward_Weight"
-            return "bmm", "BatchMatMul_Backward"
-        base = packet[:-1] if packet.endswith("_") else packet   # in-place variant: same operation
-        cls, fwd, bwd = SHIPPED_OP.get(base, ("elementwise", None, None))
-        op = bwd if backward else fwd
-        return cls, op or f"aten::{packet}"
+        return aten_kernel_class(packet, self.phase, reads_param,
+                                 any(s in self.param_shapes for s in out_shapes))
 
     # ---- the dispatch hook -----------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):

@@ -5,6 +5,7 @@ Two functions the CLI's groups call: :func:`add_capture_command` adds ``capture`
 """
 from __future__ import annotations
 
+import json
 import time
 
 from ..capture.families import DEFAULT_SIZE, FAMILIES
@@ -67,6 +68,55 @@ def add_capture_command(trace_subparsers) -> None:
     c.add_argument("--dropout", type=float, metavar="P", help="dropout probability (bert-base, gpt2; default 0.1)")
     cli.add_json_option(c)
     c.set_defaults(func=_cmd_trace_capture)
+
+
+def _cmd_trace_import_torch(args) -> int:
+    from ..capture.profile import import_profile
+    from ..workload.trace import summarize, write_trace
+
+    trace = import_profile(args.et, args.kineto, model=args.model, batch_size=args.batch_size,
+                           calibration=args.calibration, torch_version=args.torch_version or "")
+    path = write_trace(trace, args.output)
+    info = {"path": str(path), "file_size_bytes": path.stat().st_size}
+    info.update(summarize(trace))
+    info["attrs"] = dict(trace.attrs)
+    if cli.human(args):
+        a = trace.attrs
+        on_gpu = a["import_time_source"] == "gpu"
+        what = (f"GPU kernels on {a['import_device']}" if on_gpu
+                else "operator CPU durations (a CPU-only profile)")
+        roles = ", ".join(f"{n} {r}" for r, n in json.loads(a["import_tensor_roles"]).items() if n)
+        print(f"wrote {path}: {trace.n_kernels} kernels from {what}, {trace.n_tensors} tensors ({roles}), "
+              f"footprint {cli.fmt_bytes(trace.footprint_bytes)}, ideal {cli.fmt_seconds(info['ideal_time_s'])}"
+              + (f" (the profile's GPU time: {cli.fmt_seconds(a['import_gpu_time_ns'] * 1e-9)})" if on_gpu else "")
+              + f"; GPU model {trace.profiled_gpu or '- (not in g10core.gpus)'}")
+        if a["import_unattributed_gpu_activities"]:
+            print(f"  {a['import_unattributed_gpu_activities']} GPU activities no recorded operator launched: "
+                  f"kernels of their own that touch no tensor")
+    cli.emit_json(info, args.json_path)
+    return cli.EXIT_OK
+
+
+def add_import_command(trace_subparsers) -> None:
+    """``g10sim trace import-torch --et ET.json --kineto KINETO.json -o FILE``."""
+    c = trace_subparsers.add_parser(
+        "import-torch", help="import a training iteration profiled with torch.profiler (no torch needed)",
+        description="Turn one training iteration recorded with torch.profiler (the Kineto trace of "
+                    "prof.export_chrome_trace and the execution trace of ExecutionTraceObserver, same run) into "
+                    "a trace: one kernel per operator that launched GPU work, its measured time, and the tensors "
+                    "the execution trace names; fault times from the calibrated fault-cost model. A CPU-only "
+                    "profile gives the operators' CPU durations. Needs no PyTorch.")
+    c.add_argument("--et", metavar="ET.json", required=True, help="the execution trace (JSON, or .json.gz)")
+    c.add_argument("--kineto", metavar="KINETO.json", required=True,
+                   help="the Kineto trace of the same run (JSON, or .json.gz)")
+    c.add_argument("-o", "--output", metavar="PATH", required=True, help="trace file to write")
+    c.add_argument("--model", metavar="NAME", help="model name to record (default: the execution trace's file name)")
+    c.add_argument("--batch-size", type=cli.positive_int, default=1, metavar="B",
+                   help="batch size to record (the profile does not say; default 1)")
+    c.add_argument("--torch-version", metavar="V", help="PyTorch version of the run, when the files do not say")
+    c.add_argument("--calibration", metavar="FILE", help="fault-cost calibration JSON (default: the shipped one)")
+    cli.add_json_option(c)
+    c.set_defaults(func=_cmd_trace_import_torch)
 
 
 def _cmd_reproduce_llm(args) -> int:

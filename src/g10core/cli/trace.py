@@ -214,5 +214,6 @@ def add_parser(subparsers) -> None:
     add_json_option(s)
     s.set_defaults(func=_cmd_trace_synth)
 
-    from .capture import add_capture_command   # `trace capture` (g10core.capture; needs torch to run)
-    add_capture_command(sub)
+    from .capture import add_capture_command, add_import_command
+    add_capture_command(sub)      # `trace capture` (g10core.capture; needs torch to run)
+    add_import_command(sub)       # `trace import-torch` (JSON only)

@@ -123,6 +123,41 @@ SHIPPED_OP = {
 }
 # everything the optimizer step runs
 OPTIMIZER_OP = ("optimizer", "Apply_Grad")
+MATMUL_OPS = ("mm", "addmm")   # decided by their operands (aten_kernel_class)
+# ATen operators that allocate without computing (their storage is born at its first write)
+ALLOC_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
+                       "empty_permuted", "resize_"})
+# in-place ATen operators that overwrite their target without reading it
+OVERWRITE_OPS = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_",
+                           "exponential_", "geometric_", "log_normal_", "cauchy_", "set_"})
+
+
+def aten_kernel_class(packet: str, phase: str, reads_param: bool = False,
+                      makes_param_shape: bool = False) -> tuple[str, str]:
+    """(class, operator name for the calibration) of an ATen kernel.
+
+    ``packet``: the operator without namespace and overload (``addmm``, ``add_``); ``phase``:
+    ``forward``, ``backward`` or ``optimizer``; ``reads_param``: it reads a parameter;
+    ``makes_param_shape``: it writes a tensor shaped like a parameter (or its transpose).  A
+    backward ``mm`` that reads a parameter is a Linear input gradient, one that makes a
+    parameter-shaped result a weight gradient.  Shared by the meta-device recorder and the
+    profile importer (:mod:`g10core.capture.profile`), so both name kernels alike.
+    """
+    if phase == "optimizer":
+        return OPTIMIZER_OP
+    backward = phase == "backward"
+    if packet in MATMUL_OPS:
+        if not backward:
+            return ("linear", "Linear_Forward") if reads_param else ("bmm", "BatchMatMul_Forward")
+        if reads_param:
+            return "linear_bwd_input", "Linear_Backward_Input"
+        if makes_param_shape:
+            return "linear", "Linear_Backward_Weight"
+        return "bmm", "BatchMatMul_Backward"
+    base = packet[:-1] if packet.endswith("_") else packet   # in-place variant: same operation
+    cls, fwd, bwd = SHIPPED_OP.get(base, ("elementwise", None, None))
+    op = bwd if backward else fwd
+    return cls, op or f"aten::{packet}"
 
 CALIBRATION_SCHEMA = "g10core-kernel-time-calibration"
 DEFAULT_CALIBRATION_FILE = "calibration_a100_g10_v1.json"
@@ -360,9 +395,22 @@ class KernelTimeModel:
         t11 = roofline_ns(feat, c["compute_efficiency"], c["memory_efficiency"], c["overhead_us"],
                           self.gpu.memory_bandwidth_GBps)
         t11 = np.maximum(np.round(t11), 1.0)
+        return (t11, *self._fault_times(c, feat, t11))
+
+    def fault_times_ns(self, feat: KernelFeatures, t11_ns) -> tuple:
+        """(t10, t00) in ns for kernels whose all-resident time ``t11_ns`` is known (measured):
+        the fault-cost half of :meth:`times_ns` (only ``op``, ``kernel_class``, ``in_bytes`` and
+        ``out_bytes`` of ``feat`` are used)."""
+        t11 = np.asarray(t11_ns, np.float64)
+        if len(feat) == 0:
+            return t11.copy(), t11.copy()
+        return self._fault_times(self.coefficient_table(feat), feat, t11)
+
+    @staticmethod
+    def _fault_times(c: dict, feat: KernelFeatures, t11: np.ndarray):
         t10 = t11 + np.round(fault_ns(feat.out_bytes, c["out_fault_fixed_us"], c["out_fault_GBps"]))
         t00 = t10 + np.round(fault_ns(feat.in_bytes, c["in_fault_fixed_us"], c["in_fault_GBps"]))
-        return t11, t10, t00
+        return t10, t00
 
     def workspace_bytes(self, feat: KernelFeatures, read_bytes: np.ndarray) -> np.ndarray:
         """Scratch bytes of each kernel (cuDNN-style workspace), int64."""
