@@ -92,7 +92,8 @@ def add_parser(subparsers) -> None:
                     "least second key for each of --points values of the first. Runs go through the sweep "
                     "executors into --out STORE (resumable). Exit 0 with an answer (minimum null where the range "
                     "cannot reach the target), 2 for a key or range a plan cannot use, 1 when a run raised.")
-    p.add_argument("trace", metavar="TRACE", help="trace file (.h5) or name, e.g. llama-7b-s2048-b1 (g10sim trace list)")
+    p.add_argument("trace", metavar="TRACE",
+                   help="trace file (.h5) or name, e.g. llama-7b-s2048-b1 (g10sim trace list)")
     p.add_argument("--policy", metavar="P", required=True, help=policy_help())
     p.add_argument("--target", metavar="FRACTION", type=_fraction, required=True,
                    help="fraction of ideal to reach, e.g. 0.8 or 80%%")

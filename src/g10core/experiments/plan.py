@@ -11,6 +11,7 @@ is at least ``target``:
    If the fraction falls between two samples (by more than :data:`FLAT`, 0.001 of ideal) the
    model is not monotone in the key here, and the plan says so (``monotone: false``, a note
    naming where, and whether a larger value falls below the target again); it still answers.
+   A fall between the bisection's runs (the scan did not see it) is said the same way.
 2. **Answer from the scan.**  The target met at ``lo``: ``lo`` is the minimum (``met_at_lo``).
    Met by no sample: the range cannot reach it (``minimum`` None).  Else the least sample
    that meets it and the sample before it bracket the crossing.
@@ -136,8 +137,9 @@ class _Search:
         self.seen: dict = {}              # value -> fraction of ideal
         self.phase = "scan"
         self.bracket: tuple | None = None
-        self.monotone = True
-        self.falls: list = []             # (value, fraction, next value, its fraction) where it fell
+        self.monotone = True              # over every run (the scan's and the bisection's)
+        self.falls: list = []             # (value, fraction, next value, its fraction): where the scan fell
+        self.run_falls: list = []         # where it fell between runs of the bisection (the scan did not see)
         self.minimum = None
         self.sampled_minimum = None
         self.met_at_lo = False
@@ -184,14 +186,19 @@ class _Search:
                     new_hi = v
                     break
                 new_lo = v
-            # a point above the first that meets and falls short again: not monotone here either
-            above = [v for v in inside if v > new_hi and self.seen[v] < self.target]
-            if above:
-                self.monotone = False
-                self.falls.append((new_hi, self.seen[new_hi], above[0], self.seen[above[0]]))
             self.bracket = (new_lo, new_hi)
         if self.axis.narrow(*self.bracket, self.tolerance) or not self.axis.between(*self.bracket, 1, self.digits):
             self.minimum, self.phase = self.bracket[1], "done"
+            self._check_all_runs()
+
+    def _check_all_runs(self) -> None:
+        """With the bisection's runs beside the scan's, where does the fraction fall?"""
+        vals = sorted(self.seen)
+        falls = [(a, self.seen[a], b, self.seen[b]) for a, b in zip(vals, vals[1:])
+                 if self.seen[b] < self.seen[a] - FLAT]
+        self.run_falls = [f for f in falls if f not in self.falls]
+        if self.run_falls:
+            self.monotone = False
 
 
 @dataclass
@@ -208,6 +215,9 @@ class PlanResult:
         The fraction of ideal to reach; the relative width of the final bracket.
     ranges : dict
         key -> [lo, hi].
+    monotone, scan_monotone : bool
+        Whether the fraction of ideal never fell (by more than :data:`FLAT`) as the key grew, over
+        every run / over the scan's.
     minimum : float or int or None
         The least value found (one key), or the least over the frontier (two keys); None where
         the range cannot reach the target.
@@ -230,6 +240,7 @@ class PlanResult:
     minimum: float | int | None
     bracket: list | None
     monotone: bool
+    scan_monotone: bool
     met_at_lo: bool
     sampled_minimum: float | int | None
     notes: list
@@ -256,7 +267,8 @@ class PlanResult:
              "set": self.fixed, "key": self.key, "keys": list(self.keys), "target": self.target,
              "tolerance": self.tolerance, "range": self.ranges[self.key], "ranges": self.ranges,
              "minimum": self.minimum, "bracket": self.bracket, "monotone": self.monotone,
-             "met_at_lo": self.met_at_lo, "sampled_minimum": self.sampled_minimum, "notes": list(self.notes),
+             "scan_monotone": self.scan_monotone, "met_at_lo": self.met_at_lo,
+             "sampled_minimum": self.sampled_minimum, "notes": list(self.notes),
              "run_count": len(self.runs), "new_runs": self.new_runs, "wall_s": round(self.wall_s, 3),
              "jobs": self.jobs, "store": self.store, "runs": self.runs}
         if len(self.keys) == 2:
@@ -521,14 +533,15 @@ def _step_line(s: _Search, fractions: dict, target: float, step: int, nruns: int
 
 def _search_summary(s: _Search) -> dict:
     return {"minimum": s.minimum, "bracket": list(s.bracket) if s.bracket and s.minimum is not None
-            and not s.met_at_lo else None, "monotone": s.monotone, "met_at_lo": s.met_at_lo,
+            and not s.met_at_lo else None, "monotone": s.monotone, "scan_monotone": not s.falls,
+            "met_at_lo": s.met_at_lo,
             "sampled_minimum": s.sampled_minimum}
 
 
 def _notes(s: _Search, target: float, where: str = "") -> list:
     key, ax = s.axis.key, s.axis
     out = []
-    if not s.monotone:
+    if s.falls:
         a, fa, b, fb = s.falls[0]
         line = (f"{where}not monotone: the fraction of ideal falls from {fa:.3f} at {key} = {a:g} to {fb:.3f} at "
                 f"{b:g}")
@@ -541,6 +554,14 @@ def _notes(s: _Search, target: float, where: str = "") -> list:
             if again:
                 line += f"; {key} = {again[0]:g} falls below {target:g} again"
         out.append(line)
+    if s.run_falls:
+        a, fa, b, fb = s.run_falls[0]
+        again = [v for v in sorted(s.seen) if s.minimum is not None and v > s.minimum and s.seen[v] < target]
+        out.append(f"{where}not monotone between the bisection's runs: the fraction of ideal falls from {fa:.3f} at "
+                   f"{key} = {a:g} to {fb:.3f} at {b:g}"
+                   + (f" ({len(s.run_falls)} such falls)" if len(s.run_falls) > 1 else "")
+                   + (f"; {key} = {again[0]:g}, above the minimum, falls below {target:g} again" if again else
+                      f"; every larger value run meets {target:g}"))
     if s.met_at_lo:
         out.append(f"{where}the target {target:g} is already met at the low end of the range, {key} = {ax.lo:g}: "
                    "the least value may be lower (give a lower LO)")
@@ -564,7 +585,8 @@ def _result(trace, policy, base, axes, searches, target, tolerance, rows, all_ru
     if len(axes) == 1:
         s = searches[0]
         summ = _search_summary(s)
-        return PlanResult(minimum=s.minimum, bracket=summ["bracket"], monotone=s.monotone, met_at_lo=s.met_at_lo,
+        return PlanResult(minimum=s.minimum, bracket=summ["bracket"], monotone=s.monotone,
+                          scan_monotone=not s.falls, met_at_lo=s.met_at_lo,
                           sampled_minimum=s.sampled_minimum, notes=_notes(s, target), **common)
     frontier, notes = [], []
     for s in searches:
@@ -575,6 +597,7 @@ def _result(trace, policy, base, axes, searches, target, tolerance, rows, all_ru
     best = min(found, key=lambda f: (f["minimum"], f[keys[0]])) if found else None
     return PlanResult(minimum=None if best is None else best["minimum"], bracket=None if best is None else
                       best["bracket"], monotone=all(s.monotone for s in searches),
+                      scan_monotone=not any(s.falls for s in searches),
                       met_at_lo=bool(best and best["met_at_lo"]),
                       sampled_minimum=None if best is None else best["sampled_minimum"], notes=notes,
                       frontier=frontier, minimum_at=None if best is None else {keys[0]: best[keys[0]]}, **common)
