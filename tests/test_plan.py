@@ -202,6 +202,19 @@ def test_bad_keys_and_ranges_are_one_line_exit_2(folder, tmp_path, capsys, args,
     assert not (tmp_path / "st" / sw.RUNS_FILE).exists()          # refused before any run
 
 
+def test_default_range_is_value_over_16_to_times_16_from_where_the_simulator_runs():
+    from g10core import policies
+
+    base = preset("default")
+    # 3.2 / 16 = 0.2 GB/s moves int(50 * 0.2 / 15.754) = 0 pages per slot: LO doubles to 0.4 (1 page)
+    ax = pl.check_axis(KEY, None, base, policies.get("g10"))
+    assert (ax.lo, ax.hi, ax.integer) == (0.4, 51.2, False)
+    ax = pl.check_axis("gpu.memory_GiB", None, base, policies.get("g10"))
+    assert (ax.lo, ax.hi) == (2.5, 640.0)
+    ax = pl.check_axis("link.batch_pages", None, base, policies.get("g10"))
+    assert ax.integer and (ax.lo, ax.hi) == (8, 800)       # 50 / 16 -> 4 moves no SSD page; 8 moves 1
+
+
 def test_a_key_tensor_level_policies_do_not_read_is_refused(folder):
     with pytest.raises(ConfigError, match="policy 'flashneuron' does not model it"):
         pl.plan(folder / "a.h5", "flashneuron", 0.5, {"link.batch_pages": (10, 100)}, sets=SETS)

@@ -101,7 +101,8 @@ def add_parser(subparsers) -> None:
                    help="the configuration key to minimise, e.g. ssd.bandwidth_GBps; a second --vary KEY2 makes a "
                         "frontier (KEY on a grid, the least KEY2 for each)")
     p.add_argument("--range", metavar="LO:HI", action=_Range, dest="range_unused",
-                   help="the range of the --vary before it (default: its value / 16 to x 16, within its allowed range)")
+                   help="the range of the --vary before it (default: its value / 16 to x 16, within its allowed range, LO "
+                        "doubled until the simulator can run it)")
     p.add_argument("--tolerance", type=_tolerance, default=0.01, metavar="T",
                    help="stop when the bracket is narrower than T of its upper end (default 0.01: 1 %%)")
     p.add_argument("--samples", type=positive_int, default=5, metavar="N",

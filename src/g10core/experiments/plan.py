@@ -345,6 +345,11 @@ def check_axis(key: str, rng, base: SimConfig, policy_cls, *, sets=()) -> Axis:
             raise ConfigError(f"--vary {key}: its range [{lo}, {hi}] holds one value; give --range LO:HI")
     else:
         lo, hi = float(lo), float(hi)
+    if rng is None:
+        # the default range starts where the simulator can run (a bandwidth / 16 can move no page
+        # per transfer slot): double LO until it can
+        while lo * 2 < hi and not _runs(base, section, name, lo):
+            lo = lo * 2 if integer else float(f"{lo * 2:.4g}")
     # both ends must be configurations the simulator runs (the values between are checked as they run)
     for end, v in (("LO", lo), ("HI", hi)):
         try:
@@ -357,6 +362,16 @@ def check_axis(key: str, rng, base: SimConfig, policy_cls, *, sets=()) -> Axis:
             raise ConfigError(f"--vary {key}: policy {policy_cls.name!r} does not model it (its result is the same "
                               "at every value; docs/guide/configuration.md, Which parameters each policy models)")
     return Axis(key, lo, hi, integer)
+
+
+def _runs(base: SimConfig, section: str, name: str, value) -> bool:
+    from ..simulator import Simulator
+
+    try:
+        Simulator(base.with_overrides({section: {name: value}}))
+    except ConfigError:
+        return False
+    return True
 
 
 # ---- the plan ------------------------------------------------------------------------------
@@ -378,7 +393,8 @@ def plan(trace, policy: str, target: float, vary, *, preset: str = DEFAULT_PRESE
     vary : dict or sequence of (key, range)
         One key (its least value is searched) or two (a frontier: for each of ``points``
         values of the first, the least of the second).  A range is ``(lo, hi)``, ``"LO:HI"``
-        or None (the key's value / 16 to x 16, within its allowed range).
+        or None (the key's value / 16 to x 16, within its allowed range, the low end doubled
+        until the simulator can run it).
     preset, config_file, sets, gpu
         The configuration every run starts from, as ``g10sim run`` builds it (``sets``:
         ``"section.key=value"`` strings; ``gpu``: ``gpu.model``).
@@ -609,21 +625,27 @@ def format_plan(r: PlanResult) -> str:
     """The plan as text: the question, each run, the answer (and the frontier), the notes."""
     pct = f"{r.tolerance * 100:g} %"
     setting = ", ".join(r.fixed.get("sets", [])) + (f", gpu {r.fixed['gpu']}" if r.fixed.get("gpu") else "")
-    lines = [f"plan: least {r.key} for {r.trace} under {r.policy} to reach {r.target:g} of ideal "
-             f"(preset {r.preset}" + (f"; {setting.strip(', ')}" if setting.strip(", ") else "") + ")"]
+    lo, hi = r.ranges[r.key]
+    lines = [f"plan: least {r.key} in {lo:g} .. {hi:g} for {r.trace} under {r.policy} to reach {r.target:g} of "
+             f"ideal (preset {r.preset}" + (f"; {setting.strip(', ')}" if setting.strip(", ") else "") + ")"]
     keys = r.keys
     head = "".join(f"  {k:>22}" for k in keys) + "  fraction of ideal"
     lines.append(head)
     for run in r.runs:
         mark = "meets" if run["meets"] else ("failed: " + (run["failure_reason"] or "")[:50] if run["failed"] else "")
-        lines.append("".join(f"  {run['values'][k]:>22g}" for k in keys) + f"  {run['fraction']:>17.4f}  {mark}")
+        lines.append(("".join(f"  {run['values'][k]:>22g}" for k in keys)
+                      + f"  {run['fraction']:>17.4f}  {mark}").rstrip())
     if len(keys) == 2:
         lines.append(f"frontier: least {keys[1]} per {keys[0]} (to {pct})")
         for f in r.frontier:
-            m = "not reached" if f["minimum"] is None else f"{f['minimum']:g}"
-            br = f"  crossing in ({f['bracket'][0]:g}, {f['bracket'][1]:g}]" if f["bracket"] else (
-                "  met at LO" if f["met_at_lo"] else "")
-            lines.append(f"  {keys[0]} = {f[keys[0]]:<10g} {keys[1]} >= {m}{br}")
+            lo2, hi2 = r.ranges[keys[1]]
+            if f["minimum"] is None:
+                what = f"not reached in {lo2:g} .. {hi2:g}"
+            else:
+                what = f">= {f['minimum']:g}" + (
+                    f"  crossing in ({f['bracket'][0]:g}, {f['bracket'][1]:g}]" if f["bracket"] else
+                    "  (met at the low end)" if f["met_at_lo"] else "")
+            lines.append(f"  {keys[0]} = {f[keys[0]]:<10g} {keys[1]} {what}")
     elif r.minimum is not None and r.bracket:
         lines.append(f"minimum {r.key} = {r.minimum:g} (to {pct}: the target is crossed in "
                      f"({r.bracket[0]:g}, {r.bracket[1]:g}])")
