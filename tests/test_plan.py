@@ -202,6 +202,17 @@ def test_bad_keys_and_ranges_are_one_line_exit_2(folder, tmp_path, capsys, args,
     assert not (tmp_path / "st" / sw.RUNS_FILE).exists()          # refused before any run
 
 
+@pytest.mark.parametrize("trace, message", [
+    ("nosuch", "nosuch: no such trace (a path, or a shipped name: g10sim trace list)"),
+    ("bert_base-b265", "did you mean 'bert_base-b256'?"),
+])
+def test_a_missing_trace_is_one_line_exit_2(tmp_path, capsys, trace, message):
+    code = main(["plan", trace, "--policy", "g10", "--target", "0.5", "--vary", KEY, "--range", "1:32", "--jobs", "1",
+                 "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+
+
 def test_default_range_is_value_over_16_to_times_16_from_where_the_simulator_runs():
     from g10core import policies
 

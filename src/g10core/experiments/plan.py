@@ -52,7 +52,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..config import DEFAULT_PRESET, SimConfig, resolve
-from ..errors import ConfigError, SimulationError, did_you_mean
+from ..errors import ConfigError, InputError, SimulationError, did_you_mean
 from ..params import SECTIONS, declaration
 from . import sweep as sw
 
@@ -451,6 +451,7 @@ def plan(trace, policy: str, target: float, vary, *, preset: str = DEFAULT_PRESE
         raise ConfigError(f"--vary: give one key (its least value) or two (a frontier), not {len(items)}")
     if len(items) == 2 and items[0][0] == items[1][0]:
         raise ConfigError(f"--vary {items[0][0]}: given twice")
+    _check_trace(str(trace), traces_dir)
     sets = list(sets or ())
     base = resolve(preset, config_file, ([f"gpu.model={gpu}"] if gpu else []) + sets)
     try:
@@ -523,6 +524,22 @@ def plan(trace, policy: str, target: float, vary, *, preset: str = DEFAULT_PRESE
             tmp.cleanup()
     return _result(trace_name, policy, base, axes, searches, target, tolerance, rows, all_runs,
                    None if out is None else str(out), time.perf_counter() - t0, jobs, sets, gpu)
+
+
+def _check_trace(name: str, traces_dir) -> None:
+    """The trace exists and reads (before any run), or one line naming it."""
+    from ..workload import tracestore
+
+    path = sw.resolve_trace_name(name, Path("."), None if traces_dir is None else Path(traces_dir))
+    if path is None:
+        hint = did_you_mean(name, tracestore.available_traces()) if "/" not in name else ""
+        raise InputError(f"{name}: no such trace (a path, or a shipped name: g10sim trace list)"
+                         + (f"; {hint}" if hint else ""))
+    try:
+        sw._trace_identity(path)
+    except Exception as exc:  # noqa: BLE001 - any unreadable trace is bad input here
+        msg = " ".join(str(exc).split())
+        raise InputError(msg if str(path) in msg or name in msg else f"{name}: {msg}") from None
 
 
 def _make_run(point: dict, trace: str, policy: str, base: SimConfig, traces_dir) -> "sw.Run":
