@@ -213,6 +213,24 @@ def test_a_missing_trace_is_one_line_exit_2(tmp_path, capsys, trace, message):
     assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
 
 
+def test_a_run_that_raises_is_exit_1_and_kept_in_the_store(folder, tmp_path, capsys):
+    pol = tmp_path / "boom.py"
+    pol.write_text("from g10core.policies import Policy\n\n"
+                   "class Boom(Policy):\n"
+                   "    name = 'boom'\n"
+                   "    def hints(self, trace):\n"
+                   "        if self.config.ssd.bandwidth_GBps > 8:\n"
+                   "            raise RuntimeError('no plan above 8 GB/s')\n"
+                   "        return super().hints(trace)\n")
+    code = main(["plan", str(folder / "a.h5"), "--policy", f"{pol}:Boom", "--target", "0.5", "--vary", KEY,
+                 "--range", "1:32", *sum((["--set", s] for s in SETS), []), "--jobs", "1", "--no-progress",
+                 "--out", str(tmp_path / "st")])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "simulation failed:" in err and "RuntimeError: no plan above 8 GB/s" in err and KEY in err
+    assert any(r["error"] for r in sw.ResultStore(tmp_path / "st").records().values())
+
+
 def test_default_range_is_value_over_16_to_times_16_from_where_the_simulator_runs():
     from g10core import policies
 
