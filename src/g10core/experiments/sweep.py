@@ -1137,7 +1137,7 @@ def missing_runs(sweep: Sweep, records: dict, *, retry_errors: bool = False) -> 
 
 
 def run_sweep(sweep: Sweep, out, *, jobs: int | None = None, dask: str | None = None, progress: bool = True,
-              retry_errors: bool = False) -> dict:
+              retry_errors: bool = False, executor: cf.Executor | None = None) -> dict:
     """Run what ``out`` lacks of ``sweep`` and return :meth:`ResultStore.status`.
 
     Each finished run is appended to the store at once; Ctrl-C (or any error of the
@@ -1158,6 +1158,10 @@ def run_sweep(sweep: Sweep, out, *, jobs: int | None = None, dask: str | None = 
         Show a progress bar on stderr.
     retry_errors : bool
         Run again the runs recorded with an error.
+    executor : concurrent.futures.Executor, optional
+        Run on this executor (from :func:`make_executor`) instead of starting one: a caller
+        that runs sweep after sweep (the planner) keeps its workers, and their caches, across
+        them.  ``jobs`` and ``dask`` are then ignored.
 
     Returns
     -------
@@ -1191,7 +1195,8 @@ def run_sweep(sweep: Sweep, out, *, jobs: int | None = None, dask: str | None = 
         try:
             if todo:
                 workers = 1 if (dask is None and jobs == 1) else min(jobs, len(todo)) if dask is None else jobs
-                with make_executor(workers, dask) as ex:
+                with (contextlib.nullcontext(executor) if executor is not None
+                      else make_executor(workers, dask)) as ex:
                     for run, fut in _finished(ex, todo):
                         try:
                             rec = fut.result()
