@@ -99,7 +99,10 @@ def detailed_quotas(cfg, ssd, link) -> dict:
     tick = link.spec.idle_transfer_cycles(batch * page, "to_device", "peer")
     link_GBps = link.spec.effective_GBps("to_device", "peer")
     ssd_GBps = min(ssd.spec.link.effective_GBps("from_device", "host"), link_GBps)
-    return dict(tick_cycles=int(tick), gpu_batch=batch, host_batch=batch,
+    # host.bandwidth_GBps below link.bandwidth_GBps: the host flow's share (pcie.host_flow_scale)
+    scale = link.spec.host_flow_scale
+    host_batch = batch if scale == 1 else max(1, int(batch * scale))
+    return dict(tick_cycles=int(tick), gpu_batch=batch, host_batch=host_batch,
                 ssd_batch=max(1, int(batch * ssd_GBps / link_GBps)))
 
 
