@@ -103,6 +103,9 @@ def tasks(preset_name: str, traces=FIG11_TRACES, policies=POLICIES, resources=RE
             for key, values in resources.values():
                 for v in values:
                     cfg = resolve(preset_name, None, [f"{key}={_val(v) if isinstance(v, str) else repr(v)}"])
+                    if refused(cfg):
+                        index[(name, policy, key, v)] = None     # no slower run: a refusal (exit 2)
+                        continue
                     if (name, policy, cfg.hash) in index:
                         index[(name, policy, key, v)] = index[(name, policy, cfg.hash)]
                         continue
@@ -111,14 +114,29 @@ def tasks(preset_name: str, traces=FIG11_TRACES, policies=POLICIES, resources=RE
     return out, index
 
 
+def refused(cfg) -> str | None:
+    """Why the simulator refuses ``cfg`` before running (the slot model's quotas: at link.bandwidth_GBps
+    = 256 a slot carries int(50 * 3.2 / 256) = 0 SSD pages), or None."""
+    from g10core.errors import ConfigError
+    from g10core.simulator import check_constants
+    from g10core.slot_model import ArtifactConstants
+
+    try:
+        check_constants(cfg, ArtifactConstants.from_config(cfg))
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def violations(rows, index, traces=FIG11_TRACES, policies=POLICIES, resources=RESOURCES,
                preset_name="default") -> list[Violation]:
     found = []
     for name in traces:
         for policy in policies:
             for resource, (key, values) in resources.items():
-                times = [rows[index[(name, policy, key, v)]]["time_s"] for v in values]
-                for (a, ta), (b, tb) in zip(zip(values, times), zip(values[1:], times[1:])):
+                ran = [v for v in values if index[(name, policy, key, v)] is not None]
+                times = [rows[index[(name, policy, key, v)]]["time_s"] for v in ran]
+                for (a, ta), (b, tb) in zip(zip(ran, times), zip(ran[1:], times[1:])):
                     slower = (math.isfinite(ta) and not math.isfinite(tb)) or \
                         (math.isfinite(tb) and tb > ta * (1 + TOLERANCE))
                     if slower:
