@@ -46,9 +46,23 @@ RESOURCES = {
 FAST_TRACES = ("bert_base-b256",)
 FAST_RESOURCES = RESOURCES
 
+# the wide grid (issue 33), under default and detailed: the link 4-256 GB/s, the SSD 0.4-64 GB/s,
+# GPU memory 16-192 GiB (below a trace's largest kernel a run is refused, which is no violation),
+# host memory 0-1024 GiB
+WIDE_RESOURCES = {
+    "gpu_memory": ("gpu.memory_GiB", (16.0, 24.0, 32.0, 40.0, 44.0, 48.0, 56.0, 64.0, 80.0, 128.0, 192.0)),
+    "host_memory": ("host.memory_GiB", (0.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)),
+    "ssd_bandwidth": ("ssd.bandwidth_GBps", (0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 64.0)),
+    "link_bandwidth": ("link.bandwidth_GBps", (4.0, 8.0, 15.754, 32.0, 64.0, 128.0, 256.0)),
+}
+WIDE_PRESETS = ("default", "detailed")
+# tensor-level policies are refused under detailed (they do not run through its devices)
+DETAILED_POLICIES = ("base-uvm", "belady", "deepum", "g10", "ideal")
+
 
 @dataclass(frozen=True)
 class Violation:
+    preset: str
     trace: str
     policy: str
     resource: str
@@ -60,10 +74,10 @@ class Violation:
 
     @property
     def entry(self) -> tuple:
-        return (self.trace, self.policy, self.resource, self.lower, self.higher)
+        return (self.preset, self.trace, self.policy, self.resource, self.lower, self.higher)
 
     def __str__(self) -> str:
-        return (f"{self.trace} {self.policy}: {self.key} {_val(self.lower)} -> {_val(self.higher)} makes it slower "
+        return (f"[{self.preset}] {self.trace} {self.policy}: {self.key} {_val(self.lower)} -> {_val(self.higher)} makes it slower "
                 f"({_fmt(self.time_lower_s)} -> {_fmt(self.time_higher_s)})")
 
 
@@ -89,6 +103,9 @@ def tasks(preset_name: str, traces=FIG11_TRACES, policies=POLICIES, resources=RE
             for key, values in resources.values():
                 for v in values:
                     cfg = resolve(preset_name, None, [f"{key}={_val(v) if isinstance(v, str) else repr(v)}"])
+                    if refused(cfg):
+                        index[(name, policy, key, v)] = None     # no slower run: a refusal (exit 2)
+                        continue
                     if (name, policy, cfg.hash) in index:
                         index[(name, policy, key, v)] = index[(name, policy, cfg.hash)]
                         continue
@@ -97,17 +114,33 @@ def tasks(preset_name: str, traces=FIG11_TRACES, policies=POLICIES, resources=RE
     return out, index
 
 
-def violations(rows, index, traces=FIG11_TRACES, policies=POLICIES, resources=RESOURCES) -> list[Violation]:
+def refused(cfg) -> str | None:
+    """Why the simulator refuses ``cfg`` before running (the slot model's quotas: at link.bandwidth_GBps
+    = 256 a slot carries int(50 * 3.2 / 256) = 0 SSD pages), or None."""
+    from g10core.errors import ConfigError
+    from g10core.simulator import check_constants
+    from g10core.slot_model import ArtifactConstants
+
+    try:
+        check_constants(cfg, ArtifactConstants.from_config(cfg))
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def violations(rows, index, traces=FIG11_TRACES, policies=POLICIES, resources=RESOURCES,
+               preset_name="default") -> list[Violation]:
     found = []
     for name in traces:
         for policy in policies:
             for resource, (key, values) in resources.items():
-                times = [rows[index[(name, policy, key, v)]]["time_s"] for v in values]
-                for (a, ta), (b, tb) in zip(zip(values, times), zip(values[1:], times[1:])):
+                ran = [v for v in values if index[(name, policy, key, v)] is not None]
+                times = [rows[index[(name, policy, key, v)]]["time_s"] for v in ran]
+                for (a, ta), (b, tb) in zip(zip(ran, times), zip(ran[1:], times[1:])):
                     slower = (math.isfinite(ta) and not math.isfinite(tb)) or \
                         (math.isfinite(tb) and tb > ta * (1 + TOLERANCE))
                     if slower:
-                        found.append(Violation(name, policy, resource, key, a, b, ta, tb))
+                        found.append(Violation(preset_name, name, policy, resource, key, a, b, ta, tb))
     return found
 
 
@@ -125,11 +158,12 @@ def sweep(preset_name: str, *, traces=FIG11_TRACES, policies=POLICIES, resources
     ts, index = tasks(preset_name, traces, policies, resources, traces_dir)
     warnings.simplefilter("ignore", G10Warning)   # a sweep sets host memory for SSD-only policies
     rows = run_tasks(ts, jobs=jobs, progress=progress, desc=f"sanity {preset_name}")
-    return violations(rows, index, traces, policies, resources), rows, index
+    return violations(rows, index, traces, policies, resources, preset_name), rows, index
 
 
 def load_allowlist(path=ALLOWLIST) -> dict[tuple, str]:
-    """``{(trace, policy, resource, lower, higher): cause}`` of the documented allow-list."""
+    """``{(preset, trace, policy, resource, lower, higher): cause}`` of the documented allow-list
+    (an entry without ``preset`` is of ``default``)."""
     with open(path, "rb") as fh:
         data = tomllib.load(fh)
     out = {}
@@ -139,11 +173,13 @@ def load_allowlist(path=ALLOWLIST) -> dict[tuple, str]:
                 raise ValueError(f"{path}: allow[{i}] lacks {k}")
         if e["resource"] not in RESOURCES:
             raise ValueError(f"{path}: allow[{i}].resource = {e['resource']!r}; known: {', '.join(RESOURCES)}")
+        if e.get("preset", "default") not in WIDE_PRESETS:
+            raise ValueError(f"{path}: allow[{i}].preset = {e['preset']!r}; known: {', '.join(WIDE_PRESETS)}")
         if not str(e["cause"]).strip():
             raise ValueError(f"{path}: allow[{i}] has an empty cause")
         num = not isinstance(RESOURCES[e["resource"]][1][0], str)
         lower, higher = (float(e["lower"]), float(e["higher"])) if num else (e["lower"], e["higher"])
-        out[(e["trace"], e["policy"], e["resource"], lower, higher)] = e["cause"]
+        out[(e.get("preset", "default"), e["trace"], e["policy"], e["resource"], lower, higher)] = e["cause"]
     return out
 
 
@@ -161,10 +197,18 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", dest="json_path")
     ap.add_argument("--fast", action="store_true", help="only the fast subset")
+    ap.add_argument("--wide", action="store_true", help="the wide grid (WIDE_RESOURCES)")
+    ap.add_argument("--traces", help="comma-separated trace names (default: the Fig. 11 five, --fast: BERT-256)")
     args = ap.parse_args(argv)
     traces, resources = (FAST_TRACES, FAST_RESOURCES) if args.fast else (FIG11_TRACES, RESOURCES)
-    found, rows, index = sweep(args.preset, traces=traces, resources=resources, jobs=args.jobs, progress=True)
-    t = table(found, resources=resources)
+    if args.wide:
+        resources = WIDE_RESOURCES
+    if args.traces:
+        traces = tuple(args.traces.split(","))
+    pols = DETAILED_POLICIES if args.preset == "detailed" else POLICIES
+    found, rows, index = sweep(args.preset, traces=traces, policies=pols, resources=resources, jobs=args.jobs,
+                               progress=True)
+    t = table(found, policies=pols, resources=resources)
     print(f"violations per policy and resource, preset {args.preset} ({len(rows)} runs)")
     print(f"{'policy':<12}" + "".join(f"{r:>16}" for r in resources) + f"{'total':>8}")
     for p, per in t.items():

@@ -16,9 +16,10 @@ def _unexplained(found, allowed):
 
 def test_the_allowlist_is_well_formed_and_every_entry_has_a_cause():
     allowed = S.load_allowlist()
-    for (trace, policy, resource, lower, higher), cause in allowed.items():
+    for (preset, trace, policy, resource, lower, higher), cause in allowed.items():
         assert trace in S.FIG11_TRACES and policy in S.POLICIES and resource in S.RESOURCES
-        values = S.RESOURCES[resource][1]
+        assert preset in S.WIDE_PRESETS
+        values = S.RESOURCES[resource][1] + S.WIDE_RESOURCES.get(resource, (None, ()))[1]
         assert lower in values and higher in values and lower < higher
         assert len(cause.split()) >= 8, cause
 
@@ -44,4 +45,15 @@ def test_full_sanity_sweep_in_the_exploration_preset(traces_dir):
     # every (trace, policy, resource point) ran; points equal to the preset's value are shared
     assert len(index) == len(rows) + len(S.FIG11_TRACES) * len(S.POLICIES) * sum(len(v) for _, v in S.RESOURCES.values())
     assert all(r["time_s"] > 0 for r in rows)
+    assert _unexplained(found, S.load_allowlist()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", S.WIDE_PRESETS)
+def test_wide_sanity_sweep(traces_dir, preset):
+    # BERT-256 over the wide grid (link 4-256 GB/s, SSD 0.4-64 GB/s, GPU 16-192 GiB, host 0-1024 GiB);
+    # minutes per preset (detailed: the page-level policies, the tensor-level ones are refused)
+    pols = S.DETAILED_POLICIES if preset == "detailed" else S.POLICIES
+    found, rows, _ = S.sweep(preset, traces=S.FAST_TRACES, policies=pols, resources=S.WIDE_RESOURCES, jobs=2,
+                             traces_dir=traces_dir)
     assert _unexplained(found, S.load_allowlist()) == []

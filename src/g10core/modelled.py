@@ -13,7 +13,11 @@ differs from the exploration preset's (or, for the keys in :data:`PRESET_KEYS`, 
 preset's) warns, naming it (:class:`~g10core.errors.G10Warning`; ``g10sim`` prints one line
 on stderr).  The result records them as ``ignored_parameters``.  Some keys are read only by
 a component a run may not have (the detailed devices, the far-fault handler, the TLB):
-ignored by every policy without it.
+ignored by every policy without it.  The far-fault handler supersedes the fault-time model's
+latencies and the allocation cost (:data:`BATCHED_SUPERSEDED_KEYS`: read under it only by a
+planner, ``Policy.plans_with``), and some keys mean something only while another selects
+their mechanism (:data:`DEPENDENT_KEYS`: ``noise.seed`` without noise, the page-walk cache's
+keys without the cache, ...): ignored, and warned of, otherwise.
 """
 from __future__ import annotations
 
@@ -58,6 +62,41 @@ def __getattr__(name):
 PCIE_KEYS = ("link.latency_us", "link.generation", "link.lanes", "link.max_payload_bytes")
 FTL_DEVICE_KEYS = ("ssd.device", "ssd.capacity_GiB") + tuple(f"ssd.{k}" for k in FTL_KEYS)
 
+# keys the far-fault handler (fault.handler = batched) supersedes: the profile fault-time model
+# (l_sys, l_ssd) and the slot model's allocation quota read them; the handler services faults in
+# batches of its own cost (fault.batch_*) and allocates on first touch at no cost, so under it
+# only a policy's planner reads them (Policy.plans_with: G10's lead and safe times)
+BATCHED_SUPERSEDED_KEYS = ("gpu.malloc_us_per_byte", "ssd.latency_us", "fault.system_latency_us")
+
+# keys that mean something only while another key selects their mechanism: key -> (whether
+# cfg selects it, the words for when it does not); ignored (and warned of) otherwise
+_RANDOM_VICTIMS = ("random", "d-choices")
+
+
+def _victim_rule(cfg) -> str:
+    from .ssd import ssd_preset
+
+    return cfg.ssd.victim_policy or ssd_preset(cfg.ssd.device).victim_policy
+
+
+DEPENDENT_KEYS = {
+    "noise.seed": (lambda c: c.noise.kernel_time_sigma > 0, "noise.kernel_time_sigma = 0 draws no noise"),
+    "fault.sequential_units": (lambda c: c.fault.prefetcher == "sequential",
+                               "only the sequential prefetcher reads it"),
+    "fault.prefetch_threshold": (lambda c: c.fault.prefetcher == "tree", "only the tree prefetcher reads it"),
+    "tlb.pwc_entries": (lambda c: c.tlb.pwc_enabled, "tlb.pwc_enabled = false"),
+    "tlb.pwc_ways": (lambda c: c.tlb.pwc_enabled, "tlb.pwc_enabled = false"),
+    "tlb.pwc_latency_cycles": (lambda c: c.tlb.pwc_enabled, "tlb.pwc_enabled = false"),
+    "tlb.walk_latency_cycles": (lambda c: c.tlb.page_size_bytes != 2097152, "2 MiB pages walk in "
+                                "tlb.walk_latency_2MiB_cycles"),
+    "tlb.walk_latency_2MiB_cycles": (lambda c: c.tlb.page_size_bytes == 2097152, "read only with "
+                                     "tlb.page_size_bytes = 2 MiB"),
+    "tlb.sample_subsamples": (lambda c: c.tlb.sample_modulus > 1, "tlb.sample_modulus = 1 samples nothing"),
+    "tlb.sample_seed": (lambda c: c.tlb.sample_modulus > 1, "tlb.sample_modulus = 1 samples nothing"),
+    "ssd.seed": (lambda c: _victim_rule(c).split(":")[0] in _RANDOM_VICTIMS,
+                 "only the random GC victim rules (random, d-choices:N) draw"),
+}
+
 # a preset sets these as part of what it is: compared with the run's own preset
 PRESET_KEYS = ("run.iterations", "scheduler.artifact_quirks", "run.iteration_rule", "run.breakdown_rule")
 
@@ -69,6 +108,8 @@ WHY = {
     "slots": "read only by the detailed devices (link.model = pcie, ssd.model = ftl)",
     "handler": "read only by the far-fault handler (fault.handler = batched, preset detailed)",
     "tlb": "read only by the TLB hierarchy (tlb.model = hierarchy, preset detailed)",
+    "batched": "superseded by the far-fault handler (fault.handler = batched): read only by a planner",
+    **{key: why for key, (_on, why) in DEPENDENT_KEYS.items()},
 }
 
 
@@ -118,6 +159,10 @@ def ignored_parameters(cfg, policy, eviction=None) -> list[str]:
         if key in TLB_KEYS and cfg.tlb.model == "none":
             reads = False
         if key == "gpu.sms" and cfg.fault.handler != "batched" and cfg.tlb.model == "none":
+            reads = False
+        if key in BATCHED_SUPERSEDED_KEYS and cfg.fault.handler == "batched" and key not in cls.plans_with:
+            reads = False
+        if reads and key in DEPENDENT_KEYS and not DEPENDENT_KEYS[key][0](cfg):
             reads = False
         if not reads and key not in cls.not_applicable:
             out.append(key)

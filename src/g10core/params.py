@@ -275,7 +275,7 @@ class GPUSpec:
     malloc_us_per_byte: float = param(
         8.14e-7, unit="us/B", min=0, max=1e-3,
         doc="allocation cost (4 cycles per 4 KiB page at 1.2 GHz): page-level allocations per slot, "
-            "G10's pre-allocation lead time")
+            "G10's pre-allocation lead time (fault.handler = batched allocates at no cost: the lead time only)")
     sms: int = param(
         108, unit="SMs", min=1, max=4096,
         doc="streaming multiprocessors (A100: 108): each sweeps its share of a kernel's tensors and has "
@@ -290,7 +290,8 @@ class HostSpec:
     bandwidth_GBps: float = param(
         15.754, unit="GB/s", min=0.1, max=10000,
         doc="host<->GPU bandwidth (PCIe 3.0 x16 raw): host pages per slot (page level), the "
-            "G10 scheduler and the tensor-level host path")
+            "G10 scheduler and the tensor-level host path; detailed: below link.bandwidth_GBps it slows the "
+            "PCIe link's host flow to host / link of the link's")
 
 
 @dataclass(frozen=True)
@@ -300,10 +301,12 @@ class SSDTierSpec:
     bandwidth_GBps: float = param(
         3.2, unit="GB/s", min=0.1, max=10000,
         doc="SSD<->GPU bandwidth, read = write (Z-SSD-like): SSD pages per slot, the fault-time model, "
-            "the schedulers and the tensor-level simulator (not the FTL device, whose bandwidth emerges)")
+            "the schedulers and the tensor-level simulator; detailed: scales the FTL device's own link by "
+            "value / 3.2 (its flash may still limit)")
     latency_us: float = param(
         20.0, unit="us", min=0, max=1e6,
-        doc="SSD access latency of the fault-time model (l_ssd) and the G10 scheduler's safe time")
+        doc="SSD access latency of the fault-time model (l_ssd) and the G10 scheduler's safe time (with "
+            "fault.handler = batched: the scheduler's only; the FTL device's latency emerges)")
     model: str = param(
         "bandwidth", choices=("bandwidth", "ftl"),
         doc="bandwidth: slots at ssd.bandwidth_GBps (default, g10-artifact); ftl: the ssd.device with its FTL "
@@ -391,8 +394,8 @@ class SSDTierSpec:
 class LinkSpec:
     bandwidth_GBps: float = param(
         15.754, unit="GB/s", min=0.1, max=10000,
-        doc="GPU's PCIe link per direction: the slot period and the fault-time model (default, g10-artifact; "
-            "the detailed link's bandwidth follows from generation and lanes)")
+        doc="GPU's PCIe link per direction: the slot period and the fault-time model (default, g10-artifact); "
+            "detailed: scales the raw bandwidth of link.generation x link.lanes by value / 15.754 (Gen3 x16's)")
     batch_pages: int = param(
         50, unit="pages", min=1, max=65536,
         doc="pages per transfer slot: its period is their time on the link (page-level policies)")
@@ -416,7 +419,8 @@ class FaultSpec:
     system_latency_us: float = param(
         45.0, unit="us", min=1, max=1e6,
         doc="far-fault handling latency (l_sys) of the fault-time model (in whole us, as the published "
-            "simulator; SSD faults get l_sys / (l_sys + l_ssd) of the bandwidth) and the G10 scheduler's safe time")
+            "simulator; SSD faults get l_sys / (l_sys + l_ssd) of the bandwidth) and the G10 scheduler's safe time "
+            "(fault.handler = batched: the scheduler's only; the handler costs fault.batch_*)")
     handler: str = param(
         "profile", choices=("profile", "batched"),
         doc="profile: a faulting kernel's time from the profiled t00/t10 formula, pages in transfer slots "

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 
 from .errors import ConfigError
-from .params import LANES, PAYLOADS, check_fields, from_key, param
+from .params import LANES, PAYLOADS, check_fields, default_of, from_key, param
 
 __all__ = [
     "PcieSpec", "PcieLink", "PCIE_PRESETS", "pcie_preset", "link_spec_from_config", "link_from_config",
@@ -93,6 +93,16 @@ class PcieSpec:
     pipelined_setup: bool = param(
         False, doc="the setup of a queued transfer overlaps the previous transfer's data")
     clock_GHz: float = from_key("gpu.frequency_GHz")
+    # what a configuration's bandwidth keys make of the device (link_spec_from_config, ssd.py):
+    # 1 and 0 leave the link as generation and lanes give it
+    bandwidth_scale: float = param(
+        1.0, unit="1", min=0, max=1e6, min_exclusive=True,
+        doc="multiplies the raw bandwidth generation and lanes give (link.bandwidth_GBps / 15.754 on the "
+            "GPU's link, ssd.bandwidth_GBps / 3.2 on the SSD's)")
+    host_flow_scale: float = param(
+        1.0, unit="1", min=0, max=1, min_exclusive=True,
+        doc="the host flow's share of its bandwidth (host<->device copies; min(1, host.bandwidth_GBps / "
+            "link.bandwidth_GBps) on the GPU's link)")
 
     def check(self, prefix: str = "pcie", by_key: bool = False) -> "PcieSpec":
         """Validate every field; errors name ``<prefix>.<field>`` (``by_key``: the configuration's keys)."""
@@ -103,7 +113,7 @@ class PcieSpec:
 
     def raw_GBps_exact(self) -> Fraction:
         gts, enc = GENERATIONS[self.generation]
-        return gts * enc * self.lanes / 8
+        return gts * enc * self.lanes / 8 * _exact(self.bandwidth_scale)
 
     @property
     def raw_GBps(self) -> float:
@@ -120,7 +130,10 @@ class PcieSpec:
     def effective_GBps_exact(self, direction="to_device", flow="host") -> Fraction:
         mps = self.max_payload_bytes
         eff = Fraction(mps, mps + self.tlp_overhead_bytes(direction, flow))
-        return self.raw_GBps_exact() * eff * (1 - _exact(self.link_layer_overhead))
+        out = self.raw_GBps_exact() * eff * (1 - _exact(self.link_layer_overhead))
+        if self.host_flow_scale != 1 and _flow(flow) == FLOW_HOST:
+            out *= _exact(self.host_flow_scale)
+        return out
 
     def effective_GBps(self, direction="to_device", flow="host") -> float:
         """Payload bandwidth of one direction for one flow, GB/s (1e9 B/s)."""
@@ -189,14 +202,41 @@ def link_spec_from_config(cfg) -> PcieSpec:
 
     Reads ``link.generation``, ``link.lanes``, ``link.max_payload_bytes``, ``link.latency_us``
     (the per-transfer setup) and ``gpu.frequency_GHz`` (the clock); TLP and link-layer
-    overheads are PcieSpec's defaults.  The bandwidth follows from these, so
-    ``link.bandwidth_GBps`` and ``link.batch_pages`` (the slot model's) are not used.
+    overheads are PcieSpec's defaults.  Two keys of the bandwidth model act on the device
+    (docs/guide/configuration.md, "Bandwidth keys under detailed"):
+
+    - ``link.bandwidth_GBps`` scales the raw bandwidth by ``link.bandwidth_GBps / 15.754``
+      (its default, which is Gen3 x16's raw bandwidth): with the default generation and lanes
+      the raw bandwidth becomes ``link.bandwidth_GBps``; the TLP and link-layer overheads
+      still apply (payload about 0.82 of raw).  At 15.754 the link is as generation and lanes
+      give it.
+    - ``host.bandwidth_GBps`` below ``link.bandwidth_GBps`` slows the host flow (host<->GPU
+      copies) in each direction to ``host.bandwidth_GBps / link.bandwidth_GBps`` of what the
+      link carries, the ratio of host pages to link pages in a slot of the slot model
+      (``link.batch_pages * host / link``).  At or above ``link.bandwidth_GBps`` it changes
+      nothing: the link is the narrower path.
     """
     cfg.check()
     spec = PcieSpec(generation=cfg.link.generation, lanes=cfg.link.lanes,
                     max_payload_bytes=cfg.link.max_payload_bytes, setup_latency_us=cfg.link.latency_us,
-                    clock_GHz=cfg.gpu.frequency_GHz)
+                    clock_GHz=cfg.gpu.frequency_GHz,
+                    bandwidth_scale=bandwidth_scale(cfg.link.bandwidth_GBps, "link.bandwidth_GBps"),
+                    host_flow_scale=host_flow_scale(cfg))
     return spec.check("link", by_key=True)
+
+
+def host_flow_scale(cfg) -> float:
+    """min(1, host.bandwidth_GBps / link.bandwidth_GBps): the host flow's share of the GPU link's
+    bandwidth under ``detailed`` (the slot model's host pages per link page)."""
+    host, link = cfg.host.bandwidth_GBps, cfg.link.bandwidth_GBps
+    return 1.0 if host >= link else float(_exact(host) / _exact(link))
+
+
+def bandwidth_scale(value: float, key: str) -> float:
+    """``value / default`` of bandwidth key ``key``: what it multiplies a device link's raw
+    bandwidth by under ``detailed`` (exactly 1 at the default)."""
+    ref = default_of(key)
+    return 1.0 if value == ref else float(_exact(value) / _exact(ref))
 
 
 def link_from_config(cfg) -> "PcieLink":

@@ -99,7 +99,10 @@ def detailed_quotas(cfg, ssd, link) -> dict:
     tick = link.spec.idle_transfer_cycles(batch * page, "to_device", "peer")
     link_GBps = link.spec.effective_GBps("to_device", "peer")
     ssd_GBps = min(ssd.spec.link.effective_GBps("from_device", "host"), link_GBps)
-    return dict(tick_cycles=int(tick), gpu_batch=batch, host_batch=batch,
+    # host.bandwidth_GBps below link.bandwidth_GBps: the host flow's share (pcie.host_flow_scale)
+    scale = link.spec.host_flow_scale
+    host_batch = batch if scale == 1 else max(1, int(batch * scale))
+    return dict(tick_cycles=int(tick), gpu_batch=batch, host_batch=host_batch,
                 ssd_batch=max(1, int(batch * ssd_GBps / link_GBps)))
 
 
@@ -351,11 +354,12 @@ def check_level_supported(cfg: SimConfig, pol) -> None:
 def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
     """The derived per-tick quotas must let pages move; each error names the parameters."""
     link = f"link.bandwidth_GBps = {cfg.link.bandwidth_GBps:g} and link.batch_pages = {cfg.link.batch_pages}"
-    if c.ssd_batch < 1:
+    # under detailed the devices give the per-slot quotas (detailed_quotas: at least one page each)
+    if c.ssd_batch < 1 and not is_detailed(cfg):
         raise ConfigError(f"ssd.bandwidth_GBps = {cfg.ssd.bandwidth_GBps:g} with {link} gives "
                           f"int({cfg.link.batch_pages} * {cfg.ssd.bandwidth_GBps:g} / {cfg.link.bandwidth_GBps:g}) "
                           "= 0 SSD pages per transfer slot; raise ssd.bandwidth_GBps or link.batch_pages")
-    if c.host_batch < 1:
+    if c.host_batch < 1 and not is_detailed(cfg):
         raise ConfigError(f"host.bandwidth_GBps = {cfg.host.bandwidth_GBps:g} with {link} gives 0 host pages "
                           "per transfer slot; raise host.bandwidth_GBps or link.batch_pages")
     if c.alloc_batch < 1:

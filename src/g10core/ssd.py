@@ -58,7 +58,7 @@ import numpy as np
 
 from .errors import ConfigError
 from .params import VICTIM_POLICIES, check_fields, from_key, parse_victim
-from .pcie import PcieLink, PcieSpec
+from .pcie import PcieLink, PcieSpec, bandwidth_scale
 
 __all__ = ["SSDSpec", "SSD", "SSD_PRESETS", "ssd_preset", "device_spec", "ssd_spec_from_config",
            "ssd_from_config", "parse_victim", "percentile_us", "VICTIM_POLICIES"]
@@ -337,12 +337,19 @@ def ssd_spec_from_config(cfg, user_capacity_bytes: int | None = None) -> SSDSpec
     memory only for pages that are written).
 
     Its bandwidth and latencies emerge from the preset's geometry and timing (zssd: 3.2 GB/s,
-    12/16 us for an idle 4 KiB read/write), so ``ssd.bandwidth_GBps`` and ``ssd.latency_us``
-    (the bandwidth model's and the scheduler's figures) are not used by the device.  Its flash page (zssd 4 KiB, mlc 8 KiB) is the unit
+    12/16 us for an idle 4 KiB read/write).  ``ssd.bandwidth_GBps`` set away from its default
+    (3.2 GB/s, what zssd's Gen3 x4 link carries) scales the SSD's own link by
+    ``ssd.bandwidth_GBps / 3.2`` (``pcie.bandwidth_scale``): a faster or slower interface; the
+    flash behind it (channels, planes) still limits (zssd's 8 channels at 800 MT/s x 8 bit:
+    6.4 GB/s).  ``ssd.latency_us`` (the fault-time model's and the scheduler's figure) is not
+    used by the device.  Its flash page (zssd 4 KiB, mlc 8 KiB) is the unit
     of ``SSD.read``/``SSD.write``; the compiled callers convert theirs (``SSD.set_host_page_bytes``).
     """
     cfg.check()
     spec = device_spec(cfg.ssd, cfg.gpu.frequency_GHz)
+    scale = bandwidth_scale(cfg.ssd.bandwidth_GBps, "ssd.bandwidth_GBps")
+    if scale != 1.0:
+        spec = replace(spec, link=replace(spec.link, bandwidth_scale=scale)).check()
     if user_capacity_bytes is not None:
         if isinstance(user_capacity_bytes, bool) or not isinstance(user_capacity_bytes, (int, np.integer)):
             raise ConfigError(f"user_capacity_bytes = {user_capacity_bytes!r}: must be an integer number of bytes")

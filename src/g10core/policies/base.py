@@ -133,6 +133,9 @@ class Policy:
     reads: ClassVar[frozenset[str]] = PAGE_LEVEL_KEYS
     # keys that have no meaning for it by definition (FlashNeuron has no host memory): no warning
     not_applicable: ClassVar[frozenset[str]] = frozenset()
+    # keys its planner reads whatever the simulation model: still read where a detailed component
+    # supersedes them (G10's lead and safe times under the far-fault handler; modelled.py)
+    plans_with: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config=None):
         self.config = config

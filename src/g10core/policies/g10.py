@@ -45,7 +45,7 @@ import numpy as np
 from ..workload.vitality import CannotFit, Vitality, analyze, check_fits  # noqa: F401 (CannotFit re-exported)
 from ..codes import HINT_DTYPE, HINT_TO_GPU
 from ..workload.trace import Trace
-from .base import G10_SCHEDULER_KEYS, PAGE_LEVEL_KEYS, QUIRKS_KEY, Policy, register
+from .base import G10_SCHEDULER_KEYS, G10_TIMING_KEYS, PAGE_LEVEL_KEYS, QUIRKS_KEY, Policy, register
 
 __all__ = ["CannotFit", "Schedule", "SchedulerParams", "VARIANTS", "plan", "schedule", "scheduler_params", "G10"]
 
@@ -382,6 +382,7 @@ class G10(Policy):
     level = "page"
     eviction = "arrival"
     reads = PAGE_LEVEL_KEYS | G10_SCHEDULER_KEYS | {QUIRKS_KEY}
+    plans_with = G10_TIMING_KEYS            # the scheduler's lead and safe times
     description = ("G10 smart tensor migration: pre-alloc/free, pre-evict to SSD/host, prefetch; "
                    "arrival-order ('LRU') fallback")
 
