@@ -21,8 +21,8 @@ cdef class SSDCore:
     cdef readonly int64_t n_blocks         # every erase block of the device
     cdef readonly LinkCore link            # the SSD's own PCIe front end
     cdef ssd_stats st                      # counters (every unit adds to them)
-    # the units; each holds pointers to the ones it drives (front -> gc -> map, front -> buf),
-    # into this object, which never moves
+    # the units: the front end holds pointers to the three it drives (into this object, which
+    # never moves) and hands the block manager the mapping where GC works on it
     cdef ssd_map map                       # l2p, p2l, valid bits, per-block records
     cdef ssd_wbuf buf                      # DRAM write buffer
     cdef ssd_gc gc                         # planes' frontiers and free blocks, victims, GC

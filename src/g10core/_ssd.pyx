@@ -62,7 +62,7 @@ cdef class SSDCore:
         if (map_init(&self.map, self.p.n_planes, self.p.blocks_per_plane, self.p.pages_per_block,
                      self.p.logical_pages_per_plane) < 0
                 or wbuf_init(&self.buf, self.p.n_planes, self.p.write_buffer_pages) < 0
-                or gc_init(&self.gc, &self.p, &self.map, &self.st) < 0
+                or gc_init(&self.gc, &self.p, &self.st) < 0
                 or front_init(&self.front, &self.p, &self.map, &self.buf, &self.gc, &self.st) < 0):
             raise MemoryError(f"SSD: cannot allocate the FTL tables for {self.physical_pages} flash pages")
         self.reset_stats()
@@ -154,7 +154,7 @@ cdef class SSDCore:
         """Apply a plane's logged moves once it holds ``n`` (1 to the log's room; tests)."""
         if not 1 <= n <= self.gc.move_log_stride:
             raise ValueError(f"move log of {n} entries: must be 1 to {self.gc.move_log_stride}")
-        apply_all_moves(&self.gc)
+        apply_all_moves(&self.gc, &self.map)
         self.gc.move_log_cap = n
 
     @property
@@ -164,7 +164,7 @@ cdef class SSDCore:
 
     @greedy_moves_deferred.setter
     def greedy_moves_deferred(self, bint on):
-        apply_all_moves(&self.gc)
+        apply_all_moves(&self.gc, &self.map)
         self.gc.moves_deferred = on and self.p.victim_policy == VICTIM_GREEDY
 
     # ---- thin wrappers for the Python layer and tests (inputs validated there) ----
@@ -247,7 +247,7 @@ cdef class SSDCore:
     def snapshot(self):
         """Copies of the FTL tables (for invariant checks in tests; small geometries only)."""
         cdef int64_t nl = self.p.n_planes * self.gc.n_lists
-        apply_all_moves(&self.gc)                        # the lists as the moves leave them
+        apply_all_moves(&self.gc, &self.map)   # the lists as the moves leave them
         P = self.p.pages_per_block
         bits = np.array(<uint64_t[:self.n_blocks * self.map.words_per_block]> self.map.valid_bits, copy=True)
         valid = np.unpackbits(bits.view(np.uint8), bitorder="little").reshape(self.n_blocks, -1)[:, :P]

@@ -11,7 +11,7 @@ from g10core._ssd_gc cimport ssd_gc
 
 cdef struct ssd_front:
     ssd_params p               # the device's parameters (a copy; fixed)
-    ssd_map* map
+    ssd_map* map               # the units it drives
     ssd_wbuf* buf
     ssd_gc* gc
     ssd_plane* planes          # the block manager's planes: their busy_until and channel are timed here

@@ -226,6 +226,7 @@ cdef cycle_t front_read(ssd_front* f, LinkCore link, int64_t lpn, int64_t npages
     """Read ``npages`` logical pages from ``lpn``; return the cycle the last byte reaches the host."""
     cdef int64_t i = 0, j, k
     cdef cycle_t start, t, ready, r, done, last = now
+    cdef ssd_map* m = f.map
     if _out_of_range(f, lpn, npages):
         return now
     while i < npages:
@@ -236,7 +237,7 @@ cdef cycle_t front_read(ssd_front* f, LinkCore link, int64_t lpn, int64_t npages
         t = start + f.p.read_overhead
         ready = t
         for j in range(k):
-            r = _read_page(f, lpn + i + j, t)
+            r = _read_page(f, m, lpn + i + j, t)
             if r > ready:
                 ready = r
         done = link.submit(DIR_FROM_DEVICE, FLOW_HOST, k * f.p.page_bytes, ready)
@@ -256,6 +257,9 @@ cdef cycle_t front_write(ssd_front* f, LinkCore link, int64_t lpn, int64_t npage
     """Write ``npages`` logical pages from ``lpn``; return the cycle the last command is acknowledged."""
     cdef int64_t i = 0, j, k
     cdef cycle_t start, arrive, admit, ack, last = now
+    cdef ssd_map* m = f.map
+    cdef ssd_wbuf* w = f.buf
+    cdef ssd_gc* g = f.gc
     if _out_of_range(f, lpn, npages):
         return now
     while i < npages:
@@ -266,7 +270,7 @@ cdef cycle_t front_write(ssd_front* f, LinkCore link, int64_t lpn, int64_t npage
         arrive = link.submit(DIR_TO_DEVICE, FLOW_HOST, k * f.p.page_bytes, start)
         ack = arrive
         for j in range(k):
-            admit = _write_page(f, lpn + i + j, arrive)
+            admit = _write_page(f, m, w, g, lpn + i + j, arrive)
             if admit > ack:
                 ack = admit
         ack += f.p.write_overhead
@@ -289,6 +293,7 @@ cdef void front_trim(ssd_front* f, int64_t lpn, int64_t npages) noexcept nogil:
     a plane, as one page at a time would), in chunks of TRIM_CHUNK lpns that stay in
     cache; a plane's pages that sit in a row in one block go stale in one step."""
     cdef ssd_map* m = f.map
+    cdef ssd_gc* g = f.gc
     cdef int64_t i = lpn, j, k, q, stop, end = lpn + npages, npl = f.p.n_planes
     cdef int64_t ppn, plane, trimmed = 0
     cdef int32_t b, cur, run
@@ -319,7 +324,7 @@ cdef void front_trim(ssd_front* f, int64_t lpn, int64_t npages) noexcept nogil:
                         valid_clear(m, ppn, b)
                     if b != cur:
                         if run > 0:
-                            block_lost(f.gc, plane, cur, run)
+                            block_lost(g, m, plane, cur, run)
                         cur = b
                         run = 0
                     run += 1
@@ -328,7 +333,7 @@ cdef void front_trim(ssd_front* f, int64_t lpn, int64_t npages) noexcept nogil:
                     trimmed += 1
                 j += npl
             if run > 0:
-                block_lost(f.gc, plane, cur, run)
+                block_lost(g, m, plane, cur, run)
         for k in range(i >> L2P_SHIFT, ((stop - 1) >> L2P_SHIFT) + 1):
             if m.l2p_leaf[k] != NULL and m.l2p_live[k] == 0:
                 m.leaf_pool.put(m.l2p_leaf[k])
@@ -339,16 +344,16 @@ cdef void front_trim(ssd_front* f, int64_t lpn, int64_t npages) noexcept nogil:
 
 # ---- flash pages -------------------------------------------------------------------
 
-cdef cycle_t _read_page(ssd_front* f, int64_t lpn, cycle_t t) noexcept nogil:
+cdef cycle_t _read_page(ssd_front* f, ssd_map* m, int64_t lpn, cycle_t t) noexcept nogil:
     """Read one page for a command that reached the flash at ``t``; return when its data
     is in the controller."""
-    cdef uint32_t e = l2p_get(f.map, lpn)
+    cdef uint32_t e = l2p_get(m, lpn)
     cdef ssd_plane* pl
     cdef cycle_t t0, bus
     if e == 0:                                     # never written: the controller returns zeros
         f.st.unmapped_read_pages += 1
         return t
-    pl = &f.planes[map_plane_of(f.map, lpn)]
+    pl = &f.planes[map_plane_of(m, lpn)]
     t0 = _max(t, pl.busy_until)
     pl.busy_until = t0 + f.p.t_read
     # channel time is charged in request order from the request time (module doc)
@@ -358,13 +363,13 @@ cdef cycle_t _read_page(ssd_front* f, int64_t lpn, cycle_t t) noexcept nogil:
     return _max(pl.busy_until + f.p.t_xfer, bus)
 
 
-cdef cycle_t _write_page(ssd_front* f, int64_t lpn, cycle_t arrive) noexcept nogil:
+cdef cycle_t _write_page(ssd_front* f, ssd_map* m, ssd_wbuf* w, ssd_gc* g, int64_t lpn,
+                         cycle_t arrive) noexcept nogil:
     """Buffer, map and program one page whose data reached the SSD at ``arrive``;
     return when it is in the write buffer (the acknowledgement point)."""
-    cdef ssd_map* m = f.map
     cdef int64_t plane = map_plane_of(m, lpn)
     cdef ssd_plane* pl = &f.planes[plane]
-    cdef cycle_t admit = wbuf_admit(f.buf, arrive)
+    cdef cycle_t admit = wbuf_admit(w, arrive)
     cdef uint32_t* slot = l2p_slot(m, lpn)
     cdef uint32_t old
     cdef int64_t ppn, b
@@ -374,11 +379,11 @@ cdef cycle_t _write_page(ssd_front* f, int64_t lpn, cycle_t arrive) noexcept nog
         return admit
     old = slot[0]
     if old != 0:
-        _invalidate(f, plane, <int64_t> old - 1)
+        _invalidate(m, g, plane, <int64_t> old - 1)
         slot[0] = 0
     else:
         m.l2p_live[lpn >> L2P_SHIFT] += 1          # counted as mapped from here (GC never frees leaves)
-    ppn = host_alloc(f.gc, plane, admit)
+    ppn = host_alloc(g, m, plane, admit)
     if ppn < 0:                                    # unreachable for a validated geometry
         f.st.alloc_failures += 1
         l2p_unmapped(m, lpn)
@@ -396,17 +401,17 @@ cdef cycle_t _write_page(ssd_front* f, int64_t lpn, cycle_t arrive) noexcept nog
     f.channel_free[pl.channel] = bus
     start = _max(bus, pl.busy_until)
     pl.busy_until = start + f.p.t_prog
-    if wbuf_add(f.buf, plane, pl.busy_until) < 0:  # leaves the buffer when programmed
+    if wbuf_add(w, plane, pl.busy_until) < 0:  # leaves the buffer when programmed
         f.st.alloc_failures += 1                   # out of memory: the page is not held
     return admit
 
 
-cdef inline void _invalidate(ssd_front* f, int64_t plane, int64_t ppn) noexcept nogil:
+cdef inline void _invalidate(ssd_map* m, ssd_gc* g, int64_t plane, int64_t ppn) noexcept nogil:
     """The page at ``ppn`` (in ``plane``: an lpn never leaves its plane) holds stale data."""
-    cdef int32_t b = <int32_t> map_block_of(f.map, ppn)
-    if not f.map.p2l_lazy:
-        valid_clear(f.map, ppn, b)
-    block_lost(f.gc, plane, b, 1)
+    cdef int32_t b = <int32_t> map_block_of(m, ppn)
+    if not m.p2l_lazy:
+        valid_clear(m, ppn, b)
+    block_lost(g, m, plane, b, 1)
 
 
 cdef inline void _prefetch_overwrite(ssd_front* f, int64_t lpn) noexcept nogil:

@@ -1,14 +1,13 @@
 # Block manager and garbage collection of the SSD's FTL (see _ssd_gc.pyx): each plane's
 # frontiers and erased-block FIFO, the victim structures (greedy buckets, FIFO, dense array
 # for random / d-choices) and GC itself (victim selection, relocation of valid pages,
-# erase).  The inline functions are on the write/trim path; the rest is out of line.
+# erase).  Functions that read or change the mapping take the mapping unit as an argument.  The inline functions are on the write/trim path; the rest is out of line.
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from g10core._types cimport cycle_t, ssd_params, ssd_stats, ssd_plane, VICTIM_GREEDY
 from g10core._ssd_map cimport ssd_map, blk_meta, BLOCK_CLOSED, p2l_release
 
 cdef struct ssd_gc:
     ssd_params p               # the device's parameters (a copy; fixed)
-    ssd_map* map               # the mapping unit GC relocates through
     ssd_stats* st              # the device's counters (GC, erases, allocation failures)
     ssd_plane* planes          # per plane: frontiers, erased-block FIFO, victim state, timing
     int64_t n_blocks
@@ -35,55 +34,55 @@ cdef struct ssd_gc:
     uint32_t* move_count       # per plane: moves logged so far (wraps; compared for equality)
     uint64_t rng[4]            # victim sampling (random, d-choices)
 
-cdef int gc_init(ssd_gc* g, const ssd_params* p, ssd_map* m, ssd_stats* st) noexcept nogil
+cdef int gc_init(ssd_gc* g, const ssd_params* p, ssd_stats* st) noexcept nogil
 cdef void gc_free(ssd_gc* g) noexcept nogil
-cdef int64_t host_alloc_open(ssd_gc* g, int64_t plane, cycle_t t) noexcept nogil
-cdef void greedy_move_now(ssd_gc* g, int64_t plane, int32_t b) noexcept nogil
-cdef void apply_moves(ssd_gc* g, int64_t plane) noexcept nogil
-cdef void apply_all_moves(ssd_gc* g) noexcept nogil
-cdef int32_t pick_victim(ssd_gc* g, int64_t plane) noexcept nogil
-cdef int64_t collect(ssd_gc* g, int64_t plane) noexcept nogil
+cdef int64_t host_alloc_open(ssd_gc* g, ssd_map* m, int64_t plane, cycle_t t) noexcept nogil
+cdef void greedy_move_now(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b) noexcept nogil
+cdef void apply_moves(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil
+cdef void apply_all_moves(ssd_gc* g, ssd_map* m) noexcept nogil
+cdef int32_t pick_victim(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil
+cdef int64_t collect(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil
 
 
-cdef inline int64_t host_alloc(ssd_gc* g, int64_t plane, cycle_t t) noexcept nogil:
+cdef inline int64_t host_alloc(ssd_gc* g, ssd_map* m, int64_t plane, cycle_t t) noexcept nogil:
     """The ppn of ``plane``'s next host page (-1: none).  Inlined into a write; opening
     a block (and the GC that may take) is the out-of-line part."""
     cdef ssd_plane* pl = &g.planes[plane]
     cdef int64_t ppn
     if pl.host_block < 0 or pl.host_next == g.p.pages_per_block:
-        return host_alloc_open(g, plane, t)
+        return host_alloc_open(g, m, plane, t)
     ppn = <int64_t> pl.host_block * g.p.pages_per_block + pl.host_next
     pl.host_next += 1
     return ppn
 
-cdef inline void greedy_move(ssd_gc* g, int64_t plane, int32_t b) noexcept nogil:
+cdef inline void greedy_move(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b) noexcept nogil:
     """Closed block ``b`` goes to the head of the greedy list of its valid count (at once,
     or logged while moves_deferred)."""
     cdef int32_t n
     if not g.moves_deferred:
-        greedy_move_now(g, plane, b)
+        greedy_move_now(g, m, plane, b)
         return
     g.move_count[plane] += 1
-    g.map.blk[b].moved = g.move_count[plane]
+    m.blk[b].moved = g.move_count[plane]
     n = g.move_log_n[plane]
     g.move_log[2 * (plane * g.move_log_stride + n)] = <uint32_t> b
     g.move_log[2 * (plane * g.move_log_stride + n) + 1] = g.move_count[plane]
     g.move_log_n[plane] = n + 1
     if n + 1 >= g.move_log_cap:
-        apply_moves(g, plane)
+        apply_moves(g, m, plane)
 
-cdef inline void block_lost(ssd_gc* g, int64_t plane, int32_t b, int32_t k) noexcept nogil:
+cdef inline void block_lost(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b, int32_t k) noexcept nogil:
     """``k`` pages of block ``b`` (in ``plane``) went stale, their valid bits already cleared.
     One call for k pages leaves the same state as k calls for one page in a row: a greedy
     block moves from bucket v to v - k at its head, as it would through v - 1, v - 2, ..."""
-    cdef blk_meta* k_blk = &g.map.blk[b]
+    cdef blk_meta* k_blk = &m.blk[b]
     cdef int32_t v = k_blk.valid
     cdef ssd_plane* pl
     k_blk.valid = v - k
     if v == k and k_blk.state == BLOCK_CLOSED:
-        p2l_release(g.map, b)
+        p2l_release(m, b)
     if g.p.victim_policy == VICTIM_GREEDY and k_blk.state == BLOCK_CLOSED:
-        greedy_move(g, plane, b)
+        greedy_move(g, m, plane, b)
         pl = &g.planes[plane]
         if v - k < pl.min_valid:
             pl.min_valid = v - k

@@ -34,13 +34,12 @@ cdef inline cycle_t _max(cycle_t a, cycle_t b) noexcept nogil:
     return a if a > b else b
 
 
-cdef int gc_init(ssd_gc* g, const ssd_params* p, ssd_map* m, ssd_stats* st) noexcept nogil:
+cdef int gc_init(ssd_gc* g, const ssd_params* p, ssd_stats* st) noexcept nogil:
     """Every block erased and queued in address order, no victim; -1 when out of memory
     (``gc_free`` releases what was made)."""
     cdef int64_t i, b, pl, nodes
     cdef int64_t N = p.blocks_per_plane, P = p.pages_per_block
     g.p = p[0]
-    g.map = m
     g.st = st
     g.n_blocks = p.n_planes * N
     g.n_lists = (P + 1) if p.victim_policy == VICTIM_GREEDY else 1
@@ -94,22 +93,22 @@ cdef void gc_free(ssd_gc* g) noexcept nogil:
 
 # ---- frontiers and the erased-block FIFO ---------------------------------------------
 
-cdef int64_t host_alloc_open(ssd_gc* g, int64_t plane, cycle_t t) noexcept nogil:
+cdef int64_t host_alloc_open(ssd_gc* g, ssd_map* m, int64_t plane, cycle_t t) noexcept nogil:
     """host_alloc when ``plane`` has no host block with room: open one."""
     cdef ssd_plane* pl = &g.planes[plane]
     cdef int64_t cost, ppn
     cdef cycle_t start
     while pl.host_block < 0 or pl.host_next == g.p.pages_per_block:
         if pl.host_block >= 0:
-            _close_block(g, plane, pl.host_block)
-        pl.host_block = _take_free(g, plane)
+            _close_block(g, m, plane, pl.host_block)
+        pl.host_block = _take_free(g, m, plane)
         pl.host_next = 0
         if pl.host_block < 0:
             return -1
         # restore the free reserve; GC holds the plane's array while it works.  With a
         # shared frontier GC copies may fill the new host block: then go round again.
         while pl.free_count < g.p.gc_free_blocks_min:
-            cost = collect(g, plane)
+            cost = collect(g, m, plane)
             if cost < 0:
                 g.st.gc_stalls += 1
                 break
@@ -121,26 +120,26 @@ cdef int64_t host_alloc_open(ssd_gc* g, int64_t plane, cycle_t t) noexcept nogil
     return ppn
 
 
-cdef int64_t _gc_room(ssd_gc* g, int64_t plane) noexcept nogil:
+cdef int64_t _gc_room(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil:
     """Make sure the frontier GC copies go to has an unwritten page; return its block
     (its next page is ``gc_next``, or ``host_next`` with a shared frontier), -1 if none."""
     cdef ssd_plane* pl = &g.planes[plane]
     if g.p.shared_frontier:                        # relocated pages join the host's write stream
         if pl.host_block < 0 or pl.host_next == g.p.pages_per_block:
             if pl.host_block >= 0:
-                _close_block(g, plane, pl.host_block)
-            pl.host_block = _take_free(g, plane)
+                _close_block(g, m, plane, pl.host_block)
+            pl.host_block = _take_free(g, m, plane)
             pl.host_next = 0
         return pl.host_block
     if pl.gc_block < 0 or pl.gc_next == g.p.pages_per_block:
         if pl.gc_block >= 0:
-            _close_block(g, plane, pl.gc_block)
-        pl.gc_block = _take_free(g, plane)
+            _close_block(g, m, plane, pl.gc_block)
+        pl.gc_block = _take_free(g, m, plane)
         pl.gc_next = 0
     return pl.gc_block
 
 
-cdef int32_t _take_free(ssd_gc* g, int64_t plane) noexcept nogil:
+cdef int32_t _take_free(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil:
     cdef ssd_plane* pl = &g.planes[plane]
     cdef int32_t b = pl.free_head
     if b < 0:
@@ -149,23 +148,23 @@ cdef int32_t _take_free(ssd_gc* g, int64_t plane) noexcept nogil:
     if pl.free_head < 0:
         pl.free_tail = -1
     pl.free_count -= 1
-    g.map.blk[b].state = BLOCK_OPEN
+    m.blk[b].state = BLOCK_OPEN
     g.next[b] = -1
-    if g.map.p2l_lazy:                             # its lpns are not kept (writes skip p2l)
-        g.map.blk[b].runs = P2L_UNKNOWN
+    if m.p2l_lazy:                             # its lpns are not kept (writes skip p2l)
+        m.blk[b].runs = P2L_UNKNOWN
     return b
 
 
-cdef void _close_block(ssd_gc* g, int64_t plane, int32_t b) noexcept nogil:
+cdef void _close_block(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b) noexcept nogil:
     cdef ssd_plane* pl = &g.planes[plane]
-    cdef int32_t v = g.map.blk[b].valid
+    cdef int32_t v = m.blk[b].valid
     cdef int32_t pos
-    g.map.blk[b].state = BLOCK_CLOSED
+    m.blk[b].state = BLOCK_CLOSED
     pl.closed_count += 1
     if v == 0:
-        p2l_release(g.map, b)
+        p2l_release(m, b)
     if g.p.victim_policy == VICTIM_GREEDY:
-        greedy_move(g, plane, b)
+        greedy_move(g, m, plane, b)
         if v < pl.min_valid:
             pl.min_valid = v
     elif g.p.victim_policy == VICTIM_FIFO:
@@ -207,19 +206,19 @@ cdef inline int32_t _list_first(ssd_gc* g, int64_t lst) noexcept nogil:
     return -1 if h >= g.n_blocks else h
 
 
-cdef void greedy_move_now(ssd_gc* g, int64_t plane, int32_t b) noexcept nogil:
+cdef void greedy_move_now(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b) noexcept nogil:
     """greedy_move without the log (out of line: the log is the usual case)."""
     if g.prev[b] >= 0:                             # (a block just closed is in no list)
         _list_remove(g, b)
-    _list_push(g, plane * g.n_lists + g.map.blk[b].valid, b, False)
+    _list_push(g, plane * g.n_lists + m.blk[b].valid, b, False)
 
 
-cdef void apply_moves(ssd_gc* g, int64_t plane) noexcept nogil:
+cdef void apply_moves(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil:
     """Apply ``plane``'s logged moves: each block's last one, in their order."""
     cdef int32_t j, b
     cdef uint32_t* e = &g.move_log[2 * plane * g.move_log_stride]
     cdef int64_t lst = plane * g.n_lists
-    cdef blk_meta* blk = g.map.blk
+    cdef blk_meta* blk = m.blk
     for j in range(g.move_log_n[plane]):
         b = <int32_t> e[2 * j]
         if blk[b].moved != e[2 * j + 1]:
@@ -232,30 +231,30 @@ cdef void apply_moves(ssd_gc* g, int64_t plane) noexcept nogil:
     g.move_log_n[plane] = 0
 
 
-cdef void apply_all_moves(ssd_gc* g) noexcept nogil:
+cdef void apply_all_moves(ssd_gc* g, ssd_map* m) noexcept nogil:
     """Every plane's logged moves applied (before the lists are read or the log changes)."""
     cdef int64_t pl
     for pl in range(g.p.n_planes):
-        apply_moves(g, pl)
+        apply_moves(g, m, pl)
 
 
 # ---- GC ------------------------------------------------------------------------------
 
-cdef int32_t pick_victim(ssd_gc* g, int64_t plane) noexcept nogil:
+cdef int32_t pick_victim(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil:
     """Choose a closed block of ``plane`` and take it out of the victim structures."""
     cdef ssd_plane* pl = &g.planes[plane]
     cdef int64_t lst, base, k
-    cdef int32_t m, b, cand, pos, last
+    cdef int32_t v, b, cand, pos, last
     if pl.closed_count == 0:
         return -1
     if g.p.victim_policy == VICTIM_GREEDY:
-        apply_moves(g, plane)
+        apply_moves(g, m, plane)
         lst = plane * g.n_lists
-        m = pl.min_valid
-        while m <= g.p.pages_per_block and _list_first(g, lst + m) < 0:
-            m += 1
-        pl.min_valid = m
-        b = _list_first(g, lst + m)
+        v = pl.min_valid
+        while v <= g.p.pages_per_block and _list_first(g, lst + v) < 0:
+            v += 1
+        pl.min_valid = v
+        b = _list_first(g, lst + v)
         _list_remove(g, b)
     elif g.p.victim_policy == VICTIM_FIFO:
         b = _list_first(g, plane)
@@ -266,7 +265,7 @@ cdef int32_t pick_victim(ssd_gc* g, int64_t plane) noexcept nogil:
         if g.p.victim_policy == VICTIM_DCHOICES:
             for k in range(1, g.p.victim_choices):
                 cand = g.dense[base + <int64_t> g10_rng_below(g.rng, pl.closed_count)]
-                if g.map.blk[cand].valid < g.map.blk[b].valid:
+                if m.blk[cand].valid < m.blk[b].valid:
                     b = cand
         pos = g.pos[b]
         last = g.dense[base + pl.closed_count - 1]
@@ -277,12 +276,11 @@ cdef int32_t pick_victim(ssd_gc* g, int64_t plane) noexcept nogil:
     return b
 
 
-cdef int64_t collect(ssd_gc* g, int64_t plane) noexcept nogil:
+cdef int64_t collect(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil:
     """Collect one victim of ``plane``: copy its valid pages, erase it.
     Return the plane time it took (cycles), or -1 when there is no victim."""
     cdef ssd_plane* pl = &g.planes[plane]
-    cdef ssd_map* m = g.map
-    cdef int32_t b = pick_victim(g, plane)
+    cdef int32_t b = pick_victim(g, m, plane)
     cdef int64_t P = g.p.pages_per_block
     cdef int64_t W = m.words_per_block
     cdef int64_t base, w, n = 0, copies = 0, j, run, dst, fb, bit
@@ -324,7 +322,7 @@ cdef int64_t collect(ssd_gc* g, int64_t plane) noexcept nogil:
     frontier_next = &pl.host_next if g.p.shared_frontier else &pl.gc_next
     # copy in runs that fit the open GC frontier
     while copies < n:
-        fb = _gc_room(g, plane)
+        fb = _gc_room(g, m, plane)
         if fb < 0:                                 # unreachable for a validated geometry
             g.st.alloc_failures += 1
             break
