@@ -5,28 +5,20 @@
 # lpn ranges must lie inside [0, logical_pages) (ssd.SSD checks this for Python callers).
 cimport cython
 from libc.stdint cimport int64_t
-from g10core._types cimport cycle_t, ssd_params, ssd_stats
+from g10core._types cimport cycle_t
 from g10core._pcie cimport LinkCore
-from g10core._ssd_map cimport ssd_map
-from g10core._ssd_wbuf cimport ssd_wbuf
-from g10core._ssd_gc cimport ssd_gc
-from g10core._ssd_front cimport ssd_front
+from g10core._ssd_front cimport ssd_dev
 
 
 @cython.final
 cdef class SSDCore:
-    cdef ssd_params p
     cdef readonly int64_t logical_pages    # U: user-visible pages (lpn range)
     cdef readonly int64_t physical_pages   # every flash page of the device
     cdef readonly int64_t n_blocks         # every erase block of the device
     cdef readonly LinkCore link            # the SSD's own PCIe front end
-    cdef ssd_stats st                      # counters (every unit adds to them)
-    # the units: the front end holds pointers to the three it drives (into this object, which
-    # never moves) and hands the block manager the mapping where GC works on it
-    cdef ssd_map map                       # l2p, p2l, valid bits, per-block records
-    cdef ssd_wbuf buf                      # DRAM write buffer
-    cdef ssd_gc gc                         # planes' frontiers and free blocks, victims, GC
-    cdef ssd_front front                   # NVMe queue, requests, flash timing
+    # the device: parameters, counters and units (_ssd_front.pxd), in this object, which
+    # never moves
+    cdef ssd_dev d
 
     cdef cycle_t read(self, int64_t lpn, int64_t npages, cycle_t now) noexcept nogil
     cdef cycle_t write(self, int64_t lpn, int64_t npages, cycle_t now) noexcept nogil
