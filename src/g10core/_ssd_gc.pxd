@@ -37,7 +37,7 @@ cdef struct ssd_gc:
 cdef int gc_init(ssd_gc* g, const ssd_params* p, ssd_stats* st) noexcept nogil
 cdef void gc_free(ssd_gc* g) noexcept nogil
 cdef int64_t host_alloc_open(ssd_gc* g, ssd_map* m, int64_t plane, cycle_t t) noexcept nogil
-cdef void greedy_move(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b) noexcept nogil
+cdef void greedy_move_now(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b) noexcept nogil
 cdef void apply_moves(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil
 cdef void apply_all_moves(ssd_gc* g, ssd_map* m) noexcept nogil
 cdef int32_t pick_victim(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil
@@ -54,6 +54,22 @@ cdef inline int64_t host_alloc(ssd_gc* g, ssd_map* m, int64_t plane, cycle_t t) 
     ppn = <int64_t> pl.host_block * g.p.pages_per_block + pl.host_next
     pl.host_next += 1
     return ppn
+
+cdef inline void greedy_move(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b) noexcept nogil:
+    """Closed block ``b`` goes to the head of the greedy list of its valid count (at once,
+    or logged while moves_deferred)."""
+    cdef int32_t n
+    if not g.moves_deferred:
+        greedy_move_now(g, m, plane, b)
+        return
+    g.move_count[plane] += 1
+    m.blk[b].moved = g.move_count[plane]
+    n = g.move_log_n[plane]
+    g.move_log[2 * (plane * g.move_log_stride + n)] = <uint32_t> b
+    g.move_log[2 * (plane * g.move_log_stride + n) + 1] = g.move_count[plane]
+    g.move_log_n[plane] = n + 1
+    if n + 1 >= g.move_log_cap:
+        apply_moves(g, m, plane)
 
 cdef inline void block_lost(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b, int32_t k) noexcept nogil:
     """``k`` pages of block ``b`` (in ``plane``) went stale, their valid bits already cleared.

@@ -206,25 +206,7 @@ cdef inline int32_t _list_first(ssd_gc* g, int64_t lst) noexcept nogil:
     return -1 if h >= g.n_blocks else h
 
 
-cdef void greedy_move(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b) noexcept nogil:
-    """Closed block ``b`` goes to the head of the greedy list of its valid count (at once,
-    or logged while moves_deferred).  Out of line: inlined into the write and trim paths
-    it cost 10 % more there (Base UVM Inceptionv3)."""
-    cdef int32_t n
-    if not g.moves_deferred:
-        _greedy_move_now(g, m, plane, b)
-        return
-    g.move_count[plane] += 1
-    m.blk[b].moved = g.move_count[plane]
-    n = g.move_log_n[plane]
-    g.move_log[2 * (plane * g.move_log_stride + n)] = <uint32_t> b
-    g.move_log[2 * (plane * g.move_log_stride + n) + 1] = g.move_count[plane]
-    g.move_log_n[plane] = n + 1
-    if n + 1 >= g.move_log_cap:
-        apply_moves(g, m, plane)
-
-
-cdef void _greedy_move_now(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b) noexcept nogil:
+cdef void greedy_move_now(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b) noexcept nogil:
     """greedy_move without the log (out of line: the log is the usual case)."""
     if g.prev[b] >= 0:                             # (a block just closed is in no list)
         _list_remove(g, b)
@@ -241,7 +223,7 @@ cdef void apply_moves(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil:
         b = <int32_t> e[2 * j]
         if blk[b].moved != e[2 * j + 1]:
             continue                               # moved again later: that move decides
-        # _greedy_move_now's body, written out: gcc keeps that one a call, 1 % of Base
+        # greedy_move_now's body, written out: gcc keeps that one a call, 1 % of Base
         # UVM Inceptionv3 here (10.33 vs 10.44 s)
         if g.prev[b] >= 0:
             _list_remove(g, b)
