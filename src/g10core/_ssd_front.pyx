@@ -21,6 +21,7 @@ Everything here trusts its inputs (ssd.py validates the spec and lpn ranges).
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport calloc, free
 
+from g10core._types cimport ssd_plane
 from g10core._pcie cimport DIR_TO_DEVICE, DIR_FROM_DEVICE, FLOW_HOST
 from g10core._ssd_math cimport G10_HIST_BUCKETS, g10_hist_bucket, g10_prefetch_w
 from g10core._ssd_map cimport (L2P_SHIFT, L2P_MASK, map_plane_of, map_block_of, l2p_get, l2p_slot,

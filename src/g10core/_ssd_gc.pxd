@@ -75,13 +75,13 @@ cdef inline void block_lost(ssd_gc* g, ssd_map* m, int64_t plane, int32_t b, int
     """``k`` pages of block ``b`` (in ``plane``) went stale, their valid bits already cleared.
     One call for k pages leaves the same state as k calls for one page in a row: a greedy
     block moves from bucket v to v - k at its head, as it would through v - 1, v - 2, ..."""
-    cdef blk_meta* k_blk = &m.blk[b]
-    cdef int32_t v = k_blk.valid
+    cdef blk_meta* rec = &m.blk[b]
+    cdef int32_t v = rec.valid
     cdef ssd_plane* pl
-    k_blk.valid = v - k
-    if v == k and k_blk.state == BLOCK_CLOSED:
+    rec.valid = v - k
+    if v == k and rec.state == BLOCK_CLOSED:
         p2l_release(m, b)
-    if g.p.victim_policy == VICTIM_GREEDY and k_blk.state == BLOCK_CLOSED:
+    if g.p.victim_policy == VICTIM_GREEDY and rec.state == BLOCK_CLOSED:
         greedy_move(g, m, plane, b)
         pl = &g.planes[plane]
         if v - k < pl.min_valid:
