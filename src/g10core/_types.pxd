@@ -131,7 +131,8 @@ cdef struct ssd_stats:
     cycle_t first_submit       # earliest command submit time since reset (-1 if none)
     cycle_t last_completion    # latest command completion since reset
 
-# Per-plane FTL state (one GC domain).  Blocks are numbered globally:
+# Per-plane FTL state (one GC domain; its buffered pages are the write buffer's,
+# _ssd_wbuf.pxd).  Blocks are numbered globally:
 # plane p owns blocks [p * blocks_per_plane, (p + 1) * blocks_per_plane).
 cdef struct ssd_plane:
     int32_t host_block         # open block taking host writes (-1: none yet)
@@ -144,10 +145,6 @@ cdef struct ssd_plane:
     int32_t closed_count       # full blocks that GC may pick
     int32_t min_valid          # greedy: no closed block holds fewer valid pages than this
     int32_t channel            # flash channel the plane sits behind
-    int32_t buf_first          # ring index of the oldest buffered page waiting for this plane's program
-    int32_t buf_n              # buffered pages of this plane (some may have left: see _buffer_admit)
-    int32_t buf_mask           # ring size - 1 (-1: no ring yet)
-    cycle_t* buf_done          # ring of their program ends, in program order
     cycle_t busy_until         # the plane's array (read, program, erase) is free from here
 
 # ---- page-level replay (_replay.pyx) ------------------------------------------

@@ -46,7 +46,7 @@ GC     = per victim, copy-back of each valid page (tR + tPROG on the plane) and
          one erase (tBERS), holding the plane while it runs (foreground GC).
 Planes work in parallel; a channel's time is charged in request order from
 the request time, so a plane's backlog does not block its channel for the
-other planes (``_ssd.pyx`` has the details).
+other planes (``_ssd_front.pyx`` has the details; ``_ssd.pyx`` lists the units).
 """
 from __future__ import annotations
 
