@@ -150,6 +150,9 @@ cdef class SSDCore:
     cdef readonly LinkCore link            # the SSD's own PCIe front end
     # statistics
     cdef ssd_stats st
+    # the span of GC work (plane time) since the timeline last took it (_timeline.pyx); -1: none
+    cdef public cycle_t gc_first
+    cdef public cycle_t gc_end
     cdef int64_t* hist_read                # latency histograms (cycles, log-linear buckets)
     cdef int64_t* hist_write
 

@@ -80,6 +80,7 @@ cdef class SSDCore:
         cdef int64_t i, b, pl, N, P, nodes
         self.p = params
         self.link = link
+        self.gc_first = self.gc_end = -1
         P = self.p.pages_per_block
         N = self.p.blocks_per_plane
         self.n_blocks = self.p.n_planes * N
@@ -905,6 +906,10 @@ cdef class SSDCore:
                 start = _max(pl.busy_until, t)
                 pl.busy_until = start + cost
                 self.st.gc_busy_cycles += cost
+                if self.gc_first < 0 or start < self.gc_first:
+                    self.gc_first = start
+                if start + cost > self.gc_end:
+                    self.gc_end = start + cost
         ppn = <int64_t> pl.host_block * self.p.pages_per_block + pl.host_next
         pl.host_next += 1
         return ppn

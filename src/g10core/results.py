@@ -398,6 +398,10 @@ class Result:
         Keys set away from the reference value that this policy does not model.
     iteration_rule, breakdown_rule : str
         How the reported iteration time and breakdown are taken (default: the config's).
+    timeline : dict
+        What :meth:`write_timeline` draws beyond the kernel rows, recorded when the run was
+        asked for a timeline (``Simulator.run(..., timeline=True)``; empty otherwise); left
+        out of the JSON.
     """
 
     policy: str
@@ -418,6 +422,7 @@ class Result:
     ignored_parameters: tuple = ()  # config keys set away from the reference that this policy does not model
     iteration_rule: str | None = None   # None: the config's run.iteration_rule (else steady_mean)
     breakdown_rule: str | None = None   # None: the config's run.breakdown_rule (else partition)
+    timeline: dict = field(default_factory=dict)   # the recorder's arrays (timeline=True), not in the JSON
 
     def __post_init__(self):
         run = (self.config or {}).get("run", {}) if isinstance(self.config, dict) else {}
@@ -632,6 +637,27 @@ class Result:
             The file written.
         """
         return write_text_atomic(path, self.to_json(kernels))
+
+    def write_timeline(self, path) -> Path:
+        """Write the run's timeline to ``path`` atomically, in the trace-event JSON format that
+        ui.perfetto.dev and chrome://tracing open (:mod:`g10core.timeline`).
+
+        Every result has the kernel track (and, page level, the memory counters); the transfer,
+        fault-batch and garbage-collection tracks need a run made with ``timeline=True``.
+
+        Parameters
+        ----------
+        path : str or path
+            The file (``.json``); a device or pipe is written through.
+
+        Returns
+        -------
+        Path
+            The file written.
+        """
+        from .timeline import write_timeline
+
+        return write_timeline(self, path)
 
 
 def jsonable(obj):
