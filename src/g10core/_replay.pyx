@@ -259,11 +259,6 @@ cdef class Replay:
                 self.hint_idx += 1
                 if self.hint_idx == self.n_hints:
                     self.hint_idx = 0
-        if tl_new and not self.runs_kernels:
-            m = 0
-            for j in range(N_QUEUES):
-                m += self.bt.qlen[j]
-            self.tl.set_queued(m)
         if self.runs_kernels:
             return self.run_by_model(k, now)
         arrived = self.bt.faults_empty()
@@ -300,7 +295,11 @@ cdef class Replay:
             self.acc_cpu += fin[3] + fout[3]
             self.acc_ssd += fin[2] + fout[2]
             self.acc_un += fin[1] + fout[1]
+            if tl_new:
+                self.tl_queued()
             return 0
+        if tl_new:
+            self.tl_queued()
         row.iteration = self.iteration
         row.kernel = k
         if self.bt.waiting:
@@ -323,6 +322,15 @@ cdef class Replay:
         self.translation.push_back(j)
         memset(&mv, 0, sizeof(moved_row))          # the slots fill it (take_moved)
         return self.kernel_end(&row, &mv, end)
+
+    cdef void tl_queued(self) noexcept nogil:
+        """The timeline: pages in the transfer queues at a kernel's first attempt, once its hints
+        were applied and its missing pages queued as faults."""
+        cdef int64_t n = 0
+        cdef int j
+        for j in range(N_QUEUES):
+            n += self.bt.qlen[j]
+        self.tl.set_queued(n)
 
     cdef int take_moved(self) except -1 nogil:
         """The slot model: the pages the slots brought in since the last kernel row began (its

@@ -11,8 +11,9 @@ fault batches, never with pages:
   the cycle the last ended, and the pages moved (``tl_span``);
 * per fault batch and hint operation of the detailed preset: its start, end, pages in and
   out, units, GPU frames in use after it (``tl_op``);
-* per kernel execution: pages waiting in the transfer queues once its hints were applied
-  (slot model) and the SSD's garbage collection while it was current (``tl_exec``).
+* per kernel execution: pages waiting in the transfer queues at its first attempt, once its
+  hints were applied and its missing pages queued (slot model), and the SSD's garbage
+  collection while it was current (``tl_exec``).
 
 The replay calls :meth:`begin` when a new kernel execution starts (restarts of a waiting
 kernel do not count) and once more at the end of the run.
@@ -101,7 +102,7 @@ cdef class TimelineRecorder:
         self.current = exec_index
 
     cdef void set_queued(self, int64_t pages) noexcept nogil:
-        """Pages waiting in the transfer queues when the current execution's hints were applied."""
+        """Pages waiting in the transfer queues at the current execution's first attempt."""
         self.execs[self.current].queued_pages = pages
 
     def finish(self):

@@ -411,7 +411,7 @@ cdef struct tl_op:
 # Per kernel execution: what the SSD's garbage collection did and what waited for transfers
 # (numpy dtype codes.TL_EXEC_DTYPE).
 cdef struct tl_exec:
-    int64_t queued_pages       # pages waiting for a transfer once its hints were applied (slot model)
+    int64_t queued_pages       # pages queued for a transfer at its first attempt, its faults included (slot model)
     int64_t gc_first           # plane cycle the first GC work began (-1: no GC)
     int64_t gc_end             # plane cycle the last GC work ended
     int64_t gc_blocks          # blocks collected
