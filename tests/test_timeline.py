@@ -283,6 +283,8 @@ def test_an_unwritable_timeline_path_is_refused_before_the_run(trace_file, synth
     assert code == 2 and out == "" and "--timeline" in err and len(err.strip().splitlines()) == 1
     code, out, err = cli(capsys, "run", trace_file, "--policy", "g10", "--timeline", tmp_path)
     assert code == 2 and "is a folder" in err and out == ""
+    code, out, err = cli(capsys, "run", trace_file, "--policy", "g10", "--timeline", "-")
+    assert code == 2 and "give a file path" in err and out == ""
     code, out, err = cli(capsys, "report", "timeline", tmp_path / "missing.json")
     assert code == 2 and "Traceback" not in err
 

@@ -16,6 +16,8 @@ def _cmd_run(args) -> int:
     if args.kernels and args.json_path is None:
         raise ValueError("--kernels puts the per-kernel table into the JSON: give --json PATH (or --json -)")
     check_output_path(args.json_path, "--json")
+    if args.timeline == "-":
+        raise ValueError("--timeline -: give a file path (a timeline is a file for Perfetto, not text for stdout)")
     check_output_path(args.timeline, "--timeline")
     sim = Simulator(config_from_args(args))
     hint_file = read_hints(args.hints) if args.hints else None
