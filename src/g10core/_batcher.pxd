@@ -9,6 +9,7 @@ from g10core._types cimport queue_run, victim_t, traffic_row, N_QUEUES
 from g10core._pagetable cimport PageTable
 from g10core._evict cimport Evictor
 from g10core._device cimport Device
+from g10core._timeline cimport TimelineRecorder
 
 # recorded slot operations (for bulk repeats)
 cdef enum:
@@ -117,6 +118,10 @@ cdef class Batcher:
     cdef int64_t in_fault[4]
     cdef int64_t in_hint[4]
     cdef public int64_t requeued_pages     # pages of the running kernel evicted and re-queued as faults
+    # the slot's pages by cause (the timeline splits the traffic with them): brought in from the
+    # hint queues (prefetches) and sent out from the pre-eviction queues, by tier
+    cdef int64_t pf_cpu, pf_ssd, pre_cpu, pre_ssd
+    cdef public TimelineRecorder tl        # None: no timeline (nothing recorded)
 
     # queues
     cdef int push(self, int q, int64_t start, int64_t count, int32_t t, int8_t src) except -1 nogil
@@ -146,3 +151,4 @@ cdef class Batcher:
     cdef int64_t queue_span(self, int q, int64_t need, int8_t src, bint check_req, bint req) noexcept nogil
     cdef int64_t bulk_before_ready(self, int q, int64_t n) noexcept nogil
     cdef int apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil
+    cdef void tl_slots(self, int64_t start, int64_t n) noexcept nogil

@@ -6,10 +6,12 @@ import numpy as np
 from ._device import Device
 from ._evict import Evictor
 from ._pagetable import PageTable
+from ._timeline import TimelineRecorder
 
 BULK_REASONS: tuple[str, ...]
 
 class Batcher:
+    tl: TimelineRecorder | None
     tick: int
     tb: int
     irregular: bool

@@ -25,7 +25,9 @@ from ._types cimport (queue_run, victim_t, traffic_row,
                       TIER_NONE, TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
                       HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE,
                       Q_FAULT_SSD, Q_FAULT_HOST, Q_FAULT_ALLOC, Q_PREFETCH_SSD, Q_PREFETCH_HOST,
-                      Q_PREALLOC, Q_EVICT_SSD, Q_EVICT_HOST, N_QUEUES)
+                      Q_PREALLOC, Q_EVICT_SSD, Q_EVICT_HOST, N_QUEUES,
+                      TL_HOST_FAULT, TL_HOST_PREFETCH, TL_SSD_FAULT, TL_SSD_PREFETCH,
+                      TL_EVICT_HOST, TL_PREEVICT_HOST, TL_EVICT_SSD, TL_PREEVICT_SSD)
 
 import numpy as np
 
@@ -99,6 +101,8 @@ cdef class Batcher:
         for i in range(4):
             self.in_fault[i] = self.in_hint[i] = 0
         self.requeued_pages = 0
+        self.pf_cpu = self.pf_ssd = self.pre_cpu = self.pre_ssd = 0
+        self.tl = None
 
     # ======================================================================
     # queues
@@ -418,6 +422,11 @@ cdef class Batcher:
             self.in_fault[src] += k
         else:
             self.in_hint[src] += k
+            if kind != 1:                   # (rec_fetch counted them in in_cpu / in_ssd)
+                if src == TIER_SSD:
+                    self.pf_ssd += k
+                else:
+                    self.pf_cpu += k
         self.record_op(OP_IN, q, src, k)
         if self.n_sq_in and self.sq_inq[self.n_sq_in - 1] == q:
             self.sq_ink[self.n_sq_in - 1] += k
@@ -500,6 +509,10 @@ cdef class Batcher:
             self.pt.gpu_free += k
             self.pop(q, k)
             self.consumed[q] += k
+            if d == TIER_SSD:
+                self.pre_ssd += k
+            else:
+                self.pre_cpu += k
             self.record_op(OP_PREEVICT, q, d, k)
             if self.n_sq_pre and self.sq_preq[self.n_sq_pre - 1] == q and self.sq_predest[self.n_sq_pre - 1] == d:
                 self.sq_prek[self.n_sq_pre - 1] += k
@@ -578,6 +591,7 @@ cdef class Batcher:
         self.tb = now
         self.alloc_n = self.in_n = self.out_n = 0
         self.in_ssd = self.in_cpu = self.out_ssd = self.out_cpu = 0
+        self.pf_cpu = self.pf_ssd = self.pre_cpu = self.pre_ssd = 0
         self.forced_fetch = TIER_NONE
         self.forced_evict = TIER_NONE
         self.host_peak = self.pt.host_used
@@ -633,6 +647,8 @@ cdef class Batcher:
             st.host_to_gpu += self.in_cpu
             st.gpu_to_ssd += self.out_ssd
             st.gpu_to_host += self.out_cpu
+            if self.tl is not None:
+                self.tl_slots(now, 1)
         self.tb = now + self.tick        # the next slot (moved by a bulk repeat or an idle skip)
         self.n_slots_detailed += 1
         return 0
@@ -912,9 +928,23 @@ cdef class Batcher:
             st.host_to_gpu += t * self.in_cpu
             st.gpu_to_ssd += t * self.out_ssd
             st.gpu_to_host += t * self.out_cpu
+            if self.tl is not None:
+                self.tl_slots(self.tb, t)
         self.tb += t * self.tick
         self.n_slots_bulk += t
         return 0
+
+    cdef void tl_slots(self, int64_t start, int64_t n) noexcept nogil:
+        """The timeline: ``n`` slots like the current one from ``start`` moved its pages."""
+        cdef int64_t end = start + n * self.tick
+        self.tl.add(TL_HOST_FAULT, start, end, n * (self.in_cpu - self.pf_cpu))
+        self.tl.add(TL_HOST_PREFETCH, start, end, n * self.pf_cpu)
+        self.tl.add(TL_SSD_FAULT, start, end, n * (self.in_ssd - self.pf_ssd))
+        self.tl.add(TL_SSD_PREFETCH, start, end, n * self.pf_ssd)
+        self.tl.add(TL_EVICT_HOST, start, end, n * (self.out_cpu - self.pre_cpu))
+        self.tl.add(TL_PREEVICT_HOST, start, end, n * self.pre_cpu)
+        self.tl.add(TL_EVICT_SSD, start, end, n * (self.out_ssd - self.pre_ssd))
+        self.tl.add(TL_PREEVICT_SSD, start, end, n * self.pre_ssd)
 
     # ======================================================================
     # Python access

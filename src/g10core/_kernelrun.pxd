@@ -10,6 +10,7 @@ from g10core._evict cimport Evictor
 from g10core._fault cimport FaultModel
 from g10core._tlb cimport Translator
 from g10core._uvm cimport TierMap, VictimPicker, FarFaultHandler
+from g10core._timeline cimport TimelineRecorder
 
 cimport cython
 
@@ -84,6 +85,7 @@ cdef class KernelRunner(FaultModel):
     # ---- outputs ----
     cdef vector[int64_t] busy              # (start, end) of batches and hint transfers, coalesced (note_busy)
     cdef int64_t n_fast, n_simulated, n_steps, n_batches, n_resumes, n_inflight_waits
+    cdef public TimelineRecorder tl        # None: no timeline (nothing recorded)
 
     cdef bint _all_ready(self, int64_t k, cycle_t now) noexcept nogil
     cdef void _push(self, cycle_t t, int32_t s) noexcept nogil
@@ -96,3 +98,4 @@ cdef class KernelRunner(FaultModel):
     cdef int _step(self, int32_t s, cycle_t t) except -1 nogil
     cdef int _batch(self, cycle_t t) except -1 nogil
     cdef void _note_moves(self, bint demand) noexcept nogil
+    cdef void _tl_moves(self, int64_t kind, cycle_t start, cycle_t end, int64_t units) noexcept nogil

@@ -8,6 +8,7 @@ from ._fault import FaultModel
 from ._pagetable import PageTable
 from ._pcie import LinkCore
 from ._ssd import SSDCore
+from ._timeline import TimelineRecorder
 from ._tlb import Translator
 from ._uvm import FarFaultHandler, TierMap, VictimPicker
 
@@ -24,6 +25,7 @@ class EvictorPicker(VictimPicker):
     def __init__(self, pt: PageTable, ev: Evictor) -> None: ...
 
 class KernelRunner(FaultModel):
+    tl: TimelineRecorder | None         # the run's timeline recorder (None: none)
     def __init__(self, params: dict[str, Any], link: LinkCore, ssd: SSDCore, translator: Translator | None,
                  arrays: dict[str, np.ndarray], sms: int, use_evictor: bool, iterations: int,
                  max_idle_steps: int = ..., lpn_first: Sequence[int] | None = None) -> None: ...

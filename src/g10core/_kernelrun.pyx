@@ -47,7 +47,9 @@ from cython.operator cimport dereference as deref, preincrement as inc
 from ._types cimport (cycle_t, page_t, kernel_row, moved_row, traffic_row, victim_t,
                       TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
                       HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE,
-                      MOVE_FAULT, MOVE_PREFETCH, MOVE_HINT, MOVE_EVICT)
+                      MOVE_FAULT, MOVE_PREFETCH, MOVE_HINT, MOVE_EVICT, uvm_move,
+                      TL_HOST_FAULT, TL_HOST_PREFETCH, TL_SSD_FAULT, TL_SSD_PREFETCH,
+                      TL_EVICT_HOST, TL_PREEVICT_HOST, TL_EVICT_SSD, TL_PREEVICT_SSD)
 from ._pagetable cimport PageTable, g10_runmap
 from ._evict cimport Evictor
 from ._fault cimport FaultModel
@@ -301,6 +303,7 @@ cdef class KernelRunner(FaultModel):
         self.n_fast = self.n_simulated = self.n_steps = self.n_batches = 0
         self.n_resumes = self.n_inflight_waits = 0
         self.hint_in[0] = self.hint_in[1] = self.hint_in[2] = self.hint_in[3] = 0
+        self.tl = None
 
     def bind(self, PageTable pt, Evictor ev):
         """The replay's page table and evictor: build the tier map, the picker and the handler."""
@@ -346,6 +349,8 @@ cdef class KernelRunner(FaultModel):
             return 0
         if self.handler.moves.size():
             note_busy(self.busy, now, imax(done, now))
+            if self.tl is not None:
+                self._tl_moves(1 if action == HINT_TO_GPU else 2, now, imax(done, now), 0)
             if action == HINT_TO_GPU and done > self.inflight_until:
                 self.inflight_until = done
         return 0
@@ -524,6 +529,33 @@ cdef class KernelRunner(FaultModel):
             else:
                 self.mv.unallocated_prefetched_pages += n
 
+    cdef void _tl_moves(self, int64_t kind, cycle_t start, cycle_t end, int64_t units) noexcept nogil:
+        """The timeline: the latest batch's (kind 0) or hint's (1: prefetch, 2: pre-eviction)
+        transfers, each from ``start`` to when its pages were in place, and its record."""
+        cdef size_t j
+        cdef uvm_move* m
+        cdef int64_t n, n_in = 0, n_out = 0
+        cdef int ch
+        for j in range(self.handler.moves.size()):
+            m = &self.handler.moves[j]
+            n = m.end - m.first
+            if m.dst == TIER_GPU and (m.src == TIER_HOST or m.src == TIER_SSD):
+                if m.src == TIER_HOST:
+                    ch = TL_HOST_FAULT if m.cause == MOVE_FAULT else TL_HOST_PREFETCH
+                else:
+                    ch = TL_SSD_FAULT if m.cause == MOVE_FAULT else TL_SSD_PREFETCH
+                n_in += n
+            elif m.src == TIER_GPU and (m.dst == TIER_HOST or m.dst == TIER_SSD):
+                if m.dst == TIER_HOST:
+                    ch = TL_PREEVICT_HOST if kind == 2 else TL_EVICT_HOST
+                else:
+                    ch = TL_PREEVICT_SSD if kind == 2 else TL_EVICT_SSD
+                n_out += n
+            else:
+                continue                  # allocations and drops: no transfer
+            self.tl.add(ch, start, imax(m.done, start), n)
+        self.tl.op(kind, start, end, n_in, n_out, units, self.pt.gpu_pages - self.pt.gpu_free)
+
     cdef int _batch(self, cycle_t t) except -1 nogil:
         """Service one batch from t; SMs waiting on a page it brought resume at its end."""
         cdef cycle_t end = self.handler.service_batch(t), a
@@ -533,6 +565,8 @@ cdef class KernelRunner(FaultModel):
         self.n_batches += 1
         note_busy(self.busy, self.handler.last_start, end)
         self._note_moves(True)
+        if self.tl is not None:
+            self._tl_moves(0, self.handler.last_start, end, self.handler.batch.size())
         while i < self.waiting.size():
             s = self.waiting[i]
             c = &self.sm[s]

@@ -44,6 +44,8 @@ from ._batcher cimport Batcher, B_RESTART, B_IRREGULAR
 from ._fault cimport FaultModel, ProfileFaultModel
 from ._tlb cimport Translator, NoTranslation
 from ._device cimport Device, LinkDevice, SSDDevice
+from ._timeline cimport TimelineRecorder
+from ._ssd cimport SSDCore
 
 import numpy as np
 
@@ -123,6 +125,8 @@ cdef class Replay:
     cdef vector[moved_row] moved           # per kernel row: pages moved in for other causes
     cdef size_t n_taken                    # rows whose slot-model moves are final (take_moved)
     cdef vector[int64_t] translation       # per executed kernel: cycles address translation added
+    cdef TimelineRecorder tl               # None: no timeline (c["timeline"] false)
+    cdef int64_t tl_exec                   # the kernel execution the timeline counts in (-1: none yet)
 
     def __init__(self, dict c, dict arrays, ssd=None, link=None, FaultModel fault_model=None,
                  Translator translator=None):
@@ -196,6 +200,16 @@ cdef class Replay:
         self.cur = self.iteration = 0
         self.hint_idx = 0
         self.n_taken = 0
+        # the timeline, only when asked: the components then record per kernel and batch
+        self.tl_exec = -1
+        self.tl = None
+        if c.get("timeline", False):
+            ssd_core = getattr(ssd, "core", None) if self._devices is not None else None
+            self.tl = TimelineRecorder(self.n_iter * self.K,
+                                       ssd_core if isinstance(ssd_core, SSDCore) else None)
+            self.bt.tl = self.tl
+            if self.runs_kernels and hasattr(self.fm, "tl"):
+                self.fm.tl = self.tl
 
     # ======================================================================
     # kernel begin
@@ -213,6 +227,7 @@ cdef class Replay:
         cdef int64_t end
         cdef kernel_row row
         cdef moved_row mv
+        cdef bint tl_new = False
         if self.k_kernel != self.iteration * self.K + self.cur:
             self.take_moved()
             self.cur += 1
@@ -223,6 +238,10 @@ cdef class Replay:
         if self.iteration >= self.n_iter:
             return 1
         k = self.cur
+        if self.tl is not None and self.tl_exec != self.iteration * self.K + k:
+            self.tl_exec = self.iteration * self.K + k
+            self.tl.begin(self.tl_exec)
+            tl_new = True
         self.pt.pin(self.in_t + self.in_off[k], self.in_off[k + 1] - self.in_off[k],
                self.out_t + self.out_off[k], self.out_off[k + 1] - self.out_off[k])
         self.ev.kernel_begin(k, self.iteration)
@@ -276,7 +295,11 @@ cdef class Replay:
             self.acc_cpu += fin[3] + fout[3]
             self.acc_ssd += fin[2] + fout[2]
             self.acc_un += fin[1] + fout[1]
+            if tl_new:
+                self.tl_queued()
             return 0
+        if tl_new:
+            self.tl_queued()
         row.iteration = self.iteration
         row.kernel = k
         if self.bt.waiting:
@@ -299,6 +322,15 @@ cdef class Replay:
         self.translation.push_back(j)
         memset(&mv, 0, sizeof(moved_row))          # the slots fill it (take_moved)
         return self.kernel_end(&row, &mv, end)
+
+    cdef void tl_queued(self) noexcept nogil:
+        """The timeline: pages in the transfer queues at a kernel's first attempt, once its hints
+        were applied and its missing pages queued as faults."""
+        cdef int64_t n = 0
+        cdef int j
+        for j in range(N_QUEUES):
+            n += self.bt.qlen[j]
+        self.tl.set_queued(n)
 
     cdef int take_moved(self) except -1 nogil:
         """The slot model: the pages the slots brought in since the last kernel row began (its
@@ -450,6 +482,9 @@ cdef class Replay:
             out["fault_batches"] = self.fm.handler_stats()
             # the transfer slots' worth of time batches and hints waited for the SSD's queue
             out["ssd_throttled_ticks"] = out["fault_batches"]["ssd_wait_cycles"] // max(self.bt.tick, 1)
+        if self.tl is not None:
+            self.tl.finish()
+            out["timeline"] = self.tl.arrays()
         return out
 
     def dump(self):

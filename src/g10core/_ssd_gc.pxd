@@ -32,6 +32,9 @@ cdef struct ssd_gc:
     int32_t move_log_cap       # entries a plane's log takes before it is applied
     int32_t* move_log_n        # per plane: entries in its log
     uint32_t* move_count       # per plane: moves logged so far (wraps; compared for equality)
+    # the span of GC work (plane time) since the timeline last took it (_timeline.pyx); -1: none
+    int64_t gc_first
+    int64_t gc_end
     uint64_t rng[4]            # victim sampling (random, d-choices)
 
 cdef int gc_init(ssd_gc* g, const ssd_params* p, ssd_stats* st) noexcept nogil

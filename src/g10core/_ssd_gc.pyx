@@ -41,6 +41,7 @@ cdef int gc_init(ssd_gc* g, const ssd_params* p, ssd_stats* st) noexcept nogil:
     cdef int64_t N = p.blocks_per_plane, P = p.pages_per_block
     g.p = p[0]
     g.st = st
+    g.gc_first = g.gc_end = -1
     g.n_blocks = p.n_planes * N
     g.n_lists = (P + 1) if p.victim_policy == VICTIM_GREEDY else 1
     # victim lists are circular with one sentinel node each, after the blocks:
@@ -115,6 +116,10 @@ cdef int64_t host_alloc_open(ssd_gc* g, ssd_map* m, int64_t plane, cycle_t t) no
             start = _max(pl.busy_until, t)
             pl.busy_until = start + cost
             g.st.gc_busy_cycles += cost
+            if g.gc_first < 0 or start < g.gc_first:
+                g.gc_first = start
+            if start + cost > g.gc_end:
+                g.gc_end = start + cost
     ppn = <int64_t> pl.host_block * g.p.pages_per_block + pl.host_next
     pl.host_next += 1
     return ppn

@@ -369,3 +369,48 @@ cdef struct uvm_stats:
     int64_t shootdown_cycles   # cycles shootdowns added to batches
     int64_t blocks_created     # VA-block records created (touched blocks)
     int64_t max_blocks         # most VA-block records alive at once
+
+
+# ---- the timeline (_timeline.pyx records it when a run asks; timeline.py writes it) ----------
+# Costs follow kernels and fault batches, never pages: per kernel execution one span per
+# channel, per batch (detailed) one record.
+
+# Transfers by link direction and cause (codes.TL_CHANNELS names them).
+cdef enum:                     # TimelineChannel
+    TL_HOST_FAULT = 0          # host -> GPU, demand faults (and re-queued victims in the slot model)
+    TL_HOST_PREFETCH = 1       # host -> GPU, prefetches (a policy's hints; the detailed prefetcher)
+    TL_SSD_FAULT = 2           # SSD -> GPU, demand faults
+    TL_SSD_PREFETCH = 3        # SSD -> GPU, prefetches
+    TL_EVICT_HOST = 4          # GPU -> host, evictions to make room
+    TL_PREEVICT_HOST = 5       # GPU -> host, a policy's pre-evictions
+    TL_EVICT_SSD = 6           # GPU -> SSD, evictions to make room
+    TL_PREEVICT_SSD = 7        # GPU -> SSD, a policy's pre-evictions
+    TL_N = 8
+
+# One channel's transfers while one kernel execution was the current one (numpy dtype
+# codes.TL_SPAN_DTYPE).
+cdef struct tl_span:
+    int64_t first              # cycle the first of them began (-1: none)
+    int64_t end                # cycle the last of them ended
+    int64_t pages              # pages moved
+
+# One fault batch or hint operation of the detailed preset (numpy dtype codes.TL_OP_DTYPE).
+cdef struct tl_op:
+    int64_t exec_index         # kernel execution (iteration * kernels + kernel) it belongs to
+    int64_t kind               # 0: a fault batch; 1: a hint's prefetch; 2: a hint's pre-eviction
+    int64_t start              # cycle it began
+    int64_t end                # cycle its last page was in place
+    int64_t pages_in           # pages it moved to the GPU over the link (host or SSD)
+    int64_t pages_out          # pages it moved from the GPU over the link
+    int64_t units              # fault entries (migration units) a batch serviced
+    int64_t gpu_used           # GPU frames in use after it
+
+# Per kernel execution: what the SSD's garbage collection did and what waited for transfers
+# (numpy dtype codes.TL_EXEC_DTYPE).
+cdef struct tl_exec:
+    int64_t queued_pages       # pages queued for a transfer at its first attempt, its faults included (slot model)
+    int64_t gc_first           # plane cycle the first GC work began (-1: no GC)
+    int64_t gc_end             # plane cycle the last GC work ended
+    int64_t gc_blocks          # blocks collected
+    int64_t gc_copies          # valid pages copied
+    int64_t gc_busy_cycles     # plane time GC took (summed over planes)

@@ -78,3 +78,18 @@ def as_records(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if rows.dtype == dtype:
         return rows
     return np.ascontiguousarray(np.asarray(rows, np.int64).reshape(-1, len(dtype.names))).view(dtype).reshape(-1)
+
+# The timeline's records (_types.pxd: TimelineChannel, tl_span, tl_op, tl_exec).
+TL_CHANNELS = ("host_fault", "host_prefetch", "ssd_fault", "ssd_prefetch",
+               "evict_host", "preevict_host", "evict_ssd", "preevict_ssd")
+TL_N = len(TL_CHANNELS)
+TL_SPAN_DTYPE = np.dtype([("first", "<i8"), ("end", "<i8"), ("pages", "<i8")])
+TL_OP_KINDS = ("batch", "hint_prefetch", "hint_preevict")
+TL_OP_DTYPE = np.dtype([
+    ("exec_index", "<i8"), ("kind", "<i8"), ("start", "<i8"), ("end", "<i8"), ("pages_in", "<i8"),
+    ("pages_out", "<i8"), ("units", "<i8"), ("gpu_used", "<i8"),
+])
+TL_EXEC_DTYPE = np.dtype([
+    ("queued_pages", "<i8"), ("gc_first", "<i8"), ("gc_end", "<i8"), ("gc_blocks", "<i8"),
+    ("gc_copies", "<i8"), ("gc_busy_cycles", "<i8"),
+])

@@ -441,6 +441,10 @@ class Result:
     kernel_names : ndarray or None
         The trace's kernel names, by kernel index (the simulator passes the trace's own array, not
         a copy); the ``name`` column of :meth:`kernel_table`.  None: unknown.
+    timeline : dict
+        What :meth:`write_timeline` draws beyond the kernel rows, recorded when the run was
+        asked for a timeline (``Simulator.run(..., timeline=True)``; empty otherwise); left
+        out of the JSON.
     """
 
     policy: str
@@ -462,6 +466,7 @@ class Result:
     iteration_rule: str | None = None   # None: the config's run.iteration_rule (else steady_mean)
     breakdown_rule: str | None = None   # None: the config's run.breakdown_rule (else partition)
     kernel_names: object = None    # the trace's kernel_name array (a reference), or None
+    timeline: dict = field(default_factory=dict)   # the recorder's arrays (timeline=True), not in the JSON
 
     def __post_init__(self):
         run = (self.config or {}).get("run", {}) if isinstance(self.config, dict) else {}
@@ -772,6 +777,27 @@ class Result:
             The file written.
         """
         return write_text_atomic(path, self.to_json(kernels))
+
+    def write_timeline(self, path) -> Path:
+        """Write the run's timeline to ``path`` atomically, in the trace-event JSON format that
+        ui.perfetto.dev and chrome://tracing open (:mod:`g10core.timeline`).
+
+        Every result has the kernel track (and, page level, the memory counters); the transfer,
+        fault-batch and garbage-collection tracks need a run made with ``timeline=True``.
+
+        Parameters
+        ----------
+        path : str or path
+            The file (``.json``); a device or pipe is written through.
+
+        Returns
+        -------
+        Path
+            The file written.
+        """
+        from .timeline import write_timeline
+
+        return write_timeline(self, path)
 
 
 def _num(x) -> str:

@@ -255,6 +255,19 @@ def translator(cfg, trace: Trace, arrays: dict, t11):
     return tlb
 
 
+def timeline_data(raw: dict, consts: dict, *, detailed: bool) -> dict:
+    """What :mod:`g10core.timeline` draws, from the replay's output (``consts["timeline"]`` set):
+    the recorder's arrays, the kernel rows (a failed run's too) and the constants that scale them."""
+    tl = raw["timeline"]
+    return {"kernel_rows": as_columns(raw["kernels"], KERNEL_ROW_DTYPE),
+            "spans": tl["spans"], "ops": tl["ops"], "execs": tl["execs"],
+            "traffic": as_columns(raw["pcie"], TRAFFIC_ROW_DTYPE), "model": "batches" if detailed else "slots",
+            "freq_hz": int(consts["freq_hz"]), "page_bytes": int(consts.get("page_bytes", 4096)),
+            "tick_cycles": int(consts["tick_cycles"]), "gpu_pages": int(consts["gpu_pages"]),
+            "host_pages": int(consts["host_pages"]), "kernels_per_iteration": int(consts["kernels"]),
+            "iterations": int(consts["iterations"])}
+
+
 def victims_by_evictor(cfg, rule) -> bool:
     """Whether the far-fault handler asks the eviction rule ``rule`` for its victims
     (``fault.victims``: evictor, or policy with a rule other than the arrival order), rather
@@ -672,7 +685,7 @@ class Simulator:
         """GPU memory in bytes (whole pages of ``gpu.page_size_bytes``)."""
         return self.constants.gpu_pages * self.config.gpu.page_size_bytes
 
-    def run(self, trace, policy, hints=None, *, eviction=None) -> Result:
+    def run(self, trace, policy, hints=None, *, eviction=None, timeline: bool = False) -> Result:
         """Simulate ``trace`` under ``policy`` and return its result.
 
         Parameters
@@ -690,6 +703,10 @@ class Simulator:
             An eviction rule replacing the policy's (page level): a name of
             ``g10core.evictors`` (``arrival``, ``deepum``, ``belady``) or ``FILE.py:FUNC``, a
             score function compiled with numba.
+        timeline : bool
+            Record what the timeline needs (page level: transfers per kernel and link direction,
+            fault batches and SSD garbage collection under ``detailed``; ``docs/guide/timeline.md``)
+            so that :meth:`Result.write_timeline` can draw them; the numbers do not change.
 
         Returns
         -------
@@ -756,6 +773,8 @@ class Simulator:
                       trace=ident, quirks=tuple(pol.hand_tuned_factors(trace)), ignored_parameters=ignored,
                       iteration_rule=cfg.run.iteration_rule, breakdown_rule=cfg.run.breakdown_rule,
                       kernel_names=trace.kernel_name)     # the trace's own array: the table's name column
+        if timeline:
+            common["timeline"] = {}        # asked for: a page-level replay records, the others draw kernels
         meta = {}
         t0 = time.perf_counter()
         plan = pol.plan(trace, cfg, hints=hints, eviction=eviction)
@@ -801,6 +820,7 @@ class Simulator:
                                                    first_pages=first_pages)
         hinted = trace.tensor_pages[hints["tensor"]].sum() if hints.size and plan.apply_hints else 0
         consts["max_ticks"] = tick_budget(consts, trace, t00, int(hinted))
+        consts["timeline"] = "timeline" in common
         tlb = translator(cfg, trace, arrays, t11)
         use_evictor = victims_by_evictor(cfg, rule)
         runner = kernel_runner(cfg, consts, arrays, devices, tlb, trace, use_evictor) if is_batched(cfg) else None
@@ -837,6 +857,8 @@ class Simulator:
         problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees)
         if problems:
             raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: " + "; ".join(problems))
+        if "timeline" in raw:
+            common["timeline"] = timeline_data(raw, consts, detailed=runner is not None)
         final = raw["final"]
         counters = {"ticks": dict(raw["ticks"]), "events": dict(raw["events"]),
                     "final_gpu_used_pages": consts["gpu_pages"] - final["gpu_free"],

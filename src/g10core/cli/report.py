@@ -75,6 +75,21 @@ def _cmd_report_fig11(args) -> int:
     return EXIT_OK
 
 
+def _cmd_report_timeline(args) -> int:
+    from ..experiments.report import plot_timeline, timeline_summary
+    from ..timeline import read_timeline
+
+    from .common import check_output_path
+
+    check_output_path(args.plot, "--plot")
+    doc = read_timeline(args.path)
+    print(timeline_summary(doc))
+    if args.plot:
+        plot_timeline(doc, args.plot)
+        print(f"wrote {args.plot}")
+    return EXIT_OK
+
+
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("report", help="re-print or re-plot saved results",
                               description="Print the table (and draw the chart) of a saved reproduction.")
@@ -84,6 +99,13 @@ def add_parser(subparsers) -> None:
     f.add_argument("--plot", metavar="PATH.png", help="also draw the bar chart")
     add_json_option(f)
     f.set_defaults(func=_cmd_report_fig11)
+    t = sub.add_parser("timeline", help="summarise and draw a `g10sim run --timeline` file",
+                       description="Print the tracks of a timeline (g10sim run --timeline FILE.json: spans per "
+                                   "track and the time they cover, counter peaks) and, with --plot, draw them as a "
+                                   "picture (for papers, and machines without a browser for ui.perfetto.dev).")
+    t.add_argument("path", metavar="FILE.json", help="written by g10sim run --timeline (any trace-event JSON)")
+    t.add_argument("--plot", metavar="PATH.png", help="draw the tracks and the memory counters on one time axis")
+    t.set_defaults(func=_cmd_report_timeline)
     from ..experiments.reproduce import FIGURES, SWEEP_FIGURES
 
     for name in SWEEP_FIGURES:

@@ -16,6 +16,9 @@ def _cmd_run(args) -> int:
     if args.kernels and args.json_path is None:
         raise ValueError("--kernels puts the per-kernel table into the JSON: give --json PATH (or --json -)")
     check_output_path(args.json_path, "--json")
+    if args.timeline == "-":
+        raise ValueError("--timeline -: give a file path (a timeline is a file for Perfetto, not text for stdout)")
+    check_output_path(args.timeline, "--timeline")
     sim = Simulator(config_from_args(args))
     hint_file = read_hints(args.hints) if args.hints else None
     policy = args.policy
@@ -35,7 +38,7 @@ def _cmd_run(args) -> int:
             policy = "g10"
     with simulation_failures(f"{args.trace} under {policy}"), \
             heartbeat(f"{args.trace} under {policy}", enabled=not args.no_progress):
-        result = sim.run(args.trace, policy, hint_file, eviction=args.eviction)
+        result = sim.run(args.trace, policy, hint_file, eviction=args.eviction, timeline=args.timeline is not None)
     if human(args):
         print(format_run_summary(result))
     if args.json_path is not None:
@@ -43,6 +46,10 @@ def _cmd_run(args) -> int:
             sys.stdout.write(result.to_json(kernels=args.kernels))
         else:
             result.write_json(args.json_path, kernels=args.kernels)
+    if args.timeline is not None:                # (a failed run's too: what ran before it failed)
+        result.write_timeline(args.timeline)
+        if human(args):
+            print(f"wrote {args.timeline} (open it in ui.perfetto.dev or chrome://tracing)")
     if result.failed:                            # the exit-1 line, as a run that raises prints it
         reason = " ".join(str(result.failure_reason).split())
         print(f"g10sim: simulation failed: {args.trace} under {policy}: {reason}", file=sys.stderr)
@@ -74,6 +81,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--kernels", action="store_true",
                    help="put the per-kernel table into the JSON too (needs --json; the same columns for every "
                         "policy level, g10core.results.KERNEL_TABLE_COLUMNS)")
+    p.add_argument("--timeline", metavar="FILE.json",
+                   help="also write the run as a timeline for ui.perfetto.dev or chrome://tracing (trace-event "
+                        "JSON): kernels, transfers per link direction, fault batches and SSD GC (detailed), "
+                        "memory counters; `g10sim report timeline FILE.json --plot x.png` draws it")
     p.add_argument("--no-progress", action="store_true",
                    help="no heartbeat on stderr (by default a run longer than 5 s prints a line every 15 s)")
     p.set_defaults(func=_cmd_run)

@@ -13,6 +13,8 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+
 from .published import (
     FIG11_POLICIES, HEADLINE_G10_FRACTION_OF_IDEAL, HEADLINE_SPEEDUP_OVER_BEST_PRIOR, MODEL_LABELS,
     POLICY_LABELS, PRIOR_BASELINES, STATE_OF_THE_ART,
@@ -1018,3 +1020,113 @@ def _plot_fig19(rows):
     ax.tick_params(axis="y", labelsize=7)
     ax.legend(ncol=len(sigmas), fontsize=7, frameon=False, loc="upper center")
     return fig
+
+
+# ---- a run's timeline (g10core.timeline) as a picture -------------------------------------------
+
+# span colours by the span's name (kernels alternate two blues, so neighbours stay apart)
+_TIMELINE_COLORS = {"fault": "#e41a1c", "prefetch": "#4daf4a", "evict": "#ff7f00", "pre-evict": "#984ea3",
+                    "batch": "#666666", "GC": "#a65628"}
+_KERNEL_COLORS = ("#377eb8", "#9ecae1")
+
+
+def timeline_summary(doc) -> str:
+    """The text ``g10sim report timeline`` prints: what ran, then per track its spans and the time
+    they cover, per counter its peak."""
+    from ..timeline import tracks
+
+    t = tracks(doc)
+    o = t["other"]
+    lines = []
+    if o:
+        head = f"{o.get('trace', '?')} under {o.get('policy', '?')} ({o.get('preset', '?')})"
+        if o.get("failed"):
+            head += f": failed: {o.get('failure_reason')}"
+        lines.append(head)
+        if not o.get("transfers_recorded", True):
+            lines.append("  (transfers not recorded: kernels and memory only)")
+    width = max([len(f"{p} / {n}") for p, n, *_ in t["spans"]] + [len(n) for n in t["counters"]] + [10])
+    for p, n, starts, durs, _names in t["spans"]:
+        busy = float(np.sum(durs)) if len(durs) else 0.0
+        lines.append(f"  {f'{p} / {n}':<{width}}  {len(starts):>8} spans  {busy * 1e-6:>12.6f} s covered")
+    for name, (_ts, v, unit) in t["counters"].items():
+        lines.append(f"  {name:<{width}}  peak {float(np.max(v)) if len(v) else 0:g} {unit}")
+    return "\n".join(lines)
+
+
+def timeline_figure(doc, *, title: str | None = None):
+    """The matplotlib ``Figure`` of a timeline document (:func:`g10core.timeline.read_timeline`):
+    one row per track (kernels, iterations, link directions, batches, GC) and the memory counters
+    below, on one time axis."""
+    from ..timeline import tracks
+
+    t = tracks(doc)
+    spans, counters = t["spans"], t["counters"]
+    end_us = max([float(np.max(s + d)) for _p, _n, s, d, _ in spans if len(s)]
+                 + [float(np.max(ts)) for ts, _v, _u in counters.values() if len(ts)] + [1.0])
+    scale, unit = (1e-6, "s") if end_us >= 2e6 else (1e-3, "ms") if end_us >= 2e3 else (1.0, "µs")
+    rows = max(len(spans), 1)
+    fig = _new_figure(10.0, 0.26 * rows + (2.2 if counters else 0.8))
+    gs = fig.add_gridspec(2 if counters else 1, 1, height_ratios=[0.26 * rows, 1.6][:2 if counters else 1],
+                          hspace=0.08)
+    ax = fig.add_subplot(gs[0])
+    labels = []
+    for i, (p, n, starts, durs, names) in enumerate(spans):
+        y = rows - 1 - i
+        if not len(starts):
+            labels.append(f"{p}: {n}")
+            continue
+        colors = [_TIMELINE_COLORS.get(nm) or _KERNEL_COLORS[j % 2] for j, nm in enumerate(names)]
+        ax.broken_barh(list(zip(starts * scale, durs * scale)), (y - 0.38, 0.76), facecolors=colors,
+                       edgecolors=colors, linewidth=0.3)
+        labels.append(f"{p}: {n}")
+    ax.set_yticks(range(rows))
+    ax.set_yticklabels(list(reversed(labels)) if labels else [""], fontsize=7)
+    ax.set_ylim(-0.6, rows - 0.4)
+    ax.set_xlim(0, end_us * scale)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.xaxis.grid(linewidth=0.3)
+    ax.set_axisbelow(True)
+    if counters:
+        ax.tick_params(axis="x", labelbottom=False)
+        cx = fig.add_subplot(gs[1], sharex=ax)
+        gib = {k: v for k, v in counters.items() if v[2] == "GiB"}
+        other = {k: v for k, v in counters.items() if v[2] != "GiB"}
+        for j, (name, (ts, v, _u)) in enumerate(gib.items()):
+            cx.step(np.append(ts, end_us) * scale, np.append(v, v[-1] if len(v) else 0), where="post",
+                    color=f"C{j}", linewidth=0.9, label=f"{name} (GiB)")
+        cx.set_ylabel("GiB", fontsize=7)
+        cx.tick_params(labelsize=7)
+        handles, names = cx.get_legend_handles_labels()
+        if other:
+            tx = cx.twinx()
+            for j, (name, (ts, v, u)) in enumerate(other.items()):
+                tx.step(np.append(ts, end_us) * scale, np.append(v, v[-1] if len(v) else 0), where="post",
+                        color="#444444", linewidth=0.7, linestyle="--", label=f"{name} ({u}, right)")
+            tx.set_ylabel(", ".join(sorted({u for _t, _v, u in other.values()})), fontsize=7)
+            tx.tick_params(labelsize=7)
+            tx.ticklabel_format(axis="y", style="plain", useOffset=False)
+            h2, n2 = tx.get_legend_handles_labels()
+            handles, names = handles + h2, names + n2
+        if handles:
+            cx.legend(handles, names, fontsize=6, frameon=False, loc="upper center", ncol=3,
+                      bbox_to_anchor=(0.5, -0.32))
+        cx.set_xlabel(f"time ({unit})", fontsize=8)
+        cx.xaxis.grid(linewidth=0.3)
+    else:
+        ax.set_xlabel(f"time ({unit})", fontsize=8)
+    o = t["other"]
+    if title is None and o:
+        title = f"{o.get('trace', '')} under {o.get('policy', '')} ({o.get('preset', '')})"
+    if title:
+        fig.suptitle(title, fontsize=9)
+    height = fig.get_figheight()
+    fig.subplots_adjust(left=0.2, right=0.93, top=1 - (0.45 if title else 0.15) / height,
+                        bottom=(0.85 if counters else 0.45) / height)
+    return fig
+
+
+def plot_timeline(doc, path, *, title: str | None = None) -> Path:
+    """Draw a timeline document (:func:`timeline_figure`) to ``path`` (matplotlib Agg, written
+    atomically; the format from the suffix, PNG by default)."""
+    return _save(timeline_figure(doc, title=title), path)
