@@ -117,6 +117,12 @@ cdef class Batcher:
     cdef int64_t in_fault[4]
     cdef int64_t in_hint[4]
     cdef public int64_t requeued_pages     # pages of the running kernel evicted and re-queued as faults
+    # per tensor, pages re-queued during the replay's current wait (rq_wait: its number; a
+    # count whose mark is older belongs to an earlier wait): what a stopped run names
+    cdef public int64_t rq_wait
+    cdef int64_t* rq_pages
+    cdef int64_t* rq_mark
+    cdef object _keep
 
     # queues
     cdef int push(self, int q, int64_t start, int64_t count, int32_t t, int8_t src) except -1 nogil
@@ -124,6 +130,8 @@ cdef class Batcher:
     cdef bint faults_empty(self) noexcept nogil
     cdef bint all_empty(self) noexcept nogil
     cdef int apply_hint(self, int32_t t, int8_t action) except -1 nogil
+    cdef int64_t queued(self) noexcept nogil
+    cdef void note_requeue(self, int32_t t, int64_t k) noexcept nogil
     cdef int fault_tensor(self, int32_t t, int64_t* info) except -1 nogil
 
     # the slot
