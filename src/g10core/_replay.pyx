@@ -63,6 +63,7 @@ cdef int64_t C_GUARD_SLACK = GUARD_SLACK_SLOTS
 cdef enum:
     STOP_WAIT = 1                          # Replay.stuck: the progress guard of a waiting kernel
     STOP_BUDGET = 2                        # ... the run's slot budget (max_ticks)
+    STOP_RUNNER = 3                        # ... the guard of a fault model that runs kernels
 
 
 class NoProgress(RuntimeError):
@@ -498,12 +499,20 @@ cdef class Replay:
 
     def run(self):
         """Replay every iteration; returns the raw outputs (``simulator.py`` turns them into a Result)."""
-        with nogil:
-            self._run()
-            self.take_moved()
+        state = None
+        try:
+            with nogil:
+                self._run()
+                self.take_moved()
+        except RuntimeError as exc:
+            # the detailed preset's kernel runner stops a kernel in which no SM advances
+            if not (self.runs_kernels and getattr(self.fm, "livelocked", False)):
+                raise
+            self.stuck = STOP_RUNNER
+            state = " ".join(str(exc).split())
         out = self._outputs()
         if self.stuck:
-            raise NoProgress(self._state(), out, self._stuck_info())
+            raise NoProgress(state or self._state(), out, self._stuck_info())
         return out
 
     def _stuck_info(self):
@@ -515,7 +524,7 @@ cdef class Replay:
         for j in range(self.out_off[k], self.out_off[k + 1]):
             tensors.append(int(self.out_t[j]))
         return {
-            "guard": "wait" if self.stuck == STOP_WAIT else "budget",
+            "guard": {STOP_WAIT: "wait", STOP_BUDGET: "budget", STOP_RUNNER: "sm_steps"}[self.stuck],
             "kernel": int(k), "iteration": int(self.iteration),
             "waiting": bool(self.bt.waiting),
             "tensors": list(dict.fromkeys(tensors)),
@@ -528,6 +537,7 @@ cdef class Replay:
             "slots_without_progress": int(self.slots_run() - (self.slots_at_progress if self.stuck == STOP_WAIT
                                                               else self.slots_at_advance)),
             "slot_budget": int(self.wait_budget if self.stuck == STOP_WAIT else self.max_slots),
+            "max_idle_steps": int(getattr(self.fm, "max_idle_steps", 0)) if self.runs_kernels else 0,
             "queued_pages": int(self.bt.queued()),
             "cycle": int(self.bt.tb),
         }

@@ -124,7 +124,8 @@ def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
             "throttled_ticks": int(raw.get("ssd_throttled_ticks", 0)),
             "user_capacity_pages": int(ssd.core.logical_pages),
         },
-        "link_utilisation": {d: ls[d]["utilisation"] for d in ("to_device", "from_device")},
+        # (none when nothing ran: a run stopped in its first kernel)
+        "link_utilisation": {d: ls[d].get("utilisation") for d in ("to_device", "from_device")},
     }
 
 
@@ -513,6 +514,10 @@ def no_progress_reason(info: dict, trace: Trace, rule, consts: dict, given_hints
                     f"pages it waits for did not come in")
         text = (f"{kernel} never started: {what}; the run stopped after {slots:,} transfer slots in which the "
                 f"pages queued for the GPU reached no new low ({needs})")
+    elif info.get("guard") == "sm_steps":
+        steps = int(info.get("max_idle_steps", 0))
+        text = (f"{kernel}: no SM advanced in {steps:,} SM steps and fault batches in a row under eviction rule "
+                f"{rule.label} (livelock: the fault handler keeps evicting pages the SMs wait for); the run stopped")
     else:
         text = f"no kernel ended for {slots:,} transfer slots under eviction rule {rule.label}"
         if info.get("waiting"):
