@@ -21,17 +21,13 @@ transfer, it ends t11 later; otherwise every missing page is queued as a fault a
 kernel waits until the batcher has brought them, then ends at the later of
 (first attempt + t11 + fault time) and now.
 
-Progress guard: a waiting kernel whose queues make no progress stops the run.  While a
-kernel waits, no new work enters the queues but pages of the running kernel that an
-eviction sends back (re-queued as faults), so every slot that moves pages for good
-shrinks them; the run stops when the queued pages have not reached a new low for
-``progress_factor`` times the slots that the kernel's own pages and the work queued when
-it began to wait take at the smallest per-slot quota (plus ``GUARD_SLACK_SLOTS``): the
-rule keeps evicting what the kernel needs, or nothing can move.  Slots the SSD throttles
-do not count (they wait on the device: progress, however slow).  A second, looser
-bound: no kernel has ended for ``max_ticks`` slots.  Either raises :class:`NoProgress`,
-which carries the outputs up to there (the kernels that ended) and what the waiting
-kernel was doing; ``simulator.py`` turns it into a failed result that keeps them.
+Progress guard: while a kernel waits, only its own evicted pages re-enter the queues, so
+a slot that moves pages for good shrinks them.  The run stops when the queued pages reach
+no new low for ``progress_factor`` x the slots the kernel's pages and the work queued at
+its first attempt take at the smallest quota (+ ``GUARD_SLACK_SLOTS``), or when no kernel
+ends for ``max_ticks`` slots (slots the SSD throttles count for neither: they wait on the
+device).  It raises :class:`NoProgress` with the outputs so far; ``simulator.py`` makes it
+a failed result that keeps the kernels that ended.
 
 The Python layer (``simulator.py``) validates every input and builds the evictor (the rule
 ``evictors.py`` resolved); nothing here checks but that the evictor's page table is the
@@ -67,12 +63,8 @@ cdef enum:
 
 
 class NoProgress(RuntimeError):
-    """The replay stopped making progress (see the module's "Progress guard").
-
-    ``raw``: the outputs up to there, as :meth:`Replay.run` returns them (the kernels that
-    ended); ``info``: the waiting kernel, what was re-queued while it waited, the slots.
-    The message is the replay's state (a RuntimeError, as it was before it carried them).
-    """
+    """The replay made no progress (module docstring).  ``raw``: the outputs so far, as
+    :meth:`Replay.run` returns them; ``info``: the waiting kernel, what it re-queued, the slots."""
 
     def __init__(self, message, raw, info):
         super().__init__(message)
