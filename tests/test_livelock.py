@@ -74,6 +74,8 @@ def test_largest_tensor_first_finishes(trace, largest):
     cfg = config_for(trace)
     r = Simulator(cfg).run(trace, "base-uvm", eviction=largest)
     assert not r.failed and len(r.iterations) == 2
+    shipped = Simulator(cfg).run(trace, "base-uvm", eviction="largest_tensor_first.py:score")
+    assert [it.time_s for it in shipped.iterations] == [it.time_s for it in r.iterations]
     assert r.counters["evictor"]["victim_tensors_chosen"] > 0
     assert r.iteration_time_s >= Simulator(cfg).run(trace, "ideal").iteration_time_s
 
@@ -108,6 +110,13 @@ def test_a_user_rule_is_never_offered_a_running_kernels_tensor(trace, tmp_path, 
     offer_running(monkeypatch)
     with pytest.raises(evictors.EvictionRuleError, match="returned NaN"):
         Simulator(cfg).run(trace, "base-uvm", eviction=f"{path}:score")
+
+
+@pytest.mark.slow
+def test_largest_tensor_first_finishes_on_bert():
+    """The run of issue 34: 183 s into the replay's budget, then exit 1 without a result."""
+    r = Simulator().run("bert_base-b256", "base-uvm", eviction="largest_tensor_first.py:score")
+    assert not r.failed and len(r.iterations) == 3 and "no_progress" not in r.counters
 
 
 def two_kernel_table():
