@@ -17,7 +17,7 @@ import pytest
 from g10core import simulator as S
 from g10core.cli import main
 from g10core.config import resolve
-from g10core.errors import CannotFit, SimulationError
+from g10core.errors import CannotFit
 from g10core.simulator import Simulator
 from g10core.workload.synth import synthesize
 from g10core.workload.trace import Trace, write_trace
@@ -222,14 +222,19 @@ def test_no_progress_is_a_failed_run_in_one_line(small_training, monkeypatch, tm
         return runner
 
     monkeypatch.setattr(S, "kernel_runner", impatient)
-    with pytest.raises(SimulationError, match="no SM advanced"):
-        Simulator(cfg(*SMALL)).run(small_training, "base-uvm")
+    r = Simulator(cfg(*SMALL)).run(small_training, "base-uvm")
+    # a failed result that keeps the kernels that ended (tests/test_livelock.py)
+    info = r.counters["no_progress"]
+    assert r.failed and info["guard"] == "sm_steps" and info["max_idle_steps"] == 3
+    assert r.failure_reason.startswith(f"kernel {info['kernel']} (") and "no SM advanced in 3 SM steps" in r.failure_reason
+    assert len(r.kernels["kernel"]) == info["iteration"] * small_training.n_kernels + info["kernel"]
     path = tmp_path / "synth_training-b3.h5"
     write_trace(small_training, path)
     code = main(["run", str(path), "--policy", "base-uvm", "--preset", "detailed",
-                 *[a for s in SMALL for a in ("--set", s)]])
+                 *[a for s in SMALL for a in ("--set", s)], "--json", str(tmp_path / "r.json")])
     out, err = capsys.readouterr()
     assert code == 1 and len(err.strip().splitlines()) == 1 and "livelock" in err and "Traceback" not in err
+    assert json.loads((tmp_path / "r.json").read_text())["failed"] is True
 
 
 def test_a_heavily_throttled_ssd_is_slow_not_livelocked(small_training):

@@ -122,6 +122,12 @@ cdef class Batcher:
     # hint queues (prefetches) and sent out from the pre-eviction queues, by tier
     cdef int64_t pf_cpu, pf_ssd, pre_cpu, pre_ssd
     cdef public TimelineRecorder tl        # None: no timeline (nothing recorded)
+    # per tensor, pages re-queued during the replay's current wait (rq_wait: its number; a
+    # count whose mark is older belongs to an earlier wait): what a stopped run names
+    cdef public int64_t rq_wait
+    cdef int64_t* rq_pages
+    cdef int64_t* rq_mark
+    cdef object _keep
 
     # queues
     cdef int push(self, int q, int64_t start, int64_t count, int32_t t, int8_t src) except -1 nogil
@@ -129,6 +135,8 @@ cdef class Batcher:
     cdef bint faults_empty(self) noexcept nogil
     cdef bint all_empty(self) noexcept nogil
     cdef int apply_hint(self, int32_t t, int8_t action) except -1 nogil
+    cdef int64_t queued(self) noexcept nogil
+    cdef void note_requeue(self, int32_t t, int64_t k) noexcept nogil
     cdef int fault_tensor(self, int32_t t, int64_t* info) except -1 nogil
 
     # the slot

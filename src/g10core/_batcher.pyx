@@ -101,6 +101,13 @@ cdef class Batcher:
         for i in range(4):
             self.in_fault[i] = self.in_hint[i] = 0
         self.requeued_pages = 0
+        keep = {"rq_pages": np.zeros(max(pt.n_tensors, 1), np.int64),
+                "rq_mark": np.full(max(pt.n_tensors, 1), -1, np.int64)}
+        cdef int64_t[::1] v64
+        v64 = keep["rq_pages"]; self.rq_pages = &v64[0]
+        v64 = keep["rq_mark"]; self.rq_mark = &v64[0]
+        self._keep = keep
+        self.rq_wait = 0
         self.pf_cpu = self.pf_ssd = self.pre_cpu = self.pre_ssd = 0
         self.tl = None
 
@@ -135,6 +142,27 @@ cdef class Batcher:
 
     cdef bint faults_empty(self) noexcept nogil:
         return self.qlen[Q_FAULT_SSD] == 0 and self.qlen[Q_FAULT_HOST] == 0 and self.qlen[Q_FAULT_ALLOC] == 0
+
+    cdef int64_t queued(self) noexcept nogil:
+        """Pages in all queues."""
+        cdef int64_t s = 0
+        cdef int i
+        for i in range(N_QUEUES):
+            s += self.qlen[i]
+        return s
+
+    cdef void note_requeue(self, int32_t t, int64_t k) noexcept nogil:
+        """k pages of tensor t (the running kernel's) were evicted and re-queued as faults."""
+        self.requeued_pages += k
+        if self.rq_mark[t] != self.rq_wait:
+            self.rq_mark[t] = self.rq_wait
+            self.rq_pages[t] = 0
+        self.rq_pages[t] += k
+
+    def requeued_in_wait(self):
+        """{tensor: pages re-queued} during the current wait (``rq_wait``)."""
+        cdef int64_t t
+        return {t: self.rq_pages[t] for t in range(self.pt.n_tensors) if self.rq_mark[t] == self.rq_wait}
 
     cdef bint all_empty(self) noexcept nogil:
         cdef int i
@@ -246,7 +274,7 @@ cdef class Batcher:
         self.pt.assign(v.tensor, v.page, v.page + k, dest, 1 if requeue else 0)
         if requeue:
             self.push(fault_queue_of(dest), v.page, k, v.tensor, dest)
-            self.requeued_pages += k
+            self.note_requeue(v.tensor, k)
         if dest == TIER_NOT_PRESENT:
             self.pt.n_dropped += k
         if self.devices:
@@ -502,7 +530,7 @@ cdef class Batcher:
             self.pt.assign(f.tensor, f.start, f.start + k, d, 1 if requeue else 0)
             if requeue:
                 self.push(fault_queue_of(d), f.start, k, f.tensor, d)
-                self.requeued_pages += k
+                self.note_requeue(f.tensor, k)
                 self.irregular = True
                 self.bulk_stat[B_PREEVICT_REQUEUE] += 1
             self.pt.depart(f.start, k)

@@ -60,9 +60,12 @@ cdef class ScoreEvictor(Evictor):
     # the run; the first one's inputs are kept for the error the Python layer raises.
     cdef int64_t n_failed
     cdef int64_t failed_args[7]
+    # a user's rule: the running kernel's tensors are never scored; a fault that finds no
+    # other page takes the oldest-arrived of them (Belady's score ranks them last anyway)
+    cdef bint skip_running
     cdef object _keep
 
-    cdef int32_t choose(self) noexcept nogil
+    cdef int32_t choose(self, bint is_pf) noexcept nogil
     cdef void _note_failure(self, int32_t t, int64_t last, int64_t nxt) noexcept nogil
     cdef int64_t next_use(self, int32_t t) noexcept nogil
     cdef int64_t last_use(self, int32_t t) noexcept nogil

@@ -19,6 +19,18 @@ treatment), evicts some of them, and reports it with ``taken``.  Rules:
   kernel begins.  Belady's MIN ("belady") is the score "next use"; a user's rule is a
   compiled callback (``evictors.py`` compiles Python functions with numba).  Pages of a
   tensor whose data is dead at the running kernel are dropped without a transfer.
+  The running kernel's tensors are never offered to a user's score: evicting them only
+  re-queues them as faults, and a score that prefers them (largest tensor first) evicts
+  the waiting kernel's own pages for ever.  When nothing else can leave, a fault takes
+  the oldest-arrived of them (their pages in transfer aside) and a prefetch stalls.
+  Belady's score ranks them last by construction (their next use is now, every other
+  tensor's later), so it meets the same last resort; it still scores them.
+
+The running kernel's pages under the other rules: ``arrival`` takes the oldest page,
+whichever tensor it belongs to (the published simulator's order); ``deepum``'s window
+covers the running kernel (its prefetches never take its pages) but a fault takes the
+oldest page, as the published simulator does.  Both take pages in arrival order, and a
+page of the running kernel that leaves comes back at the back of that order.
 
 Kernel indices given to scores count on into the next iteration (kernel k of the next
 iteration is K + k); a tensor with no use left in the simulated iterations has next use
@@ -351,10 +363,12 @@ cdef class ScoreEvictor(Evictor):
     ``uses``: dict with ``off`` and ``kernels``, every tensor's uses in ascending kernel
     order (CSR); ``n_iterations``: iterations simulated (no use exists after the last).
     ``callback``: None for Belady's rule, else an object whose ``address`` is a C
-    function with the signature of ``score_fn_t`` (a numba ``cfunc``).
+    function with the signature of ``score_fn_t`` (a numba ``cfunc``).  ``offer_running``:
+    whether the running kernel's tensors are scored (None: for Belady's rule only).
     """
 
-    def __init__(self, PageTable pt, dict uses, int64_t n_kernels, int64_t n_iterations, callback=None):
+    def __init__(self, PageTable pt, dict uses, int64_t n_kernels, int64_t n_iterations, callback=None,
+                 offer_running=None):
         Evictor.__init__(self, pt)
         keep = {}
         cdef int64_t[::1] v64
@@ -370,6 +384,9 @@ cdef class ScoreEvictor(Evictor):
         self.chosen = -1
         self.n_choices = self.n_scores = self.n_failed = 0
         self._callback = callback
+        # None: a user's rule is not offered the running kernel's tensors, Belady's score is
+        # (it ranks them last); True offers them to a user's too (tests: the livelock it was)
+        self.skip_running = (callback is not None) if offer_running is None else not offer_running
         cdef size_t address
         if callback is None:
             self.score = belady_score
@@ -422,15 +439,22 @@ cdef class ScoreEvictor(Evictor):
             return self.use_k[self.use_off[t + 1] - 1] - self.n_kernels
         return -C_NEVER
 
-    cdef int32_t choose(self) noexcept nogil:
-        """The resident tensor with pages to evict and the highest score (ties: oldest arrival)."""
-        cdef int32_t best = -1, t
+    cdef int32_t choose(self, bint is_pf) noexcept nogil:
+        """The resident tensor with pages to evict and the highest score (ties: oldest arrival).
+
+        A user's rule (``skip_running``) scores no tensor of the running kernel: a fault that
+        finds no other tensor gets the oldest-arrived of them, a prefetch none (-1)."""
+        cdef int32_t best = -1, running = -1, t
         cdef double s, best_s = 0.0
         cdef size_t j
         cdef int64_t last, nxt
         for j in range(self.pt.gpu_tensors.size()):
             t = self.pt.gpu_tensors[j]
             if self.pt.cnt_ready[t] == 0:
+                continue
+            if self.skip_running and self.pt.pinned_now(t):
+                if running < 0 or self.pt.t_arrival[t] < self.pt.t_arrival[running]:
+                    running = t
                 continue
             last = self.last_use(t)
             nxt = self.next_use(t)
@@ -443,6 +467,8 @@ cdef class ScoreEvictor(Evictor):
                 best = t
                 best_s = s
         self.n_choices += 1
+        if best < 0 and is_pf:
+            return running
         return best
 
     cdef void _note_failure(self, int32_t t, int64_t last, int64_t nxt) noexcept nogil:
@@ -469,12 +495,18 @@ cdef class ScoreEvictor(Evictor):
         cdef victim_t v
         cdef int32_t t = self.chosen
         if t < 0 or self.pt.cnt_ready[t] == 0:
-            t = self.choose()
+            t = self.choose(is_pf)
             self.chosen = t
+            if t >= 0 and self.skip_running and self.pt.pinned_now(t):
+                self.chosen = -1          # a last resort: choose again at the next victim
         if t < 0:
             v.found = False
             return v
         return at_page(self.pt, self.pt.oldest_idle_page(t), TIER_HOST if self.pt.alive(t, self.kernel) else TIER_NOT_PRESENT)
+
+    cdef bint may_stall(self, bint is_pf) noexcept nogil:
+        # a user's rule: a prefetch that finds only the running kernel's pages waits
+        return self.skip_running and not is_pf
 
     cdef int64_t victim_span(self, bint is_pf, int64_t need, bint pinned, int8_t dest) noexcept nogil:
         cdef int32_t t = self.chosen

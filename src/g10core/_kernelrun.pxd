@@ -69,7 +69,8 @@ cdef class KernelRunner(FaultModel):
     cdef const int32_t* out_t
     cdef object _keep
     cdef int32_t sms                       # SMs sweeping each kernel's tensors
-    cdef int64_t max_idle_steps            # livelock guard: steps in a row with no progress
+    cdef readonly int64_t max_idle_steps   # livelock guard: steps in a row with no progress
+    cdef public bint livelocked            # the guard stopped the kernel (the replay reports it)
     # ---- the running kernel ----
     cdef int64_t start, work               # its start and work (t11 + translation)
     cdef vector[int32_t] kt                # its tensors, in access order

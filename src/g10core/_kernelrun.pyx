@@ -299,6 +299,7 @@ cdef class KernelRunner(FaultModel):
         self._keep = keep
         self.sms = sms
         self.max_idle_steps = max_idle_steps
+        self.livelocked = False
         self.inflight_until = 0
         self.n_fast = self.n_simulated = self.n_steps = self.n_batches = 0
         self.n_resumes = self.n_inflight_waits = 0
@@ -650,6 +651,7 @@ cdef class KernelRunner(FaultModel):
             self.n_steps += 1
             idle = 0 if progressed else idle + 1
             if idle > self.max_idle_steps:
+                self.livelocked = True
                 with gil:
                     raise RuntimeError(f"kernel {k} of iteration {iteration}: no SM advanced in "
                                        f"{self.max_idle_steps} steps and batches (livelock); "

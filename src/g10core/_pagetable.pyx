@@ -557,6 +557,12 @@ cdef class PageTable:
     def py_assign(self, int32_t t, int64_t a, int64_t b, int8_t loc, int8_t intr):
         self.assign(t, a, b, loc, intr)
 
+    def py_pin(self, inputs, outputs=()):
+        """The running kernel's tensors become ``inputs`` and ``outputs`` (as a kernel begin pins them)."""
+        cdef int32_t[::1] a = np.ascontiguousarray(list(inputs) or [0], dtype=np.int32)
+        cdef int32_t[::1] b = np.ascontiguousarray(list(outputs) or [0], dtype=np.int32)
+        self.pin(&a[0], len(inputs), &b[0], len(outputs))
+
     def py_run_at(self, int64_t page):
         """(first page, end, tier, in transfer) of the run holding ``page`` (a tensor's page)."""
         cdef g10_runmap.iterator it = self.run_at(page)

@@ -6,7 +6,14 @@ import numpy as np
 
 from ._pagetable import PageTable
 
+GUARD_SLACK_SLOTS: int
+
 def layout() -> dict[str, Any]: ...
+
+class NoProgress(RuntimeError):
+    raw: dict[str, Any]
+    info: dict[str, Any]
+    def __init__(self, message: str, raw: dict[str, Any], info: dict[str, Any]) -> None: ...
 
 class Replay:
     def __init__(self, c: dict[str, Any], arrays: dict[str, np.ndarray], ssd: Any = ..., link: Any = ...,

@@ -27,7 +27,12 @@ Whenever the replay needs a victim and has no tensor to take pages from (at the 
 eviction after each kernel begin, and when the tensor being evicted has no page left on
 the GPU), it calls the function once for every tensor with pages on the GPU that are not
 in transfer, and evicts the tensor with the highest score (ties: the tensor that came to
-the GPU first), its pages oldest first.  The arguments, all integers:
+the GPU first), its pages oldest first.  The running kernel's tensors are never offered: a
+kernel starts only once all its pages are on the GPU, so evicting one of them re-queues it as a
+fault, and a rule that preferred them (largest tensor first) evicted the waiting kernel's own
+pages for ever.  Only a fault that finds nothing else (every other page on the GPU queued to
+leave) takes them, the oldest-arrived tensor first; a prefetch then waits.  The arguments, all
+integers:
 
 * ``now_kernel``: the running kernel's index in the iteration (0 .. K-1);
 * ``tensor``: the tensor's index in the trace;

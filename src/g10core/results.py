@@ -34,6 +34,7 @@ written to JSON as ``null``.
 """
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -883,6 +884,20 @@ def from_replay(raw: dict, *, t11, t00, freq_hz: int, iterations: int, translati
         kern["translation_cycles"] = pk[:, 5]
     return Result(level="page", iterations=tuple(its), kernels=kern,
                   ideal_time_s=int(np.sum(t11)) / hz, **common)
+
+
+def stopped(raw: dict, reason: str, *, t11, t00, freq_hz: int, iterations: int, translation: bool = False,
+            **common) -> Result:
+    """A failed page-level Result of a replay that stopped before its end (``_replay.NoProgress``):
+    ``failed``, ``failure_reason``, the iterations every kernel of which ended and, in
+    ``kernels``, every kernel that ended; the iteration time is infinite, as a failed run's."""
+    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
+    K = max(len(t11), 1)
+    complete = min(rows.shape[0] // K, iterations)
+    ran = min(int(rows[-1, 0]) + 1, iterations) if rows.shape[0] else 0
+    part = from_replay(raw, t11=t11, t00=t00, freq_hz=freq_hz, iterations=ran, translation=translation, **common)
+    return dataclasses.replace(part, iterations=part.iterations[:complete], failed=True,
+                               failure_reason=" ".join(str(reason).split()))
 
 
 def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:

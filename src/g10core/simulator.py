@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 
 from . import __version__, evictors, policies, results
-from ._replay import Replay
+from ._replay import NoProgress, Replay
 from .workload.vitality import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
 from .slot_model import ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
 from .config import ARTIFACT_PRESET, DEFAULT_PRESET, SimConfig, preset, resolve
@@ -127,7 +127,8 @@ def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
             "throttled_ticks": int(raw.get("ssd_throttled_ticks", 0)),
             "user_capacity_pages": int(ssd.core.logical_pages),
         },
-        "link_utilisation": {d: ls[d]["utilisation"] for d in ("to_device", "from_device")},
+        # (none when nothing ran: a run stopped in its first kernel)
+        "link_utilisation": {d: ls[d].get("utilisation") for d in ("to_device", "from_device")},
     }
 
 
@@ -497,6 +498,54 @@ def tick_budget(consts: dict, trace: Trace, t00, hint_pages: int) -> int:
     return min(4 * consts["iterations"] * per_iter + 100_000, 1 << 62)
 
 
+def _count(n: int) -> str:
+    """A page count as people read it: 3.2 M, 196,608."""
+    return f"{n / 1e6:.1f} M" if n >= 10_000_000 else f"{n:,}"
+
+
+def no_progress_reason(info: dict, trace: Trace, rule, consts: dict, given_hints: bool = False) -> str:
+    """The one line a run that stopped making progress fails with (``_replay.NoProgress.info``),
+    in the user's terms: which rule, which kernel, what it kept evicting."""
+    k, it = int(info["kernel"]), int(info["iteration"])
+    kname = str(trace.kernel_name[k]) if 0 <= k < trace.n_kernels else "?"
+    kernel = f"kernel {k} ({kname}) of iteration {it}"
+    slots = int(info.get("slots_without_progress", 0))
+    requeued = int(info.get("requeued_pages", 0))
+    needs = (f"it needs {_count(int(info.get('kernel_pages', 0)))} pages, "
+             f"{_count(int(consts['gpu_pages']))} fit on the GPU")
+
+    def tensor(t):
+        name = str(trace.tensor_name[t]) if t < trace.n_tensors else "workspace"
+        return f"{t}" if name == f"tensor{t}" else f"{t} ({name})"
+    by_tensor = sorted(((int(n), int(t)) for t, n in info.get("requeued_by_tensor", {}).items() if int(n) > 0),
+                       reverse=True)
+    named = ", ".join(tensor(t) for _n, t in by_tensor[:3]) + (
+        f" and {len(by_tensor) - 3} more" if len(by_tensor) > 3 else "")
+    evicted = (f"eviction rule {rule.label} evicted and re-fetched {_count(requeued)} pages of the kernel's own "
+               f"tensor{'s' if len(by_tensor) > 1 else ''} {named}")
+    if info.get("guard") == "wait":
+        if requeued:
+            what = f"{evicted} without the kernel starting"
+        else:
+            what = (f"under eviction rule {rule.label} the {_count(int(info.get('still_missing_pages', 0)))} "
+                    f"pages it waits for did not come in")
+        text = (f"{kernel} never started: {what}; the run stopped after {slots:,} transfer slots in which the "
+                f"pages queued for the GPU reached no new low ({needs})")
+    elif info.get("guard") == "sm_steps":
+        steps = int(info.get("max_idle_steps", 0))
+        text = (f"{kernel}: no SM advanced in {steps:,} SM steps and fault batches in a row under eviction rule "
+                f"{rule.label} (livelock: the fault handler keeps evicting pages the SMs wait for); the run stopped")
+    else:
+        text = f"no kernel ended for {slots:,} transfer slots under eviction rule {rule.label}"
+        if info.get("waiting"):
+            text += (f": {kernel} waited for {_count(int(info.get('still_missing_pages', 0)))} of its pages"
+                     + (f" while {evicted}" if requeued else "") + f" ({needs})")
+        text += "; the run stopped"
+    if given_hints:
+        text += " (with the given hints: hints that keep evicting or freeing what a waiting kernel needs never let it start)"
+    return text
+
+
 def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: int | None,
                                 exact_host: bool) -> list[str]:
     """What a finished page-level replay must satisfy; returns one message per broken rule.
@@ -828,23 +877,19 @@ class Simulator:
         if cfg.tlb.model != "none":
             components["translator"] = tlb.core
         evictor = None
+        stopped = None                  # NoProgress.info: the run stopped making progress
         try:
             evictor = consts["evictor"] = rule.evictor(consts, arrays)     # the replay runs this one
             replay = Replay(consts, arrays, *(devices or ()), **components)
             raw = replay.run()
-        except RuntimeError as exc:
+        except NoProgress as exc:
             # a user's score function that failed is the cause to name, not the replay's state
             evictors.check_score_failures(rule, evictor)
-            state = " ".join(str(exc).split())
-            if hint_info["source"] in ("file", "array"):
-                # given hints can livelock the artifact's semantics (e.g. evicting, every
-                # kernel, pages the waiting kernel needs): bad input, not a bug
-                raise ValueError(
-                    f"{trace.model}-b{trace.batch_size} under {name} with the given hints: the replay made no "
-                    f"progress within {consts['max_ticks']} transfer ticks (hints that keep evicting or freeing "
-                    f"what a waiting kernel needs never let it start); replay state: {state}") from None
+            raw, stopped = exc.raw, dict(exc.info, state=" ".join(str(exc).split()))
+        except RuntimeError as exc:
+            evictors.check_score_failures(rule, evictor)
             raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: the replay stopped: "
-                                  f"{state}") from exc
+                                  f"{' '.join(str(exc).split())}") from exc
         evictors.check_score_failures(rule, evictor)
         meta["simulate_wall_s"] = time.perf_counter() - t1
         applied = hints if plan.apply_hints else hints[:0]
@@ -854,9 +899,10 @@ class Simulator:
             touched = np.zeros(trace.n_tensors, bool)
             touched[trace.access_tensor] = True
             fresh = int(trace.tensor_pages[touched & ~trace.tensor_is_global].sum())
-        problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees)
-        if problems:
-            raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: " + "; ".join(problems))
+        if stopped is None:
+            problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees)
+            if problems:
+                raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: " + "; ".join(problems))
         if "timeline" in raw:
             common["timeline"] = timeline_data(raw, consts, detailed=runner is not None)
         final = raw["final"]
@@ -873,6 +919,13 @@ class Simulator:
             counters["tlb"] = tlb.stats()
         if runner is not None:
             counters.update(handler_counters(raw, runner, cfg, use_evictor))
+        if stopped is not None:
+            counters["no_progress"] = stopped
+            return results.stopped(
+                raw, no_progress_reason(stopped, trace, rule, consts, hint_info["source"] in ("file", "array")),
+                t11=t11, t00=t00, freq_hz=self.constants.freq_hz, iterations=consts["iterations"],
+                hints=hint_info, counters=counters, translation=is_detailed(cfg) or cfg.tlb.model != "none",
+                metadata=meta, **common)
         if raw["host_overflow"]:
             return results.failed(
                 f"host memory overflow: the evicted pages exceed host.memory_GiB = {cfg.host.memory_GiB:g} "

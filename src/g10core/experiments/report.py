@@ -487,8 +487,9 @@ def format_run_summary(result) -> str:
         lines.append(f"  SSD (whole run)  WAF {waf_txt}, {dev['gc_count']:,} GCs, GC time {dev['gc_time_s']:.3f} s, "
                      f"erase-count spread {dev['erase_spread']}; throttled {dev['throttled_ticks']:,} transfer slots")
         u = result.counters["link_utilisation"]
-        lines.append(f"  PCIe link        utilisation to GPU {100 * u['to_device']:.1f} %, "
-                     f"from GPU {100 * u['from_device']:.1f} %")
+        if None not in u.values():                # (None: nothing ran)
+            lines.append(f"  PCIe link        utilisation to GPU {100 * u['to_device']:.1f} %, "
+                         f"from GPU {100 * u['from_device']:.1f} %")
     fb = result.counters.get("fault_batches")
     if fb:
         lines.append(f"  fault batches    {fb['batches']:,} (whole run), {fb['mean_batch_units']:.1f} units and "
