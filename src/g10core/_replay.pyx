@@ -21,7 +21,7 @@ transfer, it ends t11 later; otherwise every missing page is queued as a fault a
 kernel waits until the batcher has brought them, then ends at the later of
 (first attempt + t11 + fault time) and now.
 
-Progress guard: while a kernel waits, only its own evicted pages re-enter the queues, so
+Progress guard (``_progress.ProgressGuard``): while a kernel waits, only its own evicted pages re-enter the queues, so
 a slot that moves pages for good shrinks them.  The run stops when the queued pages reach
 no new low for ``progress_factor`` x the slots the kernel's pages and the work queued at
 its first attempt take at the smallest quota (+ ``GUARD_SLACK_SLOTS``), or when no kernel
@@ -50,6 +50,7 @@ from ._fault cimport FaultModel, ProfileFaultModel
 from ._tlb cimport Translator, NoTranslation
 from ._device cimport Device, LinkDevice, SSDDevice
 from ._timeline cimport TimelineRecorder
+from ._progress cimport ProgressGuard
 from ._ssd cimport SSDCore
 
 import numpy as np
@@ -142,18 +143,8 @@ cdef class Replay:
     cdef int64_t max_slots                 # livelock guard: slots without a kernel ending
     cdef int64_t waited_slots              # slots in which the SSD took no command (device-bound)
     cdef int64_t slots_at_advance          # slot count (less waited ones) when a kernel last ended
-    # the progress guard of a waiting kernel (module docstring)
-    cdef int64_t progress_factor
-    cdef int64_t quota_min                 # the smallest per-slot quota, pages
-    cdef int64_t wait_budget               # slots the current wait may pass without progress
-    cdef int64_t wait_qmin                 # fewest pages queued so far in the current wait
-    cdef int64_t slots_at_progress         # slot count (less waited ones) at its last new low
-    cdef int64_t wait_slots0               # ... when the wait began
-    cdef int64_t wait_requeued0            # re-queued pages when it began
-    cdef int64_t wait_missing              # pages the kernel missed at its first attempt
-    cdef int64_t wait_pages                # pages of the kernel's tensors
+    cdef ProgressGuard guard               # the progress guard of a waiting kernel (_progress.pyx)
     cdef int stuck                         # 0, STOP_WAIT or STOP_BUDGET
-    cdef double guard_peak                 # the largest share of its budget a wait used (outputs)
     cdef bint runs_kernels                 # the fault model runs kernels itself (no slots)
     cdef vector[kernel_row] rows
     cdef vector[moved_row] moved           # per kernel row: pages moved in for other causes
@@ -212,13 +203,9 @@ cdef class Replay:
                              and self.ssd.bulk_safe() and self.fm.bulk_safe() and self.tr.bulk_safe())
         self.max_slots = c.get("max_ticks", BIG)
         self.waited_slots = self.slots_at_advance = 0
-        self.progress_factor = c.get("progress_factor", 8)
-        if self.progress_factor < 1:
-            raise ValueError(f"progress_factor = {self.progress_factor}: must be >= 1")
-        self.quota_min = max(1, min(c["gpu_batch"], c["host_batch"], c["ssd_batch"]))
-        self.wait_budget = BIG
+        self.guard = ProgressGuard(c.get("progress_factor", 8), min(c["gpu_batch"], c["host_batch"], c["ssd_batch"]),
+                                   C_GUARD_SLACK)
         self.stuck = 0
-        self.guard_peak = 0.0
 
         keep = {}
         def arr(name, dtype):
@@ -329,7 +316,7 @@ cdef class Replay:
                 self.rs_first = now
                 self.rs_pf = self.k_t11[k] + self.fm.fault_cycles(k, fin, fout)
                 self.acc_intr = self.acc_cpu = self.acc_ssd = self.acc_un = 0
-                self.begin_wait(fin[0] + fout[0], fin[1] + fin[2] + fin[3] + fin[4] + fout[1] + fout[2] + fout[3]
+                self.guard.begin(self.bt, self.slots_run(), fin[0] + fout[0], fin[1] + fin[2] + fin[3] + fin[4] + fout[1] + fout[2] + fout[3]
                                 + fout[4])
             elif self.bt.started:
                 with gil:
@@ -374,36 +361,6 @@ cdef class Replay:
     cdef inline int64_t slots_run(self) noexcept nogil:
         """Slots served so far, less those the SSD throttled."""
         return self.bt.n_slots_detailed + self.bt.n_slots_bulk - self.waited_slots
-
-    cdef int begin_wait(self, int64_t pages, int64_t missing) except -1 nogil:
-        """The running kernel begins to wait for ``missing`` of its ``pages``: arm the guard."""
-        cdef int64_t q = self.bt.queued()
-        self.bt.rq_wait += 1
-        self.wait_qmin = q
-        self.slots_at_progress = self.wait_slots0 = self.slots_run()
-        self.wait_requeued0 = self.bt.requeued_pages
-        self.wait_missing = missing
-        self.wait_pages = pages
-        self.wait_budget = self.progress_factor * ((q + pages) // self.quota_min + 1) + C_GUARD_SLACK
-        return 0
-
-    cdef bint no_progress(self) noexcept nogil:
-        """After a slot: a new low of the queued pages is progress; True when the waiting
-        kernel has gone past its budget without one."""
-        cdef int64_t q, n
-        cdef double used
-        if not self.bt.waiting or self.bt.started:
-            return False
-        n = self.slots_run()
-        q = self.bt.queued()
-        if q < self.wait_qmin:
-            self.wait_qmin = q
-            self.slots_at_progress = n
-            return False
-        used = <double>(n - self.slots_at_progress) / <double>self.wait_budget
-        if used > self.guard_peak:
-            self.guard_peak = used
-        return n - self.slots_at_progress > self.wait_budget
 
     cdef int take_moved(self) except -1 nogil:
         """The slot model: the pages the slots brought in since the last kernel row began (its
@@ -497,7 +454,7 @@ cdef class Replay:
                         self.bt.note(B_IRREGULAR)
                     else:
                         self.bt.try_bulk(self.next_event_time())
-                if self.no_progress():
+                if self.guard.stalled(self.bt, self.slots_run()):
                     self.stuck = STOP_WAIT
                     break
                 if self.slots_run() - self.slots_at_advance > self.max_slots:
@@ -548,15 +505,15 @@ cdef class Replay:
             "kernel": int(k), "iteration": int(self.iteration),
             "waiting": bool(self.bt.waiting),
             "tensors": list(dict.fromkeys(tensors)),
-            "kernel_pages": int(self.wait_pages), "missing_pages": int(self.wait_missing),
+            "kernel_pages": int(self.guard.pages), "missing_pages": int(self.guard.missing),
             "still_missing_pages": int(self.pt.pinned_in_transfer()),
-            "requeued_pages": int(self.bt.requeued_pages - self.wait_requeued0) if self.bt.waiting else 0,
+            "requeued_pages": int(self.bt.requeued_pages - self.guard.requeued0) if self.bt.waiting else 0,
             "requeued_by_tensor": ({int(t): int(n) for t, n in self.bt.requeued_in_wait().items()}
                                    if self.bt.waiting else {}),
-            "slots_waited": int(self.slots_run() - self.wait_slots0) if self.bt.waiting else 0,
-            "slots_without_progress": int(self.slots_run() - (self.slots_at_progress if self.stuck == STOP_WAIT
+            "slots_waited": int(self.slots_run() - self.guard.slots0) if self.bt.waiting else 0,
+            "slots_without_progress": int(self.slots_run() - (self.guard.slots_at_progress if self.stuck == STOP_WAIT
                                                               else self.slots_at_advance)),
-            "slot_budget": int(self.wait_budget if self.stuck == STOP_WAIT else self.max_slots),
+            "slot_budget": int(self.guard.budget if self.stuck == STOP_WAIT else self.max_slots),
             "max_idle_steps": int(getattr(self.fm, "max_idle_steps", 0)) if self.runs_kernels else 0,
             "queued_pages": int(self.bt.queued()),
             "cycle": int(self.bt.tb),
@@ -594,7 +551,7 @@ cdef class Replay:
             "final": self.pt.stats(),
             "evictor": self.ev.stats(),
             # the progress guard: the largest share of its slot budget a waiting kernel used
-            "guard_peak": self.guard_peak,
+            "guard_peak": self.guard.peak,
         }
         if self.runs_kernels:
             out["runner"] = self.fm.stats()

@@ -16,8 +16,6 @@ class SSDCore:
     link: LinkCore                      # the SSD's own PCIe front end (read-only)
     p2l_lazy: bool                      # no block keeps its lpns until a GC copies a page (results the same)
     greedy_moves_deferred: bool         # greedy-list moves logged, applied at the plane's next GC (results the same)
-    gc_first: int                       # GC work's first plane cycle since the timeline took it (-1: none)
-    gc_end: int                         # GC work's last plane cycle since then (-1: none)
     def __init__(self, params: dict[str, int], link: LinkCore) -> None: ...
     def __reduce__(self) -> Any: ...     # raises TypeError: rebuild from the SSDSpec instead
     def reset_stats(self) -> None: ...
