@@ -35,6 +35,44 @@ def test_constants_agree():
     assert (comp.IMPLEMENTATION, ref.IMPLEMENTATION) == ("compiled", "reference")
 
 
+
+def test_greedy_pass_names_agree():
+    # the keys of the greedy pass's params and statistics: read off the structs / listed
+    assert comp.GREEDY_PARAMS == ref.GREEDY_PARAMS
+    assert comp.GREEDY_STATS == ref.GREEDY_STATS
+    assert (comp.GREEDY_FITS, comp.GREEDY_TAKEN, comp.GREEDY_EXHAUSTED) == (
+        ref.GREEDY_FITS, ref.GREEDY_TAKEN, ref.GREEDY_EXHAUSTED) == (0, 1, 2)
+
+
+GREEDY_PARAMS = dict(gpu_memory_bytes=100, target_bytes=90, host_memory_bytes=0, ssd_latency_us=1.0,
+                     system_latency_us=1.0, ssd_bytes_per_us=1.0, host_bytes_per_us=1.0, delta=0.0,
+                     exact_keys=False)
+
+
+def no_interval_pass(kern, mem, params):
+    """greedy_pass on K = 2 kernels and no inactive interval."""
+    i0, b0 = np.empty(0, np.int64), np.empty(0, np.bool_)
+    return kern.greedy_pass(np.asarray(mem, np.int64), np.zeros(2, np.int64), np.arange(3.0), np.arange(5.0),
+                            np.ones((4, 2)), np.zeros((4, 2)), np.zeros((4, 2), np.bool_),
+                            i0, i0, i0, b0, np.empty(0), i0, params, i0, b0, b0, i0, i0, i0,
+                            np.zeros(1, np.int64), np.empty(4, np.int64), np.empty(4, np.int64),
+                            np.empty(4, np.int64), np.zeros(1, np.int64))
+
+
+@pytest.mark.parametrize("kern", [ref, comp], ids=["reference", "compiled"])
+@pytest.mark.parametrize("mem,end", [([90, 80], 0), ([90, 91], 2)])
+def test_greedy_pass_without_intervals(kern, mem, end):
+    # nothing to offload: no step; it fits when every kernel is at most the 90-byte target
+    stats = no_interval_pass(kern, mem, GREEDY_PARAMS)
+    assert stats == dict.fromkeys(ref.GREEDY_STATS, 0) | {"end": end}
+
+
+@pytest.mark.parametrize("kern", [ref, comp], ids=["reference", "compiled"])
+def test_greedy_pass_refuses_a_missing_param(kern):
+    params = {k: v for k, v in GREEDY_PARAMS.items() if k != "delta"}
+    with pytest.raises(ValueError, match="'delta'"):
+        no_interval_pass(kern, [0, 0], params)
+
 # ---- the std::sort emulation -------------------------------------------------
 
 def both_sorts(p, mode, k1, k2):

@@ -18,6 +18,7 @@ artifact's bit for bit; a fused multiply-add, which GCC may emit on CPUs that ha
 one (``-march=native``), rounds differently.
 """
 from libc.math cimport fabs
+from libc.string cimport memset
 from libc.stdint cimport int64_t
 
 from .._types cimport HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE
@@ -61,6 +62,12 @@ cdef enum:
     CH_S2G = 1         # SSD->GPU budget: read by the backward walk over [pre_mid, end-1]
     CH_MAX = 8         # records per step (a step makes at most two)
 
+# why the greedy pass stopped (greedy_stats.end)
+cdef enum:
+    END_FITS = 0       # every kernel's estimate is under the target
+    END_TAKEN = 1      # the best key is an interval already handled
+    END_EXHAUSTED = 2  # one step per interval taken
+
 # |exact area - approximation| <= size * T[K] * (K + 4) * 2^-48 (derivation in the reference)
 cdef double BOUND_UNIT = 1.0 / 281474976710656.0
 cdef double TIE_PAD = 0.000001     # the comparator's tolerance
@@ -69,6 +76,7 @@ cdef double TIE_PAD = 0.000001     # the comparator's tolerance
 S2G, G2S, H2G, G2H = DIR_S2G, DIR_G2S, DIR_H2G, DIR_G2H
 A_TO_GPU, A_TO_SSD, A_TO_HOST, A_FREE = HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE
 CMP_AREA, CMP_LESS, CMP_GREATER = MODE_AREA, MODE_LESS, MODE_GREATER
+GREEDY_FITS, GREEDY_TAKEN, GREEDY_EXHAUSTED = END_FITS, END_TAKEN, END_EXHAUSTED
 
 
 # The four bandwidth budgets, one bucket per (direction, kernel), row-major.
@@ -103,7 +111,7 @@ cdef struct interval_table:
     const int64_t* size        # tensor bytes
     int64_t n                  # intervals
 
-# The greedy pass's key cache and its prefix sums.
+# The greedy pass's key cache, its prefix sums, and what a step changed (to invalidate keys).
 cdef struct area_keys:
     double* A                  # [I] key: exact where `exact`, else approximate
     double* B                  # [I] error bound of A (0 where exact)
@@ -123,6 +131,48 @@ cdef struct area_keys:
     int64_t* C2                # [K+1]
     int64_t* on                # [K+1] kernels with a nonzero term, count in slot K
     int64_t* on2               # [K+1] the same for the lagging form
+    int64_t* ch                # [3 CH_MAX] (CH_* kind, lo, hi) budget ranges this step changed
+    int64_t* flips             # [K] kernels whose estimate fell to the line this step
+
+# The greedy pass's scalars: greedy_pass takes them as a dict with these keys
+# (g10.py builds it from SchedulerParams, whose fields have the same names).
+cdef struct greedy_params:
+    int64_t gpu_memory_bytes   # the line: a key sums the time each kernel's estimate is above it
+    int64_t target_bytes       # the pass stops once every kernel's estimate is under this
+    int64_t host_memory_bytes  # host memory the host offloads may fill
+    double ssd_latency_us      # SSD access latency
+    double system_latency_us   # system latency of one transfer
+    double ssd_bytes_per_us    # SSD bandwidth
+    double host_bytes_per_us   # host link (PCIe) bandwidth
+    double delta               # safety margin, a fraction of the move time
+    cbool exact_keys           # every key summed exactly (reference mode, slower), not only near ties
+
+# What the greedy pass did (greedy_pass returns it as a dict with these keys).
+cdef struct greedy_stats:
+    int64_t steps                  # greedy steps begun (each sorts the keys once)
+    int64_t area_sums_exact        # keys summed exactly
+    int64_t area_approximations    # keys approximated from the prefix sums
+    int64_t sorts                  # emulated std::sorts of the keys
+    int64_t offloads_ssd           # local offloads to SSD
+    int64_t offloads_host          # local offloads to host memory
+    int64_t offloads_looped        # offloads of intervals across the iteration boundary
+    int64_t dropped_for_bandwidth  # chosen, but no bandwidth to move it out and back in time
+    int64_t end                    # END_*: why the pass stopped
+
+# the keys of greedy_pass's params and of the statistics it returns, read off the structs
+cdef greedy_params _no_params
+cdef greedy_stats _no_stats
+memset(&_no_params, 0, sizeof(_no_params))
+memset(&_no_stats, 0, sizeof(_no_stats))
+GREEDY_PARAMS = tuple(<dict>_no_params)
+GREEDY_STATS = tuple(<dict>_no_stats)
+
+# The local offloads the prefetch placement revisits, one row each.
+cdef struct local_offloads:
+    int64_t* interval          # the interval offloaded
+    int64_t* pre               # kernel its prefetch starts at, at the latest
+    int64_t* evf               # kernel its eviction ends at
+    int64_t n                  # rows written
 
 
 # ---------------------------------------------------------------------------
@@ -733,19 +783,28 @@ cdef int64_t prealloc_pass_c(int64_t* mem, int64_t K, const double* table, const
     return handled
 
 
-cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const double* ext,
-                        budgets* bud, const interval_table* iv, area_keys* ks,
-                        int64_t line, int64_t target, int64_t cpu_line,
-                        double ssd_lat_us, double sys_lat_us, double ssd_Bpus, double host_Bpus,
-                        double delta, int64_t* perm, cbool* offloaded, cbool* really,
-                        int64_t* loc_iv, int64_t* loc_pre, int64_t* loc_evf, int64_t* n_loc,
-                        hint_out* h, int64_t* stats, bint exact_keys,
-                        int64_t* ch, int64_t* flips) noexcept nogil:
+cdef inline void push_local(local_offloads* loc, int64_t c, int64_t pre, int64_t evf) noexcept nogil:
+    loc.interval[loc.n] = c
+    loc.pre[loc.n] = pre
+    loc.evf[loc.n] = evf
+    loc.n += 1
+
+
+cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const double* ext,
+                                budgets* bud, const interval_table* iv, area_keys* ks, greedy_params p,
+                                int64_t* perm, cbool* offloaded, cbool* really, local_offloads* loc,
+                                hint_out* h) noexcept nogil:
     cdef int64_t K = bud.K, I = iv.n
     cdef int64_t step, i, c, r, j, nch, nfl, s, e, size, span, om, pm, pre, evf, last, clear, pidx
     cdef int64_t kind, lo, hi
     cdef bint looped, ssd_open
     cdef double ssd_safe, ssd_move, d_ssd, ssd_lead, cpu_safe, cpu_move, d_cpu, cpu_lead
+    # the three lines by the names the helpers (and the reference) give them
+    cdef int64_t line = p.gpu_memory_bytes, target = p.target_bytes, cpu_line = p.host_memory_bytes
+    cdef int64_t* ch = ks.ch
+    cdef int64_t* flips = ks.flips
+    cdef greedy_stats st
+    memset(&st, 0, sizeof(st))
     cdef double bound_per_byte = table[K] * (K + 4) * BOUND_UNIT
     cdef const cbool* full = bud.full
     cdef double* A = ks.A
@@ -771,12 +830,12 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
     for j in range(K):
         ks.step_us[j] = table[j + 1] - table[j]
     rebuild_prefix(mem, K, line, ks)
-    stats[7] = 2
+    st.end = END_EXHAUSTED
     for step in range(I):
         if all_at_most(mem, K, target):
-            stats[7] = 0
+            st.end = END_FITS
             break
-        stats[0] += 1
+        st.steps += 1
         for i in range(I):
             if offloaded[i]:  # the artifact zeroes the area of an interval already handled
                 A[i] = 0.0
@@ -800,21 +859,21 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
             if not exact[i] and not fresh[i]:
                 fresh[i] = True
                 A[i] = approx_area(iv, i, ks, mem, K, line, table[K], bound_per_byte, &B[i])
-                stats[8] += 1
+                st.area_approximations += 1
                 if B[i] == 0.0:
                     exact[i] = True
-                elif exact_keys:
+                elif p.exact_keys:
                     A[i] = exact_area(iv, i, dep, mem, K, table, line)
                     B[i] = 0.0
                     exact[i] = True
-                    stats[1] += 1
-        if not exact_keys:
-            stats[1] += resolve_near_ties(iv, ks, mem, K, table, line)
+                    st.area_sums_exact += 1
+        if not p.exact_keys:
+            st.area_sums_exact += resolve_near_ties(iv, ks, mem, K, table, line)
         std_sort_c(perm, I, &by_area)
-        stats[2] += 1
+        st.sorts += 1
         c = perm[0]
         if offloaded[c]:
-            stats[7] = 1
+            st.end = END_TAKEN
             break
         nch = 0
         nfl = 0
@@ -831,14 +890,14 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
             offloaded[c] = True
             continue
 
-        ssd_safe = 2 * (ssd_lat_us + sys_lat_us + size / ssd_Bpus)
+        ssd_safe = 2 * (p.ssd_latency_us + p.system_latency_us + size / p.ssd_bytes_per_us)
         ssd_move = ssd_safe / 2
-        d_ssd = delta * ssd_move
+        d_ssd = p.delta * ssd_move
         ssd_safe += d_ssd
         ssd_lead = ssd_move + d_ssd
-        cpu_safe = 2 * (sys_lat_us + size / host_Bpus)
+        cpu_safe = 2 * (p.system_latency_us + size / p.host_bytes_per_us)
         cpu_move = cpu_safe / 2
-        d_cpu = delta * cpu_move
+        d_cpu = p.delta * cpu_move
         cpu_safe += d_cpu
         cpu_lead = cpu_move + d_cpu
 
@@ -859,19 +918,16 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
                     if pre > evf:
                         push_hint(h, s, iv.tensor[c], HINT_TO_HOST)
                         really[c] = True
-                        loc_iv[n_loc[0]] = c
-                        loc_pre[n_loc[0]] = pre
-                        loc_evf[n_loc[0]] = evf
-                        n_loc[0] += 1
+                        push_local(loc, c, pre, evf)
                         last = reserve_pcie_c(bud, DIR_H2G, DIR_S2G, size, pre)
                         nch = record(ch, nch, CH_S2G, pre, last)
                         last = reserve_pcie_c(bud, DIR_G2H, DIR_G2S, size, s)
                         nch = record(ch, nch, CH_G2S, s, last)
                         add_wrapped(cpu, K, size, s, e)
-                        stats[4] += 1
+                        st.offloads_host += 1
                     else:
                         offloaded[c] = True
-                        stats[6] += 1
+                        st.dropped_for_bandwidth += 1
                         continue
                 else:
                     pre = walk_backward_c(bud, DIR_S2G, size, e)
@@ -879,18 +935,15 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
                     if pre > evf:
                         push_hint(h, s, iv.tensor[c], HINT_TO_SSD)
                         really[c] = True
-                        loc_iv[n_loc[0]] = c
-                        loc_pre[n_loc[0]] = pre
-                        loc_evf[n_loc[0]] = evf
-                        n_loc[0] += 1
+                        push_local(loc, c, pre, evf)
                         last = reserve_ssd_c(bud, DIR_S2G, DIR_H2G, size, pre)
                         nch = record(ch, nch, CH_S2G, pre, last)
                         last = reserve_ssd_c(bud, DIR_G2S, DIR_G2H, size, s)
                         nch = record(ch, nch, CH_G2S, s, last)
-                        stats[3] += 1
+                        st.offloads_ssd += 1
                     else:
                         offloaded[c] = True
-                        stats[6] += 1
+                        st.dropped_for_bandwidth += 1
                         continue
                 for j in range(evf + 1, pre):
                     mem[j] -= size
@@ -907,7 +960,7 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
                     push_hint(h, s, iv.tensor[c], HINT_TO_SSD)
                     really[c] = True
                     push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
-                    stats[5] += 1
+                    st.offloads_looped += 1
                 for j in range(clear + 1, pidx):
                     mem[j % K] -= size
                 nfl = record_wrapped_drops(flips, nfl, K, mem, line, size, clear + 1, pidx - 1)
@@ -922,20 +975,17 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
                 if pre > evf:
                     push_hint(h, s, iv.tensor[c], HINT_TO_HOST)
                     really[c] = True
-                    loc_iv[n_loc[0]] = c
-                    loc_pre[n_loc[0]] = pre
-                    loc_evf[n_loc[0]] = evf
-                    n_loc[0] += 1
+                    push_local(loc, c, pre, evf)
                     last = reserve_pcie_c(bud, DIR_H2G, DIR_S2G, size, pre)
                     nch = record(ch, nch, CH_S2G, pre, last)
                     last = reserve_pcie_c(bud, DIR_G2H, DIR_G2S, size, s)
                     nch = record(ch, nch, CH_G2S, s, last)
-                    stats[4] += 1
+                    st.offloads_host += 1
                     for j in range(evf + 1, pre):
                         mem[j] -= size
                     nfl = record_line_drops(flips, nfl, K, mem, line, size, evf + 1, pre - 1)
                 else:
-                    stats[6] += 1
+                    st.dropped_for_bandwidth += 1
                 offloaded[c] = True
             else:
                 clear = find_slot(ext, table[s] + cpu_move, s, e + K)
@@ -947,7 +997,7 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
                     push_hint(h, s, iv.tensor[c], HINT_TO_HOST)
                     really[c] = True
                     push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
-                    stats[5] += 1
+                    st.offloads_looped += 1
                 for j in range(clear + 1, pidx):
                     mem[j % K] -= size
                 nfl = record_wrapped_drops(flips, nfl, K, mem, line, size, clear + 1, pidx - 1)
@@ -974,6 +1024,7 @@ cdef void greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const d
             for i in range(I):
                 if exact[i] and not offloaded[i] and crossed_in_range(iv, i, dep, flips, nfl):
                     exact[i] = False
+    return st
 
 
 cdef void place_prefetches_c(int64_t* mem, int64_t target, const int64_t* loc_iv, const int64_t* loc_pre,
@@ -1156,18 +1207,16 @@ def greedy_pass(int64_t[::1] mem, int64_t[::1] cpu, const double[::1] table, con
                 const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full,
                 const int64_t[::1] iv_tensor, const int64_t[::1] iv_start, const int64_t[::1] iv_end,
                 const cbool[::1] iv_looped, const double[::1] iv_time, const int64_t[::1] iv_size,
-                int64_t line, int64_t target, int64_t cpu_line, double ssd_lat_us, double sys_lat_us,
-                double ssd_Bpus, double host_Bpus, double delta,
-                int64_t[::1] perm, cbool[::1] offloaded, cbool[::1] really, int64_t[::1] loc_iv,
-                int64_t[::1] loc_pre, int64_t[::1] loc_evf, int64_t[::1] n_loc,
-                int64_t[::1] hk, int64_t[::1] ht, int64_t[::1] ha, int64_t[::1] nh,
-                int64_t[::1] stats, bint exact_keys):
+                params, int64_t[::1] perm, cbool[::1] offloaded, cbool[::1] really,
+                int64_t[::1] loc_iv, int64_t[::1] loc_pre, int64_t[::1] loc_evf, int64_t[::1] n_loc,
+                int64_t[::1] hk, int64_t[::1] ht, int64_t[::1] ha, int64_t[::1] nh):
     """Greedy offloading of inactive intervals (the artifact's cold-period loop).
 
-    ``exact_keys``: compute every key's exact sum (reference mode, slower) instead of
-    only the near ties.  ``stats``: [steps, exact area sums, sorts, ssd offloads, host
-    offloads, looped offloads, dropped for bandwidth, end reason (0 fits, 1 best
-    already taken, 2 ran out of steps), approximate area evaluations]."""
+    ``params``: a mapping with the keys of ``greedy_params`` (above).  Returns the
+    statistics, a dict with the keys of ``greedy_stats``; ``end`` is one of
+    GREEDY_FITS, GREEDY_TAKEN, GREEDY_EXHAUSTED."""
+    cdef greedy_params p = params    # a missing key is a ValueError naming it
+    cdef greedy_stats st
     cdef int64_t K = mem.shape[0]
     cdef Py_ssize_t I = iv_tensor.shape[0]
     _need(K >= 1 and cpu.shape[0] == K and table.shape[0] == K + 1 and ext.shape[0] >= 2 * K + 1,
@@ -1177,10 +1226,12 @@ def greedy_pass(int64_t[::1] mem, int64_t[::1] cpu, const double[::1] table, con
     _need(perm.shape[0] == I and offloaded.shape[0] == I and really.shape[0] == I
           and loc_iv.shape[0] == I and loc_pre.shape[0] == I and loc_evf.shape[0] == I,
           "perm, offloaded, really, loc_iv, loc_pre, loc_evf must have one entry per interval")
-    _need(n_loc.shape[0] >= 1 and n_loc[0] == 0 and stats.shape[0] >= 9, "n_loc[0] must be 0, stats have 9 slots")
+    _need(n_loc.shape[0] >= 1 and n_loc[0] == 0, "n_loc[0] must be 0")
     cdef hint_out h = _hints(hk, ht, ha, nh)
     if I == 0:
-        return
+        memset(&st, 0, sizeof(st))
+        st.end = END_FITS if all_at_most(&mem[0], K, p.target_bytes) else END_EXHAUSTED
+        return st
     # scratch, allocated once (the cost is O(I + K), as is one greedy step)
     cdef double[::1] f_A = np.zeros(I, np.float64), f_B = np.zeros(I, np.float64)
     cdef double[::1] f_tsz = np.empty(I, np.float64), f_lo = np.empty(I, np.float64)
@@ -1212,12 +1263,19 @@ def greedy_pass(int64_t[::1] mem, int64_t[::1] cpu, const double[::1] table, con
     ks.C2 = &i_C2[0]
     ks.on = &i_on[0]
     ks.on2 = &i_on2[0]
+    ks.ch = &i_ch[0]
+    ks.flips = &i_flips[0]
+    cdef local_offloads loc
+    loc.interval = &loc_iv[0]
+    loc.pre = &loc_pre[0]
+    loc.evf = &loc_evf[0]
+    loc.n = 0
     with nogil:
-        greedy_pass_c(&mem[0], &cpu[0], &table[0], &ext[0], &bud, &iv, &ks, line, target, cpu_line,
-                      ssd_lat_us, sys_lat_us, ssd_Bpus, host_Bpus, delta, &perm[0], &offloaded[0],
-                      &really[0], &loc_iv[0], &loc_pre[0], &loc_evf[0], &n_loc[0], &h, &stats[0],
-                      exact_keys, &i_ch[0], &i_flips[0])
+        st = greedy_pass_c(&mem[0], &cpu[0], &table[0], &ext[0], &bud, &iv, &ks, p, &perm[0], &offloaded[0],
+                           &really[0], &loc, &h)
+    n_loc[0] = loc.n
     _hints_done(&h, nh)
+    return st
 
 
 def place_prefetches(int64_t[::1] mem, int64_t target, const int64_t[::1] loc_iv, const int64_t[::1] loc_pre,

@@ -298,18 +298,21 @@ def _plan_with(kern, trace: Trace, config, variant: str, vitality: Vitality | No
     loc_pre = np.empty(I, np.int64)
     loc_evf = np.empty(I, np.int64)
     n_loc = np.zeros(1, np.int64)
-    gstats = np.zeros(9, np.int64)
-    if I:
-        kern.greedy_pass(mem, cpu, table, ext, cap, est, full,
-                         iv_tensor, v.interval_start.astype(np.int64), v.interval_end.astype(np.int64),
-                         v.interval_looped, v.interval_time_us, iv_size,
-                         params.gpu_memory_bytes, params.target_bytes, params.host_memory_bytes,
-                         params.ssd_latency_us, params.system_latency_us,
-                         params.ssd_bytes_per_us, params.host_bytes_per_us, params.delta,
-                         perm, offloaded, really, loc_iv, loc_pre, loc_evf, n_loc,
-                         hk, ht, ha, nh, gstats, bool(exact_keys))
-    else:
-        gstats[7] = 0 if int(mem.max()) <= params.target_bytes else 2
+    greedy_params = {
+        "gpu_memory_bytes": params.gpu_memory_bytes,
+        "target_bytes": params.target_bytes,
+        "host_memory_bytes": params.host_memory_bytes,
+        "ssd_latency_us": params.ssd_latency_us,
+        "system_latency_us": params.system_latency_us,
+        "ssd_bytes_per_us": params.ssd_bytes_per_us,
+        "host_bytes_per_us": params.host_bytes_per_us,
+        "delta": params.delta,
+        "exact_keys": bool(exact_keys),
+    }
+    gstats = kern.greedy_pass(mem, cpu, table, ext, cap, est, full,
+                              iv_tensor, v.interval_start.astype(np.int64), v.interval_end.astype(np.int64),
+                              v.interval_looped, v.interval_time_us, iv_size, greedy_params,
+                              perm, offloaded, really, loc_iv, loc_pre, loc_evf, n_loc, hk, ht, ha, nh)
     mem_after_greedy = mem.copy()
 
     # (4) local prefetch placement
@@ -339,18 +342,19 @@ def _plan_with(kern, trace: Trace, config, variant: str, vitality: Vitality | No
     hints["tensor"] = ht[:m][order]
     hints["action"] = ha[:m][order]
 
-    reasons = {0: "fits", 1: "best interval already taken", 2: "every interval examined"}
+    reasons = {kern.GREEDY_FITS: "fits", kern.GREEDY_TAKEN: "best interval already taken",
+               kern.GREEDY_EXHAUSTED: "every interval examined"}
     stats = {
         "prealloc_tensors": int(handled),
-        "greedy_steps": int(gstats[0]),
-        "area_sums_exact": int(gstats[1]),
-        "area_approximations": int(gstats[8]),
-        "sorts": int(gstats[2]),
-        "offloads_ssd": int(gstats[3]),
-        "offloads_host": int(gstats[4]),
-        "offloads_looped": int(gstats[5]),
-        "dropped_for_bandwidth": int(gstats[6]),
-        "greedy_end": reasons[int(gstats[7])],
+        "greedy_steps": int(gstats["steps"]),
+        "area_sums_exact": int(gstats["area_sums_exact"]),
+        "area_approximations": int(gstats["area_approximations"]),
+        "sorts": int(gstats["sorts"]),
+        "offloads_ssd": int(gstats["offloads_ssd"]),
+        "offloads_host": int(gstats["offloads_host"]),
+        "offloads_looped": int(gstats["offloads_looped"]),
+        "dropped_for_bandwidth": int(gstats["dropped_for_bandwidth"]),
+        "greedy_end": reasons[int(gstats["end"])],
         "local_prefetches": n,
         "peak_shaved": int(shaved),
         "peak_shaved_prefetches": int(shave_prefetches),

@@ -66,6 +66,34 @@ CMP_GREATER = 2  # k1 descending (time*size)
 
 THRESHOLD = 16  # libstdc++ _S_threshold
 
+# greedy_pass: the keys of its ``params`` and of the statistics it returns (the
+# fields of the compiled module's greedy_params and greedy_stats structs)
+GREEDY_PARAMS = (
+    "gpu_memory_bytes",    # the line: a key sums the time each kernel's estimate is above it
+    "target_bytes",        # the pass stops once every kernel's estimate is under this
+    "host_memory_bytes",   # host memory the host offloads may fill
+    "ssd_latency_us",      # SSD access latency
+    "system_latency_us",   # system latency of one transfer
+    "ssd_bytes_per_us",    # SSD bandwidth
+    "host_bytes_per_us",   # host link (PCIe) bandwidth
+    "delta",               # safety margin, a fraction of the move time
+    "exact_keys",          # every key summed exactly (slower), not only near ties
+)
+GREEDY_STATS = (
+    "steps",                  # greedy steps begun (each sorts the keys once)
+    "area_sums_exact",        # keys summed exactly
+    "area_approximations",    # keys approximated from the prefix sums
+    "sorts",                  # emulated std::sorts of the keys
+    "offloads_ssd",           # local offloads to SSD
+    "offloads_host",          # local offloads to host memory
+    "offloads_looped",        # offloads of intervals across the iteration boundary
+    "dropped_for_bandwidth",  # chosen, but no bandwidth to move it out and back in time
+    "end",                    # GREEDY_*: why the pass stopped
+)
+GREEDY_FITS = 0        # every kernel's estimate is under the target
+GREEDY_TAKEN = 1       # the best key is an interval already handled
+GREEDY_EXHAUSTED = 2   # one step per interval taken
+
 
 # ---------------------------------------------------------------------------
 # exact emulation of libstdc++ std::sort on an index array
@@ -636,19 +664,31 @@ def prealloc_pass(mem, table, ptensors, pbirth, pdeath, psize, target, malloc_us
     return handled
 
 
+def _push_local(loc_iv, loc_pre, loc_evf, n_loc, c, pre, evf):
+    loc_iv[n_loc[0]], loc_pre[n_loc[0]], loc_evf[n_loc[0]] = c, pre, evf
+    n_loc[0] += 1
+
+
 def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 iv_tensor, iv_start, iv_end, iv_looped, iv_time, iv_size,
-                line, target, cpu_line, ssd_lat_us, sys_lat_us, ssd_Bpus, host_Bpus, delta,
-                perm, offloaded, really, loc_iv, loc_pre, loc_evf, n_loc,
-                hk, ht, ha, nh, stats, exact_keys):
+                params, perm, offloaded, really, loc_iv, loc_pre, loc_evf, n_loc,
+                hk, ht, ha, nh):
     """Greedy offloading of inactive intervals (the artifact's cold-period loop).
 
-    ``exact_keys``: compute every key's exact sum (reference mode, slower) instead of
-    only the near ties.
-
-    ``stats``: [steps, exact area sums, sorts, ssd offloads, host offloads,
-    looped offloads, dropped for bandwidth, end reason (0 fits, 1 best already
-    taken, 2 ran out of steps), approximate area evaluations]."""
+    ``params``: a mapping with the keys :data:`GREEDY_PARAMS`.  Returns the
+    statistics, a dict with the keys :data:`GREEDY_STATS`; ``end`` is one of
+    GREEDY_FITS, GREEDY_TAKEN, GREEDY_EXHAUSTED."""
+    for key in GREEDY_PARAMS:
+        if key not in params:  # the compiled module's message
+            raise ValueError(f"No value specified for struct attribute '{key}'")
+    line, target, cpu_line = params["gpu_memory_bytes"], params["target_bytes"], params["host_memory_bytes"]
+    ssd_lat_us, sys_lat_us = params["ssd_latency_us"], params["system_latency_us"]
+    ssd_Bpus, host_Bpus = params["ssd_bytes_per_us"], params["host_bytes_per_us"]
+    delta, exact_keys = params["delta"], bool(params["exact_keys"])
+    stats = dict.fromkeys(GREEDY_STATS, 0)
+    if iv_tensor.shape[0] == 0:
+        stats["end"] = GREEDY_FITS if _all_at_most(mem, target) else GREEDY_EXHAUSTED
+        return stats
     K = mem.shape[0]
     I = iv_tensor.shape[0]
     A = np.zeros(I, np.float64)       # key: exact where ``exact``, else approximate
@@ -674,12 +714,12 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
     bound_per_byte = table[K] * (K + 4) * BOUND_UNIT
     ch = np.empty((8, 3), np.int64)   # (kind, lo, hi) budget ranges changed by this step
     flips = np.empty(K, np.int64)     # kernels that fell to the line in this step
-    stats[7] = 2
+    stats["end"] = GREEDY_EXHAUSTED
     for step in range(I):
         if _all_at_most(mem, target):
-            stats[7] = 0
+            stats["end"] = GREEDY_FITS
             break
-        stats[0] += 1
+        stats["steps"] += 1
         for i in range(I):
             if offloaded[i]:  # the artifact zeroes the area of an interval already handled
                 A[i] = 0.0
@@ -704,22 +744,23 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 fresh[i] = True
                 A[i], B[i] = _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, line,
                                           M, C, M2, C2, table[K], bound_per_byte)
-                stats[8] += 1
+                stats["area_approximations"] += 1
                 if B[i] == 0.0:
                     exact[i] = True
                 elif exact_keys:
                     A[i] = _exact_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, table, line)
                     B[i] = 0.0
                     exact[i] = True
-                    stats[1] += 1
+                    stats["area_sums_exact"] += 1
         if not exact_keys:
-            stats[1] += _resolve_near_ties(A, B, exact, iv_start, iv_end, iv_looped, iv_size, dep,
-                                           mem, table, line, on, on2, lo_order)
+            stats["area_sums_exact"] += _resolve_near_ties(A, B, exact, iv_start, iv_end, iv_looped,
+                                                           iv_size, dep, mem, table, line, on, on2,
+                                                           lo_order)
         std_sort(perm, CMP_AREA, A, tsz)
-        stats[2] += 1
+        stats["sorts"] += 1
         c = perm[0]
         if offloaded[c]:
-            stats[7] = 1
+            stats["end"] = GREEDY_TAKEN
             break
         nch = 0
         nfl = 0
@@ -761,17 +802,16 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     if pre > evf:
                         _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_HOST)
                         really[c] = True
-                        loc_iv[n_loc[0]], loc_pre[n_loc[0]], loc_evf[n_loc[0]] = c, pre, evf
-                        n_loc[0] += 1
+                        _push_local(loc_iv, loc_pre, loc_evf, n_loc, c, pre, evf)
                         last = reserve_pcie(cap, est, full, H2G, S2G, size, pre)
                         nch = _record(ch, nch, CH_S2G, pre, last)
                         last = reserve_pcie(cap, est, full, G2H, G2S, size, s)
                         nch = _record(ch, nch, CH_G2S, s, last)
                         _add_wrapped(cpu, size, s, e)
-                        stats[4] += 1
+                        stats["offloads_host"] += 1
                     else:
                         offloaded[c] = True
-                        stats[6] += 1
+                        stats["dropped_for_bandwidth"] += 1
                         continue
                 else:
                     pre = walk_backward(cap, est, full, S2G, size, e)
@@ -779,16 +819,15 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     if pre > evf:
                         _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_SSD)
                         really[c] = True
-                        loc_iv[n_loc[0]], loc_pre[n_loc[0]], loc_evf[n_loc[0]] = c, pre, evf
-                        n_loc[0] += 1
+                        _push_local(loc_iv, loc_pre, loc_evf, n_loc, c, pre, evf)
                         last = reserve_ssd(cap, est, full, S2G, H2G, size, pre)
                         nch = _record(ch, nch, CH_S2G, pre, last)
                         last = reserve_ssd(cap, est, full, G2S, G2H, size, s)
                         nch = _record(ch, nch, CH_G2S, s, last)
-                        stats[3] += 1
+                        stats["offloads_ssd"] += 1
                     else:
                         offloaded[c] = True
-                        stats[6] += 1
+                        stats["dropped_for_bandwidth"] += 1
                         continue
                 for j in range(evf + 1, pre):
                     mem[j] -= size
@@ -805,7 +844,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_SSD)
                     really[c] = True
                     _push_hint(hk, ht, ha, nh, pidx % K, iv_tensor[c], A_TO_GPU)
-                    stats[5] += 1
+                    stats["offloads_looped"] += 1
                 for j in range(clear + 1, pidx):
                     mem[j % K] -= size
                 nfl = _record_wrapped_drops(flips, nfl, mem, line, size, clear + 1, pidx - 1, K)
@@ -820,18 +859,17 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 if pre > evf:
                     _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_HOST)
                     really[c] = True
-                    loc_iv[n_loc[0]], loc_pre[n_loc[0]], loc_evf[n_loc[0]] = c, pre, evf
-                    n_loc[0] += 1
+                    _push_local(loc_iv, loc_pre, loc_evf, n_loc, c, pre, evf)
                     last = reserve_pcie(cap, est, full, H2G, S2G, size, pre)
                     nch = _record(ch, nch, CH_S2G, pre, last)
                     last = reserve_pcie(cap, est, full, G2H, G2S, size, s)
                     nch = _record(ch, nch, CH_G2S, s, last)
-                    stats[4] += 1
+                    stats["offloads_host"] += 1
                     for j in range(evf + 1, pre):
                         mem[j] -= size
                     nfl = _record_line_drops(flips, nfl, mem, line, size, evf + 1, pre - 1)
                 else:
-                    stats[6] += 1
+                    stats["dropped_for_bandwidth"] += 1
                 offloaded[c] = True
             else:
                 clear = _find_slot(ext, table[s] + cpu_move, s, e + K)
@@ -843,7 +881,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_HOST)
                     really[c] = True
                     _push_hint(hk, ht, ha, nh, pidx % K, iv_tensor[c], A_TO_GPU)
-                    stats[5] += 1
+                    stats["offloads_looped"] += 1
                 for j in range(clear + 1, pidx):
                     mem[j % K] -= size
                 nfl = _record_wrapped_drops(flips, nfl, mem, line, size, clear + 1, pidx - 1, K)
@@ -854,7 +892,6 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
             # too short for either tier: not marked, so it can be chosen again
             continue
 
-        # invalidate the cached keys that read what this step changed
         # invalidate what this step changed (an offloaded interval's key is 0 for good)
         for r in range(nch):
             kind, lo, hi = ch[r, 0], ch[r, 1], ch[r, 2]
@@ -869,6 +906,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 if exact[i] and not offloaded[i] and _crossed_in_range(i, dep, iv_start, iv_end,
                                                                        iv_looped, fl):
                     exact[i] = False
+    return stats
 
 
 def place_prefetches(mem, target, loc_iv, loc_pre, loc_evf, iv_tensor, iv_size, hk, ht, ha, nh):
