@@ -4,6 +4,8 @@
 * ``load_shipped("bert_base-b256")``: a shipped trace, read once per session.
   The arrays are shared between tests: do not modify them (copy first).
 * ``small_trace``: a 64-kernel synthetic training trace (256 MiB footprint).
+* ``host_overflow``: every replay of the test reports a host-memory overflow (the published
+  simulator's abort, forced).
 * ``SHIPPED_WORKLOADS``, ``SHIPPED_NAMES``, ``SHIPPED_LLM_NAMES``, ``assert_same_trace``: plain names,
   ``from conftest import ...``.
 * ``artifact_dir`` (and ``artifact_path()`` for module-level use): the published G10
@@ -145,3 +147,24 @@ def small_trace():
     from g10core.workload.synth import synthesize
 
     return synthesize(64, 256 << 20, pattern="training", seed=0)
+
+
+@pytest.fixture
+def host_overflow(monkeypatch):
+    """Force the published simulator's host-memory abort: every replay of this test reports
+    ``host_overflow`` (the flag the compiled replay sets when host memory runs out), so a
+    test reaches that failure without a configuration that really overflows."""
+    from g10core import simulator
+
+    real = simulator.Replay
+
+    class Overflowing:
+        def __init__(self, consts, arrays):
+            self.inner = real(consts, arrays)
+
+        def run(self):
+            raw = self.inner.run()
+            raw["host_overflow"] = True
+            return raw
+
+    monkeypatch.setattr(simulator, "Replay", Overflowing)

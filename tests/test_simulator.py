@@ -211,19 +211,7 @@ def test_the_invariant_checker_passes_a_real_run_and_catches_broken_ones(real_re
     assert any("GPU pages not conserved" in m for m in check(raw, fresh=fresh + 1))
 
 
-def test_host_overflow_fails_the_run(training, monkeypatch):
-    real = simulator.Replay
-
-    class Overflowing:
-        def __init__(self, consts, arrays):
-            self.inner = real(consts, arrays)
-
-        def run(self):
-            raw = self.inner.run()
-            raw["host_overflow"] = True
-            return raw
-
-    monkeypatch.setattr(simulator, "Replay", Overflowing)
+def test_host_overflow_fails_the_run(training, host_overflow):
     r = Simulator(config(0.012)).run(training, "base-uvm")
     assert r.failed and r.failure_reason.startswith("host memory overflow")
     assert r.iteration_time_s == math.inf and r.iterations == ()

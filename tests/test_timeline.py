@@ -309,21 +309,8 @@ def test_a_failed_run_writes_its_timeline_and_exits_1(trace_file, tmp_path, caps
     assert doc["otherData"]["failed"] is True and "cannot fit" in doc["otherData"]["failure_reason"]
 
 
-def test_a_host_overflow_keeps_the_kernels_that_ran(synth, tmp_path, monkeypatch):
-    from g10core import simulator
-
-    real = simulator.Replay
-
-    class Overflowing:                  # the published simulator's abort, forced (as test_simulator does)
-        def __init__(self, consts, arrays):
-            self.inner = real(consts, arrays)
-
-        def run(self):
-            raw = self.inner.run()
-            raw["host_overflow"] = True
-            return raw
-
-    monkeypatch.setattr(simulator, "Replay", Overflowing)
+def test_a_host_overflow_keeps_the_kernels_that_ran(synth, tmp_path, host_overflow):
+    # the published simulator's abort, forced (conftest.host_overflow)
     r = Simulator(tight("default", synth, "host.memory_GiB=0.2")).run(synth, "base-uvm", timeline=True)
     assert r.failed and r.failure_reason.startswith("host memory overflow")
     doc = read_timeline(r.write_timeline(tmp_path / "overflow.json"))

@@ -26,14 +26,6 @@ def _code(text: str) -> str:
     return "`" + str(text).replace("|", "\\|") + "`"
 
 
-def _value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
 def parameter_reference() -> str:
     """The parameter reference as MyST Markdown: one section and table per config section.
 
@@ -44,7 +36,7 @@ def parameter_reference() -> str:
         and a table with the columns key, unit, default, range, description and presets
         (the presets whose value differs from the default).
     """
-    from g10core.config import DEFAULT_PRESET, PRESETS, SECTIONS, parameters, preset
+    from g10core.config import DEFAULT_PRESET, PRESETS, SECTIONS, parameters, preset, value_text
 
     rows = parameters(preset(DEFAULT_PRESET))
     others = {name: {r["key"]: r for r in parameters(preset(name))} for name in PRESETS if name != DEFAULT_PRESET}
@@ -56,14 +48,14 @@ def parameter_reference() -> str:
                 "|---|---|---|---|---|---|"]
         for r in these:
             if r.get("from_device") is not None and r["value"] is None:
-                default = f"from `ssd.device` ({_escape(r['from_device'])}: {_code(_value(r['device_value']))})"
+                default = f"from `ssd.device` ({_escape(r['from_device'])}: {_code(value_text(r['device_value']))})"
             else:
-                default = _code(_value(r["value"]))
+                default = _code(value_text(r["value"]))
             differs = []
             for name, theirs in others.items():
                 v = theirs[r["key"]]["value"]
                 if v != r["value"]:
-                    differs.append(f"{_escape(name)}: {_code(_value(v))}")
+                    differs.append(f"{_escape(name)}: {_code(value_text(v))}")
             out.append("| " + " | ".join([
                 _code(r["key"]), _escape(r["unit"]) if r["unit"] not in ("", "1") else "–",
                 default, _code(r["range"]), _escape(r["doc"]), "; ".join(differs) or "–"]) + " |")

@@ -105,11 +105,16 @@ cdef inline cycle_t _pop_slot(ssd_dev* d) noexcept nogil:
     return top
 
 
-cdef cycle_t _acquire_slot(ssd_dev* d, cycle_t now) noexcept nogil:
-    """Start cycle of a command submitted at ``now`` (waits for a free queue slot)."""
+cdef inline bint _slot_free_at(ssd_dev* d, cycle_t now) noexcept nogil:
+    """Retire the commands done by ``now``; whether a queue slot is then free."""
     while d.front.n_slots > 0 and _slot_min(d) <= now:
         _pop_slot(d)
-    if d.front.n_slots < d.p.queue_depth:
+    return d.front.n_slots < d.p.queue_depth
+
+
+cdef cycle_t _acquire_slot(ssd_dev* d, cycle_t now) noexcept nogil:
+    """Start cycle of a command submitted at ``now`` (waits for a free queue slot)."""
+    if _slot_free_at(d, now):
         return now
     return _pop_slot(d)
 
@@ -145,9 +150,7 @@ cdef void _release_slot(ssd_dev* d, cycle_t done) noexcept nogil:
 
 cdef cycle_t front_next_issue_time(ssd_dev* d, cycle_t now) noexcept nogil:
     """Earliest cycle >= now at which a new command would find a free queue slot."""
-    while d.front.n_slots > 0 and _slot_min(d) <= now:
-        _pop_slot(d)
-    if d.front.n_slots < d.p.queue_depth:
+    if _slot_free_at(d, now):
         return now
     return _slot_min(d)
 

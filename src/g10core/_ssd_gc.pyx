@@ -129,19 +129,17 @@ cdef int64_t _gc_room(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil:
     """Make sure the frontier GC copies go to has an unwritten page; return its block
     (its next page is ``gc_next``, or ``host_next`` with a shared frontier), -1 if none."""
     cdef ssd_plane* pl = &g.planes[plane]
+    cdef int32_t* block = &pl.gc_block
+    cdef int32_t* nxt = &pl.gc_next
     if g.p.shared_frontier:                        # relocated pages join the host's write stream
-        if pl.host_block < 0 or pl.host_next == g.p.pages_per_block:
-            if pl.host_block >= 0:
-                _close_block(g, m, plane, pl.host_block)
-            pl.host_block = _take_free(g, m, plane)
-            pl.host_next = 0
-        return pl.host_block
-    if pl.gc_block < 0 or pl.gc_next == g.p.pages_per_block:
-        if pl.gc_block >= 0:
-            _close_block(g, m, plane, pl.gc_block)
-        pl.gc_block = _take_free(g, m, plane)
-        pl.gc_next = 0
-    return pl.gc_block
+        block = &pl.host_block
+        nxt = &pl.host_next
+    if block[0] < 0 or nxt[0] == g.p.pages_per_block:
+        if block[0] >= 0:
+            _close_block(g, m, plane, block[0])
+        block[0] = _take_free(g, m, plane)
+        nxt[0] = 0
+    return block[0]
 
 
 cdef int32_t _take_free(ssd_gc* g, ssd_map* m, int64_t plane) noexcept nogil:

@@ -298,6 +298,18 @@ cdef inline void walker_sift(int64_t* h, int32_t n) noexcept nogil:
     h[i] = x
 
 
+cdef inline void _pipe_take(sm_cursor* c, int64_t t, int64_t w, int32_t osh, int64_t overlap) noexcept nogil:
+    """The SM's translation pipeline takes weighted latency ``w`` (remainder included) at ``t``:
+    it is busy w / overlap cycles, the remainder kept exact (``osh``: log2(overlap) when
+    overlap is a power of two, a shift and a mask then; -1 otherwise)."""
+    if osh >= 0:
+        c.pipe_free = t + (w >> osh)
+        c.pipe_rem = w & (overlap - 1)
+    else:
+        c.pipe_free = t + w // overlap
+        c.pipe_rem = w % overlap
+
+
 cdef inline void sched_insert_at(int64_t* key, int32_t* sm, int64_t i) noexcept nogil:
     """Move entry i back into the sorted run key[0:i]."""
     cdef int64_t k = key[i]
@@ -848,12 +860,7 @@ cdef class TLBHierarchy(Translator):
             if p.modulus == 1:
                 # full simulation: the lookup stands for itself and its run's L1 hits
                 w = lat + (run - 1) * l1 + c.pipe_rem
-                if osh >= 0:
-                    c.pipe_free = t + (w >> osh)
-                    c.pipe_rem = w & (overlap - 1)
-                else:
-                    c.pipe_free = t + w // overlap
-                    c.pipe_rem = w % overlap
+                _pipe_take(c, t, w, osh, overlap)
                 if more:
                     sched_insert(self.sched_key, self.sched_sm, &head, &tail, cap,
                                  imax(c.nominal + c.delay, c.pipe_free), s)
@@ -874,12 +881,7 @@ cdef class TLBHierarchy(Translator):
             w_lookups = lk_to - c.lk_from
             w_acc = j_to - c.j_from
             w = w_lookups * lat + (w_acc - w_lookups) * l1 + c.pipe_rem
-            if osh >= 0:
-                c.pipe_free = t + (w >> osh)
-                c.pipe_rem = w & (overlap - 1)
-            else:
-                c.pipe_free = t + w // overlap
-                c.pipe_rem = w % overlap
+            _pipe_take(c, t, w, osh, overlap)
             if walk and p.modulus > 1:
                 # the walks this one stands for reach the pool over the time the SM takes
                 # for their accesses: nominal, or what its pipeline allows

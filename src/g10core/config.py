@@ -506,3 +506,24 @@ def parameters(cfg: SimConfig | None = None) -> list[dict]:
                 row["device_value"] = getattr(device.link, attr) if attr else getattr(device, f.name)
             rows.append(row)
     return rows
+
+
+def value_text(value) -> str:
+    """A parameter's value as ``g10sim config show`` and the manual's parameter tables write it.
+
+    Parameters
+    ----------
+    value : bool, int, float or str
+        A value of :func:`parameters` (``value`` or ``device_value``).
+
+    Returns
+    -------
+    str
+        ``true``/``false`` for a boolean (as TOML writes it), the shortest ``%g`` form for a
+        float, ``str(value)`` otherwise.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

@@ -189,12 +189,32 @@ def pcie_preset(name: str, **overrides) -> PcieSpec:
     except KeyError:
         raise ConfigError(f"unknown PCIe preset {name!r}; known: {', '.join(PCIE_PRESETS)}") from None
     if overrides:
-        known = set(asdict(spec))
-        for k in overrides:
-            if k not in known:
-                raise ConfigError(f"unknown pcie parameter {k!r}; known: {', '.join(sorted(known))}")
+        check_override_keys(spec, overrides, "pcie")
         spec = replace(spec, **overrides)
     return spec.check()
+
+
+def check_override_keys(spec, overrides: dict, what: str) -> None:
+    """Refuse an override of a preset (``pcie_preset``, ``ssd_preset``) that names no field of its spec.
+
+    Parameters
+    ----------
+    spec : dataclass instance
+        The preset's spec.
+    overrides : dict
+        field name -> value.
+    what : str
+        The spec's name in the message (``pcie``, ``ssd``).
+
+    Raises
+    ------
+    ConfigError
+        ``unknown WHAT parameter 'K'; known: ...`` for the first unknown name.
+    """
+    known = set(asdict(spec))
+    for k in overrides:
+        if k not in known:
+            raise ConfigError(f"unknown {what} parameter {k!r}; known: {', '.join(sorted(known))}")
 
 
 def link_spec_from_config(cfg) -> PcieSpec:

@@ -58,7 +58,7 @@ import numpy as np
 
 from .errors import ConfigError
 from .params import VICTIM_POLICIES, check_fields, from_key, parse_victim
-from .pcie import PcieLink, PcieSpec, bandwidth_scale
+from .pcie import PcieLink, PcieSpec, bandwidth_scale, check_override_keys
 
 __all__ = ["SSDSpec", "SSD", "SSD_PRESETS", "ssd_preset", "device_spec", "ssd_spec_from_config",
            "ssd_from_config", "parse_victim", "percentile_us", "VICTIM_POLICIES"]
@@ -299,10 +299,7 @@ def ssd_preset(name: str, **overrides) -> SSDSpec:
     except KeyError:
         raise ConfigError(f"unknown SSD preset {name!r}; known: {', '.join(SSD_PRESETS)}") from None
     if overrides:
-        known = set(asdict(spec))
-        for k in overrides:
-            if k not in known:
-                raise ConfigError(f"unknown ssd parameter {k!r}; known: {', '.join(sorted(known))}")
+        check_override_keys(spec, overrides, "ssd")
         if "clock_GHz" in overrides and "link" not in overrides:
             overrides = dict(overrides, link=replace(spec.link, clock_GHz=overrides["clock_GHz"]))
         spec = replace(spec, **overrides)

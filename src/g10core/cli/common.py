@@ -27,34 +27,46 @@ EXIT_INTERNAL = 3       # a bug in g10core: one line, and a report file with the
 EXPECTED_ERRORS = (TraceError, ConfigError, ArtifactError, OSError, ValueError)
 
 
-def positive_float(text: str) -> float:
+def number_arg(text: str, convert, what: str, ok, need: str):
+    """An option's value, converted and checked, or the one-line argparse error.
+
+    Parameters
+    ----------
+    text : str
+        The value as given.
+    convert : callable
+        ``float``, ``int`` or another str -> value function raising ValueError on bad text.
+    what : str
+        What the value must be, for when ``convert`` refuses it ("a number").
+    ok : callable
+        value -> bool: whether the converted value is allowed.
+    need : str
+        The allowed range in words, for when ``ok`` refuses it ("must be > 0").
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        ``'TEXT' is not WHAT`` or ``'TEXT': NEED``.
+    """
     try:
-        value = float(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{text!r}: must be > 0")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"{text!r}: {need}")
     return value
+
+
+def positive_float(text: str) -> float:
+    return number_arg(text, float, "a number", lambda v: v > 0 and math.isfinite(v), "must be > 0")
 
 
 def nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be >= 0")
-    return value
+    return number_arg(text, int, "an integer", lambda v: v >= 0, "must be >= 0")
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be >= 1")
-    return value
+    return number_arg(text, int, "an integer", lambda v: v >= 1, "must be >= 1")
 
 
 class OneLineParser(argparse.ArgumentParser):

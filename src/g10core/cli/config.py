@@ -1,22 +1,15 @@
 """``g10sim config``: the configuration parameters, their values, units, ranges and meaning."""
 from __future__ import annotations
 
+from ..config import value_text
 from .common import EXIT_OK, add_config_options, add_json_option, config_from_args, emit_json, human
 
 
 def _value_text(row: dict) -> str:
     value = row["value"]
     if value is None and "device_value" in row:
-        return f"{_plain(row['device_value'])} ({row['from_device']})"
-    return _plain(value)
-
-
-def _plain(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+        return f"{value_text(row['device_value'])} ({row['from_device']})"
+    return value_text(value)
 
 
 def format_parameters(rows: list[dict], preset: str) -> str:

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from .common import (EXIT_OK, add_config_options, add_json_option, check_output_path, emit_json, human,
-                     policy_help, positive_int)
+                     number_arg, policy_help, positive_int)
 
 
 class _Vary(argparse.Action):
@@ -39,24 +39,15 @@ class _Range(argparse.Action):
 
 
 def _fraction(text: str) -> float:
-    t = text.strip()
-    try:
-        v = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction (0.8, or 80%)") from None
-    if not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a fraction of ideal in (0, 1], e.g. 0.8 or 80%")
-    return v
+    def convert(t: str) -> float:
+        t = t.strip()
+        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    return number_arg(text, convert, "a fraction (0.8, or 80%)", lambda v: 0 < v <= 1,
+                      "a fraction of ideal in (0, 1], e.g. 0.8 or 80%")
 
 
 def _tolerance(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a relative width in (0, 1), e.g. 0.01")
-    return v
+    return number_arg(text, float, "a number", lambda v: 0 < v < 1, "a relative width in (0, 1), e.g. 0.01")
 
 
 def _cmd_plan(args) -> int:

@@ -824,6 +824,18 @@ def plot_figure(figure: str, rows, path, *, title: str | None = None) -> Path:
     return _save(fig, path)
 
 
+def _batch_of(rows, model: str):
+    """The batch size of ``model``'s rows, for a panel's label ("" where it has none)."""
+    return next((r["batch"] for r in rows if r["model"] == model), "")
+
+
+def _label_first_panel(fig, models, ylabel: str, *, legend_fontsize: int) -> None:
+    """The y label and the legend of a row of per-model panels, on the first panel only (none: no panel)."""
+    if models:
+        fig.axes[0].set_ylabel(ylabel, fontsize=8)
+        fig.axes[0].legend(fontsize=legend_fontsize, frameon=False)
+
+
 def _plot_fig12(rows):
     """Per model: sorted per-kernel slowdown against the share of kernels (the tail, 75-100 %), log y."""
     models = _models(rows)
@@ -844,11 +856,8 @@ def _plot_fig12(rows):
         ax.set_xticklabels([f"{100 * t:.0f}%" for t in ticks], fontsize=7)
         ax.tick_params(axis="y", labelsize=7)
         ax.grid(which="major", linewidth=0.4, color="grey")
-        b = next((r["batch"] for r in rows if r["model"] == m), "")
-        ax.set_xlabel(f"{MODEL_LABELS.get(m, m)} (b{b}): kernels", fontsize=8)
-    if models:
-        fig.axes[0].set_ylabel("Kernel slowdown\n(time / ideal)", fontsize=8)
-        fig.axes[0].legend(fontsize=7, frameon=False)
+        ax.set_xlabel(f"{MODEL_LABELS.get(m, m)} (b{_batch_of(rows, m)}): kernels", fontsize=8)
+    _label_first_panel(fig, models, "Kernel slowdown\n(time / ideal)", legend_fontsize=7)
     return fig
 
 
@@ -878,7 +887,7 @@ def _plot_fig13(rows):
                 bottom += h
             ax.text(x, 1.01, _SHORT_LABELS.get(p, p), ha="center", va="bottom", fontsize=6)
     ax.set_xticks(range(len(models)))
-    ax.set_xticklabels([f"{MODEL_LABELS.get(m, m)}\nb{next(r['batch'] for r in rows if r['model'] == m)}"
+    ax.set_xticklabels([f"{MODEL_LABELS.get(m, m)}\nb{_batch_of(rows, m)}"
                         for m in models], fontsize=8)
     ax.set_ylim(0, 1.3)
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1])
@@ -909,11 +918,8 @@ def _plot_fig14(rows):
         ax.set_xticks(range(len(pols)))
         ax.set_xticklabels([POLICY_LABELS[p] for p in pols], fontsize=6, rotation=30)
         ax.tick_params(axis="y", labelsize=7)
-        b = next((r["batch"] for r in rows if r["model"] == m), "")
-        ax.set_title(f"{MODEL_LABELS.get(m, m)} (b{b})", fontsize=8)
-    if models:
-        fig.axes[0].set_ylabel("Traffic (GB)", fontsize=8)
-        fig.axes[0].legend(fontsize=6, frameon=False)
+        ax.set_title(f"{MODEL_LABELS.get(m, m)} (b{_batch_of(rows, m)})", fontsize=8)
+    _label_first_panel(fig, models, "Traffic (GB)", legend_fontsize=6)
     return fig
 
 
@@ -1013,7 +1019,7 @@ def _plot_fig19(rows):
             hs.append(r["normalized_performance"] / base["normalized_performance"])
         ax.bar(xs, hs, width * 0.92, color=f"C{j}", label="0%" if s == 0 else f"±{100 * s:.0f}%", zorder=3)
     ax.set_xticks(range(len(models)))
-    ax.set_xticklabels([f"{MODEL_LABELS.get(m, m)}\nb{next(r['batch'] for r in rows if r['model'] == m)}"
+    ax.set_xticklabels([f"{MODEL_LABELS.get(m, m)}\nb{_batch_of(rows, m)}"
                         for m in models], fontsize=8)
     ax.set_ylim(0.99, 1.01)
     ax.set_ylabel("Normalized\nPerformance", fontsize=8)

@@ -105,7 +105,23 @@ _KERNEL_EVENT = 4
 
 # ---- contiguous page allocator ------------------------------------------------
 
-class ExtentAllocator:
+class _Pool:
+    """What both allocators share: ``capacity_pages`` (validated), ``used_pages`` and ``free_pages``."""
+
+    __slots__ = ("capacity_pages", "used_pages")
+
+    def __init__(self, capacity_pages: int):
+        if capacity_pages <= 0:
+            raise ValueError(f"capacity_pages = {capacity_pages}: must be > 0")
+        self.capacity_pages = int(capacity_pages)
+        self.used_pages = 0
+
+    @property
+    def free_pages(self) -> int:
+        return self.capacity_pages - self.used_pages
+
+
+class ExtentAllocator(_Pool):
     """First-fit allocator of contiguous pages in ``[0, capacity_pages)``.
 
     Free space is a sorted list of disjoint, non-adjacent extents, so every
@@ -115,19 +131,12 @@ class ExtentAllocator:
     end.  ``free`` merges with the neighbours.
     """
 
-    __slots__ = ("capacity_pages", "_starts", "_lengths", "used_pages")
+    __slots__ = ("_starts", "_lengths")
 
     def __init__(self, capacity_pages: int):
-        if capacity_pages <= 0:
-            raise ValueError(f"capacity_pages = {capacity_pages}: must be > 0")
-        self.capacity_pages = int(capacity_pages)
+        super().__init__(capacity_pages)
         self._starts = [0]
         self._lengths = [self.capacity_pages]
-        self.used_pages = 0
-
-    @property
-    def free_pages(self) -> int:
-        return self.capacity_pages - self.used_pages
 
     @property
     def n_free_extents(self) -> int:
@@ -192,7 +201,7 @@ class ExtentAllocator:
         self.used_pages -= n_pages
 
 
-class PageAllocator:
+class PageAllocator(_Pool):
     """A pool of free pages: any ``n_pages`` free pages make room, wherever they lie.
 
     The same interface as :class:`ExtentAllocator` (a GPU with virtual memory maps a tensor's
@@ -200,18 +209,11 @@ class PageAllocator:
     ``free`` takes back, not an address.
     """
 
-    __slots__ = ("capacity_pages", "used_pages", "_next_token")
+    __slots__ = ("_next_token",)
 
     def __init__(self, capacity_pages: int):
-        if capacity_pages <= 0:
-            raise ValueError(f"capacity_pages = {capacity_pages}: must be > 0")
-        self.capacity_pages = int(capacity_pages)
-        self.used_pages = 0
+        super().__init__(capacity_pages)
         self._next_token = 0
-
-    @property
-    def free_pages(self) -> int:
-        return self.capacity_pages - self.used_pages
 
     @property
     def n_free_extents(self) -> int:

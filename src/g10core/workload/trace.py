@@ -517,15 +517,20 @@ def _h5_reason(exc: BaseException) -> str:
     return msg
 
 
-def _attr(f, path, name: str, kind: type):
-    if name not in f.attrs:
-        raise TraceError(path, "/", "missing root attribute", field=name)
+def _read_attr(f, path, name: str):
+    """Root attribute ``name`` as stored, bytes decoded (UTF-8, bad bytes replaced); one that
+    HDF5 cannot read is a TraceError naming it."""
     try:
         value = f.attrs[name]
     except H5_ERRORS as exc:
         raise TraceError(path, "/", f"unreadable attribute ({_h5_reason(exc)})", field=name) from None
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _attr(f, path, name: str, kind: type):
+    if name not in f.attrs:
+        raise TraceError(path, "/", "missing root attribute", field=name)
+    value = _read_attr(f, path, name)
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value[()]
     if kind is int and _is_int(value):
@@ -694,15 +699,8 @@ def _read_fields(f, path) -> dict:
     for key in f.attrs:
         if key in _RESERVED_ATTRS and key not in ("creator", "schema_version"):
             continue  # these are Trace fields (schema_version/creator: kept for information)
-        try:
-            value = f.attrs[key]
-        except H5_ERRORS as exc:
-            raise TraceError(path, "/", f"unreadable attribute ({_h5_reason(exc)})", field=key) from None
-        if isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
-        elif isinstance(value, np.generic):
-            value = value.item()
-        attrs[key] = value
+        value = _read_attr(f, path, key)
+        attrs[key] = value.item() if isinstance(value, np.generic) else value
 
     tensors = _load(_dataset(f, path, "tensors"), path)
     size_bytes = _column(tensors, "/tensors", "size_bytes", np.int64, path)
