@@ -168,3 +168,17 @@ def host_overflow(monkeypatch):
             return raw
 
     monkeypatch.setattr(simulator, "Replay", Overflowing)
+
+
+@pytest.fixture(autouse=True)
+def registry_restored(monkeypatch):
+    """Each test's plug-in policies leave the registry after it (and the entry points are read
+    again), so a policy a test loads from a file is never listed in another test's messages."""
+    from g10core import policies
+
+    policies._load_builtin()
+    saved = dict(policies.REGISTRY)
+    monkeypatch.setattr(policies, "_PLUGINS_LOADED", policies._PLUGINS_LOADED)
+    yield
+    policies.REGISTRY.clear()
+    policies.REGISTRY.update(saved)

@@ -41,17 +41,6 @@ def one_error_line(err: str) -> str:
     return lines[0]
 
 
-@pytest.fixture(autouse=True)
-def registry_restored(monkeypatch):
-    """Each test's plug-ins leave the registry (and the entry points are read again)."""
-    policies._load_builtin()
-    saved = dict(policies.REGISTRY)
-    monkeypatch.setattr(policies, "_PLUGINS_LOADED", policies._PLUGINS_LOADED)
-    yield
-    policies.REGISTRY.clear()
-    policies.REGISTRY.update(saved)
-
-
 @pytest.fixture(scope="module")
 def trace_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("traces") / "synth_training-b1.h5"
