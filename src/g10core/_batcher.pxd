@@ -10,6 +10,15 @@ from g10core._pagetable cimport PageTable
 from g10core._evict cimport Evictor
 from g10core._device cimport Device
 
+# the paths of exact quotas (op kinds; with a shared SSD, SSD writes draw on PK_SSD_IN's budget)
+cdef enum:
+    PK_SSD_IN = 0
+    PK_SSD_OUT = 1
+    PK_HOST_IN = 2
+    PK_HOST_OUT = 3
+    N_PK = 4
+    WALK_MAX = 1 << 24     # slots one bulk repeat walks at most (exact quotas)
+
 # recorded slot operations (for bulk repeats)
 cdef enum:
     OPS_MAX = 48
@@ -39,6 +48,7 @@ cdef enum:                     # BulkReason
     B_REDIRECT
     B_LOCKUP
     B_RESTART
+    B_BUDGETS
     B_MERGED
     B_TICKWISE
     B_COUNT
@@ -62,6 +72,17 @@ cdef class Batcher:
     cdef int64_t alloc_batch               # frames given (allocations and fetches) per slot
     cdef int64_t ssd_q                     # SSD pages per direction in the current slot
     cdef bint ssd_throttled                # the SSD takes no command in the current slot
+    # ---- exact quotas (outside g10-artifact): a budget of slot time per path ----
+    cdef bint exact                        # else the artifact's whole-page quotas and forced tiers
+    cdef int64_t slot_units                # a slot's time, units
+    cdef int64_t cost[N_PK]                # one page's time on each path, units
+    cdef int bucket[N_PK]                  # the budget each path draws on
+    cdef int64_t cap[N_PK]                 # carry kept at most (under one page of the costliest path on it)
+    cdef int64_t carry[N_PK]               # budget left at the end of the last slot (may be < 0: one page over)
+    cdef int64_t avail[N_PK]               # the current slot's budget
+    cdef int64_t used[N_PK]                # spent in the current slot
+    cdef int64_t rec_key[N_PK]             # the recorded slot's budgets as its decisions see them
+    cdef int64_t rec_used[N_PK]            # what it spent
 
     # ---- queues ----
     cdef vector[deque[queue_run]] qs
@@ -133,11 +154,21 @@ cdef class Batcher:
     cdef void rec_evict(self, int8_t dest) noexcept nogil
     cdef void rec_fetch(self, int8_t src) noexcept nogil
     cdef bint room(self) noexcept nogil
+    cdef bint fits(self, int pk) noexcept nogil
+    cdef bint can_in(self, int8_t src) noexcept nogil
+    cdef int8_t exact_victim_dest(self) noexcept nogil
+    cdef int8_t exact_pre_dest(self, int q) noexcept nogil
+    cdef int64_t budget_key(self, int b, int64_t a) noexcept nogil
+    cdef void budgets_begin(self) noexcept nogil
+    cdef void budgets_end(self) noexcept nogil
     cdef int64_t bring_in(self, int q, int64_t kmax, int kind, bint is_pf) except -2 nogil
     cdef int evict_queue(self, int q, int8_t default_dest) except -1 nogil
+    cdef int evicted(self, int q, queue_run* fp, int8_t d, int64_t k) except -1 nogil
     cdef int pf_fetch(self, int q, int8_t src) except -1 nogil
     cdef int alloc_queue(self, int q, bint is_pf) except -1 nogil
     cdef int prefetch(self) except -1 nogil
     cdef int64_t queue_span(self, int q, int64_t need, int8_t src, bint check_req, bint req) noexcept nogil
     cdef int64_t bulk_before_ready(self, int q, int64_t n) noexcept nogil
     cdef int apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil
+    cdef int64_t walk_budgets(self, int64_t n) noexcept nogil
+    cdef void idle_budgets(self, int64_t m) noexcept nogil

@@ -49,6 +49,7 @@ BULK_REASONS = (
     'prefetch redirected between tiers',
     'DeepUM lock-up fallback',
     'a waiting kernel restarted',
+    'the next slot has other budgets (exact quotas)',
     'ticks repeated as merged streams (count of repeats)',
     'ticks repeated tick by tick (count of repeats)',
 )
@@ -82,6 +83,24 @@ cdef class Batcher:
         self.ssd_throttled = False
         self.qs.resize(N_QUEUES)
         cdef int i
+        self.exact = quotas.get("exact", False)
+        for i in range(N_PK):
+            self.cost[i] = 1
+            self.bucket[i] = i
+            self.cap[i] = self.carry[i] = self.avail[i] = self.used[i] = 0
+            self.rec_key[i] = self.rec_used[i] = 0
+        if self.exact:
+            self.slot_units = quotas["slot_units"]
+            self.cost[PK_SSD_IN] = quotas["ssd_read_units"]
+            self.cost[PK_SSD_OUT] = quotas["ssd_write_units"]
+            self.cost[PK_HOST_IN] = self.cost[PK_HOST_OUT] = quotas["host_units"]
+            if quotas["ssd_shared"]:
+                self.bucket[PK_SSD_OUT] = PK_SSD_IN
+            for i in range(N_PK):
+                if self.cost[i] - 1 > self.cap[self.bucket[i]]:
+                    self.cap[self.bucket[i]] = self.cost[i] - 1
+            for i in range(N_PK):
+                self.carry[i] = self.cap[i]       # a path that was idle before the run
         for i in range(N_QUEUES):
             self.qlen[i] = 0
         cdef traffic_row zero
@@ -279,22 +298,30 @@ cdef class Batcher:
         if dest == TIER_SSD:
             self.out_ssd += 1
             self.out_n += 1
-            if self.out_ssd == self.ssd_q:
+            if self.exact:
+                self.used[self.bucket[PK_SSD_OUT]] += self.cost[PK_SSD_OUT]
+            elif self.out_ssd == self.ssd_q:
                 self.forced_evict = TIER_HOST
         elif dest == TIER_HOST:
             self.out_cpu += 1
             self.out_n += 1
-            if self.out_cpu == self.host_batch or self.pt.host_full():
+            if self.exact:
+                self.used[self.bucket[PK_HOST_OUT]] += self.cost[PK_HOST_OUT]
+            elif self.out_cpu == self.host_batch or self.pt.host_full():
                 self.forced_evict = TIER_SSD
 
     cdef void rec_fetch(self, int8_t src) noexcept nogil:
         if src == TIER_SSD:
             self.in_ssd += 1
-            if self.in_ssd == self.ssd_q:
+            if self.exact:
+                self.used[self.bucket[PK_SSD_IN]] += self.cost[PK_SSD_IN]
+            elif self.in_ssd == self.ssd_q:
                 self.forced_fetch = TIER_HOST
         else:
             self.in_cpu += 1
-            if self.in_cpu == self.host_batch:
+            if self.exact:
+                self.used[self.bucket[PK_HOST_IN]] += self.cost[PK_HOST_IN]
+            elif self.in_cpu == self.host_batch:
                 self.forced_fetch = TIER_SSD
         self.alloc_n += 1
         self.in_n += 1
@@ -302,9 +329,90 @@ cdef class Batcher:
     cdef bint room(self) noexcept nogil:
         if self.pt.gpu_free > 0:
             return True
+        if self.exact:
+            # a victim must be able to leave: the host takes it, or else the SSD
+            return self.out_n < self.gpu_batch and ((not self.pt.host_full() and self.fits(PK_HOST_OUT))
+                                                    or self.fits(PK_SSD_OUT))
         if self.pt.host_full():
             return self.out_n < self.gpu_batch and self.out_ssd < self.ssd_q
         return self.out_n < self.gpu_batch
+
+    # ======================================================================
+    # exact quotas: each path's budget of slot time (docs/physics.md)
+    # ======================================================================
+    cdef inline bint fits(self, int pk) noexcept nogil:
+        """One more page on path pk fits in the slot's budget."""
+        return self.used[self.bucket[pk]] + self.cost[pk] <= self.avail[self.bucket[pk]]
+
+    cdef bint can_in(self, int8_t src) noexcept nogil:
+        """One more page may come in from src (SSD or host) in this slot."""
+        if self.exact:
+            return self.fits(PK_SSD_IN if src == TIER_SSD else PK_HOST_IN)
+        if src == TIER_SSD:
+            return self.in_ssd < self.ssd_q
+        return self.in_cpu < self.host_batch
+
+    cdef int8_t exact_victim_dest(self) noexcept nogil:
+        """Where a live victim goes: host memory while it has room and budget, else the SSD."""
+        if not self.pt.host_full() and self.fits(PK_HOST_OUT):
+            return TIER_HOST
+        return TIER_SSD
+
+    cdef int8_t exact_pre_dest(self, int q) noexcept nogil:
+        """Where the next pre-evicted page of queue q goes (-1: none can leave this slot)."""
+        if self.out_n >= self.gpu_batch:
+            return -1
+        if q == Q_EVICT_SSD:
+            return TIER_SSD if self.fits(PK_SSD_OUT) else -1
+        if not self.pt.host_full():
+            return TIER_HOST if self.fits(PK_HOST_OUT) else -1
+        return TIER_SSD if self.fits(PK_SSD_OUT) else -1
+
+    cdef int64_t budget_key(self, int b, int64_t a) noexcept nogil:
+        """Budget a as the slot's decisions see it: they only compare a with sums of the costs
+        of the paths on b, so the largest such sum <= a (the number of pages, one cost)."""
+        cdef int64_t c1 = -1, c2 = -1, w, best = 0, x
+        cdef int i
+        if a < 0:
+            return -1
+        for i in range(N_PK):
+            if self.bucket[i] == b:
+                if c1 < 0 or c1 == self.cost[i]:
+                    c1 = self.cost[i]
+                elif c2 < 0 or c2 == self.cost[i]:
+                    c2 = self.cost[i]
+        if c1 < 0:
+            return 0
+        if c2 < 0:
+            return a // c1
+        w = 0
+        while w * c2 <= a:
+            x = w * c2 + ((a - w * c2) // c1) * c1
+            if x > best:
+                best = x
+            w += 1
+        return best
+
+    cdef void budgets_begin(self) noexcept nogil:
+        """A slot's budgets: the carry (at most cap) plus the slot's time; none for a throttled SSD."""
+        cdef int i
+        cdef int64_t c
+        for i in range(N_PK):
+            c = self.carry[i]
+            if c > self.cap[i]:
+                c = self.cap[i]
+            self.avail[i] = c + self.slot_units
+            self.used[i] = 0
+        if self.ssd_throttled:
+            self.avail[self.bucket[PK_SSD_IN]] = -1
+            self.avail[self.bucket[PK_SSD_OUT]] = -1
+
+    cdef void budgets_end(self) noexcept nogil:
+        cdef int i
+        for i in range(N_PK):
+            if self.ssd_throttled and (i == self.bucket[PK_SSD_IN] or i == self.bucket[PK_SSD_OUT]):
+                continue                  # the SSD was busy with itself: its carry waits
+            self.carry[i] = self.avail[i] - self.used[i]
 
     # ======================================================================
     # bringing pages into the GPU, a chunk at a time
@@ -345,20 +453,20 @@ cdef class Batcher:
             if k > 0:
                 # the caller's loop condition, re-checked for page k
                 if kind == 0:
-                    if not (self.in_n < self.gpu_batch and self.alloc_n < self.alloc_batch and self.room()):
+                    if not (self.in_n < self.gpu_batch and self.alloc_n < self.alloc_batch and self.room()
+                            and (not self.exact or self.can_in(src))):
                         break
                 elif kind == 1:
                     if not (self.room() and self.alloc_n < self.alloc_batch):
                         break
-                else:
-                    if src == TIER_SSD:
-                        if not (self.in_ssd < self.ssd_q and self.in_n < self.gpu_batch and self.room()):
-                            break
-                    elif not (self.in_cpu < self.host_batch and self.in_n < self.gpu_batch and self.room()):
-                        break
+                elif not (self.can_in(src) and self.in_n < self.gpu_batch and self.room()):
+                    break
             if need_victim:
                 d = v.dest
-                if d != TIER_NOT_PRESENT and self.forced_evict != TIER_NONE:
+                if self.exact:
+                    if d != TIER_NOT_PRESENT:
+                        d = self.exact_victim_dest()
+                elif d != TIER_NOT_PRESENT and self.forced_evict != TIER_NONE:
                     d = self.forced_evict
                 if k == 0:
                     d0 = d
@@ -435,6 +543,24 @@ cdef class Batcher:
         cdef int64_t k, kmax, n
         cdef bint requeue
         while self.qlen[q]:
+            if self.exact:
+                f = self.qs[q].front()
+                d = self.exact_pre_dest(q)
+                if d < 0:
+                    break
+                kmax = f.count
+                if kmax > self.gpu_batch - self.out_n:
+                    kmax = self.gpu_batch - self.out_n
+                k = 0
+                while k < kmax and self.exact_pre_dest(q) == d:
+                    if d == TIER_HOST:
+                        self.pt.host_used += 1
+                        if self.pt.host_used > self.host_peak:
+                            self.host_peak = self.pt.host_used
+                    self.rec_evict(d)
+                    k += 1
+                self.evicted(q, &f, d, k)
+                continue
             if q == Q_EVICT_SSD:
                 if not (self.out_ssd < self.ssd_q and self.out_n < self.gpu_batch):
                     break
@@ -476,31 +602,38 @@ cdef class Batcher:
                         self.host_peak = self.pt.host_used
                 self.rec_evict(d)
                 k += 1
-            if d == TIER_HOST and self.pt.host_used > self.pt.host_line:
-                self.pt.host_overflow = True
-            requeue = self.pt.pinned_now(f.tensor)
-            if self.devices:
-                self.ssd.pages_out(f.start, k, d, self.tb)
-                self.link.pages_out(f.start, k, d, self.tb)
-            self.pt.assign(f.tensor, f.start, f.start + k, d, 1 if requeue else 0)
-            if requeue:
-                self.push(fault_queue_of(d), f.start, k, f.tensor, d)
-                self.irregular = True
-                self.bulk_stat[B_PREEVICT_REQUEUE] += 1
-            self.pt.depart(f.start, k)
-            self.pt.gpu_free += k
-            self.pop(q, k)
-            self.consumed[q] += k
-            self.record_op(OP_PREEVICT, q, d, k)
-            if self.n_sq_pre and self.sq_preq[self.n_sq_pre - 1] == q and self.sq_predest[self.n_sq_pre - 1] == d:
-                self.sq_prek[self.n_sq_pre - 1] += k
-            elif self.n_sq_pre == SEQ_MAX:
-                self.seq_overflow = True
-            else:
-                self.sq_preq[self.n_sq_pre] = q
-                self.sq_predest[self.n_sq_pre] = d
-                self.sq_prek[self.n_sq_pre] = k
-                self.n_sq_pre += 1
+            self.evicted(q, &f, d, k)
+        return 0
+
+    cdef int evicted(self, int q, queue_run* fp, int8_t d, int64_t k) except -1 nogil:
+        """k pre-evicted pages from the front of queue q leave for d (the slot counters are done)."""
+        cdef queue_run f = fp[0]
+        cdef bint requeue
+        if d == TIER_HOST and self.pt.host_used > self.pt.host_line:
+            self.pt.host_overflow = True
+        requeue = self.pt.pinned_now(f.tensor)
+        if self.devices:
+            self.ssd.pages_out(f.start, k, d, self.tb)
+            self.link.pages_out(f.start, k, d, self.tb)
+        self.pt.assign(f.tensor, f.start, f.start + k, d, 1 if requeue else 0)
+        if requeue:
+            self.push(fault_queue_of(d), f.start, k, f.tensor, d)
+            self.irregular = True
+            self.bulk_stat[B_PREEVICT_REQUEUE] += 1
+        self.pt.depart(f.start, k)
+        self.pt.gpu_free += k
+        self.pop(q, k)
+        self.consumed[q] += k
+        self.record_op(OP_PREEVICT, q, d, k)
+        if self.n_sq_pre and self.sq_preq[self.n_sq_pre - 1] == q and self.sq_predest[self.n_sq_pre - 1] == d:
+            self.sq_prek[self.n_sq_pre - 1] += k
+        elif self.n_sq_pre == SEQ_MAX:
+            self.seq_overflow = True
+        else:
+            self.sq_preq[self.n_sq_pre] = q
+            self.sq_predest[self.n_sq_pre] = d
+            self.sq_prek[self.n_sq_pre] = k
+            self.n_sq_pre += 1
         return 0
 
     cdef int pf_fetch(self, int q, int8_t src) except -1 nogil:
@@ -508,7 +641,7 @@ cdef class Batcher:
         if src == TIER_SSD and self.ssd_throttled:
             return 0                        # the SSD takes no command this slot
         while (self.in_n < self.gpu_batch and self.alloc_n < self.alloc_batch and self.room()
-               and self.qlen[q]):
+               and self.qlen[q] and (not self.exact or self.can_in(src))):
             r = self.bring_in(q, self.gpu_batch, 0, True)
             if r <= 0:
                 with gil:
@@ -531,7 +664,7 @@ cdef class Batcher:
     cdef int prefetch(self) except -1 nogil:
         cdef int64_t r
         cdef queue_run f
-        while (self.in_ssd < self.ssd_q and self.in_n < self.gpu_batch and self.room()
+        while (self.can_in(TIER_SSD) and self.in_n < self.gpu_batch and self.room()
                and self.qlen[Q_PREFETCH_SSD]):
             f = self.qs[Q_PREFETCH_SSD].front()
             if f.src == TIER_SSD:
@@ -544,7 +677,7 @@ cdef class Batcher:
                 self.push(Q_PREFETCH_HOST, f.start, f.count, f.tensor, f.src)
                 self.irregular = True
                 self.bulk_stat[B_REDIRECT] += 1
-        while (self.in_cpu < self.host_batch and self.in_n < self.gpu_batch and self.room()
+        while (self.can_in(TIER_HOST) and self.in_n < self.gpu_batch and self.room()
                and self.qlen[Q_PREFETCH_HOST]):
             f = self.qs[Q_PREFETCH_HOST].front()
             if f.src == TIER_HOST:
@@ -589,6 +722,8 @@ cdef class Batcher:
         # (a zero quota from the slot model itself is the artifact's: its counters never
         # reach it, so SSD fault fetches are not capped; only a device's zero throttles)
         self.ssd_throttled = self.ssd_q == 0 and self.ssd_batch > 0
+        if self.exact:
+            self.budgets_begin()
         if not self.all_empty():
             if self.pt.host_full():
                 self.forced_evict = TIER_SSD
@@ -617,6 +752,11 @@ cdef class Batcher:
         if self.devices:
             self.link.slot_end(now)
             self.ssd.slot_end(now)
+        if self.exact:
+            for i in range(N_PK):
+                self.rec_key[i] = self.budget_key(i, self.avail[i])
+                self.rec_used[i] = self.used[i]
+            self.budgets_end()
         if self.in_n or self.out_n:
             st = &self.traffic[self.iteration]
             st.alloc += self.alloc_n
@@ -639,7 +779,60 @@ cdef class Batcher:
         # those slots are idle; the last of them schedules the slot at or after next_kernel
         self.tb += m * self.tick
         self.n_slots_idle += m
+        if self.exact and m > 0:
+            self.idle_budgets(m)
         return 0
+
+    cdef void idle_budgets(self, int64_t m) noexcept nogil:
+        """Each path's carry after m slots that spent nothing (what budgets_begin/end would give)."""
+        cdef int i
+        cdef int64_t c
+        for i in range(N_PK):
+            c = self.carry[i]
+            if c > self.cap[i]:
+                c = self.cap[i]
+            if m > 1 and self.slot_units > 0 and (self.cap[i] - c) // self.slot_units < m - 1:
+                self.carry[i] = self.cap[i] + self.slot_units
+            else:
+                self.carry[i] = c + m * self.slot_units
+                if self.carry[i] > self.cap[i] + self.slot_units:
+                    self.carry[i] = self.cap[i] + self.slot_units
+
+    cdef int64_t walk_budgets(self, int64_t n) noexcept nogil:
+        """Slots (<= n) after the recorded one whose budgets its decisions see as the same
+        (exact quotas); ``carry`` is left as after them.  A slot's decisions compare its
+        budgets only with sums of page costs (``budget_key``), so a slot that starts with the
+        same keys and the same state does what the recorded one did and spends as much."""
+        cdef int64_t cw[N_PK]
+        cdef int64_t a[N_PK]
+        cdef int64_t i = 0, c
+        cdef int b
+        cdef bint same
+        for b in range(N_PK):
+            cw[b] = self.carry[b]
+        while i < n and i < WALK_MAX:
+            for b in range(N_PK):
+                c = cw[b]
+                if c > self.cap[b]:
+                    c = self.cap[b]
+                a[b] = c + self.slot_units
+                if self.budget_key(b, a[b]) != self.rec_key[b]:
+                    break
+            else:
+                same = True
+                for b in range(N_PK):
+                    c = a[b] - self.rec_used[b]
+                    if c != cw[b]:
+                        same = False
+                    cw[b] = c
+                i += 1
+                if same:
+                    i = n if n < WALK_MAX else WALK_MAX    # a fixed point: every later slot is alike
+                continue
+            break
+        for b in range(N_PK):
+            self.carry[b] = cw[b]
+        return i
 
     # ======================================================================
     # bulk repeats of identical slots
@@ -816,6 +1009,11 @@ cdef class Batcher:
         if n < 1 or n >= HUGE_N:
             self.bulk_stat[B_LESS_THAN_ONE] += 1
             return 0
+        if self.exact:
+            n = self.walk_budgets(n)
+            if n < 1:
+                self.bulk_stat[B_BUDGETS] += 1
+                return 0
         if self.debug_log:
             self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(n)
             self.log.push_back(q_in * 1000 + (self.consumed[q_in] if q_in >= 0 else 0))

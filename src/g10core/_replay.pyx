@@ -138,7 +138,9 @@ cdef class Replay:
             fault_model = ProfileFaultModel({"t11": arrays["t11"], "t10": arrays["t10"], "t00": arrays["t00"]},
                                             {"freq_hz": c["freq_hz"], "page_bytes": c.get("page_bytes", 4096),
                                              "bw_pcie_Bpms": c["bw_pcie_Bpms"], "bw_ssd_Bpms": c["bw_ssd_Bpms"],
-                                             "l_sys_us": c["l_sys_us"], "l_ssd_us": c["l_ssd_us"]})
+                                             "l_sys_us": c["l_sys_us"], "l_ssd_us": c["l_ssd_us"],
+                                             "zero_fill_alloc": c.get("exact", False),
+                                             "alloc_cycles_per_page": c.get("alloc_cycles_per_page", 0.0)})
         self.fm = fault_model
         self.runs_kernels = self.fm.runs_kernels()
         if self.runs_kernels:

@@ -33,6 +33,8 @@ MODELLED_BY: dict[str, tuple[str, ...]] = {
     "host.bandwidth_GBps": PAGE + ("g10-host",),         # capped by link.bandwidth_GBps everywhere
     "ssd.bandwidth_GBps": ALL,
     "ssd.latency_us": PAGE + ("g10-gds", "g10-host"),   # fault-time model; G10's safe time
+    "ssd.write_bandwidth_GBps": PAGE,                  # the slot model (ssd.model = bandwidth)
+    "ssd.duplex": PAGE,                                # the slot model (ssd.model = bandwidth)
     "link.bandwidth_GBps": ALL,
     "link.batch_pages": PAGE,
     "link.latency_us": PAGE,                           # only with link.model = pcie
@@ -74,10 +76,13 @@ NOT_APPLICABLE: dict[str, tuple[str, ...]] = {
 
 # keys read only by the detailed devices: ignored by every policy under the slot model
 PCIE_KEYS = ("link.latency_us", "link.generation", "link.lanes", "link.max_payload_bytes")
+# keys read only by the slot model's SSD (ssd.model = bandwidth): the FTL device has its own timing
+SLOT_SSD_KEYS = ("ssd.write_bandwidth_GBps", "ssd.duplex")
 FTL_DEVICE_KEYS = ("ssd.device", "ssd.capacity_GiB") + tuple(f"ssd.{k}" for k in FTL_KEYS)
 
 # a preset sets these as part of what it is: compared with the run's own preset
-PRESET_KEYS = ("run.iterations", "scheduler.artifact_quirks", "run.iteration_rule", "run.breakdown_rule")
+PRESET_KEYS = ("run.iterations", "scheduler.artifact_quirks", "run.iteration_rule", "run.breakdown_rule",
+               "ssd.duplex")
 
 WHY = {
     "tensor": "the tensor-level simulator moves whole tensors over FIFOs at ssd/host/link bandwidth: no transfer "
@@ -115,6 +120,8 @@ def ignored_parameters(cfg, policy: str, eviction=None) -> list[str]:
         if key in PCIE_KEYS and cfg.link.model != "pcie":
             reads = False
         if key in FTL_DEVICE_KEYS and cfg.ssd.model != "ftl":
+            reads = False
+        if key in SLOT_SSD_KEYS and (cfg.ssd.model == "ftl" or cfg.fault.handler == "batched"):
             reads = False
         if key in HANDLER_KEYS and cfg.fault.handler != "batched":
             reads = False
