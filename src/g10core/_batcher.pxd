@@ -18,6 +18,11 @@ cdef enum:
     PK_HOST_OUT = 3
     N_PK = 4
     WALK_MAX = 1 << 24     # slots one bulk repeat walks at most (exact quotas)
+    TICKWISE_MAX = 1 << 16 # ... when it applies them slot by slot
+
+# exact quotas: slots of one shape recorded with different budgets (bulk repeats)
+cdef enum:
+    NREC = 4
 
 # recorded slot operations (for bulk repeats)
 cdef enum:
@@ -78,11 +83,27 @@ cdef class Batcher:
     cdef int64_t cost[N_PK]                # one page's time on each path, units
     cdef int bucket[N_PK]                  # the budget each path draws on
     cdef int64_t cap[N_PK]                 # carry kept at most (under one page of the costliest path on it)
+    cdef int64_t bc1[N_PK], bc2[N_PK]      # the page costs on each budget (-1: none)
     cdef int64_t carry[N_PK]               # budget left at the end of the last slot (may be < 0: one page over)
     cdef int64_t avail[N_PK]               # the current slot's budget
     cdef int64_t used[N_PK]                # spent in the current slot
     cdef int64_t rec_key[N_PK]             # the recorded slot's budgets as its decisions see them
     cdef int64_t rec_used[N_PK]            # what it spent
+    # slots of the current shape (same operations, queues, destinations and flags), one per
+    # budget key: what each moved, spent and changed (try_bulk_exact)
+    cdef int64_t shape[OPS_MAX * 3 + SEQ_MAX * 4 + 16]
+    cdef int n_shape
+    cdef int64_t ent_key[NREC][N_PK]
+    cdef int64_t ent_used[NREC][N_PK]
+    cdef int64_t ent_sqv[NREC][SEQ_MAX]
+    cdef int64_t ent_sqin[NREC][SEQ_MAX]
+    cdef int64_t ent_sqpre[NREC][SEQ_MAX]
+    cdef int64_t ent_consumed[NREC][N_QUEUES]
+    cdef int64_t ent_v[NREC]               # victims
+    cdef int64_t ent_dfree[NREC]           # change of free frames
+    cdef int64_t ent_dhost[NREC]           # change of host pages
+    cdef int64_t ent_peak[NREC]            # highest host pages above the start
+    cdef int64_t ent_traffic[NREC][5]      # alloc, ssd->gpu, host->gpu, gpu->ssd, gpu->host counted
 
     # ---- queues ----
     cdef vector[deque[queue_run]] qs
@@ -94,6 +115,7 @@ cdef class Batcher:
     cdef int forced_fetch, forced_evict    # Tier forced by a spent quota (TIER_NONE: none)
     cdef int64_t host_peak                 # highest host_used seen inside the slot
     cdef public bint irregular             # the slot did something a bulk repeat cannot copy
+    cdef public int n_rec                  # slots in the table of the current shape (exact quotas)
     cdef bint stalled                      # no victim outside the eviction window this slot
     cdef int64_t consumed[N_QUEUES]        # pages taken from each queue in the slot
     cdef int64_t tick_victims              # victims taken in the slot
@@ -168,7 +190,9 @@ cdef class Batcher:
     cdef int alloc_queue(self, int q, bint is_pf) except -1 nogil
     cdef int prefetch(self) except -1 nogil
     cdef int64_t queue_span(self, int q, int64_t need, int8_t src, bint check_req, bint req) noexcept nogil
-    cdef int64_t bulk_before_ready(self, int q, int64_t n) noexcept nogil
+    cdef int64_t bulk_before_ready(self, int q, int64_t n, int64_t c) noexcept nogil
     cdef int apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil
-    cdef int64_t walk_budgets(self, int64_t n) noexcept nogil
+    cdef int record_entry(self) except -1 nogil
+    cdef int try_bulk_exact(self, int64_t next_kernel) except -1 nogil
+    cdef int apply_entries(self, int64_t* counts, int64_t* seq, int64_t n_seq) except -1 nogil
     cdef void idle_budgets(self, int64_t m) noexcept nogil

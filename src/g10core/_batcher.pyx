@@ -82,7 +82,7 @@ cdef class Batcher:
         self.ssd_q = self.ssd_batch
         self.ssd_throttled = False
         self.qs.resize(N_QUEUES)
-        cdef int i
+        cdef int i, b
         self.exact = quotas.get("exact", False)
         for i in range(N_PK):
             self.cost[i] = 1
@@ -101,6 +101,15 @@ cdef class Batcher:
                     self.cap[self.bucket[i]] = self.cost[i] - 1
             for i in range(N_PK):
                 self.carry[i] = self.cap[i]       # a path that was idle before the run
+        for i in range(N_PK):                     # the (at most two) page costs on each budget
+            self.bc1[i] = self.bc2[i] = -1
+        for i in range(N_PK):
+            b = self.bucket[i]
+            if self.bc1[b] < 0 or self.bc1[b] == self.cost[i]:
+                self.bc1[b] = self.cost[i]
+            elif self.bc2[b] < 0 or self.bc2[b] == self.cost[i]:
+                self.bc2[b] = self.cost[i]
+        self.n_rec = self.n_shape = 0
         for i in range(N_QUEUES):
             self.qlen[i] = 0
         cdef traffic_row zero
@@ -371,16 +380,9 @@ cdef class Batcher:
     cdef int64_t budget_key(self, int b, int64_t a) noexcept nogil:
         """Budget a as the slot's decisions see it: they only compare a with sums of the costs
         of the paths on b, so the largest such sum <= a (the number of pages, one cost)."""
-        cdef int64_t c1 = -1, c2 = -1, w, best = 0, x
-        cdef int i
+        cdef int64_t c1 = self.bc1[b], c2 = self.bc2[b], w, best = 0, x
         if a < 0:
             return -1
-        for i in range(N_PK):
-            if self.bucket[i] == b:
-                if c1 < 0 or c1 == self.cost[i]:
-                    c1 = self.cost[i]
-                elif c2 < 0 or c2 == self.cost[i]:
-                    c2 = self.cost[i]
         if c1 < 0:
             return 0
         if c2 < 0:
@@ -781,6 +783,7 @@ cdef class Batcher:
         self.n_slots_idle += m
         if self.exact and m > 0:
             self.idle_budgets(m)
+            self.n_rec = 0
         return 0
 
     cdef void idle_budgets(self, int64_t m) noexcept nogil:
@@ -797,42 +800,6 @@ cdef class Batcher:
                 self.carry[i] = c + m * self.slot_units
                 if self.carry[i] > self.cap[i] + self.slot_units:
                     self.carry[i] = self.cap[i] + self.slot_units
-
-    cdef int64_t walk_budgets(self, int64_t n) noexcept nogil:
-        """Slots (<= n) after the recorded one whose budgets its decisions see as the same
-        (exact quotas); ``carry`` is left as after them.  A slot's decisions compare its
-        budgets only with sums of page costs (``budget_key``), so a slot that starts with the
-        same keys and the same state does what the recorded one did and spends as much."""
-        cdef int64_t cw[N_PK]
-        cdef int64_t a[N_PK]
-        cdef int64_t i = 0, c
-        cdef int b
-        cdef bint same
-        for b in range(N_PK):
-            cw[b] = self.carry[b]
-        while i < n and i < WALK_MAX:
-            for b in range(N_PK):
-                c = cw[b]
-                if c > self.cap[b]:
-                    c = self.cap[b]
-                a[b] = c + self.slot_units
-                if self.budget_key(b, a[b]) != self.rec_key[b]:
-                    break
-            else:
-                same = True
-                for b in range(N_PK):
-                    c = a[b] - self.rec_used[b]
-                    if c != cw[b]:
-                        same = False
-                    cw[b] = c
-                i += 1
-                if same:
-                    i = n if n < WALK_MAX else WALK_MAX    # a fixed point: every later slot is alike
-                continue
-            break
-        for b in range(N_PK):
-            self.carry[b] = cw[b]
-        return i
 
     # ======================================================================
     # bulk repeats of identical slots
@@ -856,9 +823,9 @@ cdef class Batcher:
             j += 1
         return got if got < need else need
 
-    cdef int64_t bulk_before_ready(self, int q, int64_t n) noexcept nogil:
-        """Slots (<= n) after which the waiting kernel still has a page in transfer."""
-        cdef int64_t R = self.pt.pinned_in_transfer(), c = self.consumed[q], seen = 0, req = 0, take
+    cdef int64_t bulk_before_ready(self, int q, int64_t n, int64_t c) noexcept nogil:
+        """Slots (<= n) after which the waiting kernel still has a page in transfer (c pages a slot at most)."""
+        cdef int64_t R = self.pt.pinned_in_transfer(), seen = 0, req = 0, take
         cdef size_t j = 0
         cdef queue_run* r
         if R == 0 or c == 0:
@@ -878,6 +845,394 @@ cdef class Batcher:
             j += 1
         return n
 
+    cdef int record_entry(self) except -1 nogil:
+        """Keep the slot just done in the table of its shape (exact quotas); returns its index.
+
+        Slots of one shape do the same operations on the same queues and destinations with
+        the same flags; only their counts differ, and those follow from the budgets the
+        slot's decisions see (``rec_key``).  A slot of another shape starts a new table."""
+        cdef int64_t sh[OPS_MAX * 3 + SEQ_MAX * 4 + 16]
+        cdef int n = 0, i, e, q, q_in = -1
+        cdef int64_t mask_c = 0, mask_q = 0, d_free, d_host
+        cdef bint same
+        sh[n] = self.n_ops; n += 1
+        for i in range(self.n_ops):
+            sh[n] = self.op_kind[i]; sh[n + 1] = self.op_q[i]; sh[n + 2] = self.op_dest[i]; n += 3
+            if self.op_kind[i] == OP_IN:
+                q_in = self.op_q[i]
+        sh[n] = self.n_sq_v; n += 1
+        for i in range(self.n_sq_v):
+            sh[n] = self.sq_vdest[i]; n += 1
+        sh[n] = self.n_sq_in; n += 1
+        for i in range(self.n_sq_in):
+            sh[n] = self.sq_inq[i]; n += 1
+        sh[n] = self.n_sq_pre; n += 1
+        for i in range(self.n_sq_pre):
+            sh[n] = self.sq_preq[i] * 16 + self.sq_predest[i]; n += 1
+        for q in range(N_QUEUES):
+            if self.consumed[q]:
+                mask_c |= 1 << q
+            if self.qlen0[q]:
+                mask_q |= 1 << q
+        d_free = self.pt.gpu_free - self.tick_free0
+        d_host = self.pt.host_used - self.tick_host0
+        sh[n] = mask_c; sh[n + 1] = mask_q
+        sh[n + 2] = (d_free > 0) - (d_free < 0)
+        sh[n + 3] = (d_host > 0) - (d_host < 0)
+        sh[n + 4] = self.tick_victims > 0
+        sh[n + 5] = q_in >= 0 and self.tick_victims == self.consumed[q_in]
+        sh[n + 6] = self.rec_vdest; sh[n + 7] = self.rec_vpf; sh[n + 8] = self.rec_vreq
+        sh[n + 9] = self.rec_in_req; sh[n + 10] = self.victim_src; sh[n + 11] = self.stalled
+        sh[n + 12] = self.in_n > 0 or self.out_n > 0
+        n += 13
+        same = self.n_rec > 0 and n == self.n_shape
+        if same:
+            for i in range(n):
+                if sh[i] != self.shape[i]:
+                    same = False
+                    break
+        if not same:
+            self.n_rec = 0
+            self.n_shape = n
+            for i in range(n):
+                self.shape[i] = sh[i]
+        for e in range(self.n_rec):
+            same = True
+            for i in range(N_PK):
+                if self.ent_key[e][i] != self.rec_key[i]:
+                    same = False
+            if same:
+                break
+        else:
+            if self.n_rec == NREC:
+                self.n_rec = 0
+                self.n_shape = n
+                for i in range(n):
+                    self.shape[i] = sh[i]
+            e = self.n_rec
+            self.n_rec += 1
+        for i in range(N_PK):
+            self.ent_key[e][i] = self.rec_key[i]
+            self.ent_used[e][i] = self.rec_used[i]
+        for i in range(self.n_sq_v):
+            self.ent_sqv[e][i] = self.sq_vk[i]
+        for i in range(self.n_sq_in):
+            self.ent_sqin[e][i] = self.sq_ink[i]
+        for i in range(self.n_sq_pre):
+            self.ent_sqpre[e][i] = self.sq_prek[i]
+        for q in range(N_QUEUES):
+            self.ent_consumed[e][q] = self.consumed[q]
+        self.ent_v[e] = self.tick_victims
+        self.ent_dfree[e] = d_free
+        self.ent_dhost[e] = d_host
+        self.ent_peak[e] = self.host_peak - self.tick_host0
+        if self.in_n or self.out_n:
+            self.ent_traffic[e][0] = self.alloc_n
+            self.ent_traffic[e][1] = self.in_ssd
+            self.ent_traffic[e][2] = self.in_cpu
+            self.ent_traffic[e][3] = self.out_ssd
+            self.ent_traffic[e][4] = self.out_cpu
+        else:
+            for i in range(5):
+                self.ent_traffic[e][i] = 0
+        return e
+
+    cdef int try_bulk_exact(self, int64_t next_kernel) except -1 nogil:
+        """``try_bulk`` under exact quotas: the slots ahead differ in their budgets, so they
+        repeat the recorded slot of their budget key (``record_entry``'s table); every bound
+        below takes the most a slot of the table moves, and the budgets are walked slot by
+        slot (a slot whose key the table lacks ends the repeat and runs in full)."""
+        cdef int64_t n = BIG, m, c, span, need, V = self.tick_victims, vmax = 0, dmax = 0, pmax = 0
+        cdef int64_t cmax[N_QUEUES]
+        cdef int64_t counts[NREC]
+        cdef int64_t cw[N_PK]
+        cdef int64_t a[N_PK]
+        cdef int64_t i, walked, cc
+        cdef int j, q, q_in = -1, n_in = 0, cycle = -1, e, b
+        cdef int8_t d_vict = -1
+        cdef bint pf_nonempty = False, in_pf, single, same
+        cdef vector[int64_t] seq
+        if self.victim_src == 3 or (V and self.rec_vdest == -2) or self.seq_overflow:
+            self.bulk_stat[B_MIXED_VICTIMS] += 1
+            self.n_rec = 0
+            return 0
+        if self.stalled and (self.victim_src & 1 or self.pt.cursor >= 0):
+            self.bulk_stat[B_STALL_MOVES] += 1
+            self.n_rec = 0
+            return 0
+        if self.n_ops == 0 and not self.stalled:
+            self.bulk_stat[B_NOTHING] += 1
+            self.n_rec = 0
+            return 0
+        for j in range(self.n_ops):
+            if self.op_kind[j] == OP_IN:
+                n_in += 1
+                q_in = self.op_q[j]
+            elif self.op_kind[j] == OP_VICTIMS:
+                d_vict = self.op_dest[j] if d_vict == -1 or d_vict == self.op_dest[j] else -3
+        single = n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1
+        self.record_entry()
+        for q in range(N_QUEUES):
+            cmax[q] = 0
+        for e in range(self.n_rec):
+            for q in range(N_QUEUES):
+                if self.ent_consumed[e][q] > cmax[q]:
+                    cmax[q] = self.ent_consumed[e][q]
+            if self.ent_v[e] > vmax:
+                vmax = self.ent_v[e]
+            if self.ent_dhost[e] > dmax:
+                dmax = self.ent_dhost[e]
+            if self.ent_peak[e] > pmax:
+                pmax = self.ent_peak[e]
+        if V and self.rec_vreq:
+            if d_vict == -3:
+                self.bulk_stat[B_REQUEUE] += 1
+                return 0
+            q = fault_queue_of(d_vict)
+            if single and q == q_in and V == self.consumed[q_in]:
+                cycle = q      # every slot of the shape gives back what it takes (the shape says so)
+            elif not (q == q_in and single) and not (self.qlen0[q] > 0 and self.consumed[q] == 0):
+                self.bulk_stat[B_REQUEUE] += 1
+                return 0
+        if next_kernel >= 0:
+            if self.tb >= next_kernel:
+                self.bulk_stat[B_KERNEL_NEXT] += 1
+                return 0
+            m = (next_kernel - self.tb + self.tick - 1) // self.tick
+            if m < n:
+                n = m
+        for q in range(N_QUEUES):
+            c = cmax[q]
+            if c == 0 or q == cycle:
+                continue
+            if self.qlen[q] <= c:
+                self.bulk_stat[B_QUEUE_DRAINS] += 1
+                return 0
+            m = (self.qlen[q] - 1) // c
+            if m < n:
+                n = m
+            need = n * c + 1
+            if q >= Q_EVICT_SSD:
+                span = self.queue_span(q, need, TIER_GPU, True, False)
+            else:
+                in_pf = q == Q_FAULT_SSD or q == Q_FAULT_HOST or q == Q_FAULT_ALLOC
+                if self.ev.fault_changes_victims() and not in_pf and self.rec_in_req == -2:
+                    self.bulk_stat[B_MIXED_PAGES] += 1
+                    return 0
+                span = self.queue_span(q, need, self.qs[q].front().src,
+                                       self.ev.fault_changes_victims() and not in_pf, self.rec_in_req == 1)
+            m = (span - 1) // c
+            if m < n:
+                n = m
+        if self.waiting:
+            for q in range(3):
+                if self.qlen[q] and (cmax[q] == 0 or q == cycle or self.qlen[q] > n * cmax[q]):
+                    pf_nonempty = True
+            if not pf_nonempty and n_in == 1:
+                m = self.bulk_before_ready(q_in, n, cmax[q_in])
+                if m < n:
+                    n = m
+                pf_nonempty = n >= 1
+            if not pf_nonempty:
+                self.bulk_stat[B_KERNEL_READY] += 1
+                return 0
+        # free frames (the shape fixes the sign of their change)
+        if self.ent_dfree[0] < 0:
+            if V > 0 or self.pt.gpu_free < 1:
+                self.bulk_stat[B_FRAMES_RUN_OUT] += 1
+                return 0
+            c = 0
+            for e in range(self.n_rec):
+                if -self.ent_dfree[e] > c:
+                    c = -self.ent_dfree[e]
+            m = (self.pt.gpu_free - 1) // c
+            if m < n:
+                n = m
+        elif self.ent_dfree[0] > 0:
+            if n_in:
+                self.bulk_stat[B_FRAMES_FREED_IN] += 1
+                return 0
+            for q in range(N_QUEUES):
+                if self.consumed[q] == 0 and self.qlen[q]:
+                    self.bulk_stat[B_FRAMES_FREED_BLOCKED] += 1
+                    return 0
+        # host pages
+        if self.ent_dhost[0] != 0:
+            if (self.tick_host0 >= self.pt.host_line or self.host_peak >= self.pt.host_line
+                    or self.pt.host_used + pmax >= self.pt.host_line):
+                self.bulk_stat[B_HOST_LINE] += 1
+                return 0
+            if self.ent_dhost[0] > 0:
+                m = (self.pt.host_line - 1 - self.pt.host_used - pmax) // dmax + 1
+                if m < n:
+                    n = m
+        if vmax > 0:
+            need = n * vmax + 1 if n < HUGE_N else BIG
+            span = self.ev.victim_span(self.rec_vpf, need, self.rec_vreq, self.rec_vdest)
+            m = (span - 1) // vmax if span > 0 else 0
+            if m < n:
+                n = m
+        if n < 1 or n >= HUGE_N:
+            self.bulk_stat[B_LESS_THAN_ONE] += 1
+            return 0
+        # walk the budgets: each slot repeats the table's slot of its key
+        for e in range(NREC):
+            counts[e] = 0
+        for b in range(N_PK):
+            cw[b] = self.carry[b]
+        walked = 0
+        while walked < n and walked < WALK_MAX:
+            for b in range(N_PK):
+                cc = cw[b]
+                if cc > self.cap[b]:
+                    cc = self.cap[b]
+                a[b] = cc + self.slot_units
+            for e in range(self.n_rec):
+                same = True
+                for b in range(N_PK):
+                    if self.budget_key(b, a[b]) != self.ent_key[e][b]:
+                        same = False
+                        break
+                if same:
+                    break
+            else:
+                break
+            same = True
+            for b in range(N_PK):
+                cc = a[b] - self.ent_used[e][b]
+                if cc != cw[b]:
+                    same = False
+                cw[b] = cc
+            if same and single:
+                # a fixed point: every slot left is this one
+                m = (n if n < WALK_MAX else WALK_MAX) - walked
+                counts[e] += m
+                walked += m
+                break
+            counts[e] += 1
+            walked += 1
+            if not single:
+                seq.push_back(e)
+                if walked >= TICKWISE_MAX:
+                    break
+        if walked < 1:
+            self.bulk_stat[B_BUDGETS] += 1
+            return 0
+        for b in range(N_PK):
+            self.carry[b] = cw[b]
+        if self.debug_log:
+            self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(walked)
+            self.log.push_back(q_in * 1000 + (self.consumed[q_in] if q_in >= 0 else 0))
+            self.log.push_back(V * 10 + self.stalled)
+        if single:
+            self.apply_entries(counts, NULL, walked)
+            self.bulk_stat[B_MERGED] += 1
+        else:
+            self.apply_entries(counts, seq.data(), walked)
+            self.bulk_stat[B_TICKWISE] += 1
+        return 0
+
+    cdef int apply_entries(self, int64_t* counts, int64_t* seq, int64_t n_slots) except -1 nogil:
+        """Apply n_slots slots of the table: merged (seq NULL: counts[e] slots of entry e, each
+        stream's pages at once) or slot by slot in the order seq gives."""
+        cdef int64_t left, k, r, t, reps
+        cdef int i, e, j
+        cdef int8_t d
+        cdef victim_t v
+        cdef queue_run f
+        cdef traffic_row* st
+        cdef int64_t vk[SEQ_MAX]
+        cdef int64_t ink[SEQ_MAX]
+        cdef int64_t prek[SEQ_MAX]
+        self.replaying = True
+        reps = 1 if seq == NULL else n_slots
+        for r in range(reps):
+            for i in range(SEQ_MAX):
+                vk[i] = ink[i] = prek[i] = 0
+            if seq == NULL:
+                for e in range(self.n_rec):
+                    for i in range(self.n_sq_v):
+                        vk[i] += counts[e] * self.ent_sqv[e][i]
+                    for i in range(self.n_sq_in):
+                        ink[i] += counts[e] * self.ent_sqin[e][i]
+                    for i in range(self.n_sq_pre):
+                        prek[i] += counts[e] * self.ent_sqpre[e][i]
+            else:
+                e = <int>seq[r]
+                for i in range(self.n_sq_v):
+                    vk[i] = self.ent_sqv[e][i]
+                for i in range(self.n_sq_in):
+                    ink[i] = self.ent_sqin[e][i]
+                for i in range(self.n_sq_pre):
+                    prek[i] = self.ent_sqpre[e][i]
+            for i in range(self.n_sq_v):
+                left = vk[i]
+                d = self.sq_vdest[i]
+                while left > 0:
+                    v = self.ev.find_victim(self.rec_vpf)
+                    if not v.found or v.seglen <= 0:
+                        with gil:
+                            raise RuntimeError("internal: bulk repeat ran out of victims")
+                    k = v.seglen if v.seglen < left else left
+                    if d == TIER_HOST:
+                        self.pt.host_used += k
+                    self.take_victims(&v, k, d, self.rec_vpf, -1)
+                    left -= k
+            for i in range(self.n_sq_in):
+                left = ink[i]
+                while left > 0:
+                    if self.qs[self.sq_inq[i]].empty():
+                        with gil:
+                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.sq_inq[i]}")
+                    f = self.qs[self.sq_inq[i]].front()
+                    k = f.count if f.count < left else left
+                    if f.src == TIER_HOST:
+                        self.pt.host_used -= k
+                    elif f.src == TIER_NOT_PRESENT:
+                        self.pt.n_allocated += k
+                    self.pt.gpu_free -= k
+                    if self.debug_log:
+                        self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
+                        self.log.push_back(k); self.log.push_back(f.src)
+                    self.pt.assign(f.tensor, f.start, f.start + k, TIER_GPU, 0)
+                    self.pt.arrive(f.start, k, f.tensor)
+                    self.pop(self.sq_inq[i], k)
+                    left -= k
+            for i in range(self.n_sq_pre):
+                left = prek[i]
+                d = self.sq_predest[i]
+                while left > 0:
+                    if self.qs[self.sq_preq[i]].empty():
+                        with gil:
+                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.sq_preq[i]}")
+                    f = self.qs[self.sq_preq[i]].front()
+                    k = f.count if f.count < left else left
+                    if d == TIER_HOST:
+                        self.pt.host_used += k
+                    self.pt.assign(f.tensor, f.start, f.start + k, d, 0)
+                    self.pt.depart(f.start, k)
+                    self.pt.gpu_free += k
+                    self.pop(self.sq_preq[i], k)
+                    left -= k
+        self.replaying = False
+        st = &self.traffic[self.iteration]
+        for e in range(self.n_rec):
+            if seq == NULL:
+                t = counts[e]
+            else:
+                t = 0
+                for r in range(n_slots):
+                    if seq[r] == e:
+                        t += 1
+            st.alloc += t * self.ent_traffic[e][0]
+            st.ssd_to_gpu += t * self.ent_traffic[e][1]
+            st.host_to_gpu += t * self.ent_traffic[e][2]
+            st.gpu_to_ssd += t * self.ent_traffic[e][3]
+            st.gpu_to_host += t * self.ent_traffic[e][4]
+        self.tb += n_slots * self.tick
+        self.n_slots_bulk += n_slots
+        return 0
+
     cdef int try_bulk(self, int64_t next_kernel) except -1 nogil:
         """Repeat the slot just done as many times as provably identical, in one pass.
 
@@ -896,6 +1251,8 @@ cdef class Batcher:
         cdef int i, q, q_in = -1, n_in = 0, cycle = -1
         cdef int8_t d_vict = -1
         cdef bint pf_nonempty = False, in_pf, single
+        if self.exact:
+            return self.try_bulk_exact(next_kernel)
         # (GPU pages in transfer only matter for victims: the evictor's span accounts for them)
         if self.victim_src == 3 or (V and self.rec_vdest == -2) or self.seq_overflow:
             self.bulk_stat[B_MIXED_VICTIMS] += 1
@@ -966,7 +1323,7 @@ cdef class Batcher:
                     pf_nonempty = True
             if not pf_nonempty and n_in == 1:
                 # it waits for pages still queued for prefetch: stop before the last of them lands
-                m = self.bulk_before_ready(q_in, n)
+                m = self.bulk_before_ready(q_in, n, self.consumed[q_in])
                 if m < n:
                     n = m
                 pf_nonempty = n >= 1
@@ -1009,11 +1366,6 @@ cdef class Batcher:
         if n < 1 or n >= HUGE_N:
             self.bulk_stat[B_LESS_THAN_ONE] += 1
             return 0
-        if self.exact:
-            n = self.walk_budgets(n)
-            if n < 1:
-                self.bulk_stat[B_BUDGETS] += 1
-                return 0
         if self.debug_log:
             self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(n)
             self.log.push_back(q_in * 1000 + (self.consumed[q_in] if q_in >= 0 else 0))

@@ -197,6 +197,7 @@ cdef class Replay:
         if self.iteration >= self.n_iter:
             return 1
         k = self.cur
+        self.bt.n_rec = 0                  # slots recorded before a kernel begins may not repeat after it
         self.pt.pin(self.in_t + self.in_off[k], self.in_off[k + 1] - self.in_off[k],
                self.out_t + self.out_off[k], self.out_off[k + 1] - self.out_off[k])
         self.ev.kernel_begin(k, self.iteration)
@@ -332,6 +333,7 @@ cdef class Replay:
                 elif self.bulk_enabled:
                     if self.bt.irregular:
                         self.bt.note(B_IRREGULAR)
+                        self.bt.n_rec = 0
                     else:
                         self.bt.try_bulk(self.next_event_time())
                 if (self.bt.n_slots_detailed + self.bt.n_slots_bulk - self.waited_slots
