@@ -339,9 +339,11 @@ cdef class Batcher:
         if self.pt.gpu_free > 0:
             return True
         if self.exact:
-            # a victim must be able to leave: the host takes it, or else the SSD
-            return self.out_n < self.gpu_batch and ((not self.pt.host_full() and self.fits(PK_HOST_OUT))
-                                                    or self.fits(PK_SSD_OUT))
+            # a victim must be able to leave: to host memory while it has room, else to the SSD;
+            # a busy path makes it wait for the next slot (it does not spill to the other tier)
+            if self.pt.host_full():
+                return self.out_n < self.gpu_batch and self.fits(PK_SSD_OUT)
+            return self.out_n < self.gpu_batch and self.fits(PK_HOST_OUT)
         if self.pt.host_full():
             return self.out_n < self.gpu_batch and self.out_ssd < self.ssd_q
         return self.out_n < self.gpu_batch
@@ -362,10 +364,8 @@ cdef class Batcher:
         return self.in_cpu < self.host_batch
 
     cdef int8_t exact_victim_dest(self) noexcept nogil:
-        """Where a live victim goes: host memory while it has room and budget, else the SSD."""
-        if not self.pt.host_full() and self.fits(PK_HOST_OUT):
-            return TIER_HOST
-        return TIER_SSD
+        """Where a live victim goes: host memory while it has room, else the SSD (``room`` checked the budget)."""
+        return TIER_SSD if self.pt.host_full() else TIER_HOST
 
     cdef int8_t exact_pre_dest(self, int q) noexcept nogil:
         """Where the next pre-evicted page of queue q goes (-1: none can leave this slot)."""

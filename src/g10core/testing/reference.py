@@ -14,8 +14,8 @@ Outside ``g10-artifact`` (``ArtifactConstants.exact``) three of them give way to
 ``docs/physics.md``: each path (SSD reads, SSD writes, host in, host out) has a budget of slot
 time, a page costs its time at the path's bandwidth and what a slot leaves unused below one
 page is carried to the next; with ``ssd.duplex = shared`` SSD reads and writes draw on one
-budget; victims go to host memory while it has room and budget, else to the SSD, and a
-victim needs one of the two; zero-fill faults cost their allocation, not link time.
+budget; victims go to host memory while it has room, else to the SSD, and wait for the next
+slot when that path's budget is spent; zero-fill faults cost their allocation, not link time.
 """
 from __future__ import annotations
 
@@ -324,8 +324,8 @@ class ReferenceReplay:
         return self.in_ssd < self.c.ssd_batch if src == SSD else self.in_cpu < self.c.host_batch
 
     def _victim_dest(self):
-        """Exact quotas: a live victim goes to host memory while it has room and budget, else the SSD."""
-        return HOST if not self.host_full() and self._fits(HO) else SSD
+        """Exact quotas: a live victim goes to host memory while it has room, else to the SSD."""
+        return SSD if self.host_full() else HOST
 
     def _pre_dest(self, queue):
         """Exact quotas: where the next pre-eviction of ``queue`` goes (None: none leaves this slot)."""
@@ -386,7 +386,8 @@ class ReferenceReplay:
         if self.gpu_free > 0:
             return True
         if self.exact:
-            return self.out_n < c.gpu_batch and ((not self.host_full() and self._fits(HO)) or self._fits(WR))
+            # the victim's path must have budget: a busy one makes it wait, it does not spill
+            return self.out_n < c.gpu_batch and self._fits(WR if self.host_full() else HO)
         if self.host_full():
             return self.out_n < c.gpu_batch and self.out_ssd < c.ssd_batch
         return self.out_n < c.gpu_batch
