@@ -93,6 +93,7 @@ cdef class Batcher:
     # budget key: what each moved, spent and changed (try_bulk_exact)
     cdef int64_t shape[OPS_MAX * 3 + SEQ_MAX * 4 + 16]
     cdef int n_shape
+    cdef int64_t rec_budget_blocked        # queues the recorded slot left because their budget was spent
     cdef int64_t ent_key[NREC][N_PK]
     cdef int64_t ent_used[NREC][N_PK]
     cdef int64_t ent_sqv[NREC][SEQ_MAX]
@@ -194,5 +195,6 @@ cdef class Batcher:
     cdef int apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil
     cdef int record_entry(self) except -1 nogil
     cdef int try_bulk_exact(self, int64_t next_kernel) except -1 nogil
+    cdef int64_t closed_walk(self, int64_t n, int64_t* counts, int64_t* cw) noexcept nogil
     cdef int apply_entries(self, int64_t* counts, int64_t* seq, int64_t n_seq) except -1 nogil
     cdef void idle_budgets(self, int64_t m) noexcept nogil

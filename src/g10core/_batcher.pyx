@@ -884,7 +884,16 @@ cdef class Batcher:
         sh[n + 6] = self.rec_vdest; sh[n + 7] = self.rec_vpf; sh[n + 8] = self.rec_vreq
         sh[n + 9] = self.rec_in_req; sh[n + 10] = self.victim_src; sh[n + 11] = self.stalled
         sh[n + 12] = self.in_n > 0 or self.out_n > 0
-        n += 13
+        # queues left waiting because their path's budget is spent (more free frames would not serve them)
+        self.rec_budget_blocked = 0
+        for q in range(N_QUEUES):
+            if q != Q_FAULT_SSD and q != Q_PREFETCH_SSD and q != Q_FAULT_HOST and q != Q_PREFETCH_HOST:
+                continue
+            if self.qlen[q] and self.consumed[q] == 0 and not self.fits(
+                    PK_SSD_IN if q == Q_FAULT_SSD or q == Q_PREFETCH_SSD else PK_HOST_IN):
+                self.rec_budget_blocked |= (<int64_t>1) << q
+        sh[n + 13] = self.rec_budget_blocked
+        n += 14
         same = self.n_rec > 0 and n == self.n_shape
         if same:
             for i in range(n):
@@ -950,7 +959,7 @@ cdef class Batcher:
         cdef int64_t i, walked, cc
         cdef int j, q, q_in = -1, n_in = 0, cycle = -1, e, b
         cdef int8_t d_vict = -1
-        cdef bint pf_nonempty = False, in_pf, single, same
+        cdef bint pf_nonempty = False, in_pf, single, same, closed
         cdef vector[int64_t] seq
         if self.victim_src == 3 or (V and self.rec_vdest == -2) or self.seq_overflow:
             self.bulk_stat[B_MIXED_VICTIMS] += 1
@@ -1033,6 +1042,10 @@ cdef class Batcher:
                 if m < n:
                     n = m
                 pf_nonempty = n >= 1
+            elif not pf_nonempty and n_in == 0 and self.pt.pinned_in_transfer() > 0:
+                # nothing comes in (a shared SSD spent on pre-evictions): the pages it waits for
+                # stay in transfer, and a pre-evicted one would be re-queued (an irregular slot)
+                pf_nonempty = True
             if not pf_nonempty:
                 self.bulk_stat[B_KERNEL_READY] += 1
                 return 0
@@ -1053,7 +1066,7 @@ cdef class Batcher:
                 self.bulk_stat[B_FRAMES_FREED_IN] += 1
                 return 0
             for q in range(N_QUEUES):
-                if self.consumed[q] == 0 and self.qlen[q]:
+                if self.consumed[q] == 0 and self.qlen[q] and not (self.rec_budget_blocked >> q) & 1:
                     self.bulk_stat[B_FRAMES_FREED_BLOCKED] += 1
                     return 0
         # host pages
@@ -1080,8 +1093,9 @@ cdef class Batcher:
             counts[e] = 0
         for b in range(N_PK):
             cw[b] = self.carry[b]
-        walked = 0
-        while walked < n and walked < WALK_MAX:
+        walked = self.closed_walk(n, counts, cw) if single else 0
+        closed = walked > 0
+        while walked < n and walked < WALK_MAX and not closed:
             for b in range(N_PK):
                 cc = cw[b]
                 if cc > self.cap[b]:
@@ -1131,6 +1145,64 @@ cdef class Batcher:
             self.apply_entries(counts, seq.data(), walked)
             self.bulk_stat[B_TICKWISE] += 1
         return 0
+
+    cdef int64_t closed_walk(self, int64_t n, int64_t* counts, int64_t* cw) noexcept nogil:
+        """The budget walk of ``try_bulk_exact`` in closed form, for its common case (0: it does not
+        apply, walk slot by slot): one budget varies and the others stay full (each slot leaves
+        them at least their cap); the varying one has one page cost and every slot of the table
+        spends all the pages its key allows.  Its carry then turns by the slot's length modulo
+        the cost (c' = (c + T) mod cost), so over n slots it moves floor((c + nT) / cost) pages."""
+        cdef int64_t T = self.slot_units, kk, c, klo, khi, c0, S, tot, n_hi, clast
+        cdef int b, e, vb = -1, e_lo = -1, e_hi = -1, e_last
+        cdef bint st
+        for b in range(N_PK):
+            st = cw[b] >= self.cap[b]
+            if st:
+                kk = self.budget_key(b, self.cap[b] + T)
+                for e in range(self.n_rec):
+                    if self.ent_used[e][b] > T or self.ent_key[e][b] != kk:
+                        st = False
+                        break
+            if not st:
+                if vb >= 0:
+                    return 0
+                vb = b
+        if vb < 0 or self.bc2[vb] >= 0:
+            return 0
+        c = self.bc1[vb]
+        c0 = cw[vb] if cw[vb] < self.cap[vb] else self.cap[vb]
+        if c <= 0 or self.cap[vb] != c - 1 or c0 < 0:
+            return 0
+        klo = T // c
+        khi = (T + c - 1) // c
+        for e in range(self.n_rec):
+            if self.ent_used[e][vb] != self.ent_key[e][vb] * c:
+                return 0
+            if self.ent_key[e][vb] == klo:
+                e_lo = e
+            if self.ent_key[e][vb] == khi:
+                e_hi = e
+        if e_lo < 0 or e_hi < 0:
+            return 0
+        if n > ((<int64_t>1) << 62) // T - 1:
+            n = ((<int64_t>1) << 62) // T - 1
+        if n < 1:
+            return 0
+        S = c0 + n * T
+        tot = S // c
+        n_hi = tot - n * klo if khi != klo else 0
+        if n_hi < 0 or n_hi > n:
+            return 0
+        counts[e_hi] += n_hi
+        counts[e_lo] += n - n_hi
+        # the last slot's entry leaves the full budgets their carry
+        clast = (c0 + (n - 1) * T) % c
+        e_last = e_hi if (clast + T) // c == khi else e_lo
+        for b in range(N_PK):
+            if b != vb:
+                cw[b] = self.cap[b] + T - self.ent_used[e_last][b]
+        cw[vb] = S - tot * c
+        return n
 
     cdef int apply_entries(self, int64_t* counts, int64_t* seq, int64_t n_slots) except -1 nogil:
         """Apply n_slots slots of the table: merged (seq NULL: counts[e] slots of entry e, each
