@@ -93,13 +93,25 @@ cdef class Batcher:
     # budget key: what each moved, spent and changed (try_bulk_exact)
     cdef int64_t shape[OPS_MAX * 3 + SEQ_MAX * 4 + 16]
     cdef int n_shape
-    cdef int64_t rec_budget_blocked        # queues the recorded slot left because their budget was spent
+    cdef bint shp_real                     # the table has a slot that moved something (else: only idle ones)
+    cdef int shp_n_sq_v, shp_n_sq_in, shp_n_sq_pre, shp_n_in, shp_q_in
+    cdef int8_t shp_sq_vdest[SEQ_MAX]
+    cdef int8_t shp_sq_inq[SEQ_MAX]
+    cdef int8_t shp_sq_preq[SEQ_MAX]
+    cdef int8_t shp_sq_predest[SEQ_MAX]
+    cdef int8_t shp_vdest, shp_d_vict, shp_in_req
+    cdef bint shp_vpf, shp_vreq, shp_victims, shp_single, shp_cycle
+    cdef int shp_dfree, shp_dhost          # signs of the change of free frames, host pages
+    cdef int64_t shp_qlen0_mask            # queues not empty at the start of the table's slots
+    cdef int64_t shp_consumed_mask         # queues they take pages from
+    cdef int64_t shp_blocked_mask          # queues they leave because their budget is spent
     cdef int64_t ent_key[NREC][N_PK]
     cdef int64_t ent_used[NREC][N_PK]
     cdef int64_t ent_sqv[NREC][SEQ_MAX]
     cdef int64_t ent_sqin[NREC][SEQ_MAX]
     cdef int64_t ent_sqpre[NREC][SEQ_MAX]
     cdef int64_t ent_consumed[NREC][N_QUEUES]
+    cdef bint ent_nothing[NREC]            # a slot that moved nothing (it joins any shape)
     cdef int64_t ent_v[NREC]               # victims
     cdef int64_t ent_dfree[NREC]           # change of free frames
     cdef int64_t ent_dhost[NREC]           # change of host pages

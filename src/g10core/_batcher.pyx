@@ -110,6 +110,7 @@ cdef class Batcher:
             elif self.bc2[b] < 0 or self.bc2[b] == self.cost[i]:
                 self.bc2[b] = self.cost[i]
         self.n_rec = self.n_shape = 0
+        self.shp_real = False
         for i in range(N_QUEUES):
             self.qlen[i] = 0
         cdef traffic_row zero
@@ -759,6 +760,11 @@ cdef class Batcher:
                 self.rec_key[i] = self.budget_key(i, self.avail[i])
                 self.rec_used[i] = self.used[i]
             self.budgets_end()
+            if self.debug_log:
+                self.log.push_back(4); self.log.push_back(now); self.log.push_back(self.avail[0])
+                self.log.push_back(self.avail[1]); self.log.push_back(self.n_ops)
+                self.log.push_back(5); self.log.push_back(now); self.log.push_back(self.avail[2])
+                self.log.push_back(self.avail[3]); self.log.push_back(self.pt.gpu_free)
         if self.in_n or self.out_n:
             st = &self.traffic[self.iteration]
             st.alloc += self.alloc_n
@@ -850,61 +856,103 @@ cdef class Batcher:
 
         Slots of one shape do the same operations on the same queues and destinations with
         the same flags; only their counts differ, and those follow from the budgets the
-        slot's decisions see (``rec_key``).  A slot of another shape starts a new table."""
+        slot's decisions see (``rec_key``).  A slot that moved nothing (no budget had room for
+        what waits) joins any shape with the same queues waiting.  A slot of another shape
+        starts a new table.  The shape's fields (``shp_*``) are what the repeat reads."""
         cdef int64_t sh[OPS_MAX * 3 + SEQ_MAX * 4 + 16]
-        cdef int n = 0, i, e, q, q_in = -1
-        cdef int64_t mask_c = 0, mask_q = 0, d_free, d_host
-        cdef bint same
-        sh[n] = self.n_ops; n += 1
-        for i in range(self.n_ops):
-            sh[n] = self.op_kind[i]; sh[n + 1] = self.op_q[i]; sh[n + 2] = self.op_dest[i]; n += 3
-            if self.op_kind[i] == OP_IN:
-                q_in = self.op_q[i]
-        sh[n] = self.n_sq_v; n += 1
-        for i in range(self.n_sq_v):
-            sh[n] = self.sq_vdest[i]; n += 1
-        sh[n] = self.n_sq_in; n += 1
-        for i in range(self.n_sq_in):
-            sh[n] = self.sq_inq[i]; n += 1
-        sh[n] = self.n_sq_pre; n += 1
-        for i in range(self.n_sq_pre):
-            sh[n] = self.sq_preq[i] * 16 + self.sq_predest[i]; n += 1
+        cdef int n = 0, i, e, q, q_in = -1, n_in = 0
+        cdef int64_t mask_c = 0, mask_q = 0, blocked = 0, d_free, d_host
+        cdef int8_t d_vict = -1
+        cdef bint same, nothing = self.n_ops == 0 and not self.stalled
         for q in range(N_QUEUES):
             if self.consumed[q]:
-                mask_c |= 1 << q
+                mask_c |= (<int64_t>1) << q
             if self.qlen0[q]:
-                mask_q |= 1 << q
-        d_free = self.pt.gpu_free - self.tick_free0
-        d_host = self.pt.host_used - self.tick_host0
-        sh[n] = mask_c; sh[n + 1] = mask_q
-        sh[n + 2] = (d_free > 0) - (d_free < 0)
-        sh[n + 3] = (d_host > 0) - (d_host < 0)
-        sh[n + 4] = self.tick_victims > 0
-        sh[n + 5] = q_in >= 0 and self.tick_victims == self.consumed[q_in]
-        sh[n + 6] = self.rec_vdest; sh[n + 7] = self.rec_vpf; sh[n + 8] = self.rec_vreq
-        sh[n + 9] = self.rec_in_req; sh[n + 10] = self.victim_src; sh[n + 11] = self.stalled
-        sh[n + 12] = self.in_n > 0 or self.out_n > 0
-        # queues left waiting because their path's budget is spent (more free frames would not serve them)
-        self.rec_budget_blocked = 0
-        for q in range(N_QUEUES):
-            if q != Q_FAULT_SSD and q != Q_PREFETCH_SSD and q != Q_FAULT_HOST and q != Q_PREFETCH_HOST:
-                continue
-            if self.qlen[q] and self.consumed[q] == 0 and not self.fits(
-                    PK_SSD_IN if q == Q_FAULT_SSD or q == Q_PREFETCH_SSD else PK_HOST_IN):
-                self.rec_budget_blocked |= (<int64_t>1) << q
-        sh[n + 13] = self.rec_budget_blocked
-        n += 14
-        same = self.n_rec > 0 and n == self.n_shape
-        if same:
-            for i in range(n):
-                if sh[i] != self.shape[i]:
-                    same = False
-                    break
-        if not same:
+                mask_q |= (<int64_t>1) << q
+        # what a slot that moves nothing decides by, besides its budgets: which queues wait, free
+        # frames or not (room), host memory full or not (the victims' tier)
+        if self.tick_free0 > 0:
+            mask_q |= (<int64_t>1) << N_QUEUES
+        if self.tick_host0 >= self.pt.host_line:
+            mask_q |= (<int64_t>1) << (N_QUEUES + 1)
+        if self.n_rec and mask_q != self.shp_qlen0_mask:
             self.n_rec = 0
-            self.n_shape = n
-            for i in range(n):
-                self.shape[i] = sh[i]
+        if not nothing:
+            sh[n] = self.n_ops; n += 1
+            for i in range(self.n_ops):
+                sh[n] = self.op_kind[i]; sh[n + 1] = self.op_q[i]; sh[n + 2] = self.op_dest[i]; n += 3
+                if self.op_kind[i] == OP_IN:
+                    n_in += 1
+                    q_in = self.op_q[i]
+                elif self.op_kind[i] == OP_VICTIMS:
+                    d_vict = self.op_dest[i] if d_vict == -1 or d_vict == self.op_dest[i] else -3
+            sh[n] = self.n_sq_v; n += 1
+            for i in range(self.n_sq_v):
+                sh[n] = self.sq_vdest[i]; n += 1
+            sh[n] = self.n_sq_in; n += 1
+            for i in range(self.n_sq_in):
+                sh[n] = self.sq_inq[i]; n += 1
+            sh[n] = self.n_sq_pre; n += 1
+            for i in range(self.n_sq_pre):
+                sh[n] = self.sq_preq[i] * 16 + self.sq_predest[i]; n += 1
+            d_free = self.pt.gpu_free - self.tick_free0
+            d_host = self.pt.host_used - self.tick_host0
+            # queues left waiting because their path's budget is spent (more free frames would not serve them)
+            for q in range(N_QUEUES):
+                if q != Q_FAULT_SSD and q != Q_PREFETCH_SSD and q != Q_FAULT_HOST and q != Q_PREFETCH_HOST:
+                    continue
+                if self.qlen[q] and self.consumed[q] == 0 and not self.fits(
+                        PK_SSD_IN if q == Q_FAULT_SSD or q == Q_PREFETCH_SSD else PK_HOST_IN):
+                    blocked |= (<int64_t>1) << q
+            sh[n] = mask_c
+            sh[n + 1] = (d_free > 0) - (d_free < 0)
+            sh[n + 2] = (d_host > 0) - (d_host < 0)
+            sh[n + 3] = self.tick_victims > 0
+            sh[n + 4] = q_in >= 0 and self.tick_victims == self.consumed[q_in]
+            sh[n + 5] = self.rec_vdest; sh[n + 6] = self.rec_vpf; sh[n + 7] = self.rec_vreq
+            sh[n + 8] = self.rec_in_req; sh[n + 9] = self.victim_src; sh[n + 10] = self.stalled
+            sh[n + 11] = self.in_n > 0 or self.out_n > 0
+            sh[n + 12] = blocked
+            n += 13
+            same = self.n_rec > 0 and (not self.shp_real or n == self.n_shape)
+            if same and self.shp_real:
+                for i in range(n):
+                    if sh[i] != self.shape[i]:
+                        same = False
+                        break
+            if not same:
+                self.n_rec = 0
+            if not self.shp_real or not same:
+                self.shp_real = True
+                self.n_shape = n
+                for i in range(n):
+                    self.shape[i] = sh[i]
+                self.shp_n_sq_v = self.n_sq_v
+                self.shp_n_sq_in = self.n_sq_in
+                self.shp_n_sq_pre = self.n_sq_pre
+                for i in range(SEQ_MAX):
+                    self.shp_sq_vdest[i] = self.sq_vdest[i]
+                    self.shp_sq_inq[i] = self.sq_inq[i]
+                    self.shp_sq_preq[i] = self.sq_preq[i]
+                    self.shp_sq_predest[i] = self.sq_predest[i]
+                self.shp_vdest = self.rec_vdest
+                self.shp_vpf = self.rec_vpf
+                self.shp_vreq = self.rec_vreq
+                self.shp_in_req = self.rec_in_req
+                self.shp_victims = self.tick_victims > 0
+                self.shp_n_in = n_in
+                self.shp_q_in = q_in
+                self.shp_d_vict = d_vict
+                self.shp_single = n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1
+                self.shp_cycle = q_in >= 0 and self.tick_victims == self.consumed[q_in]
+                self.shp_consumed_mask = mask_c
+                self.shp_blocked_mask = blocked
+                self.shp_dfree = (d_free > 0) - (d_free < 0)
+                self.shp_dhost = (d_host > 0) - (d_host < 0)
+        if self.n_rec == 0:
+            self.shp_qlen0_mask = mask_q
+            if nothing:
+                self.shp_real = False
         for e in range(self.n_rec):
             same = True
             for i in range(N_PK):
@@ -914,54 +962,53 @@ cdef class Batcher:
                 break
         else:
             if self.n_rec == NREC:
+                # a fifth key: start again from this slot
                 self.n_rec = 0
-                self.n_shape = n
-                for i in range(n):
-                    self.shape[i] = sh[i]
+                if nothing:
+                    self.shp_real = False
             e = self.n_rec
             self.n_rec += 1
         for i in range(N_PK):
             self.ent_key[e][i] = self.rec_key[i]
             self.ent_used[e][i] = self.rec_used[i]
-        for i in range(self.n_sq_v):
-            self.ent_sqv[e][i] = self.sq_vk[i]
-        for i in range(self.n_sq_in):
-            self.ent_sqin[e][i] = self.sq_ink[i]
-        for i in range(self.n_sq_pre):
-            self.ent_sqpre[e][i] = self.sq_prek[i]
+        for i in range(SEQ_MAX):
+            self.ent_sqv[e][i] = self.sq_vk[i] if not nothing and i < self.n_sq_v else 0
+            self.ent_sqin[e][i] = self.sq_ink[i] if not nothing and i < self.n_sq_in else 0
+            self.ent_sqpre[e][i] = self.sq_prek[i] if not nothing and i < self.n_sq_pre else 0
         for q in range(N_QUEUES):
             self.ent_consumed[e][q] = self.consumed[q]
+        self.ent_nothing[e] = nothing
         self.ent_v[e] = self.tick_victims
-        self.ent_dfree[e] = d_free
-        self.ent_dhost[e] = d_host
+        self.ent_dfree[e] = self.pt.gpu_free - self.tick_free0
+        self.ent_dhost[e] = self.pt.host_used - self.tick_host0
         self.ent_peak[e] = self.host_peak - self.tick_host0
+        for i in range(5):
+            self.ent_traffic[e][i] = 0
         if self.in_n or self.out_n:
             self.ent_traffic[e][0] = self.alloc_n
             self.ent_traffic[e][1] = self.in_ssd
             self.ent_traffic[e][2] = self.in_cpu
             self.ent_traffic[e][3] = self.out_ssd
             self.ent_traffic[e][4] = self.out_cpu
-        else:
-            for i in range(5):
-                self.ent_traffic[e][i] = 0
         return e
 
     cdef int try_bulk_exact(self, int64_t next_kernel) except -1 nogil:
         """``try_bulk`` under exact quotas: the slots ahead differ in their budgets, so they
         repeat the recorded slot of their budget key (``record_entry``'s table); every bound
-        below takes the most a slot of the table moves, and the budgets are walked slot by
-        slot (a slot whose key the table lacks ends the repeat and runs in full)."""
-        cdef int64_t n = BIG, m, c, span, need, V = self.tick_victims, vmax = 0, dmax = 0, pmax = 0
+        below takes the most a slot of the table moves, and the budgets are walked (in closed
+        form where ``closed_walk`` applies, else slot by slot; a slot whose key the table
+        lacks ends the repeat and runs in full)."""
+        cdef int64_t n = BIG, m, c, span, need, vmax = 0, dmax = 0, pmax = 0
         cdef int64_t cmax[N_QUEUES]
         cdef int64_t counts[NREC]
         cdef int64_t cw[N_PK]
         cdef int64_t a[N_PK]
-        cdef int64_t i, walked, cc
-        cdef int j, q, q_in = -1, n_in = 0, cycle = -1, e, b
-        cdef int8_t d_vict = -1
-        cdef bint pf_nonempty = False, in_pf, single, same, closed
+        cdef int64_t walked, cc
+        cdef int q, q_in, cycle = -1, e, b
+        cdef bint pf_nonempty = False, in_pf, single, same, closed, real, nothing_ok, stable
+        cdef int64_t free_bit
         cdef vector[int64_t] seq
-        if self.victim_src == 3 or (V and self.rec_vdest == -2) or self.seq_overflow:
+        if self.victim_src == 3 or (self.tick_victims and self.rec_vdest == -2) or self.seq_overflow:
             self.bulk_stat[B_MIXED_VICTIMS] += 1
             self.n_rec = 0
             return 0
@@ -969,18 +1016,10 @@ cdef class Batcher:
             self.bulk_stat[B_STALL_MOVES] += 1
             self.n_rec = 0
             return 0
-        if self.n_ops == 0 and not self.stalled:
-            self.bulk_stat[B_NOTHING] += 1
-            self.n_rec = 0
-            return 0
-        for j in range(self.n_ops):
-            if self.op_kind[j] == OP_IN:
-                n_in += 1
-                q_in = self.op_q[j]
-            elif self.op_kind[j] == OP_VICTIMS:
-                d_vict = self.op_dest[j] if d_vict == -1 or d_vict == self.op_dest[j] else -3
-        single = n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1
         self.record_entry()
+        real = self.shp_real
+        q_in = self.shp_q_in if real else -1
+        single = self.shp_single if real else True
         for q in range(N_QUEUES):
             cmax[q] = 0
         for e in range(self.n_rec):
@@ -993,14 +1032,15 @@ cdef class Batcher:
                 dmax = self.ent_dhost[e]
             if self.ent_peak[e] > pmax:
                 pmax = self.ent_peak[e]
-        if V and self.rec_vreq:
-            if d_vict == -3:
+        if real and self.shp_victims and self.shp_vreq:
+            if self.shp_d_vict == -3:
                 self.bulk_stat[B_REQUEUE] += 1
                 return 0
-            q = fault_queue_of(d_vict)
-            if single and q == q_in and V == self.consumed[q_in]:
-                cycle = q      # every slot of the shape gives back what it takes (the shape says so)
-            elif not (q == q_in and single) and not (self.qlen0[q] > 0 and self.consumed[q] == 0):
+            q = fault_queue_of(self.shp_d_vict)
+            if single and q == q_in and self.shp_cycle:
+                cycle = q      # every slot of the shape gives back what it takes
+            elif not (q == q_in and single) and not ((self.shp_qlen0_mask >> q) & 1
+                                                      and not (self.shp_consumed_mask >> q) & 1):
                 self.bulk_stat[B_REQUEUE] += 1
                 return 0
         if next_kernel >= 0:
@@ -1025,11 +1065,11 @@ cdef class Batcher:
                 span = self.queue_span(q, need, TIER_GPU, True, False)
             else:
                 in_pf = q == Q_FAULT_SSD or q == Q_FAULT_HOST or q == Q_FAULT_ALLOC
-                if self.ev.fault_changes_victims() and not in_pf and self.rec_in_req == -2:
+                if self.ev.fault_changes_victims() and not in_pf and self.shp_in_req == -2:
                     self.bulk_stat[B_MIXED_PAGES] += 1
                     return 0
                 span = self.queue_span(q, need, self.qs[q].front().src,
-                                       self.ev.fault_changes_victims() and not in_pf, self.rec_in_req == 1)
+                                       self.ev.fault_changes_victims() and not in_pf, self.shp_in_req == 1)
             m = (span - 1) // c
             if m < n:
                 n = m
@@ -1037,12 +1077,12 @@ cdef class Batcher:
             for q in range(3):
                 if self.qlen[q] and (cmax[q] == 0 or q == cycle or self.qlen[q] > n * cmax[q]):
                     pf_nonempty = True
-            if not pf_nonempty and n_in == 1:
+            if not pf_nonempty and real and self.shp_n_in == 1:
                 m = self.bulk_before_ready(q_in, n, cmax[q_in])
                 if m < n:
                     n = m
                 pf_nonempty = n >= 1
-            elif not pf_nonempty and n_in == 0 and self.pt.pinned_in_transfer() > 0:
+            elif not pf_nonempty and (not real or self.shp_n_in == 0) and self.pt.pinned_in_transfer() > 0:
                 # nothing comes in (a shared SSD spent on pre-evictions): the pages it waits for
                 # stay in transfer, and a pre-evicted one would be re-queued (an irregular slot)
                 pf_nonempty = True
@@ -1050,8 +1090,8 @@ cdef class Batcher:
                 self.bulk_stat[B_KERNEL_READY] += 1
                 return 0
         # free frames (the shape fixes the sign of their change)
-        if self.ent_dfree[0] < 0:
-            if V > 0 or self.pt.gpu_free < 1:
+        if real and self.shp_dfree < 0:
+            if self.shp_victims or self.pt.gpu_free < 1:
                 self.bulk_stat[B_FRAMES_RUN_OUT] += 1
                 return 0
             c = 0
@@ -1061,27 +1101,28 @@ cdef class Batcher:
             m = (self.pt.gpu_free - 1) // c
             if m < n:
                 n = m
-        elif self.ent_dfree[0] > 0:
-            if n_in:
+        elif real and self.shp_dfree > 0:
+            if self.shp_n_in:
                 self.bulk_stat[B_FRAMES_FREED_IN] += 1
                 return 0
             for q in range(N_QUEUES):
-                if self.consumed[q] == 0 and self.qlen[q] and not (self.rec_budget_blocked >> q) & 1:
+                if (not (self.shp_consumed_mask >> q) & 1 and self.qlen[q]
+                        and not (self.shp_blocked_mask >> q) & 1):
                     self.bulk_stat[B_FRAMES_FREED_BLOCKED] += 1
                     return 0
         # host pages
-        if self.ent_dhost[0] != 0:
+        if real and self.shp_dhost != 0:
             if (self.tick_host0 >= self.pt.host_line or self.host_peak >= self.pt.host_line
                     or self.pt.host_used + pmax >= self.pt.host_line):
                 self.bulk_stat[B_HOST_LINE] += 1
                 return 0
-            if self.ent_dhost[0] > 0:
+            if self.shp_dhost > 0:
                 m = (self.pt.host_line - 1 - self.pt.host_used - pmax) // dmax + 1
                 if m < n:
                     n = m
         if vmax > 0:
             need = n * vmax + 1 if n < HUGE_N else BIG
-            span = self.ev.victim_span(self.rec_vpf, need, self.rec_vreq, self.rec_vdest)
+            span = self.ev.victim_span(self.shp_vpf, need, self.shp_vreq, self.shp_vdest)
             m = (span - 1) // vmax if span > 0 else 0
             if m < n:
                 n = m
@@ -1093,7 +1134,19 @@ cdef class Batcher:
             counts[e] = 0
         for b in range(N_PK):
             cw[b] = self.carry[b]
-        walked = self.closed_walk(n, counts, cw) if single else 0
+        # a slot that moved nothing did so with the GPU full, or not: it repeats only while that
+        # holds (a slot of the shape that frees frames ends it)
+        free_bit = (self.shp_qlen0_mask >> N_QUEUES) & 1
+        nothing_ok = (self.pt.gpu_free > 0) == free_bit
+        stable = nothing_ok
+        for e in range(self.n_rec):
+            if self.ent_nothing[e] and not nothing_ok:
+                stable = False
+            if not free_bit and self.ent_dfree[e] > 0:
+                for b in range(self.n_rec):
+                    if self.ent_nothing[b]:
+                        stable = False
+        walked = self.closed_walk(n, counts, cw) if single and stable else 0
         closed = walked > 0
         while walked < n and walked < WALK_MAX and not closed:
             for b in range(N_PK):
@@ -1111,6 +1164,10 @@ cdef class Batcher:
                     break
             else:
                 break
+            if self.ent_nothing[e] and not nothing_ok:
+                break
+            if not free_bit and self.ent_dfree[e] > 0:
+                nothing_ok = False
             same = True
             for b in range(N_PK):
                 cc = a[b] - self.ent_used[e][b]
@@ -1136,8 +1193,8 @@ cdef class Batcher:
             self.carry[b] = cw[b]
         if self.debug_log:
             self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(walked)
-            self.log.push_back(q_in * 1000 + (self.consumed[q_in] if q_in >= 0 else 0))
-            self.log.push_back(V * 10 + self.stalled)
+            self.log.push_back(q_in * 1000 + (cmax[q_in] if q_in >= 0 else 0))
+            self.log.push_back(vmax * 10 + self.stalled)
         if single:
             self.apply_entries(counts, NULL, walked)
             self.bulk_stat[B_MERGED] += 1
@@ -1223,40 +1280,40 @@ cdef class Batcher:
                 vk[i] = ink[i] = prek[i] = 0
             if seq == NULL:
                 for e in range(self.n_rec):
-                    for i in range(self.n_sq_v):
+                    for i in range(self.shp_n_sq_v):
                         vk[i] += counts[e] * self.ent_sqv[e][i]
-                    for i in range(self.n_sq_in):
+                    for i in range(self.shp_n_sq_in):
                         ink[i] += counts[e] * self.ent_sqin[e][i]
-                    for i in range(self.n_sq_pre):
+                    for i in range(self.shp_n_sq_pre):
                         prek[i] += counts[e] * self.ent_sqpre[e][i]
             else:
                 e = <int>seq[r]
-                for i in range(self.n_sq_v):
+                for i in range(self.shp_n_sq_v):
                     vk[i] = self.ent_sqv[e][i]
-                for i in range(self.n_sq_in):
+                for i in range(self.shp_n_sq_in):
                     ink[i] = self.ent_sqin[e][i]
-                for i in range(self.n_sq_pre):
+                for i in range(self.shp_n_sq_pre):
                     prek[i] = self.ent_sqpre[e][i]
-            for i in range(self.n_sq_v):
+            for i in range(self.shp_n_sq_v):
                 left = vk[i]
-                d = self.sq_vdest[i]
+                d = self.shp_sq_vdest[i]
                 while left > 0:
-                    v = self.ev.find_victim(self.rec_vpf)
+                    v = self.ev.find_victim(self.shp_vpf)
                     if not v.found or v.seglen <= 0:
                         with gil:
                             raise RuntimeError("internal: bulk repeat ran out of victims")
                     k = v.seglen if v.seglen < left else left
                     if d == TIER_HOST:
                         self.pt.host_used += k
-                    self.take_victims(&v, k, d, self.rec_vpf, -1)
+                    self.take_victims(&v, k, d, self.shp_vpf, -1)
                     left -= k
-            for i in range(self.n_sq_in):
+            for i in range(self.shp_n_sq_in):
                 left = ink[i]
                 while left > 0:
-                    if self.qs[self.sq_inq[i]].empty():
+                    if self.qs[self.shp_sq_inq[i]].empty():
                         with gil:
-                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.sq_inq[i]}")
-                    f = self.qs[self.sq_inq[i]].front()
+                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.shp_sq_inq[i]}")
+                    f = self.qs[self.shp_sq_inq[i]].front()
                     k = f.count if f.count < left else left
                     if f.src == TIER_HOST:
                         self.pt.host_used -= k
@@ -1268,23 +1325,23 @@ cdef class Batcher:
                         self.log.push_back(k); self.log.push_back(f.src)
                     self.pt.assign(f.tensor, f.start, f.start + k, TIER_GPU, 0)
                     self.pt.arrive(f.start, k, f.tensor)
-                    self.pop(self.sq_inq[i], k)
+                    self.pop(self.shp_sq_inq[i], k)
                     left -= k
-            for i in range(self.n_sq_pre):
+            for i in range(self.shp_n_sq_pre):
                 left = prek[i]
-                d = self.sq_predest[i]
+                d = self.shp_sq_predest[i]
                 while left > 0:
-                    if self.qs[self.sq_preq[i]].empty():
+                    if self.qs[self.shp_sq_preq[i]].empty():
                         with gil:
-                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.sq_preq[i]}")
-                    f = self.qs[self.sq_preq[i]].front()
+                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.shp_sq_preq[i]}")
+                    f = self.qs[self.shp_sq_preq[i]].front()
                     k = f.count if f.count < left else left
                     if d == TIER_HOST:
                         self.pt.host_used += k
                     self.pt.assign(f.tensor, f.start, f.start + k, d, 0)
                     self.pt.depart(f.start, k)
                     self.pt.gpu_free += k
-                    self.pop(self.sq_preq[i], k)
+                    self.pop(self.shp_sq_preq[i], k)
                     left -= k
         self.replaying = False
         st = &self.traffic[self.iteration]
