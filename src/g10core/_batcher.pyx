@@ -1205,13 +1205,16 @@ cdef class Batcher:
 
     cdef int64_t closed_walk(self, int64_t n, int64_t* counts, int64_t* cw) noexcept nogil:
         """The budget walk of ``try_bulk_exact`` in closed form, for its common case (0: it does not
-        apply, walk slot by slot): one budget varies and the others stay full (each slot leaves
-        them at least their cap); the varying one has one page cost and every slot of the table
-        spends all the pages its key allows.  Its carry then turns by the slot's length modulo
-        the cost (c' = (c + T) mod cost), so over n slots it moves floor((c + nT) / cost) pages."""
-        cdef int64_t T = self.slot_units, kk, c, klo, khi, c0, S, tot, n_hi, clast
-        cdef int b, e, vb = -1, e_lo = -1, e_hi = -1, e_last
-        cdef bint st
+        apply, walk slot by slot).  One budget varies, the others stay full (each slot leaves them
+        at least their cap); the varying one has one page cost c, and every slot spends it in
+        whole units of M = m c (m = 1: pages; m = 2: a page in and its victim out on a shared
+        SSD, each checked before either is spent), floor((A + s) / M) units of a budget A, with
+        s = M - c.  Then y = carry + s turns by the slot's length T modulo M, and n slots spend
+        floor((y + n T) / M) units: the slots of each unit count follow without a step per slot."""
+        cdef int64_t T = self.slot_units, kk, c, M, s, c0, y0, S, tot, n_hi, ylast, u, u_lo, k, klo, khi
+        cdef int b, e, f, vb = -1, m, e_lo, e_hi, e_last, i
+        cdef bint st, ok
+        cdef int64_t units[NREC]
         for b in range(N_PK):
             st = cw[b] >= self.cap[b]
             if st:
@@ -1227,38 +1230,83 @@ cdef class Batcher:
         if vb < 0 or self.bc2[vb] >= 0:
             return 0
         c = self.bc1[vb]
-        c0 = cw[vb] if cw[vb] < self.cap[vb] else self.cap[vb]
-        if c <= 0 or self.cap[vb] != c - 1 or c0 < 0:
+        if c <= 0 or self.cap[vb] != c - 1:
             return 0
-        klo = T // c
-        khi = (T + c - 1) // c
+        c0 = cw[vb] if cw[vb] < self.cap[vb] else self.cap[vb]
+        for m in range(1, 5):
+            M = m * c
+            s = M - c
+            y0 = c0 + s
+            if y0 < 0 or y0 >= M:
+                continue
+            ok = True
+            for e in range(self.n_rec):
+                k = self.ent_key[e][vb]
+                # a budget below 0 (a page over, carried) fits nothing: key -1, no unit (A + s >= 0)
+                units[e] = (k * c + s) // M if k >= 0 else 0
+                if self.ent_used[e][vb] != units[e] * M:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            # every key the turning budget reaches is in the table
+            klo = (T - s) // c if T >= s else -1
+            khi = (T - s + M - 1) // c if T - s + M - 1 >= 0 else -1
+            for k in range(klo, khi + 1):
+                for e in range(self.n_rec):
+                    if self.ent_key[e][vb] == k:
+                        break
+                else:
+                    ok = False
+                if not ok:
+                    break
+            if not ok:
+                continue
+            # slots that spend the same units move the same pages
+            for e in range(self.n_rec):
+                for f in range(e):
+                    if units[f] != units[e]:
+                        continue
+                    for i in range(SEQ_MAX):
+                        if (self.ent_sqv[e][i] != self.ent_sqv[f][i] or self.ent_sqin[e][i] != self.ent_sqin[f][i]
+                                or self.ent_sqpre[e][i] != self.ent_sqpre[f][i]):
+                            ok = False
+                    for i in range(5):
+                        if self.ent_traffic[e][i] != self.ent_traffic[f][i]:
+                            ok = False
+            if not ok:
+                continue
+            break
+        else:
+            return 0
+        u_lo = T // M
+        e_lo = e_hi = -1
         for e in range(self.n_rec):
-            if self.ent_used[e][vb] != self.ent_key[e][vb] * c:
-                return 0
-            if self.ent_key[e][vb] == klo:
+            if units[e] == u_lo:
                 e_lo = e
-            if self.ent_key[e][vb] == khi:
+            if units[e] == u_lo + 1:
                 e_hi = e
-        if e_lo < 0 or e_hi < 0:
+        if e_lo < 0 or (T % M and e_hi < 0):
             return 0
         if n > ((<int64_t>1) << 62) // T - 1:
             n = ((<int64_t>1) << 62) // T - 1
         if n < 1:
             return 0
-        S = c0 + n * T
-        tot = S // c
-        n_hi = tot - n * klo if khi != klo else 0
-        if n_hi < 0 or n_hi > n:
+        S = y0 + n * T
+        tot = S // M
+        n_hi = tot - n * u_lo
+        if n_hi < 0 or n_hi > n or (n_hi and e_hi < 0):
             return 0
-        counts[e_hi] += n_hi
         counts[e_lo] += n - n_hi
+        if n_hi:
+            counts[e_hi] += n_hi
         # the last slot's entry leaves the full budgets their carry
-        clast = (c0 + (n - 1) * T) % c
-        e_last = e_hi if (clast + T) // c == khi else e_lo
+        ylast = (y0 + (n - 1) * T) % M
+        e_last = e_hi if (ylast + T) // M > u_lo else e_lo
         for b in range(N_PK):
             if b != vb:
                 cw[b] = self.cap[b] + T - self.ent_used[e_last][b]
-        cw[vb] = S - tot * c
+        cw[vb] = S % M - s
         return n
 
     cdef int apply_entries(self, int64_t* counts, int64_t* seq, int64_t n_slots) except -1 nogil:
