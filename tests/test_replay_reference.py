@@ -236,3 +236,87 @@ def test_bulk_repeats_move_the_same_pages(case):
         moves.append(per_kind)
     for (p1, t1), (p2, t2) in zip(*moves):
         assert np.array_equal(p1, p2) and np.array_equal(t1, t2)
+
+
+# ---- the exact quotas of the exploration presets (docs/physics.md) ---------------------------------
+
+@st.composite
+def exact_cases(draw):
+    """A case of :func:`cases` under the rules outside g10-artifact: exact quotas carried from slot
+    to slot, the SSD's duplex rule, zero-fill at allocation cost; links from 4 to 63 GB/s, SSD
+    writes at the read bandwidth or not, allocation free or dear."""
+    trace, cfg, eviction, hints, apply_hints = draw(cases())
+    cfg = cfg.with_overrides({
+        "scheduler": {"artifact_quirks": False},
+        "ssd": {"duplex": draw(st.sampled_from(["shared", "full"])),
+                "write_bandwidth_GBps": draw(st.sampled_from([0.0, 1.1, 5.0]))},
+        "link": {"bandwidth_GBps": draw(st.sampled_from([15.754, 4.0, 8.0, 63.0]))},
+        "gpu": {"malloc_us_per_byte": draw(st.sampled_from([8.14e-7, 0.0, 2e-5]))},
+    })
+    return trace, cfg, eviction, hints, apply_hints
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(exact_cases())
+def test_compiled_replay_equals_reference_exact_quotas(case):
+    trace, cfg, eviction, hints, apply_hints = case
+    try:
+        ref_k, ref_pcie, ref_bounds, ref_overflow = run_reference(trace, cfg, eviction, hints, apply_hints)
+    except (AssertionError, RuntimeError):
+        assume(False)      # outside the semantics, as in test_compiled_replay_equals_reference
+    for bulk in (True, False):
+        out, r = run_compiled(trace, cfg, eviction, hints, apply_hints, bulk=bulk)
+        assert np.array_equal(out["kernels"], ref_k)
+        assert np.array_equal(out["pcie"], ref_pcie)
+        assert np.array_equal(out["boundaries"], ref_bounds)
+        assert out["host_overflow"] == ref_overflow
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(exact_cases())
+def test_bulk_repeats_move_the_same_pages_exact_quotas(case):
+    test_bulk_repeats_move_the_same_pages.hypothesis.inner_test(case)
+
+
+@st.composite
+def larger_exact_cases(draw):
+    """Traces too large for the reference (hundreds of pages a kernel, thousands of slots), links up
+    to 256 GB/s (under a page per slot on the SSD), slow SSD writes: bulk repeats against slot by slot."""
+    seed = draw(st.integers(0, 10_000))
+    rng = np.random.default_rng(seed)
+    n_kernels = draw(st.integers(5, 40))
+    trace = synthesize(n_kernels, draw(st.integers(200 * n_kernels, 3000 * n_kernels)) * PAGE,
+                       pattern=draw(st.sampled_from(["training", "random"])), seed=seed)
+    ws = max_working_set(trace)
+    cfg = small_config(draw(st.integers(int(ws * 1.3) + 2, int(ws * 1.3) + 3000)), draw(st.integers(4, 20000)),
+                       draw(st.integers(2, 64)), draw(st.sampled_from([3.2, 6.4, 1.6, 0.7])),
+                       draw(st.sampled_from([15.754, 12.0, 5.0])))
+    cfg = cfg.with_overrides({
+        "scheduler": {"artifact_quirks": False},
+        "ssd": {"duplex": draw(st.sampled_from(["shared", "full"])),
+                "write_bandwidth_GBps": draw(st.sampled_from([0.0, 1.1, 5.0]))},
+        "link": {"bandwidth_GBps": draw(st.sampled_from([15.754, 4.0, 8.0, 63.0, 256.0]))},
+        "gpu": {"malloc_us_per_byte": draw(st.sampled_from([8.14e-7, 0.0, 2e-5]))},
+    })
+    policy = draw(st.sampled_from(["base-uvm", "deepum", "hinted"]))
+    if policy == "deepum":
+        return trace, cfg, "deepum", deepum_hints(trace, cfg), True
+    if policy == "hinted":
+        return trace, cfg, "lru", random_hints(trace, rng, draw(st.integers(0, 200))), True
+    return trace, cfg, "lru", None, False
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(larger_exact_cases())
+def test_bulk_repeats_equal_slot_by_slot_exact_quotas(case):
+    """The table of recorded slots per budget key (try_bulk_exact) changes nothing (600 cases
+    checked by hand, found a slot that moved nothing repeated after frames were freed)."""
+    trace, cfg, eviction, hints, apply_hints = case
+    try:
+        ref, _ = run_compiled(trace, cfg, eviction, hints, apply_hints, bulk=False)
+    except RuntimeError:
+        assume(False)
+    out, _ = run_compiled(trace, cfg, eviction, hints, apply_hints, bulk=True)
+    assert np.array_equal(out["kernels"], ref["kernels"])
+    assert np.array_equal(out["pcie"], ref["pcie"])
+    assert np.array_equal(out["boundaries"], ref["boundaries"])

@@ -11,6 +11,20 @@ from g10core._evict cimport Evictor
 from g10core._device cimport Device
 from g10core._timeline cimport TimelineRecorder
 
+# the paths of exact quotas (op kinds; with a shared SSD, SSD writes draw on PK_SSD_IN's budget)
+cdef enum:
+    PK_SSD_IN = 0
+    PK_SSD_OUT = 1
+    PK_HOST_IN = 2
+    PK_HOST_OUT = 3
+    N_PK = 4
+    WALK_MAX = 1 << 24     # slots one bulk repeat walks at most (exact quotas)
+    TICKWISE_MAX = 1 << 16 # ... when it applies them slot by slot
+
+# exact quotas: slots of one shape recorded with different budgets (bulk repeats)
+cdef enum:
+    NREC = 4
+
 # recorded slot operations (for bulk repeats)
 cdef enum:
     OPS_MAX = 48
@@ -40,6 +54,7 @@ cdef enum:                     # BulkReason
     B_REDIRECT
     B_LOCKUP
     B_RESTART
+    B_BUDGETS
     B_MERGED
     B_TICKWISE
     B_COUNT
@@ -63,6 +78,46 @@ cdef class Batcher:
     cdef int64_t alloc_batch               # frames given (allocations and fetches) per slot
     cdef int64_t ssd_q                     # SSD pages per direction in the current slot
     cdef bint ssd_throttled                # the SSD takes no command in the current slot
+    # ---- exact quotas (outside g10-artifact): a budget of slot time per path ----
+    cdef bint exact                        # else the artifact's whole-page quotas and forced tiers
+    cdef int64_t slot_units                # a slot's time, units
+    cdef int64_t cost[N_PK]                # one page's time on each path, units
+    cdef int bucket[N_PK]                  # the budget each path draws on
+    cdef int64_t cap[N_PK]                 # carry kept at most (under one page of the costliest path on it)
+    cdef int64_t bc1[N_PK], bc2[N_PK]      # the page costs on each budget (-1: none)
+    cdef int64_t carry[N_PK]               # budget left at the end of the last slot (may be < 0: one page over)
+    cdef int64_t avail[N_PK]               # the current slot's budget
+    cdef int64_t used[N_PK]                # spent in the current slot
+    cdef int64_t rec_key[N_PK]             # the recorded slot's budgets as its decisions see them
+    cdef int64_t rec_used[N_PK]            # what it spent
+    # slots of the current shape (same operations, queues, destinations and flags), one per
+    # budget key: what each moved, spent and changed (try_bulk_exact)
+    cdef int64_t shape[OPS_MAX * 3 + SEQ_MAX * 4 + 16]
+    cdef int n_shape
+    cdef bint shp_real                     # the table has a slot that moved something (else: only idle ones)
+    cdef int shp_n_sq_v, shp_n_sq_in, shp_n_sq_pre, shp_n_in, shp_q_in
+    cdef int8_t shp_sq_vdest[SEQ_MAX]
+    cdef int8_t shp_sq_inq[SEQ_MAX]
+    cdef int8_t shp_sq_preq[SEQ_MAX]
+    cdef int8_t shp_sq_predest[SEQ_MAX]
+    cdef int8_t shp_vdest, shp_d_vict, shp_in_req
+    cdef bint shp_vpf, shp_vreq, shp_victims, shp_single, shp_cycle
+    cdef int shp_dfree, shp_dhost          # signs of the change of free frames, host pages
+    cdef int64_t shp_qlen0_mask            # queues not empty at the start of the table's slots
+    cdef int64_t shp_consumed_mask         # queues they take pages from
+    cdef int64_t shp_blocked_mask          # queues they leave because their budget is spent
+    cdef int64_t ent_key[NREC][N_PK]
+    cdef int64_t ent_used[NREC][N_PK]
+    cdef int64_t ent_sqv[NREC][SEQ_MAX]
+    cdef int64_t ent_sqin[NREC][SEQ_MAX]
+    cdef int64_t ent_sqpre[NREC][SEQ_MAX]
+    cdef int64_t ent_consumed[NREC][N_QUEUES]
+    cdef bint ent_nothing[NREC]            # a slot that moved nothing (it joins any shape)
+    cdef int64_t ent_v[NREC]               # victims
+    cdef int64_t ent_dfree[NREC]           # change of free frames
+    cdef int64_t ent_dhost[NREC]           # change of host pages
+    cdef int64_t ent_peak[NREC]            # highest host pages above the start
+    cdef int64_t ent_traffic[NREC][5]      # alloc, ssd->gpu, host->gpu, gpu->ssd, gpu->host counted
 
     # ---- queues ----
     cdef vector[deque[queue_run]] qs
@@ -74,6 +129,7 @@ cdef class Batcher:
     cdef int forced_fetch, forced_evict    # Tier forced by a spent quota (TIER_NONE: none)
     cdef int64_t host_peak                 # highest host_used seen inside the slot
     cdef public bint irregular             # the slot did something a bulk repeat cannot copy
+    cdef public int n_rec                  # slots in the table of the current shape (exact quotas)
     cdef bint stalled                      # no victim outside the eviction window this slot
     cdef int64_t consumed[N_QUEUES]        # pages taken from each queue in the slot
     cdef int64_t tick_victims              # victims taken in the slot
@@ -151,12 +207,25 @@ cdef class Batcher:
     cdef void rec_evict(self, int8_t dest) noexcept nogil
     cdef void rec_fetch(self, int8_t src) noexcept nogil
     cdef bint room(self) noexcept nogil
+    cdef bint fits(self, int pk) noexcept nogil
+    cdef bint can_in(self, int8_t src) noexcept nogil
+    cdef int8_t exact_victim_dest(self) noexcept nogil
+    cdef int8_t exact_pre_dest(self, int q) noexcept nogil
+    cdef int64_t budget_key(self, int b, int64_t a) noexcept nogil
+    cdef void budgets_begin(self) noexcept nogil
+    cdef void budgets_end(self) noexcept nogil
     cdef int64_t bring_in(self, int q, int64_t kmax, int kind, bint is_pf) except -2 nogil
     cdef int evict_queue(self, int q, int8_t default_dest) except -1 nogil
+    cdef int evicted(self, int q, queue_run* fp, int8_t d, int64_t k) except -1 nogil
     cdef int pf_fetch(self, int q, int8_t src) except -1 nogil
     cdef int alloc_queue(self, int q, bint is_pf) except -1 nogil
     cdef int prefetch(self) except -1 nogil
     cdef int64_t queue_span(self, int q, int64_t need, int8_t src, bint check_req, bint req) noexcept nogil
-    cdef int64_t bulk_before_ready(self, int q, int64_t n) noexcept nogil
+    cdef int64_t bulk_before_ready(self, int q, int64_t n, int64_t c) noexcept nogil
     cdef int apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil
     cdef void tl_slots(self, int64_t start, int64_t n) noexcept nogil
+    cdef int record_entry(self) except -1 nogil
+    cdef int try_bulk_exact(self, int64_t next_kernel) except -1 nogil
+    cdef int64_t closed_walk(self, int64_t n, int64_t* counts, int64_t* cw) noexcept nogil
+    cdef int apply_entries(self, int64_t* counts, int64_t* seq, int64_t n_seq) except -1 nogil
+    cdef void idle_budgets(self, int64_t m) noexcept nogil

@@ -51,6 +51,7 @@ BULK_REASONS = (
     'prefetch redirected between tiers',
     'DeepUM lock-up fallback',
     'a waiting kernel restarted',
+    'the next slot has other budgets (exact quotas)',
     'ticks repeated as merged streams (count of repeats)',
     'ticks repeated tick by tick (count of repeats)',
 )
@@ -83,7 +84,35 @@ cdef class Batcher:
         self.ssd_q = self.ssd_batch
         self.ssd_throttled = False
         self.qs.resize(N_QUEUES)
-        cdef int i
+        cdef int i, b
+        self.exact = quotas.get("exact", False)
+        for i in range(N_PK):
+            self.cost[i] = 1
+            self.bucket[i] = i
+            self.cap[i] = self.carry[i] = self.avail[i] = self.used[i] = 0
+            self.rec_key[i] = self.rec_used[i] = 0
+        if self.exact:
+            self.slot_units = quotas["slot_units"]
+            self.cost[PK_SSD_IN] = quotas["ssd_read_units"]
+            self.cost[PK_SSD_OUT] = quotas["ssd_write_units"]
+            self.cost[PK_HOST_IN] = self.cost[PK_HOST_OUT] = quotas["host_units"]
+            if quotas["ssd_shared"]:
+                self.bucket[PK_SSD_OUT] = PK_SSD_IN
+            for i in range(N_PK):
+                if self.cost[i] - 1 > self.cap[self.bucket[i]]:
+                    self.cap[self.bucket[i]] = self.cost[i] - 1
+            for i in range(N_PK):
+                self.carry[i] = self.cap[i]       # a path that was idle before the run
+        for i in range(N_PK):                     # the (at most two) page costs on each budget
+            self.bc1[i] = self.bc2[i] = -1
+        for i in range(N_PK):
+            b = self.bucket[i]
+            if self.bc1[b] < 0 or self.bc1[b] == self.cost[i]:
+                self.bc1[b] = self.cost[i]
+            elif self.bc2[b] < 0 or self.bc2[b] == self.cost[i]:
+                self.bc2[b] = self.cost[i]
+        self.n_rec = self.n_shape = 0
+        self.shp_real = False
         for i in range(N_QUEUES):
             self.qlen[i] = 0
         cdef traffic_row zero
@@ -315,22 +344,30 @@ cdef class Batcher:
         if dest == TIER_SSD:
             self.out_ssd += 1
             self.out_n += 1
-            if self.out_ssd == self.ssd_q:
+            if self.exact:
+                self.used[self.bucket[PK_SSD_OUT]] += self.cost[PK_SSD_OUT]
+            elif self.out_ssd == self.ssd_q:
                 self.forced_evict = TIER_HOST
         elif dest == TIER_HOST:
             self.out_cpu += 1
             self.out_n += 1
-            if self.out_cpu == self.host_batch or self.pt.host_full():
+            if self.exact:
+                self.used[self.bucket[PK_HOST_OUT]] += self.cost[PK_HOST_OUT]
+            elif self.out_cpu == self.host_batch or self.pt.host_full():
                 self.forced_evict = TIER_SSD
 
     cdef void rec_fetch(self, int8_t src) noexcept nogil:
         if src == TIER_SSD:
             self.in_ssd += 1
-            if self.in_ssd == self.ssd_q:
+            if self.exact:
+                self.used[self.bucket[PK_SSD_IN]] += self.cost[PK_SSD_IN]
+            elif self.in_ssd == self.ssd_q:
                 self.forced_fetch = TIER_HOST
         else:
             self.in_cpu += 1
-            if self.in_cpu == self.host_batch:
+            if self.exact:
+                self.used[self.bucket[PK_HOST_IN]] += self.cost[PK_HOST_IN]
+            elif self.in_cpu == self.host_batch:
                 self.forced_fetch = TIER_SSD
         self.alloc_n += 1
         self.in_n += 1
@@ -338,9 +375,83 @@ cdef class Batcher:
     cdef bint room(self) noexcept nogil:
         if self.pt.gpu_free > 0:
             return True
+        if self.exact:
+            # a victim must be able to leave: to host memory while it has room, else to the SSD;
+            # a busy path makes it wait for the next slot (it does not spill to the other tier)
+            if self.pt.host_full():
+                return self.out_n < self.gpu_batch and self.fits(PK_SSD_OUT)
+            return self.out_n < self.gpu_batch and self.fits(PK_HOST_OUT)
         if self.pt.host_full():
             return self.out_n < self.gpu_batch and self.out_ssd < self.ssd_q
         return self.out_n < self.gpu_batch
+
+    # ======================================================================
+    # exact quotas: each path's budget of slot time (docs/physics.md)
+    # ======================================================================
+    cdef inline bint fits(self, int pk) noexcept nogil:
+        """One more page on path pk fits in the slot's budget."""
+        return self.used[self.bucket[pk]] + self.cost[pk] <= self.avail[self.bucket[pk]]
+
+    cdef bint can_in(self, int8_t src) noexcept nogil:
+        """One more page may come in from src (SSD or host) in this slot."""
+        if self.exact:
+            return self.fits(PK_SSD_IN if src == TIER_SSD else PK_HOST_IN)
+        if src == TIER_SSD:
+            return self.in_ssd < self.ssd_q
+        return self.in_cpu < self.host_batch
+
+    cdef int8_t exact_victim_dest(self) noexcept nogil:
+        """Where a live victim goes: host memory while it has room, else the SSD (``room`` checked the budget)."""
+        return TIER_SSD if self.pt.host_full() else TIER_HOST
+
+    cdef int8_t exact_pre_dest(self, int q) noexcept nogil:
+        """Where the next pre-evicted page of queue q goes (-1: none can leave this slot)."""
+        if self.out_n >= self.gpu_batch:
+            return -1
+        if q == Q_EVICT_SSD:
+            return TIER_SSD if self.fits(PK_SSD_OUT) else -1
+        if not self.pt.host_full():
+            return TIER_HOST if self.fits(PK_HOST_OUT) else -1
+        return TIER_SSD if self.fits(PK_SSD_OUT) else -1
+
+    cdef int64_t budget_key(self, int b, int64_t a) noexcept nogil:
+        """Budget a as the slot's decisions see it: they only compare a with sums of the costs
+        of the paths on b, so the largest such sum <= a (the number of pages, one cost)."""
+        cdef int64_t c1 = self.bc1[b], c2 = self.bc2[b], w, best = 0, x
+        if a < 0:
+            return -1
+        if c1 < 0:
+            return 0
+        if c2 < 0:
+            return a // c1
+        w = 0
+        while w * c2 <= a:
+            x = w * c2 + ((a - w * c2) // c1) * c1
+            if x > best:
+                best = x
+            w += 1
+        return best
+
+    cdef void budgets_begin(self) noexcept nogil:
+        """A slot's budgets: the carry (at most cap) plus the slot's time; none for a throttled SSD."""
+        cdef int i
+        cdef int64_t c
+        for i in range(N_PK):
+            c = self.carry[i]
+            if c > self.cap[i]:
+                c = self.cap[i]
+            self.avail[i] = c + self.slot_units
+            self.used[i] = 0
+        if self.ssd_throttled:
+            self.avail[self.bucket[PK_SSD_IN]] = -1
+            self.avail[self.bucket[PK_SSD_OUT]] = -1
+
+    cdef void budgets_end(self) noexcept nogil:
+        cdef int i
+        for i in range(N_PK):
+            if self.ssd_throttled and (i == self.bucket[PK_SSD_IN] or i == self.bucket[PK_SSD_OUT]):
+                continue                  # the SSD was busy with itself: its carry waits
+            self.carry[i] = self.avail[i] - self.used[i]
 
     # ======================================================================
     # bringing pages into the GPU, a chunk at a time
@@ -381,20 +492,20 @@ cdef class Batcher:
             if k > 0:
                 # the caller's loop condition, re-checked for page k
                 if kind == 0:
-                    if not (self.in_n < self.gpu_batch and self.alloc_n < self.alloc_batch and self.room()):
+                    if not (self.in_n < self.gpu_batch and self.alloc_n < self.alloc_batch and self.room()
+                            and (not self.exact or self.can_in(src))):
                         break
                 elif kind == 1:
                     if not (self.room() and self.alloc_n < self.alloc_batch):
                         break
-                else:
-                    if src == TIER_SSD:
-                        if not (self.in_ssd < self.ssd_q and self.in_n < self.gpu_batch and self.room()):
-                            break
-                    elif not (self.in_cpu < self.host_batch and self.in_n < self.gpu_batch and self.room()):
-                        break
+                elif not (self.can_in(src) and self.in_n < self.gpu_batch and self.room()):
+                    break
             if need_victim:
                 d = v.dest
-                if d != TIER_NOT_PRESENT and self.forced_evict != TIER_NONE:
+                if self.exact:
+                    if d != TIER_NOT_PRESENT:
+                        d = self.exact_victim_dest()
+                elif d != TIER_NOT_PRESENT and self.forced_evict != TIER_NONE:
                     d = self.forced_evict
                 if k == 0:
                     d0 = d
@@ -480,6 +591,24 @@ cdef class Batcher:
         cdef int64_t k, kmax, n
         cdef bint requeue
         while self.qlen[q]:
+            if self.exact:
+                f = self.qs[q].front()
+                d = self.exact_pre_dest(q)
+                if d < 0:
+                    break
+                kmax = f.count
+                if kmax > self.gpu_batch - self.out_n:
+                    kmax = self.gpu_batch - self.out_n
+                k = 0
+                while k < kmax and self.exact_pre_dest(q) == d:
+                    if d == TIER_HOST:
+                        self.pt.host_used += 1
+                        if self.pt.host_used > self.host_peak:
+                            self.host_peak = self.pt.host_used
+                    self.rec_evict(d)
+                    k += 1
+                self.evicted(q, &f, d, k)
+                continue
             if q == Q_EVICT_SSD:
                 if not (self.out_ssd < self.ssd_q and self.out_n < self.gpu_batch):
                     break
@@ -521,36 +650,43 @@ cdef class Batcher:
                         self.host_peak = self.pt.host_used
                 self.rec_evict(d)
                 k += 1
-            if d == TIER_HOST and self.pt.host_used > self.pt.host_line:
-                self.pt.host_overflow = True
-            requeue = self.pt.pinned_now(f.tensor)
-            if self.devices:
-                self.ssd.pages_out(f.start, k, d, self.tb)
-                self.link.pages_out(f.start, k, d, self.tb)
-            self.pt.assign(f.tensor, f.start, f.start + k, d, 1 if requeue else 0)
-            if requeue:
-                self.push(fault_queue_of(d), f.start, k, f.tensor, d)
-                self.note_requeue(f.tensor, k)
-                self.irregular = True
-                self.bulk_stat[B_PREEVICT_REQUEUE] += 1
-            self.pt.depart(f.start, k)
-            self.pt.gpu_free += k
-            self.pop(q, k)
-            self.consumed[q] += k
-            if d == TIER_SSD:
-                self.pre_ssd += k
-            else:
-                self.pre_cpu += k
-            self.record_op(OP_PREEVICT, q, d, k)
-            if self.n_sq_pre and self.sq_preq[self.n_sq_pre - 1] == q and self.sq_predest[self.n_sq_pre - 1] == d:
-                self.sq_prek[self.n_sq_pre - 1] += k
-            elif self.n_sq_pre == SEQ_MAX:
-                self.seq_overflow = True
-            else:
-                self.sq_preq[self.n_sq_pre] = q
-                self.sq_predest[self.n_sq_pre] = d
-                self.sq_prek[self.n_sq_pre] = k
-                self.n_sq_pre += 1
+            self.evicted(q, &f, d, k)
+        return 0
+
+    cdef int evicted(self, int q, queue_run* fp, int8_t d, int64_t k) except -1 nogil:
+        """k pre-evicted pages from the front of queue q leave for d (the slot counters are done)."""
+        cdef queue_run f = fp[0]
+        cdef bint requeue
+        if d == TIER_HOST and self.pt.host_used > self.pt.host_line:
+            self.pt.host_overflow = True
+        requeue = self.pt.pinned_now(f.tensor)
+        if self.devices:
+            self.ssd.pages_out(f.start, k, d, self.tb)
+            self.link.pages_out(f.start, k, d, self.tb)
+        self.pt.assign(f.tensor, f.start, f.start + k, d, 1 if requeue else 0)
+        if requeue:
+            self.push(fault_queue_of(d), f.start, k, f.tensor, d)
+            self.note_requeue(f.tensor, k)
+            self.irregular = True
+            self.bulk_stat[B_PREEVICT_REQUEUE] += 1
+        self.pt.depart(f.start, k)
+        self.pt.gpu_free += k
+        self.pop(q, k)
+        self.consumed[q] += k
+        if d == TIER_SSD:
+            self.pre_ssd += k
+        else:
+            self.pre_cpu += k
+        self.record_op(OP_PREEVICT, q, d, k)
+        if self.n_sq_pre and self.sq_preq[self.n_sq_pre - 1] == q and self.sq_predest[self.n_sq_pre - 1] == d:
+            self.sq_prek[self.n_sq_pre - 1] += k
+        elif self.n_sq_pre == SEQ_MAX:
+            self.seq_overflow = True
+        else:
+            self.sq_preq[self.n_sq_pre] = q
+            self.sq_predest[self.n_sq_pre] = d
+            self.sq_prek[self.n_sq_pre] = k
+            self.n_sq_pre += 1
         return 0
 
     cdef int pf_fetch(self, int q, int8_t src) except -1 nogil:
@@ -558,7 +694,7 @@ cdef class Batcher:
         if src == TIER_SSD and self.ssd_throttled:
             return 0                        # the SSD takes no command this slot
         while (self.in_n < self.gpu_batch and self.alloc_n < self.alloc_batch and self.room()
-               and self.qlen[q]):
+               and self.qlen[q] and (not self.exact or self.can_in(src))):
             r = self.bring_in(q, self.gpu_batch, 0, True)
             if r <= 0:
                 with gil:
@@ -581,7 +717,7 @@ cdef class Batcher:
     cdef int prefetch(self) except -1 nogil:
         cdef int64_t r
         cdef queue_run f
-        while (self.in_ssd < self.ssd_q and self.in_n < self.gpu_batch and self.room()
+        while (self.can_in(TIER_SSD) and self.in_n < self.gpu_batch and self.room()
                and self.qlen[Q_PREFETCH_SSD]):
             f = self.qs[Q_PREFETCH_SSD].front()
             if f.src == TIER_SSD:
@@ -594,7 +730,7 @@ cdef class Batcher:
                 self.push(Q_PREFETCH_HOST, f.start, f.count, f.tensor, f.src)
                 self.irregular = True
                 self.bulk_stat[B_REDIRECT] += 1
-        while (self.in_cpu < self.host_batch and self.in_n < self.gpu_batch and self.room()
+        while (self.can_in(TIER_HOST) and self.in_n < self.gpu_batch and self.room()
                and self.qlen[Q_PREFETCH_HOST]):
             f = self.qs[Q_PREFETCH_HOST].front()
             if f.src == TIER_HOST:
@@ -640,6 +776,8 @@ cdef class Batcher:
         # (a zero quota from the slot model itself is the artifact's: its counters never
         # reach it, so SSD fault fetches are not capped; only a device's zero throttles)
         self.ssd_throttled = self.ssd_q == 0 and self.ssd_batch > 0
+        if self.exact:
+            self.budgets_begin()
         if not self.all_empty():
             if self.pt.host_full():
                 self.forced_evict = TIER_SSD
@@ -668,6 +806,16 @@ cdef class Batcher:
         if self.devices:
             self.link.slot_end(now)
             self.ssd.slot_end(now)
+        if self.exact:
+            for i in range(N_PK):
+                self.rec_key[i] = self.budget_key(i, self.avail[i])
+                self.rec_used[i] = self.used[i]
+            self.budgets_end()
+            if self.debug_log:
+                self.log.push_back(4); self.log.push_back(now); self.log.push_back(self.avail[0])
+                self.log.push_back(self.avail[1]); self.log.push_back(self.n_ops)
+                self.log.push_back(5); self.log.push_back(now); self.log.push_back(self.avail[2])
+                self.log.push_back(self.avail[3]); self.log.push_back(self.pt.gpu_free)
         if self.in_n or self.out_n:
             st = &self.traffic[self.iteration]
             st.alloc += self.alloc_n
@@ -692,7 +840,25 @@ cdef class Batcher:
         # those slots are idle; the last of them schedules the slot at or after next_kernel
         self.tb += m * self.tick
         self.n_slots_idle += m
+        if self.exact and m > 0:
+            self.idle_budgets(m)
+            self.n_rec = 0
         return 0
+
+    cdef void idle_budgets(self, int64_t m) noexcept nogil:
+        """Each path's carry after m slots that spent nothing (what budgets_begin/end would give)."""
+        cdef int i
+        cdef int64_t c
+        for i in range(N_PK):
+            c = self.carry[i]
+            if c > self.cap[i]:
+                c = self.cap[i]
+            if m > 1 and self.slot_units > 0 and (self.cap[i] - c) // self.slot_units < m - 1:
+                self.carry[i] = self.cap[i] + self.slot_units
+            else:
+                self.carry[i] = c + m * self.slot_units
+                if self.carry[i] > self.cap[i] + self.slot_units:
+                    self.carry[i] = self.cap[i] + self.slot_units
 
     # ======================================================================
     # bulk repeats of identical slots
@@ -716,9 +882,9 @@ cdef class Batcher:
             j += 1
         return got if got < need else need
 
-    cdef int64_t bulk_before_ready(self, int q, int64_t n) noexcept nogil:
-        """Slots (<= n) after which the waiting kernel still has a page in transfer."""
-        cdef int64_t R = self.pt.pinned_in_transfer(), c = self.consumed[q], seen = 0, req = 0, take
+    cdef int64_t bulk_before_ready(self, int q, int64_t n, int64_t c) noexcept nogil:
+        """Slots (<= n) after which the waiting kernel still has a page in transfer (c pages a slot at most)."""
+        cdef int64_t R = self.pt.pinned_in_transfer(), seen = 0, req = 0, take
         cdef size_t j = 0
         cdef queue_run* r
         if R == 0 or c == 0:
@@ -738,6 +904,565 @@ cdef class Batcher:
             j += 1
         return n
 
+    cdef int record_entry(self) except -1 nogil:
+        """Keep the slot just done in the table of its shape (exact quotas); returns its index.
+
+        Slots of one shape do the same operations on the same queues and destinations with
+        the same flags; only their counts differ, and those follow from the budgets the
+        slot's decisions see (``rec_key``).  A slot that moved nothing (no budget had room for
+        what waits) joins any shape with the same queues waiting.  A slot of another shape
+        starts a new table.  The shape's fields (``shp_*``) are what the repeat reads."""
+        cdef int64_t sh[OPS_MAX * 3 + SEQ_MAX * 4 + 16]
+        cdef int n = 0, i, e, q, q_in = -1, n_in = 0
+        cdef int64_t mask_c = 0, mask_q = 0, blocked = 0, d_free, d_host
+        cdef int8_t d_vict = -1
+        cdef bint same, nothing = self.n_ops == 0 and not self.stalled
+        for q in range(N_QUEUES):
+            if self.consumed[q]:
+                mask_c |= (<int64_t>1) << q
+            if self.qlen0[q]:
+                mask_q |= (<int64_t>1) << q
+        # what a slot that moves nothing decides by, besides its budgets: which queues wait, free
+        # frames or not (room), host memory full or not (the victims' tier)
+        if self.tick_free0 > 0:
+            mask_q |= (<int64_t>1) << N_QUEUES
+        if self.tick_host0 >= self.pt.host_line:
+            mask_q |= (<int64_t>1) << (N_QUEUES + 1)
+        if self.n_rec and mask_q != self.shp_qlen0_mask:
+            self.n_rec = 0
+        if not nothing:
+            sh[n] = self.n_ops; n += 1
+            for i in range(self.n_ops):
+                sh[n] = self.op_kind[i]; sh[n + 1] = self.op_q[i]; sh[n + 2] = self.op_dest[i]; n += 3
+                if self.op_kind[i] == OP_IN:
+                    n_in += 1
+                    q_in = self.op_q[i]
+                elif self.op_kind[i] == OP_VICTIMS:
+                    d_vict = self.op_dest[i] if d_vict == -1 or d_vict == self.op_dest[i] else -3
+            sh[n] = self.n_sq_v; n += 1
+            for i in range(self.n_sq_v):
+                sh[n] = self.sq_vdest[i]; n += 1
+            sh[n] = self.n_sq_in; n += 1
+            for i in range(self.n_sq_in):
+                sh[n] = self.sq_inq[i]; n += 1
+            sh[n] = self.n_sq_pre; n += 1
+            for i in range(self.n_sq_pre):
+                sh[n] = self.sq_preq[i] * 16 + self.sq_predest[i]; n += 1
+            d_free = self.pt.gpu_free - self.tick_free0
+            d_host = self.pt.host_used - self.tick_host0
+            # queues left waiting because their path's budget is spent (more free frames would not serve them)
+            for q in range(N_QUEUES):
+                if q != Q_FAULT_SSD and q != Q_PREFETCH_SSD and q != Q_FAULT_HOST and q != Q_PREFETCH_HOST:
+                    continue
+                if self.qlen[q] and self.consumed[q] == 0 and not self.fits(
+                        PK_SSD_IN if q == Q_FAULT_SSD or q == Q_PREFETCH_SSD else PK_HOST_IN):
+                    blocked |= (<int64_t>1) << q
+            sh[n] = mask_c
+            sh[n + 1] = (d_free > 0) - (d_free < 0)
+            sh[n + 2] = (d_host > 0) - (d_host < 0)
+            sh[n + 3] = self.tick_victims > 0
+            sh[n + 4] = q_in >= 0 and self.tick_victims == self.consumed[q_in]
+            sh[n + 5] = self.rec_vdest; sh[n + 6] = self.rec_vpf; sh[n + 7] = self.rec_vreq
+            sh[n + 8] = self.rec_in_req; sh[n + 9] = self.victim_src; sh[n + 10] = self.stalled
+            sh[n + 11] = self.in_n > 0 or self.out_n > 0
+            sh[n + 12] = blocked
+            n += 13
+            same = self.n_rec > 0 and (not self.shp_real or n == self.n_shape)
+            if same and self.shp_real:
+                for i in range(n):
+                    if sh[i] != self.shape[i]:
+                        same = False
+                        break
+            if not same:
+                self.n_rec = 0
+            if not self.shp_real or not same:
+                self.shp_real = True
+                self.n_shape = n
+                for i in range(n):
+                    self.shape[i] = sh[i]
+                self.shp_n_sq_v = self.n_sq_v
+                self.shp_n_sq_in = self.n_sq_in
+                self.shp_n_sq_pre = self.n_sq_pre
+                for i in range(SEQ_MAX):
+                    self.shp_sq_vdest[i] = self.sq_vdest[i]
+                    self.shp_sq_inq[i] = self.sq_inq[i]
+                    self.shp_sq_preq[i] = self.sq_preq[i]
+                    self.shp_sq_predest[i] = self.sq_predest[i]
+                self.shp_vdest = self.rec_vdest
+                self.shp_vpf = self.rec_vpf
+                self.shp_vreq = self.rec_vreq
+                self.shp_in_req = self.rec_in_req
+                self.shp_victims = self.tick_victims > 0
+                self.shp_n_in = n_in
+                self.shp_q_in = q_in
+                self.shp_d_vict = d_vict
+                self.shp_single = n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1
+                self.shp_cycle = q_in >= 0 and self.tick_victims == self.consumed[q_in]
+                self.shp_consumed_mask = mask_c
+                self.shp_blocked_mask = blocked
+                self.shp_dfree = (d_free > 0) - (d_free < 0)
+                self.shp_dhost = (d_host > 0) - (d_host < 0)
+        if self.n_rec == 0:
+            self.shp_qlen0_mask = mask_q
+            if nothing:
+                self.shp_real = False
+        for e in range(self.n_rec):
+            same = True
+            for i in range(N_PK):
+                if self.ent_key[e][i] != self.rec_key[i]:
+                    same = False
+            if same:
+                break
+        else:
+            if self.n_rec == NREC:
+                # a fifth key: start again from this slot
+                self.n_rec = 0
+                if nothing:
+                    self.shp_real = False
+            e = self.n_rec
+            self.n_rec += 1
+        for i in range(N_PK):
+            self.ent_key[e][i] = self.rec_key[i]
+            self.ent_used[e][i] = self.rec_used[i]
+        for i in range(SEQ_MAX):
+            self.ent_sqv[e][i] = self.sq_vk[i] if not nothing and i < self.n_sq_v else 0
+            self.ent_sqin[e][i] = self.sq_ink[i] if not nothing and i < self.n_sq_in else 0
+            self.ent_sqpre[e][i] = self.sq_prek[i] if not nothing and i < self.n_sq_pre else 0
+        for q in range(N_QUEUES):
+            self.ent_consumed[e][q] = self.consumed[q]
+        self.ent_nothing[e] = nothing
+        self.ent_v[e] = self.tick_victims
+        self.ent_dfree[e] = self.pt.gpu_free - self.tick_free0
+        self.ent_dhost[e] = self.pt.host_used - self.tick_host0
+        self.ent_peak[e] = self.host_peak - self.tick_host0
+        for i in range(5):
+            self.ent_traffic[e][i] = 0
+        if self.in_n or self.out_n:
+            self.ent_traffic[e][0] = self.alloc_n
+            self.ent_traffic[e][1] = self.in_ssd
+            self.ent_traffic[e][2] = self.in_cpu
+            self.ent_traffic[e][3] = self.out_ssd
+            self.ent_traffic[e][4] = self.out_cpu
+        return e
+
+    cdef int try_bulk_exact(self, int64_t next_kernel) except -1 nogil:
+        """``try_bulk`` under exact quotas: the slots ahead differ in their budgets, so they
+        repeat the recorded slot of their budget key (``record_entry``'s table); every bound
+        below takes the most a slot of the table moves, and the budgets are walked (in closed
+        form where ``closed_walk`` applies, else slot by slot; a slot whose key the table
+        lacks ends the repeat and runs in full)."""
+        cdef int64_t n = BIG, m, c, span, need, vmax = 0, dmax = 0, pmax = 0
+        cdef int64_t cmax[N_QUEUES]
+        cdef int64_t counts[NREC]
+        cdef int64_t cw[N_PK]
+        cdef int64_t a[N_PK]
+        cdef int64_t walked, cc
+        cdef int q, q_in, cycle = -1, e, b
+        cdef bint pf_nonempty = False, in_pf, single, same, closed, real, nothing_ok, stable
+        cdef int64_t free_bit
+        cdef vector[int64_t] seq
+        if self.victim_src == 3 or (self.tick_victims and self.rec_vdest == -2) or self.seq_overflow:
+            self.bulk_stat[B_MIXED_VICTIMS] += 1
+            self.n_rec = 0
+            return 0
+        if self.stalled and (self.victim_src & 1 or self.pt.cursor >= 0):
+            self.bulk_stat[B_STALL_MOVES] += 1
+            self.n_rec = 0
+            return 0
+        self.record_entry()
+        real = self.shp_real
+        q_in = self.shp_q_in if real else -1
+        single = self.shp_single if real else True
+        for q in range(N_QUEUES):
+            cmax[q] = 0
+        for e in range(self.n_rec):
+            for q in range(N_QUEUES):
+                if self.ent_consumed[e][q] > cmax[q]:
+                    cmax[q] = self.ent_consumed[e][q]
+            if self.ent_v[e] > vmax:
+                vmax = self.ent_v[e]
+            if self.ent_dhost[e] > dmax:
+                dmax = self.ent_dhost[e]
+            if self.ent_peak[e] > pmax:
+                pmax = self.ent_peak[e]
+        if real and self.shp_victims and self.shp_vreq:
+            if self.shp_d_vict == -3:
+                self.bulk_stat[B_REQUEUE] += 1
+                return 0
+            q = fault_queue_of(self.shp_d_vict)
+            if single and q == q_in and self.shp_cycle:
+                cycle = q      # every slot of the shape gives back what it takes
+            elif not (q == q_in and single) and not ((self.shp_qlen0_mask >> q) & 1
+                                                      and not (self.shp_consumed_mask >> q) & 1):
+                self.bulk_stat[B_REQUEUE] += 1
+                return 0
+        if next_kernel >= 0:
+            if self.tb >= next_kernel:
+                self.bulk_stat[B_KERNEL_NEXT] += 1
+                return 0
+            m = (next_kernel - self.tb + self.tick - 1) // self.tick
+            if m < n:
+                n = m
+        for q in range(N_QUEUES):
+            c = cmax[q]
+            if c == 0 or q == cycle:
+                continue
+            if self.qlen[q] <= c:
+                self.bulk_stat[B_QUEUE_DRAINS] += 1
+                return 0
+            m = (self.qlen[q] - 1) // c
+            if m < n:
+                n = m
+            need = n * c + 1
+            if q >= Q_EVICT_SSD:
+                span = self.queue_span(q, need, TIER_GPU, True, False)
+            else:
+                in_pf = q == Q_FAULT_SSD or q == Q_FAULT_HOST or q == Q_FAULT_ALLOC
+                if self.ev.fault_changes_victims() and not in_pf and self.shp_in_req == -2:
+                    self.bulk_stat[B_MIXED_PAGES] += 1
+                    return 0
+                span = self.queue_span(q, need, self.qs[q].front().src,
+                                       self.ev.fault_changes_victims() and not in_pf, self.shp_in_req == 1)
+            m = (span - 1) // c
+            if m < n:
+                n = m
+        if self.waiting:
+            for q in range(3):
+                if self.qlen[q] and (cmax[q] == 0 or q == cycle or self.qlen[q] > n * cmax[q]):
+                    pf_nonempty = True
+            if not pf_nonempty and real and self.shp_n_in == 1:
+                m = self.bulk_before_ready(q_in, n, cmax[q_in])
+                if m < n:
+                    n = m
+                pf_nonempty = n >= 1
+            elif not pf_nonempty and (not real or self.shp_n_in == 0) and self.pt.pinned_in_transfer() > 0:
+                # nothing comes in (a shared SSD spent on pre-evictions): the pages it waits for
+                # stay in transfer, and a pre-evicted one would be re-queued (an irregular slot)
+                pf_nonempty = True
+            if not pf_nonempty:
+                self.bulk_stat[B_KERNEL_READY] += 1
+                return 0
+        # free frames (the shape fixes the sign of their change)
+        if real and self.shp_dfree < 0:
+            if self.shp_victims or self.pt.gpu_free < 1:
+                self.bulk_stat[B_FRAMES_RUN_OUT] += 1
+                return 0
+            c = 0
+            for e in range(self.n_rec):
+                if -self.ent_dfree[e] > c:
+                    c = -self.ent_dfree[e]
+            m = (self.pt.gpu_free - 1) // c
+            if m < n:
+                n = m
+        elif real and self.shp_dfree > 0:
+            if self.shp_n_in:
+                self.bulk_stat[B_FRAMES_FREED_IN] += 1
+                return 0
+            for q in range(N_QUEUES):
+                if (not (self.shp_consumed_mask >> q) & 1 and self.qlen[q]
+                        and not (self.shp_blocked_mask >> q) & 1):
+                    self.bulk_stat[B_FRAMES_FREED_BLOCKED] += 1
+                    return 0
+        # host pages
+        if real and self.shp_dhost != 0:
+            if (self.tick_host0 >= self.pt.host_line or self.host_peak >= self.pt.host_line
+                    or self.pt.host_used + pmax >= self.pt.host_line):
+                self.bulk_stat[B_HOST_LINE] += 1
+                return 0
+            if self.shp_dhost > 0:
+                m = (self.pt.host_line - 1 - self.pt.host_used - pmax) // dmax + 1
+                if m < n:
+                    n = m
+        if vmax > 0:
+            need = n * vmax + 1 if n < HUGE_N else BIG
+            span = self.ev.victim_span(self.shp_vpf, need, self.shp_vreq, self.shp_vdest)
+            m = (span - 1) // vmax if span > 0 else 0
+            if m < n:
+                n = m
+        if n < 1 or n >= HUGE_N:
+            self.bulk_stat[B_LESS_THAN_ONE] += 1
+            return 0
+        # walk the budgets: each slot repeats the table's slot of its key
+        for e in range(NREC):
+            counts[e] = 0
+        for b in range(N_PK):
+            cw[b] = self.carry[b]
+        # a slot that moved nothing did so with the GPU full, or not: it repeats only while that
+        # holds (a slot of the shape that frees frames ends it)
+        free_bit = (self.shp_qlen0_mask >> N_QUEUES) & 1
+        nothing_ok = (self.pt.gpu_free > 0) == free_bit
+        stable = nothing_ok
+        for e in range(self.n_rec):
+            if self.ent_nothing[e] and not nothing_ok:
+                stable = False
+            if not free_bit and self.ent_dfree[e] > 0:
+                for b in range(self.n_rec):
+                    if self.ent_nothing[b]:
+                        stable = False
+        walked = self.closed_walk(n, counts, cw) if single and stable else 0
+        closed = walked > 0
+        while walked < n and walked < WALK_MAX and not closed:
+            for b in range(N_PK):
+                cc = cw[b]
+                if cc > self.cap[b]:
+                    cc = self.cap[b]
+                a[b] = cc + self.slot_units
+            for e in range(self.n_rec):
+                same = True
+                for b in range(N_PK):
+                    if self.budget_key(b, a[b]) != self.ent_key[e][b]:
+                        same = False
+                        break
+                if same:
+                    break
+            else:
+                break
+            if self.ent_nothing[e] and not nothing_ok:
+                break
+            if not free_bit and self.ent_dfree[e] > 0:
+                nothing_ok = False
+            same = True
+            for b in range(N_PK):
+                cc = a[b] - self.ent_used[e][b]
+                if cc != cw[b]:
+                    same = False
+                cw[b] = cc
+            if same and single:
+                # a fixed point: every slot left is this one
+                m = (n if n < WALK_MAX else WALK_MAX) - walked
+                counts[e] += m
+                walked += m
+                break
+            counts[e] += 1
+            walked += 1
+            if not single:
+                seq.push_back(e)
+                if walked >= TICKWISE_MAX:
+                    break
+        if walked < 1:
+            self.bulk_stat[B_BUDGETS] += 1
+            return 0
+        for b in range(N_PK):
+            self.carry[b] = cw[b]
+        if self.debug_log:
+            self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(walked)
+            self.log.push_back(q_in * 1000 + (cmax[q_in] if q_in >= 0 else 0))
+            self.log.push_back(vmax * 10 + self.stalled)
+        if single:
+            self.apply_entries(counts, NULL, walked)
+            self.bulk_stat[B_MERGED] += 1
+        else:
+            self.apply_entries(counts, seq.data(), walked)
+            self.bulk_stat[B_TICKWISE] += 1
+        return 0
+
+    cdef int64_t closed_walk(self, int64_t n, int64_t* counts, int64_t* cw) noexcept nogil:
+        """The budget walk of ``try_bulk_exact`` in closed form, for its common case (0: it does not
+        apply, walk slot by slot).  One budget varies, the others stay full (each slot leaves them
+        at least their cap); the varying one has one page cost c, and every slot spends it in
+        whole units of M = m c (m = 1: pages; m = 2: a page in and its victim out on a shared
+        SSD, each checked before either is spent), floor((A + s) / M) units of a budget A, with
+        s = M - c.  Then y = carry + s turns by the slot's length T modulo M, and n slots spend
+        floor((y + n T) / M) units: the slots of each unit count follow without a step per slot."""
+        cdef int64_t T = self.slot_units, kk, c, M, s, c0, y0, S, tot, n_hi, ylast, u, u_lo, k, klo, khi
+        cdef int b, e, f, vb = -1, m, e_lo, e_hi, e_last, i
+        cdef bint st, ok
+        cdef int64_t units[NREC]
+        for b in range(N_PK):
+            st = cw[b] >= self.cap[b]
+            if st:
+                kk = self.budget_key(b, self.cap[b] + T)
+                for e in range(self.n_rec):
+                    if self.ent_used[e][b] > T or self.ent_key[e][b] != kk:
+                        st = False
+                        break
+            if not st:
+                if vb >= 0:
+                    return 0
+                vb = b
+        if vb < 0 or self.bc2[vb] >= 0:
+            return 0
+        c = self.bc1[vb]
+        if c <= 0 or self.cap[vb] != c - 1:
+            return 0
+        c0 = cw[vb] if cw[vb] < self.cap[vb] else self.cap[vb]
+        for m in range(1, 5):
+            M = m * c
+            s = M - c
+            y0 = c0 + s
+            if y0 < 0 or y0 >= M:
+                continue
+            ok = True
+            for e in range(self.n_rec):
+                k = self.ent_key[e][vb]
+                # a budget below 0 (a page over, carried) fits nothing: key -1, no unit (A + s >= 0)
+                units[e] = (k * c + s) // M if k >= 0 else 0
+                if self.ent_used[e][vb] != units[e] * M:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            # every key the turning budget reaches is in the table
+            klo = (T - s) // c if T >= s else -1
+            khi = (T - s + M - 1) // c if T - s + M - 1 >= 0 else -1
+            for k in range(klo, khi + 1):
+                for e in range(self.n_rec):
+                    if self.ent_key[e][vb] == k:
+                        break
+                else:
+                    ok = False
+                if not ok:
+                    break
+            if not ok:
+                continue
+            # slots that spend the same units move the same pages
+            for e in range(self.n_rec):
+                for f in range(e):
+                    if units[f] != units[e]:
+                        continue
+                    for i in range(SEQ_MAX):
+                        if (self.ent_sqv[e][i] != self.ent_sqv[f][i] or self.ent_sqin[e][i] != self.ent_sqin[f][i]
+                                or self.ent_sqpre[e][i] != self.ent_sqpre[f][i]):
+                            ok = False
+                    for i in range(5):
+                        if self.ent_traffic[e][i] != self.ent_traffic[f][i]:
+                            ok = False
+            if not ok:
+                continue
+            break
+        else:
+            return 0
+        u_lo = T // M
+        e_lo = e_hi = -1
+        for e in range(self.n_rec):
+            if units[e] == u_lo:
+                e_lo = e
+            if units[e] == u_lo + 1:
+                e_hi = e
+        if e_lo < 0 or (T % M and e_hi < 0):
+            return 0
+        if n > ((<int64_t>1) << 62) // T - 1:
+            n = ((<int64_t>1) << 62) // T - 1
+        if n < 1:
+            return 0
+        S = y0 + n * T
+        tot = S // M
+        n_hi = tot - n * u_lo
+        if n_hi < 0 or n_hi > n or (n_hi and e_hi < 0):
+            return 0
+        counts[e_lo] += n - n_hi
+        if n_hi:
+            counts[e_hi] += n_hi
+        # the last slot's entry leaves the full budgets their carry
+        ylast = (y0 + (n - 1) * T) % M
+        e_last = e_hi if (ylast + T) // M > u_lo else e_lo
+        for b in range(N_PK):
+            if b != vb:
+                cw[b] = self.cap[b] + T - self.ent_used[e_last][b]
+        cw[vb] = S % M - s
+        return n
+
+    cdef int apply_entries(self, int64_t* counts, int64_t* seq, int64_t n_slots) except -1 nogil:
+        """Apply n_slots slots of the table: merged (seq NULL: counts[e] slots of entry e, each
+        stream's pages at once) or slot by slot in the order seq gives."""
+        cdef int64_t left, k, r, t, reps
+        cdef int i, e, j
+        cdef int8_t d
+        cdef victim_t v
+        cdef queue_run f
+        cdef traffic_row* st
+        cdef int64_t vk[SEQ_MAX]
+        cdef int64_t ink[SEQ_MAX]
+        cdef int64_t prek[SEQ_MAX]
+        self.replaying = True
+        reps = 1 if seq == NULL else n_slots
+        for r in range(reps):
+            for i in range(SEQ_MAX):
+                vk[i] = ink[i] = prek[i] = 0
+            if seq == NULL:
+                for e in range(self.n_rec):
+                    for i in range(self.shp_n_sq_v):
+                        vk[i] += counts[e] * self.ent_sqv[e][i]
+                    for i in range(self.shp_n_sq_in):
+                        ink[i] += counts[e] * self.ent_sqin[e][i]
+                    for i in range(self.shp_n_sq_pre):
+                        prek[i] += counts[e] * self.ent_sqpre[e][i]
+            else:
+                e = <int>seq[r]
+                for i in range(self.shp_n_sq_v):
+                    vk[i] = self.ent_sqv[e][i]
+                for i in range(self.shp_n_sq_in):
+                    ink[i] = self.ent_sqin[e][i]
+                for i in range(self.shp_n_sq_pre):
+                    prek[i] = self.ent_sqpre[e][i]
+            for i in range(self.shp_n_sq_v):
+                left = vk[i]
+                d = self.shp_sq_vdest[i]
+                while left > 0:
+                    v = self.ev.find_victim(self.shp_vpf)
+                    if not v.found or v.seglen <= 0:
+                        with gil:
+                            raise RuntimeError("internal: bulk repeat ran out of victims")
+                    k = v.seglen if v.seglen < left else left
+                    if d == TIER_HOST:
+                        self.pt.host_used += k
+                    self.take_victims(&v, k, d, self.shp_vpf, -1)
+                    left -= k
+            for i in range(self.shp_n_sq_in):
+                left = ink[i]
+                while left > 0:
+                    if self.qs[self.shp_sq_inq[i]].empty():
+                        with gil:
+                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.shp_sq_inq[i]}")
+                    f = self.qs[self.shp_sq_inq[i]].front()
+                    k = f.count if f.count < left else left
+                    if f.src == TIER_HOST:
+                        self.pt.host_used -= k
+                    elif f.src == TIER_NOT_PRESENT:
+                        self.pt.n_allocated += k
+                    self.pt.gpu_free -= k
+                    if self.debug_log:
+                        self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
+                        self.log.push_back(k); self.log.push_back(f.src)
+                    self.pt.assign(f.tensor, f.start, f.start + k, TIER_GPU, 0)
+                    self.pt.arrive(f.start, k, f.tensor)
+                    self.pop(self.shp_sq_inq[i], k)
+                    left -= k
+            for i in range(self.shp_n_sq_pre):
+                left = prek[i]
+                d = self.shp_sq_predest[i]
+                while left > 0:
+                    if self.qs[self.shp_sq_preq[i]].empty():
+                        with gil:
+                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.shp_sq_preq[i]}")
+                    f = self.qs[self.shp_sq_preq[i]].front()
+                    k = f.count if f.count < left else left
+                    if d == TIER_HOST:
+                        self.pt.host_used += k
+                    self.pt.assign(f.tensor, f.start, f.start + k, d, 0)
+                    self.pt.depart(f.start, k)
+                    self.pt.gpu_free += k
+                    self.pop(self.shp_sq_preq[i], k)
+                    left -= k
+        self.replaying = False
+        st = &self.traffic[self.iteration]
+        for e in range(self.n_rec):
+            if seq == NULL:
+                t = counts[e]
+            else:
+                t = 0
+                for r in range(n_slots):
+                    if seq[r] == e:
+                        t += 1
+            st.alloc += t * self.ent_traffic[e][0]
+            st.ssd_to_gpu += t * self.ent_traffic[e][1]
+            st.host_to_gpu += t * self.ent_traffic[e][2]
+            st.gpu_to_ssd += t * self.ent_traffic[e][3]
+            st.gpu_to_host += t * self.ent_traffic[e][4]
+        self.tb += n_slots * self.tick
+        self.n_slots_bulk += n_slots
+        return 0
+
     cdef int try_bulk(self, int64_t next_kernel) except -1 nogil:
         """Repeat the slot just done as many times as provably identical, in one pass.
 
@@ -756,6 +1481,8 @@ cdef class Batcher:
         cdef int i, q, q_in = -1, n_in = 0, cycle = -1
         cdef int8_t d_vict = -1
         cdef bint pf_nonempty = False, in_pf, single
+        if self.exact:
+            return self.try_bulk_exact(next_kernel)
         # (GPU pages in transfer only matter for victims: the evictor's span accounts for them)
         if self.victim_src == 3 or (V and self.rec_vdest == -2) or self.seq_overflow:
             self.bulk_stat[B_MIXED_VICTIMS] += 1
@@ -826,7 +1553,7 @@ cdef class Batcher:
                     pf_nonempty = True
             if not pf_nonempty and n_in == 1:
                 # it waits for pages still queued for prefetch: stop before the last of them lands
-                m = self.bulk_before_ready(q_in, n)
+                m = self.bulk_before_ready(q_in, n, self.consumed[q_in])
                 if m < n:
                     n = m
                 pf_nonempty = n >= 1

@@ -31,4 +31,6 @@ cdef class ProfileFaultModel(FaultModel):
     cdef double bw_pcie                    # bytes per ms
     cdef double bw_ssd                     # bytes per ms
     cdef int64_t l_sys_us, l_ssd_us
+    cdef bint zero_fill_alloc              # never-allocated pages cost allocation, not link time
+    cdef double alloc_cycles_per_page      # (outside g10-artifact; gpu.malloc_us_per_byte)
     cdef object _keep

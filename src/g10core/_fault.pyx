@@ -91,6 +91,8 @@ cdef class ProfileFaultModel(FaultModel):
         self.bw_ssd = params["bw_ssd_Bpms"]
         self.l_sys_us = params["l_sys_us"]
         self.l_ssd_us = params["l_ssd_us"]
+        self.alloc_cycles_per_page = params.get("alloc_cycles_per_page", 0.0)
+        self.zero_fill_alloc = params.get("zero_fill_alloc", False)
 
     cdef int64_t fault_cycles(self, int64_t k, const int64_t* fin, const int64_t* fout) noexcept nogil:
         # Quirk kept (it moves every published number): profiled cycles become ms through
@@ -99,7 +101,11 @@ cdef class ProfileFaultModel(FaultModel):
         cdef double T00 = <double>((self.t00[k] // f) * 1000)
         cdef double T10 = <double>((self.t10[k] // f) * 1000)
         cdef double T11 = <double>((self.t11[k] // f) * 1000)
-        cdef int64_t in_f = fin[1] + fin[2] + fin[3], out_f = fout[1] + fout[2] + fout[3]
+        # the artifact counts never-allocated pages as host transfers; outside it they move no
+        # byte and cost their allocation instead (docs/physics.md)
+        cdef int64_t zf = 0 if self.zero_fill_alloc else 1
+        cdef int64_t in_f = zf * fin[1] + fin[2] + fin[3], out_f = zf * fout[1] + fout[2] + fout[3]
+        cdef int64_t cyc, alloc
         cdef double r_in = (<double>in_f) / fin[0] if fin[0] else 0.0
         cdef double r_out = (<double>out_f) / fout[0] if fout[0] else 0.0
         cdef double rs_in = (<double>fin[2]) / in_f if in_f else 0.0
@@ -138,7 +144,13 @@ cdef class ProfileFaultModel(FaultModel):
         dms = ssd_in_t + ssd_out_t
         if cpu_t > dms:         # std::max(ssd, cpu): a NaN cpu_t keeps the SSD time
             dms = cpu_t
-        return artifact_ulong_cycles(dms / 1e3 * f)
+        cyc = artifact_ulong_cycles(dms / 1e3 * f)
+        if self.zero_fill_alloc:
+            # allocation proceeds alongside the transfers (frames are given in the same slots)
+            alloc = <int64_t>(<double>(fin[1] + fout[1]) * self.alloc_cycles_per_page)
+            if alloc > cyc:
+                cyc = alloc
+        return cyc
 
     def py_fault_cycles(self, int64_t k, fin, fout):
         """fault_cycles for Python (tests): fin/fout are 5-sequences."""

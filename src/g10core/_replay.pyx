@@ -192,7 +192,9 @@ cdef class Replay:
             fault_model = ProfileFaultModel({"t11": arrays["t11"], "t10": arrays["t10"], "t00": arrays["t00"]},
                                             {"freq_hz": c["freq_hz"], "page_bytes": c.get("page_bytes", 4096),
                                              "bw_pcie_Bpms": c["bw_pcie_Bpms"], "bw_ssd_Bpms": c["bw_ssd_Bpms"],
-                                             "l_sys_us": c["l_sys_us"], "l_ssd_us": c["l_ssd_us"]})
+                                             "l_sys_us": c["l_sys_us"], "l_ssd_us": c["l_ssd_us"],
+                                             "zero_fill_alloc": c.get("exact", False),
+                                             "alloc_cycles_per_page": c.get("alloc_cycles_per_page", 0.0)})
         self.fm = fault_model
         self.runs_kernels = self.fm.runs_kernels()
         if self.runs_kernels:
@@ -270,6 +272,7 @@ cdef class Replay:
             self.tl_exec = self.iteration * self.K + k
             self.tl.begin(self.tl_exec)
             tl_new = True
+        self.bt.n_rec = 0                  # slots recorded before a kernel begins may not repeat after it
         self.pt.pin(self.in_t + self.in_off[k], self.in_off[k + 1] - self.in_off[k],
                self.out_t + self.out_off[k], self.out_off[k + 1] - self.out_off[k])
         self.ev.kernel_begin(k, self.iteration)
@@ -452,6 +455,7 @@ cdef class Replay:
                 elif self.bulk_enabled:
                     if self.bt.irregular:
                         self.bt.note(B_IRREGULAR)
+                        self.bt.n_rec = 0
                     else:
                         self.bt.try_bulk(self.next_event_time())
                 if self.guard.stalled(self.bt, self.slots_run()):

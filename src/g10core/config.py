@@ -286,6 +286,7 @@ def _artifact() -> SimConfig:
     which the faster is reported, its breakdown and its corners."""
     return SimConfig(
         preset=ARTIFACT_PRESET,
+        ssd=SSDTierSpec(duplex="full"),
         scheduler=SchedulerSpec(artifact_quirks=True),
         run=RunSpec(iterations=2, iteration_rule="fastest", breakdown_rule="artifact"),
     )

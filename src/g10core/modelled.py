@@ -61,6 +61,8 @@ def __getattr__(name):
 # keys read only by the detailed devices: ignored by every policy under the slot model
 PCIE_KEYS = ("link.latency_us", "link.generation", "link.lanes", "link.max_payload_bytes")
 FTL_DEVICE_KEYS = ("ssd.device", "ssd.capacity_GiB") + tuple(f"ssd.{k}" for k in FTL_KEYS)
+# keys read only by the slot model's SSD (ssd.model = bandwidth): the FTL device has its own timing
+SLOT_SSD_KEYS = ("ssd.write_bandwidth_GBps", "ssd.duplex")
 
 # keys the far-fault handler (fault.handler = batched) supersedes: the profile fault-time model
 # (l_sys, l_ssd) and the slot model's allocation quota read them; the handler services faults in
@@ -98,7 +100,8 @@ DEPENDENT_KEYS = {
 }
 
 # a preset sets these as part of what it is: compared with the run's own preset
-PRESET_KEYS = ("run.iterations", "scheduler.artifact_quirks", "run.iteration_rule", "run.breakdown_rule")
+PRESET_KEYS = ("run.iterations", "scheduler.artifact_quirks", "run.iteration_rule", "run.breakdown_rule",
+               "ssd.duplex")
 
 WHY = {
     "tensor": "the tensor-level simulator moves whole tensors over FIFOs at ssd/host/link bandwidth: no transfer "
@@ -153,6 +156,8 @@ def ignored_parameters(cfg, policy, eviction=None) -> list[str]:
         if key in PCIE_KEYS and cfg.link.model != "pcie":
             reads = False
         if key in FTL_DEVICE_KEYS and cfg.ssd.model != "ftl":
+            reads = False
+        if key in SLOT_SSD_KEYS and (cfg.ssd.model == "ftl" or cfg.fault.handler == "batched"):
             reads = False
         if key in HANDLER_KEYS and cfg.fault.handler != "batched":
             reads = False

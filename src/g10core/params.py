@@ -246,6 +246,11 @@ def _gpu_rule(value, name):
         raise ConfigError(f"{name} = {value!r}: {unknown_text(value)}")
 
 
+def _zero_or_bandwidth(value, name):
+    if 0 < value < 0.1:
+        raise ConfigError(f"{name} = {value!r}: must be 0 (the read bandwidth) or at least 0.1")
+
+
 def _power_of_two(value, name):
     if value & (value - 1):
         raise ConfigError(f"{name} = {value!r}: must be a power of two")
@@ -300,9 +305,19 @@ class SSDTierSpec:
     ``ssd.SSDSpec`` is the FTL device built from it (:func:`ssd_device_spec`)."""
     bandwidth_GBps: float = param(
         3.2, unit="GB/s", min=0.1, max=10000,
-        doc="SSD<->GPU bandwidth, read = write (Z-SSD-like): SSD pages per slot, the fault-time model, "
-            "the schedulers and the tensor-level simulator; detailed: scales the FTL device's own link by "
-            "value / 3.2 (its flash may still limit)")
+        doc="SSD->GPU (read) bandwidth, and the write bandwidth too unless ssd.write_bandwidth_GBps is set "
+            "(Z-SSD-like): SSD pages per slot, the fault-time model, the schedulers and the tensor-level "
+            "simulator; detailed: scales the FTL device's own link by value / 3.2 (its flash may still limit)")
+    write_bandwidth_GBps: float = param(
+        0.0, unit="GB/s", min=0, max=10000, validate=_zero_or_bandwidth, rule="0, or at least 0.1",
+        doc="GPU->SSD (write) bandwidth of the slot model (ssd.model = bandwidth, page level); 0: the same as "
+            "ssd.bandwidth_GBps. The FTL device's write bandwidth emerges from its flash timing")
+    duplex: str = param(
+        "shared", choices=("shared", "full"),
+        doc="whether the slot model's SSD reads and writes add up (ssd.model = bandwidth, page level): shared, "
+            "reads / read bandwidth + writes / write bandwidth <= the time, as flash dies and channels serve "
+            "both (default); full, each direction at its own bandwidth at once (g10-artifact, as published). "
+            "The FTL device (detailed) shares its planes and channels by construction. docs/physics.md")
     latency_us: float = param(
         20.0, unit="us", min=0, max=1e6,
         doc="SSD access latency of the fault-time model (l_ssd) and the G10 scheduler's safe time (with "
@@ -525,8 +540,11 @@ class SchedulerSpec:
         8, unit="kernels", min=1, max=1024, doc="DeepUM+ look-ahead: prefetch and eviction window")
     artifact_quirks: bool = param(
         False, doc="apply the published artifact's hand-tuned factors and corners (G10's target factors, the "
-                   "4x allocator of G10-GDS/Host, FlashNeuron's ViT-1024 line, libstdc++ tensor order, ...); "
-                   "on only in g10-artifact, where they reproduce the paper")
+                   "4x allocator of G10-GDS/Host, FlashNeuron's ViT-1024 line, libstdc++ tensor order, the slot "
+                   "model's whole-page quotas per slot and zero-fill faults charged as link transfers, ...); "
+                   "on only in g10-artifact, where they reproduce the paper. Off: slot quotas carry their "
+                   "fractional part from slot to slot and allocations cost gpu.malloc_us_per_byte "
+                   "(docs/physics.md)")
 
 
 ITERATION_RULES = ("steady_mean", "fastest")

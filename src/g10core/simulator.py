@@ -27,7 +27,7 @@ import numpy as np
 from . import __version__, evictors, policies, results
 from ._replay import NoProgress, Replay
 from .workload.vitality import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
-from .slot_model import ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
+from .slot_model import UNITS_PER_CYCLE, ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
 from .config import ARTIFACT_PRESET, DEFAULT_PRESET, SimConfig, preset, resolve
 from .errors import ConfigError, G10Warning, HintError, SimulationError  # noqa: F401 (SimulationError: API)
 from .modelled import ignored_parameters, warning_text
@@ -102,8 +102,18 @@ def detailed_quotas(cfg, ssd, link) -> dict:
     # host.bandwidth_GBps below link.bandwidth_GBps: the host flow's share (pcie.host_flow_scale)
     scale = link.spec.host_flow_scale
     host_batch = batch if scale == 1 else max(1, int(batch * scale))
-    return dict(tick_cycles=int(tick), gpu_batch=batch, host_batch=host_batch,
-                ssd_batch=max(1, int(batch * ssd_GBps / link_GBps)))
+    out = dict(tick_cycles=int(tick), gpu_batch=batch, host_batch=host_batch,
+               ssd_batch=max(1, int(batch * ssd_GBps / link_GBps)))
+    if not cfg.scheduler.artifact_quirks:
+        # exact quotas: the SSD's link moves batch * ssd/link pages per slot, the fraction carried
+        # (the FTL device throttles the slots it cannot serve; its reads and writes share its
+        # planes and channels, so the slot cap is per direction); the host flow batch * scale
+        units = max(int(tick), 1) * UNITS_PER_CYCLE
+        out.update(exact=True, slot_units=units, ssd_read_units=max(1, round(units * link_GBps / (batch * ssd_GBps))),
+                   host_units=max(1, units // batch if scale == 1 else int(units / (batch * scale))),
+                   ssd_shared=False)
+        out["ssd_write_units"] = out["ssd_read_units"]
+    return out
 
 
 def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
@@ -221,6 +231,9 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
         eviction=evictors.resolve(eviction), window=cfg.scheduler.prefetch_degree,   # a rule passes as it is
         page_bytes=cfg.gpu.page_size_bytes,
         apply_hints=bool(apply_hints), bulk=bool(bulk),
+        exact=c.exact, slot_units=c.slot_units, ssd_read_units=c.ssd_read_units,
+        ssd_write_units=c.ssd_write_units, host_units=c.host_units, ssd_shared=c.ssd_shared,
+        alloc_cycles_per_page=c.alloc_cycles_per_page,
     )
     if devices is not None:
         consts.update(detailed_quotas(cfg, *devices))
@@ -368,12 +381,13 @@ def check_level_supported(cfg: SimConfig, pol) -> None:
 def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
     """The derived per-tick quotas must let pages move; each error names the parameters."""
     link = f"link.bandwidth_GBps = {cfg.link.bandwidth_GBps:g} and link.batch_pages = {cfg.link.batch_pages}"
-    # under detailed the devices give the per-slot quotas (detailed_quotas: at least one page each)
-    if c.ssd_batch < 1 and not is_detailed(cfg):
+    # (exact quotas carry a fraction of a page from slot to slot: any bandwidth moves pages; under
+    # detailed the devices give the per-slot quotas: at least one page each)
+    if c.ssd_batch < 1 and not c.exact and not is_detailed(cfg):
         raise ConfigError(f"ssd.bandwidth_GBps = {cfg.ssd.bandwidth_GBps:g} with {link} gives "
                           f"int({cfg.link.batch_pages} * {cfg.ssd.bandwidth_GBps:g} / {cfg.link.bandwidth_GBps:g}) "
                           "= 0 SSD pages per transfer slot; raise ssd.bandwidth_GBps or link.batch_pages")
-    if c.host_batch < 1 and not is_detailed(cfg):
+    if c.host_batch < 1 and not c.exact and not is_detailed(cfg):
         raise ConfigError(f"host.bandwidth_GBps = {cfg.host.bandwidth_GBps:g} with {link} gives 0 host pages "
                           "per transfer slot; raise host.bandwidth_GBps or link.batch_pages")
     if c.alloc_batch < 1:
@@ -491,9 +505,14 @@ def tick_budget(consts: dict, trace: Trace, t00, hint_pages: int) -> int:
     """
     ws_pages = int(kernel_working_set_bytes(trace).sum()) // PAGE_SIZE_BYTES
     quota = max(1, min(consts["ssd_batch"], consts["host_batch"], consts["gpu_batch"]))
+    if consts.get("exact"):
+        # pages per slot of the slowest path, a fraction of a page when it is slower than a page per slot
+        units = consts["slot_units"]
+        quota = min(consts["gpu_batch"], *(units / consts[k] for k in ("ssd_read_units", "ssd_write_units",
+                                                                        "host_units")))
     # Python integers: the sum of t00 may exceed int64 (the budget is capped instead)
     t00_total = sum(int(x) for x in np.asarray(t00, np.int64).tolist())
-    per_iter = ((ws_pages + hint_pages) // quota + t00_total // max(consts["tick_cycles"], 1)
+    per_iter = (int((ws_pages + hint_pages) // quota) + t00_total // max(consts["tick_cycles"], 1)
                 + 4 * trace.n_kernels)
     return min(4 * consts["iterations"] * per_iter + 100_000, 1 << 62)
 

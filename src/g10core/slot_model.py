@@ -24,6 +24,16 @@ from .workload.trace import ACCESS_READ, Trace
 # for the stalls on top of them.
 MAX_RUN_KERNEL_CYCLES = 1 << 60
 
+# Exact slot quotas count a path's time in units of 1/2^16 cycle: a page's cost is rounded
+# by at most half a unit (under 1e-4 of it at any allowed bandwidth), a slot is an exact
+# integer of units, and a slot's units (< 2^46 at the longest allowed slot) leave int64 room.
+UNITS_PER_CYCLE = 1 << 16
+
+
+def page_units(page_bytes: int, freq_hz: int, GBps: float) -> int:
+    """Units of slot time one page takes at ``GBps`` (:data:`UNITS_PER_CYCLE` per cycle)."""
+    return max(1, round(page_bytes * freq_hz * UNITS_PER_CYCLE / (GBps * 1e9)))
+
 
 @dataclass(frozen=True)
 class ArtifactConstants:
@@ -41,6 +51,16 @@ class ArtifactConstants:
     bw_ssd_Bpms: float        # perf model SSD bandwidth, B/ms
     l_sys_us: int             # perf model far-fault latency (int, as the artifact passes it)
     l_ssd_us: int             # perf model SSD latency
+    # Outside g10-artifact (scheduler.artifact_quirks off) the quotas are exact: each path has a
+    # budget of slot time (slot_units per slot, what it leaves unused below one page carried to
+    # the next slot) and a page costs its time at the path's bandwidth (docs/physics.md).
+    exact: bool = False       # exact quotas and zero-fill at allocation cost (else the artifact's rules)
+    slot_units: int = 0       # a slot's time in units (tick_cycles * UNITS_PER_CYCLE)
+    ssd_read_units: int = 0   # one SSD->GPU page
+    ssd_write_units: int = 0  # one GPU->SSD page
+    host_units: int = 0       # one host<->GPU page, per direction
+    ssd_shared: bool = False  # SSD reads and writes share one budget (ssd.duplex = shared)
+    alloc_cycles_per_page: float = 0.0   # zero-fill of one page (gpu.malloc_us_per_byte), exact mode
 
     @classmethod
     def from_config(cls, cfg) -> "ArtifactConstants":
@@ -51,6 +71,8 @@ class ArtifactConstants:
         ssd_bpc = s.bandwidth_GBps * 1e9 / freq_hz
         tick = int((link.batch_pages * page) / gpu_bpc)
         malloc_cpp = round(g.malloc_us_per_byte * page / 1e6 * freq_hz)
+        exact = not cfg.scheduler.artifact_quirks
+        write_GBps = s.write_bandwidth_GBps or s.bandwidth_GBps
         return cls(
             freq_hz=freq_hz,
             gpu_pages=round(g.memory_GiB / page * 1024.0 ** 3),
@@ -64,7 +86,23 @@ class ArtifactConstants:
             bw_ssd_Bpms=ssd_bpc * freq_hz / 1000,
             l_sys_us=int(cfg.fault.system_latency_us),
             l_ssd_us=int(s.latency_us),
+            exact=exact,
+            slot_units=max(tick, 1) * UNITS_PER_CYCLE,
+            ssd_read_units=page_units(page, freq_hz, s.bandwidth_GBps),
+            ssd_write_units=page_units(page, freq_hz, write_GBps),
+            host_units=page_units(page, freq_hz, h.bandwidth_GBps),
+            ssd_shared=s.duplex == "shared",
+            alloc_cycles_per_page=g.malloc_us_per_byte * page / 1e6 * freq_hz if exact else 0.0,
         )
+
+    def per_slot(self) -> dict:
+        """Pages per slot each path moves on average: (gpu, host, ssd read, ssd write)."""
+        if not self.exact:
+            return {"gpu": self.gpu_batch, "host": self.host_batch, "ssd_read": self.ssd_batch,
+                    "ssd_write": self.ssd_batch}
+        return {"gpu": self.gpu_batch, "host": self.slot_units / self.host_units,
+                "ssd_read": self.slot_units / self.ssd_read_units,
+                "ssd_write": self.slot_units / self.ssd_write_units}
 
 
 def kernel_cycles(trace: Trace, freq_GHz: float = 1.2):

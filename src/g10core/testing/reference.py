@@ -9,6 +9,13 @@ inputs and require identical results.
 
 Timing constants follow the artifact's integer conversions exactly (see
 :class:`ArtifactConstants`); the quirks that move published numbers are marked.
+
+Outside ``g10-artifact`` (``ArtifactConstants.exact``) three of them give way to the rules of
+``docs/physics.md``: each path (SSD reads, SSD writes, host in, host out) has a budget of slot
+time, a page costs its time at the path's bandwidth and what a slot leaves unused below one
+page is carried to the next; with ``ssd.duplex = shared`` SSD reads and writes draw on one
+budget; victims go to host memory while it has room, else to the SSD, and wait for the next
+slot when that path's budget is spent; zero-fill faults cost their allocation, not link time.
 """
 from __future__ import annotations
 
@@ -28,9 +35,11 @@ UNKNOWN = TIER_NONE                      # "no forced source/destination" in a t
 
 EVICT_LRU, EVICT_DEEPUM = 0, 1
 
+RD, WR, HI, HO = "ssd_in", "ssd_out", "host_in", "host_out"     # the paths of exact quotas
+
 
 def fault_model_cycles(c: ArtifactConstants, t00, t10, t11, in_faults, in_ssd, in_total,
-                       out_faults, out_ssd, out_total) -> int:
+                       out_faults, out_ssd, out_total, in_np=0, out_np=0) -> int:
     """Extra cycles a faulting kernel takes (the artifact's `performance_model`).
 
     Quirk (moves every published number): the artifact converts the profiled cycles to
@@ -45,6 +54,14 @@ def fault_model_cycles(c: ArtifactConstants, t00, t10, t11, in_faults, in_ssd, i
     r_out = out_faults / out_total if out_total else 0.0
     rs_in = in_ssd / in_faults if in_faults else 0.0
     rs_out = out_ssd / out_faults if out_faults else 0.0
+    if c.exact:
+        # never-allocated pages move no byte: their faults cost allocation time (below)
+        in_faults -= in_np
+        out_faults -= out_np
+        r_in = in_faults / in_total if in_total else 0.0
+        r_out = out_faults / out_total if out_total else 0.0
+        rs_in = in_ssd / in_faults if in_faults else 0.0
+        rs_out = out_ssd / out_faults if out_faults else 0.0
     s_in = in_total * PAGE_SIZE_BYTES
     s_out = out_total * PAGE_SIZE_BYTES
     bw_pcie, bw_ssd = c.bw_pcie_Bpms, c.bw_ssd_Bpms
@@ -75,7 +92,11 @@ def fault_model_cycles(c: ArtifactConstants, t00, t10, t11, in_faults, in_ssd, i
     delta_ms = ssd_in_t + ssd_out_t
     if cpu_t > delta_ms:            # std::max(ssd, cpu): a NaN cpu_t keeps the SSD time
         delta_ms = cpu_t
-    return _artifact_ulong(delta_ms / 1e3 * f)
+    cycles = _artifact_ulong(delta_ms / 1e3 * f)
+    if c.exact:
+        # allocation (zero-fill) proceeds alongside the transfers
+        cycles = max(cycles, int(float(in_np + out_np) * c.alloc_cycles_per_page))
+    return cycles
 
 
 def _ieee_div(a: float, b: float) -> float:
@@ -193,6 +214,16 @@ class ReferenceReplay:
         self.host_overflow = False
         self.max_kernels = max_kernels
         self.max_ticks = 1 << 62       # a livelock guard for tests
+        # exact quotas: per path its cost of a page, the budget it draws on, the carry kept at most
+        c = self.c
+        self.exact = c.exact
+        self.cost = {RD: c.ssd_read_units, WR: c.ssd_write_units, HI: c.host_units, HO: c.host_units}
+        self.bucket = {RD: RD, WR: RD if c.ssd_shared else WR, HI: HI, HO: HO}
+        self.cap = {b: max(self.cost[p] for p in self.cost if self.bucket[p] == b) - 1
+                    for b in set(self.bucket.values())}
+        self.carry = dict(self.cap)    # every path idle before the run
+        self.avail = dict(self.cap)
+        self.used = {b: 0 for b in self.cap}
         self.log = None                # debug: list of (kind, time, page, 1, tier)
         self.now = 0
 
@@ -274,9 +305,48 @@ class ReferenceReplay:
         self.in_ssd = self.in_cpu = self.out_ssd = self.out_cpu = 0
         self.forced_fetch = UNKNOWN
         self.forced_evict = UNKNOWN
+        if self.exact:
+            for b in self.cap:
+                self.avail[b] = min(self.carry[b], self.cap[b]) + self.c.slot_units
+                self.used[b] = 0
+
+    # ---- exact quotas ----------------------------------------------------------
+    def _fits(self, path):
+        b = self.bucket[path]
+        return self.used[b] + self.cost[path] <= self.avail[b]
+
+    def _spend(self, path):
+        self.used[self.bucket[path]] += self.cost[path]
+
+    def _can_in(self, src):
+        if self.exact:
+            return self._fits(RD if src == SSD else HI)
+        return self.in_ssd < self.c.ssd_batch if src == SSD else self.in_cpu < self.c.host_batch
+
+    def _victim_dest(self):
+        """Exact quotas: a live victim goes to host memory while it has room, else to the SSD."""
+        return SSD if self.host_full() else HOST
+
+    def _pre_dest(self, queue):
+        """Exact quotas: where the next pre-eviction of ``queue`` goes (None: none leaves this slot)."""
+        if self.out_n >= self.c.gpu_batch:
+            return None
+        if queue == "evict_ssd" or self.host_full():
+            return SSD if self._fits(WR) else None
+        return HOST if self._fits(HO) else None
 
     def _record_fetch(self, src):
         c = self.c
+        if self.exact:
+            if src == SSD:
+                self.in_ssd += 1
+                self._spend(RD)
+            else:
+                self.in_cpu += 1
+                self._spend(HI)
+            self.alloc_n += 1
+            self.in_n += 1
+            return
         if src == SSD:
             self.in_ssd += 1
             if self.in_ssd == c.ssd_batch:
@@ -290,6 +360,16 @@ class ReferenceReplay:
 
     def _record_evict(self, dest):
         c = self.c
+        if self.exact:
+            if dest == SSD:
+                self.out_ssd += 1
+                self.out_n += 1
+                self._spend(WR)
+            elif dest == HOST:
+                self.out_cpu += 1
+                self.out_n += 1
+                self._spend(HO)
+            return
         if dest == SSD:
             self.out_ssd += 1
             self.out_n += 1
@@ -305,6 +385,9 @@ class ReferenceReplay:
         c = self.c
         if self.gpu_free > 0:
             return True
+        if self.exact:
+            # the victim's path must have budget: a busy one makes it wait, it does not spill
+            return self.out_n < c.gpu_batch and self._fits(WR if self.host_full() else HO)
         if self.host_full():
             return self.out_n < c.gpu_batch and self.out_ssd < c.ssd_batch
         return self.out_n < c.gpu_batch
@@ -339,7 +422,10 @@ class ReferenceReplay:
             if v is None:
                 return False
             victim, dest = v
-            if dest != NP and self.forced_evict != UNKNOWN:
+            if self.exact:
+                if dest != NP:
+                    dest = self._victim_dest()
+            elif dest != NP and self.forced_evict != UNKNOWN:
                 dest = self.forced_evict
             self.process_evict(victim, dest)
         if self.loc[p] == HOST:
@@ -365,19 +451,17 @@ class ReferenceReplay:
         self._new_tick()
         busy = any(q.values())
         if busy:
-            if self.host_full():
-                self.forced_evict = SSD
-            # pre-evictions: SSD queue, then host queue
-            while self.out_ssd < c.ssd_batch and self.out_n < c.gpu_batch and q["evict_ssd"]:
-                p = q["evict_ssd"][0]
-                self.process_evict(p, SSD if self.forced_evict == UNKNOWN else self.forced_evict)
-                q["evict_ssd"].popleft()
-            while (((self.host_full() and self.out_ssd < c.ssd_batch)
-                    or (not self.host_full() and self.out_cpu < c.host_batch))
-                   and self.out_n < c.gpu_batch and q["evict_cpu"]):
-                p = q["evict_cpu"][0]
-                self.process_evict(p, HOST if self.forced_evict == UNKNOWN else self.forced_evict)
-                q["evict_cpu"].popleft()
+            if self.exact:
+                # pre-evictions: SSD queue, then host queue, each page where _pre_dest sends it
+                for name in ("evict_ssd", "evict_cpu"):
+                    while q[name]:
+                        d = self._pre_dest(name)
+                        if d is None:
+                            break
+                        self.process_evict(q[name][0], d)
+                        q[name].popleft()
+            else:
+                self._artifact_preevict()
             # page-fault fetches: SSD, then host
             for name, src in (("pf_ssd", SSD), ("pf_cpu", HOST)):
                 self._pf_fetch(q[name], src)
@@ -408,11 +492,31 @@ class ReferenceReplay:
             self.resched[2] = True
             self.intr_set.clear()
         created.append(("B", now + c.tick_cycles, None))
+        if self.exact:
+            for b in self.cap:
+                self.carry[b] = self.avail[b] - self.used[b]
         return created
+
+    def _artifact_preevict(self):
+        c, q = self.c, self.q
+        if self.host_full():
+            self.forced_evict = SSD
+        # pre-evictions: SSD queue, then host queue
+        while self.out_ssd < c.ssd_batch and self.out_n < c.gpu_batch and q["evict_ssd"]:
+            p = q["evict_ssd"][0]
+            self.process_evict(p, SSD if self.forced_evict == UNKNOWN else self.forced_evict)
+            q["evict_ssd"].popleft()
+        while (((self.host_full() and self.out_ssd < c.ssd_batch)
+                or (not self.host_full() and self.out_cpu < c.host_batch))
+               and self.out_n < c.gpu_batch and q["evict_cpu"]):
+            p = q["evict_cpu"][0]
+            self.process_evict(p, HOST if self.forced_evict == UNKNOWN else self.forced_evict)
+            q["evict_cpu"].popleft()
 
     def _pf_fetch(self, queue, src):
         c = self.c
-        while self.in_n < c.gpu_batch and self.alloc_n < c.alloc_batch and self._room() and queue:
+        while (self.in_n < c.gpu_batch and self.alloc_n < c.alloc_batch and self._room() and queue
+               and (not self.exact or self._can_in(src))):
             p = queue.popleft()
             ok = self.process_fetch(p, src, True)
             assert ok
@@ -429,7 +533,7 @@ class ReferenceReplay:
 
     def _prefetch(self):
         c, q = self.c, self.q
-        while (self.in_ssd < c.ssd_batch and self.in_n < c.gpu_batch and self._room()
+        while (self._can_in(SSD) and self.in_n < c.gpu_batch and self._room()
                and q["pre_ssd"]):
             p = q["pre_ssd"][0]
             if self.loc[p] == SSD:
@@ -438,7 +542,7 @@ class ReferenceReplay:
             elif self.loc[p] == HOST:
                 q["pre_cpu"].append(p)
             q["pre_ssd"].popleft()
-        while (self.in_cpu < c.host_batch and self.in_n < c.gpu_batch and self._room()
+        while (self._can_in(HOST) and self.in_n < c.gpu_batch and self._room()
                and q["pre_cpu"]):
             p = q["pre_cpu"][0]
             if self.loc[p] == HOST:
@@ -541,7 +645,7 @@ class ReferenceReplay:
             out_f = info[5] + info[6] + info[7]
             pf_time = self.t11[k] + fault_model_cycles(
                 self.c, int(self.t00[k]), int(self.t10[k]), int(self.t11[k]),
-                in_f, info[2], info[0], out_f, info[6], info[4])
+                in_f, info[2], info[0], out_f, info[6], info[4], info[1], info[5])
             if self.resched is None:
                 self.resched = [now, int(pf_time), False, []]
             assert not self.resched[2]
