@@ -46,6 +46,8 @@ VALUES = {
     "gpu.sms": 16, "gpu.page_size_bytes": 4096,   # (exempt: the only valid value)
     "host.memory_GiB": 0.0, "host.bandwidth_GBps": 1.0,
     "ssd.bandwidth_GBps": 0.8,
+    "ssd.write_bandwidth_GBps": 0.4,    # writes at half the reads' 0.8 GB/s
+    "ssd.duplex": {"default": "full", "g10-artifact": "shared", "detailed": "full"},
     "ssd.latency_us": 1e5,              # the fault-time model caps the SSD share at ssd.bandwidth_GBps
     "ssd.model": {"default": "ftl", "g10-artifact": "ftl", "detailed": "bandwidth"}, "ssd.device": "mlc", "ssd.capacity_GiB": 1.0,
     "ssd.n_channels": 2, "ssd.chips_per_channel": 1, "ssd.dies_per_chip": 1, "ssd.planes_per_die": 1,

@@ -65,7 +65,11 @@ def _bandwidths(cfg) -> dict:
 
         link_spec = ssd_spec_from_config(cfg).link
         ssd = max(link_spec.effective_GBps(d, f) for d in ("to_device", "from_device") for f in ("host", "peer"))
-    return {"link": link, "ssd": min(ssd, link), "host": min(cfg.host.bandwidth_GBps, link)}
+    write = cfg.ssd.write_bandwidth_GBps or cfg.ssd.bandwidth_GBps
+    slot_ssd = cfg.link.model != "pcie" and not cfg.scheduler.artifact_quirks
+    return {"link": link, "ssd": min(ssd, link), "host": min(cfg.host.bandwidth_GBps, link),
+            "ssd_write": min(write, link) if slot_ssd else min(ssd, link),
+            "ssd_shared": slot_ssd and cfg.ssd.duplex == "shared"}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -96,11 +100,12 @@ def test_every_iteration_obeys_the_physical_bounds(run):
         where = f"iteration {it.index}: {dict(tp)} in {it.time_s:.6g} s, bandwidths {bw}"
         assert secs(tp["host_to_gpu"] + tp["ssd_to_gpu"], bw["link"]) <= t, "link to GPU; " + where
         assert secs(tp["gpu_to_host"] + tp["gpu_to_ssd"], bw["link"]) <= t, "link from GPU; " + where
-        # full duplex (ssd default): each direction at most the SSD's bandwidth.
-        # TODO(after the SSD duplex merge): under ssd.duplex = "shared" the two directions share
-        # it: assert secs(tp["ssd_to_gpu"] + tp["gpu_to_ssd"], bw["ssd"]) <= t
+        # each direction at most the SSD's bandwidth (its own write bandwidth in the slot model)
         assert secs(tp["ssd_to_gpu"], bw["ssd"]) <= t, "SSD read; " + where
-        assert secs(tp["gpu_to_ssd"], bw["ssd"]) <= t, "SSD write; " + where
+        assert secs(tp["gpu_to_ssd"], bw["ssd_write"]) <= t, "SSD write; " + where
+        if bw["ssd_shared"]:     # the slot model's shared SSD: reads and writes add up (docs/physics.md)
+            assert secs(tp["ssd_to_gpu"], bw["ssd"]) + secs(tp["gpu_to_ssd"], bw["ssd_write"]) <= t, \
+                "SSD reads + writes; " + where
         assert secs(tp["host_to_gpu"], bw["host"]) <= t, "host to GPU; " + where
         assert secs(tp["gpu_to_host"], bw["host"]) <= t, "GPU to host; " + where
         assert it.faults_pages["host"] <= tp["host_to_gpu"] and it.faults_pages["ssd"] <= tp["ssd_to_gpu"], where

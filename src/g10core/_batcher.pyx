@@ -26,7 +26,7 @@ from ._types cimport (queue_run, victim_t, traffic_row,
                       HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE,
                       Q_FAULT_SSD, Q_FAULT_HOST, Q_FAULT_ALLOC, Q_PREFETCH_SSD, Q_PREFETCH_HOST,
                       Q_PREALLOC, Q_EVICT_SSD, Q_EVICT_HOST, N_QUEUES,
-                      TL_HOST_FAULT, TL_HOST_PREFETCH, TL_SSD_FAULT, TL_SSD_PREFETCH,
+                      TL_N, TL_HOST_FAULT, TL_HOST_PREFETCH, TL_SSD_FAULT, TL_SSD_PREFETCH,
                       TL_EVICT_HOST, TL_PREEVICT_HOST, TL_EVICT_SSD, TL_PREEVICT_SSD)
 
 import numpy as np
@@ -1374,6 +1374,10 @@ cdef class Batcher:
         cdef int64_t vk[SEQ_MAX]
         cdef int64_t ink[SEQ_MAX]
         cdef int64_t prek[SEQ_MAX]
+        cdef int64_t tl_pages[TL_N]          # the timeline's pages per channel (when recording)
+        cdef int64_t start = self.tb
+        for i in range(TL_N):
+            tl_pages[i] = 0
         self.replaying = True
         reps = 1 if seq == NULL else n_slots
         for r in range(reps):
@@ -1406,6 +1410,9 @@ cdef class Batcher:
                     k = v.seglen if v.seglen < left else left
                     if d == TIER_HOST:
                         self.pt.host_used += k
+                        tl_pages[TL_EVICT_HOST] += k
+                    elif d == TIER_SSD:
+                        tl_pages[TL_EVICT_SSD] += k
                     self.take_victims(&v, k, d, self.shp_vpf, -1)
                     left -= k
             for i in range(self.shp_n_sq_in):
@@ -1427,6 +1434,18 @@ cdef class Batcher:
                     self.pt.assign(f.tensor, f.start, f.start + k, TIER_GPU, 0)
                     self.pt.arrive(f.start, k, f.tensor)
                     self.pop(self.shp_sq_inq[i], k)
+                    if self.shp_sq_inq[i] <= Q_FAULT_ALLOC:
+                        self.in_fault[f.src] += k
+                        if f.src == TIER_HOST:
+                            tl_pages[TL_HOST_FAULT] += k
+                        elif f.src == TIER_SSD:
+                            tl_pages[TL_SSD_FAULT] += k
+                    else:
+                        self.in_hint[f.src] += k
+                        if f.src == TIER_HOST:
+                            tl_pages[TL_HOST_PREFETCH] += k
+                        elif f.src == TIER_SSD:
+                            tl_pages[TL_SSD_PREFETCH] += k
                     left -= k
             for i in range(self.shp_n_sq_pre):
                 left = prek[i]
@@ -1439,6 +1458,9 @@ cdef class Batcher:
                     k = f.count if f.count < left else left
                     if d == TIER_HOST:
                         self.pt.host_used += k
+                        tl_pages[TL_PREEVICT_HOST] += k
+                    else:
+                        tl_pages[TL_PREEVICT_SSD] += k
                     self.pt.assign(f.tensor, f.start, f.start + k, d, 0)
                     self.pt.depart(f.start, k)
                     self.pt.gpu_free += k
@@ -1461,6 +1483,10 @@ cdef class Batcher:
             st.gpu_to_host += t * self.ent_traffic[e][4]
         self.tb += n_slots * self.tick
         self.n_slots_bulk += n_slots
+        if self.tl is not None:
+            for i in range(TL_N):
+                if tl_pages[i]:
+                    self.tl.add(i, start, self.tb, tl_pages[i])
         return 0
 
     cdef int try_bulk(self, int64_t next_kernel) except -1 nogil:

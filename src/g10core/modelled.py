@@ -157,7 +157,9 @@ def ignored_parameters(cfg, policy, eviction=None) -> list[str]:
             reads = False
         if key in FTL_DEVICE_KEYS and cfg.ssd.model != "ftl":
             reads = False
-        if key in SLOT_SSD_KEYS and (cfg.ssd.model == "ftl" or cfg.fault.handler == "batched"):
+        # (the exact quotas that read them are off under the artifact's quirks: whole pages, full duplex)
+        if key in SLOT_SSD_KEYS and (cfg.ssd.model == "ftl" or cfg.fault.handler == "batched"
+                                     or cfg.scheduler.artifact_quirks):
             reads = False
         if key in HANDLER_KEYS and cfg.fault.handler != "batched":
             reads = False
