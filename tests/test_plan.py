@@ -184,7 +184,7 @@ def test_target_met_at_lo(folder, tmp_path, capsys):
     (["--vary", "host.memory_GiB", "--range", "0:1"], "--vary host.memory_GiB: also given by --set"),
     (["--vary", KEY, "--range", "32:1"], f"--range 32:1 of {KEY}: LO must be less than HI"),
     (["--vary", KEY, "--range", "a:b"], f"--range 'a:b' of {KEY}: expected LO:HI"),
-    (["--vary", KEY, "--range", "0.1:1"], f"--range of {KEY}: LO = 0.1 is refused: {KEY} = 0.1 with"),
+    (["--vary", KEY, "--range", "0.05:1"], f"--range of {KEY}: LO = 0.05 is refused: {KEY} = 0.05: must be >= 0.1"),
     (["--vary", "gpu.sms", "--range", "1.5:8"], "--range 1.5:8 of gpu.sms: gpu.sms is an integer"),
     (["--vary", KEY, "--vary", "gpu.memory_GiB", "--vary", "link.bandwidth_GBps"], "--vary: give one key"),
     (["--range", "1:2"], "--range LO:HI comes after the --vary KEY it bounds"),
@@ -234,14 +234,19 @@ def test_a_run_that_raises_is_exit_1_and_kept_in_the_store(folder, tmp_path, cap
 def test_default_range_is_value_over_16_to_times_16_from_where_the_simulator_runs():
     from g10core import policies
 
+    # default: exact quotas carry fractions of a page, so every value from value / 16 runs
     base = preset("default")
-    # 3.2 / 16 = 0.2 GB/s moves int(50 * 0.2 / 15.754) = 0 pages per slot: LO doubles to 0.4 (1 page)
     ax = pl.check_axis(KEY, None, base, policies.get("g10"))
-    assert (ax.lo, ax.hi, ax.integer) == (0.4, 51.2, False)
+    assert (ax.lo, ax.hi, ax.integer) == (0.2, 51.2, False)
     ax = pl.check_axis("gpu.memory_GiB", None, base, policies.get("g10"))
     assert (ax.lo, ax.hi) == (2.5, 640.0)
     ax = pl.check_axis("link.batch_pages", None, base, policies.get("g10"))
-    assert ax.integer and (ax.lo, ax.hi) == (8, 800)       # 50 / 16 -> 4 moves no SSD page; 8 moves 1
+    assert ax.integer and (ax.lo, ax.hi) == (4, 800)
+    # g10-artifact's whole-page quotas: 3.2 / 16 = 0.2 GB/s moves int(50 * 0.2 / 15.754) = 0 pages
+    # per slot, so LO doubles to 0.4 (1 page); 50 / 16 -> 4 pages move no SSD page, 8 move 1
+    base = preset("g10-artifact")
+    assert pl.check_axis(KEY, None, base, policies.get("g10")).lo == 0.4
+    assert pl.check_axis("link.batch_pages", None, base, policies.get("g10")).lo == 8
 
 
 def test_a_key_tensor_level_policies_do_not_read_is_refused(folder):

@@ -127,7 +127,8 @@ MALFORMED = [
     ('traces = ["a.h5"]\npolicies = ["g10"]\n[set]\n"host.memory_GiB" = 1\n[grid]\n"host.memory_GiB" = [1]\n',
      r"'host.memory_GiB' \(line 4\) is both in \[set\] and in \[grid\]"),
     ('traces = ["a.h5"]\npolicies = ["g10"]\n[[block]]\ntrace = ["b.h5"]\n', r"\[\[block\]\] 1: unknown key 'trace'"),
-    ('traces = ["a.h5"]\npolicies = ["g10"]\n[grid]\n"ssd.bandwidth_GBps" = [0.2]\n',
+    # (the published simulator's whole-page quotas: under default any bandwidth moves pages)
+    ('preset = "g10-artifact"\ntraces = ["a.h5"]\npolicies = ["g10"]\n[grid]\n"ssd.bandwidth_GBps" = [0.2]\n',
      r"0 SSD pages per transfer slot"),
     ('traces = ["a.h5"\npolicies = ["g10"]\n', r"not valid TOML: .*line 2"),
     ('traces = ["a.h5"]\npolicies = ["g10"]\nrecord = ["kernels"]\n', r"'record' names 'kernels'"),
