@@ -18,8 +18,9 @@ cdef enum:
     PK_HOST_IN = 2
     PK_HOST_OUT = 3
     N_PK = 4
-    WALK_MAX = 1 << 24     # slots one bulk repeat walks at most (exact quotas)
-    TICKWISE_MAX = 1 << 16 # ... when it applies them slot by slot
+    WALK_MAX = 16777216    # slots one bulk repeat walks at most (2^24; exact quotas; a literal: the
+                           # debug build's overflow check cannot evaluate a shift in an enum)
+    TICKWISE_MAX = 65536   # ... when it applies them slot by slot (2^16)
 
 # exact quotas: slots of one shape recorded with different budgets (bulk repeats)
 cdef enum:
