@@ -229,4 +229,7 @@ cdef class Batcher:
     cdef int try_bulk_exact(self, int64_t next_kernel) except -1 nogil
     cdef int64_t closed_walk(self, int64_t n, int64_t* counts, int64_t* cw) noexcept nogil
     cdef int apply_entries(self, int64_t* counts, int64_t* seq, int64_t n_seq) except -1 nogil
+    cdef int bulk_victims(self, int8_t d, int64_t left, bint vpf, int64_t* tl) except -1 nogil
+    cdef int bulk_in(self, int q, int64_t left, int64_t* tl) except -1 nogil
+    cdef int bulk_preevict(self, int q, int8_t d, int64_t left, int64_t* tl) except -1 nogil
     cdef void idle_budgets(self, int64_t m) noexcept nogil

@@ -1362,14 +1362,90 @@ cdef class Batcher:
         cw[vb] = S % M - s
         return n
 
+    # ---- a bulk repeat's streams (apply_entries, try_bulk): what the recorded slots did, n pages
+    # at once; ``tl``: the timeline's pages per channel, or NULL (try_bulk feeds it per slot shape)
+
+    cdef int bulk_victims(self, int8_t d, int64_t left, bint vpf, int64_t* tl) except -1 nogil:
+        """``left`` victim pages leave the GPU for ``d``, as the evictor names them."""
+        cdef victim_t v
+        cdef int64_t k
+        while left > 0:
+            v = self.ev.find_victim(vpf)
+            if not v.found or v.seglen <= 0:
+                with gil:
+                    raise RuntimeError("internal: bulk repeat ran out of victims")
+            k = v.seglen if v.seglen < left else left
+            if d == TIER_HOST:
+                self.pt.host_used += k
+            if tl != NULL:
+                if d == TIER_HOST:
+                    tl[TL_EVICT_HOST] += k
+                elif d == TIER_SSD:
+                    tl[TL_EVICT_SSD] += k
+            self.take_victims(&v, k, d, vpf, -1)
+            left -= k
+        return 0
+
+    cdef int bulk_in(self, int q, int64_t left, int64_t* tl) except -1 nogil:
+        """``left`` pages from the front of queue ``q`` arrive on the GPU."""
+        cdef queue_run f
+        cdef int64_t k
+        cdef bint fault = q <= Q_FAULT_ALLOC
+        while left > 0:
+            if self.qs[q].empty():
+                with gil:
+                    raise RuntimeError(f"internal: bulk repeat emptied queue {q}")
+            f = self.qs[q].front()
+            k = f.count if f.count < left else left
+            if f.src == TIER_HOST:
+                self.pt.host_used -= k
+            elif f.src == TIER_NOT_PRESENT:
+                self.pt.n_allocated += k
+            self.pt.gpu_free -= k
+            if self.debug_log:
+                self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
+                self.log.push_back(k); self.log.push_back(f.src)
+            self.pt.assign(f.tensor, f.start, f.start + k, TIER_GPU, 0)
+            self.pt.arrive(f.start, k, f.tensor)
+            self.pop(q, k)
+            if fault:
+                self.in_fault[f.src] += k
+            else:
+                self.in_hint[f.src] += k
+            if tl != NULL:
+                if f.src == TIER_HOST:
+                    tl[TL_HOST_FAULT if fault else TL_HOST_PREFETCH] += k
+                elif f.src == TIER_SSD:
+                    tl[TL_SSD_FAULT if fault else TL_SSD_PREFETCH] += k
+            left -= k
+        return 0
+
+    cdef int bulk_preevict(self, int q, int8_t d, int64_t left, int64_t* tl) except -1 nogil:
+        """``left`` pages from the front of pre-eviction queue ``q`` leave the GPU for ``d``."""
+        cdef queue_run f
+        cdef int64_t k
+        while left > 0:
+            if self.qs[q].empty():
+                with gil:
+                    raise RuntimeError(f"internal: bulk repeat emptied queue {q}")
+            f = self.qs[q].front()
+            k = f.count if f.count < left else left
+            if d == TIER_HOST:
+                self.pt.host_used += k
+            if tl != NULL:
+                tl[TL_PREEVICT_HOST if d == TIER_HOST else TL_PREEVICT_SSD] += k
+            self.pt.assign(f.tensor, f.start, f.start + k, d, 0)
+            self.pt.depart(f.start, k)
+            self.pt.gpu_free += k
+            self.pop(q, k)
+            left -= k
+        return 0
+
     cdef int apply_entries(self, int64_t* counts, int64_t* seq, int64_t n_slots) except -1 nogil:
         """Apply n_slots slots of the table: merged (seq NULL: counts[e] slots of entry e, each
         stream's pages at once) or slot by slot in the order seq gives."""
-        cdef int64_t left, k, r, t, reps
-        cdef int i, e, j
-        cdef int8_t d
-        cdef victim_t v
-        cdef queue_run f
+        cdef int64_t r, t, reps
+        cdef int i, e
         cdef traffic_row* st
         cdef int64_t vk[SEQ_MAX]
         cdef int64_t ink[SEQ_MAX]
@@ -1400,72 +1476,11 @@ cdef class Batcher:
                 for i in range(self.shp_n_sq_pre):
                     prek[i] = self.ent_sqpre[e][i]
             for i in range(self.shp_n_sq_v):
-                left = vk[i]
-                d = self.shp_sq_vdest[i]
-                while left > 0:
-                    v = self.ev.find_victim(self.shp_vpf)
-                    if not v.found or v.seglen <= 0:
-                        with gil:
-                            raise RuntimeError("internal: bulk repeat ran out of victims")
-                    k = v.seglen if v.seglen < left else left
-                    if d == TIER_HOST:
-                        self.pt.host_used += k
-                        tl_pages[TL_EVICT_HOST] += k
-                    elif d == TIER_SSD:
-                        tl_pages[TL_EVICT_SSD] += k
-                    self.take_victims(&v, k, d, self.shp_vpf, -1)
-                    left -= k
+                self.bulk_victims(self.shp_sq_vdest[i], vk[i], self.shp_vpf, tl_pages)
             for i in range(self.shp_n_sq_in):
-                left = ink[i]
-                while left > 0:
-                    if self.qs[self.shp_sq_inq[i]].empty():
-                        with gil:
-                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.shp_sq_inq[i]}")
-                    f = self.qs[self.shp_sq_inq[i]].front()
-                    k = f.count if f.count < left else left
-                    if f.src == TIER_HOST:
-                        self.pt.host_used -= k
-                    elif f.src == TIER_NOT_PRESENT:
-                        self.pt.n_allocated += k
-                    self.pt.gpu_free -= k
-                    if self.debug_log:
-                        self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
-                        self.log.push_back(k); self.log.push_back(f.src)
-                    self.pt.assign(f.tensor, f.start, f.start + k, TIER_GPU, 0)
-                    self.pt.arrive(f.start, k, f.tensor)
-                    self.pop(self.shp_sq_inq[i], k)
-                    if self.shp_sq_inq[i] <= Q_FAULT_ALLOC:
-                        self.in_fault[f.src] += k
-                        if f.src == TIER_HOST:
-                            tl_pages[TL_HOST_FAULT] += k
-                        elif f.src == TIER_SSD:
-                            tl_pages[TL_SSD_FAULT] += k
-                    else:
-                        self.in_hint[f.src] += k
-                        if f.src == TIER_HOST:
-                            tl_pages[TL_HOST_PREFETCH] += k
-                        elif f.src == TIER_SSD:
-                            tl_pages[TL_SSD_PREFETCH] += k
-                    left -= k
+                self.bulk_in(self.shp_sq_inq[i], ink[i], tl_pages)
             for i in range(self.shp_n_sq_pre):
-                left = prek[i]
-                d = self.shp_sq_predest[i]
-                while left > 0:
-                    if self.qs[self.shp_sq_preq[i]].empty():
-                        with gil:
-                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.shp_sq_preq[i]}")
-                    f = self.qs[self.shp_sq_preq[i]].front()
-                    k = f.count if f.count < left else left
-                    if d == TIER_HOST:
-                        self.pt.host_used += k
-                        tl_pages[TL_PREEVICT_HOST] += k
-                    else:
-                        tl_pages[TL_PREEVICT_SSD] += k
-                    self.pt.assign(f.tensor, f.start, f.start + k, d, 0)
-                    self.pt.depart(f.start, k)
-                    self.pt.gpu_free += k
-                    self.pop(self.shp_sq_preq[i], k)
-                    left -= k
+                self.bulk_preevict(self.shp_sq_preq[i], self.shp_sq_predest[i], prek[i], tl_pages)
         self.replaying = False
         st = &self.traffic[self.iteration]
         for e in range(self.n_rec):
@@ -1636,70 +1651,20 @@ cdef class Batcher:
 
     cdef int apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil:
         """Apply the recorded slot `repeat` times, each with its page counts times `scale`."""
-        cdef int64_t left, k, r, t
+        cdef int64_t r, t
         cdef int i
-        cdef int8_t d
-        cdef victim_t v
-        cdef queue_run f
         cdef traffic_row* st
         self.replaying = True
         for r in range(repeat):
             # victims, in their recorded order and destinations
             for i in range(self.n_sq_v):
-                left = scale * self.sq_vk[i]
-                d = self.sq_vdest[i]
-                while left > 0:
-                    v = self.ev.find_victim(self.rec_vpf)
-                    if not v.found or v.seglen <= 0:
-                        with gil:
-                            raise RuntimeError("internal: bulk repeat ran out of victims")
-                    k = v.seglen if v.seglen < left else left
-                    if d == TIER_HOST:
-                        self.pt.host_used += k
-                    self.take_victims(&v, k, d, self.rec_vpf, -1)
-                    left -= k
+                self.bulk_victims(self.sq_vdest[i], scale * self.sq_vk[i], self.rec_vpf, NULL)
             # pages brought in, queue by queue in their recorded order
             for i in range(self.n_sq_in):
-                left = scale * self.sq_ink[i]
-                while left > 0:
-                    if self.qs[self.sq_inq[i]].empty():
-                        with gil:
-                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.sq_inq[i]}")
-                    f = self.qs[self.sq_inq[i]].front()
-                    k = f.count if f.count < left else left
-                    if f.src == TIER_HOST:
-                        self.pt.host_used -= k
-                    elif f.src == TIER_NOT_PRESENT:
-                        self.pt.n_allocated += k
-                    self.pt.gpu_free -= k
-                    if self.debug_log:
-                        self.log.push_back(2); self.log.push_back(self.tb); self.log.push_back(f.start)
-                        self.log.push_back(k); self.log.push_back(f.src)
-                    self.pt.assign(f.tensor, f.start, f.start + k, TIER_GPU, 0)
-                    self.pt.arrive(f.start, k, f.tensor)
-                    self.pop(self.sq_inq[i], k)
-                    if self.sq_inq[i] <= Q_FAULT_ALLOC:
-                        self.in_fault[f.src] += k
-                    else:
-                        self.in_hint[f.src] += k
-                    left -= k
+                self.bulk_in(self.sq_inq[i], scale * self.sq_ink[i], NULL)
             # pre-evictions
             for i in range(self.n_sq_pre):
-                left = scale * self.sq_prek[i]
-                d = self.sq_predest[i]
-                while left > 0:
-                    if self.qs[self.sq_preq[i]].empty():
-                        with gil:
-                            raise RuntimeError(f"internal: bulk repeat emptied queue {self.sq_preq[i]}")
-                    f = self.qs[self.sq_preq[i]].front()
-                    k = f.count if f.count < left else left
-                    if d == TIER_HOST:
-                        self.pt.host_used += k
-                    self.pt.assign(f.tensor, f.start, f.start + k, d, 0)
-                    self.pt.depart(f.start, k)
-                    self.pt.gpu_free += k
-                    self.pop(self.sq_preq[i], k)
-                    left -= k
+                self.bulk_preevict(self.sq_preq[i], self.sq_predest[i], scale * self.sq_prek[i], NULL)
         self.replaying = False
         t = scale * repeat
         if self.in_n or self.out_n:
