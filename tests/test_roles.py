@@ -207,3 +207,20 @@ def test_trace_info_json_has_bytes_by_role(tmp_path, capsys):
     assert main(["trace", "info", str(path)]) == 0
     out = capsys.readouterr().out
     assert "bytes by role" in out and "optimizer state 12.0 KiB" in out and "inferred" not in out
+
+
+def test_data_loaded_by_a_kernel_that_reads_nothing_is_input():
+    # the CNN graphs' first kernel (LoadData_A0) writes the batch and reads no tensor
+    t = hand_trace()
+    acc = [(0, W)] + [a for _, _, accs in KERNELS for a in accs]
+    offsets = np.cumsum([0, 1] + [len(accs) for _, _, accs in KERNELS]).astype(np.int64)
+    t = dataclasses.replace(
+        t, kernel_name=np.array(["LoadData_A0"] + t.kernel_name.tolist()),
+        kernel_time_ideal_ns=np.full(8, 10.0), kernel_time_fault_all_ns=np.full(8, 30.0),
+        kernel_time_fault_outputs_ns=np.full(8, 20.0),
+        kernel_workspace_bytes=np.concatenate(([0], t.kernel_workspace_bytes)), access_offsets=offsets,
+        access_tensor=np.array([a for a, _ in acc], np.int32), access_mode=np.array([m for _, m in acc], np.uint8),
+        tensor_role=None, tensor_layer=None)
+    validate_trace(t)
+    assert t.tensor_role.tolist() == EXPECTED_ROLE      # x is still the input (and not an activation)
+    assert roles.optimizer_kernels(t).tolist() == [6, 7]

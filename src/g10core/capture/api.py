@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from ..workload.roles import infer_roles
 from ..workload.trace import Trace, validate_trace
 from .recorder import CaptureError, KernelRecorder, storage_key
 from ..workload.kerneltime import Calibration, KernelFeatures, KernelTimeModel, ProfilingGPU, load_calibration
@@ -33,7 +34,22 @@ def resolve_calibration(calibration) -> Calibration:
     raise ValueError(f"calibration: expected a Calibration, a path or None, got {type(calibration).__name__}")
 
 
-def _make_optimizer(optimizer, params):
+def _make_optimizer(optimizer, params, master_weights=None):
+    if master_weights is not None:
+        from .mixed import MASTER_DTYPES, MasterWeightAdamW
+
+        if master_weights not in MASTER_DTYPES:
+            raise ValueError(f"master_weights = {master_weights!r}: fp32 or None")
+        if optimizer not in (None, "adamw", "adam"):
+            raise ValueError(f"master weights: optimizer = {optimizer!r}; with fp32 master weights the step is "
+                             "adamw or adam")
+        low = {p.dtype for p in params} - {torch.bfloat16, torch.float16}
+        if low:
+            raise ValueError(f"master weights keep an fp32 copy of 16-bit parameters; the model's parameters "
+                             f"are {', '.join(sorted(str(d).replace('torch.', '') for d in low))} (capture with "
+                             "dtype bfloat16 or float16)")
+        return MasterWeightAdamW(params, lr=1e-4, weight_decay=0.0 if optimizer == "adam" else 0.01,
+                                 master_dtype=MASTER_DTYPES[master_weights])
     if optimizer is None or optimizer == "adamw":
         return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01)
     if optimizer == "adam":
@@ -67,7 +83,8 @@ def _default_loss(output, *targets):
 
 def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None, *, targets=(),
             name: str | None = None, batch_size: int | None = None, gpu: ProfilingGPU | None = None,
-            calibration=None, attrs: dict | None = None, source: str | None = None) -> Trace:
+            calibration=None, attrs: dict | None = None, source: str | None = None,
+            master_weights: str | None = None) -> Trace:
     """Capture one training iteration (forward, loss, backward, optimizer step) as a Trace.
 
     ``model``: any ``nn.Module``; build it on the meta device (``with torch.device("meta"):``)
@@ -80,7 +97,14 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
     ``optimizer``: ``"adamw"`` (default), ``"adam"``, ``"sgd"``, a callable that takes
     the parameter list and returns an optimizer, or an optimizer over the (meta) model's
     parameters.  Its state is initialised by one step before the recorded iteration, so
-    the recorded step is a steady-state one.
+    the recorded step is a steady-state one.  ``master_weights="fp32"``: mixed precision
+    (a model in bfloat16 or float16; the step is AdamW, or Adam, over fp32 master weights and
+    moments, :class:`~g10core.capture.mixed.MasterWeightAdamW`: 16 bytes of model state per
+    parameter).
+
+    Tensor roles (``Trace.tensor_role``) are exact: parameters, gradients, optimizer state
+    (moments, master weights), inputs and workspaces as recorded; activations are the tensors
+    a forward kernel makes that a backward kernel reads (:mod:`g10core.workload.roles`).
 
     Global tensors: parameters, buffers and optimizer state.  Kernel times come from
     the calibrated model (``calibration``: a :class:`~.timing.Calibration` or a path;
@@ -128,7 +152,7 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
             trainable.append(p)
     if not trainable:
         raise ValueError("model has no trainable parameters")
-    opt = _make_optimizer(optimizer, trainable)
+    opt = _make_optimizer(optimizer, trainable, master_weights)
 
     # warm-up step: the optimizer creates its state (a steady-state iteration has it already)
     for p in trainable:
@@ -197,6 +221,7 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
         "capture_tool": "g10core.capture.capture",
         "capture_torch_version": torch.__version__.split("+")[0],
         "capture_optimizer": type(opt).__name__,
+        "capture_master_weights": master_weights or "",
         "capture_optimizer_defaults": json.dumps({k: v for k, v in opt.defaults.items()
                                                   if isinstance(v, (int, float, bool, str, type(None)))},
                                                  sort_keys=True),
@@ -210,6 +235,9 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
     }
     trace.attrs.update(provenance)
     trace.attrs.update(attrs or {})
+    # roles from the recorder's names and the recorded phases (now in attrs)
+    role, layer = infer_roles(trace)
+    trace = replace(trace, tensor_role=role, tensor_layer=layer)
     validate_trace(trace)
     return trace
 
@@ -265,9 +293,10 @@ def _build_trace(rec: KernelRecorder, time_model: KernelTimeModel, model, name, 
 
 def capture_family(family: str, size: str | None = None, *, batch: int, seq_len: int, dtype: str = "float32",
                    optimizer="adamw", calibration=None, gpu: ProfilingGPU | None = None, name: str | None = None,
-                   **overrides) -> Trace:
+                   master_weights: str | None = None, **overrides) -> Trace:
     """Capture one of the built-in model families (:mod:`.families`) at ``batch`` x ``seq_len``.
 
+    ``master_weights="fp32"`` with ``dtype="bfloat16"``: mixed precision (see :func:`capture`).
     ``overrides`` change configuration fields (e.g. ``dropout=0.0``, ``layers=2``).  The
     trace's model name is ``name`` (default ``<family>-<size>``, ``bert-base`` for BERT); its attributes
     record the configuration and the capture settings.
@@ -287,10 +316,11 @@ def capture_family(family: str, size: str | None = None, *, batch: int, seq_len:
         "capture_dtype": dtype,
     }
     trace = capture(model, inputs, loss_fn, optimizer, targets=targets, name=name, batch_size=batch,
-                    gpu=gpu, calibration=calibration, attrs=attrs)
+                    gpu=gpu, calibration=calibration, attrs=attrs, master_weights=master_weights)
     opt = trace.attrs["capture_optimizer"]
     source = (f"g10core.capture: {family} {size} ({type(model).__name__}, {trace.attrs['capture_n_parameters']:,} "
-              f"parameters), batch {batch}, sequence length {seq_len}, {dtype}, {opt}; one training iteration "
+              f"parameters), batch {batch}, sequence length {seq_len}, {dtype}"
+              f"{f' with {master_weights} master weights' if master_weights else ''}, {opt}; one training iteration "
               f"recorded on the meta device with torch {trace.attrs['capture_torch_version']}; kernel times from "
               f"calibration {trace.attrs['calibration_version']} (fitted on the G10 artifact's A100 profiles)")
     return replace(trace, source=source)

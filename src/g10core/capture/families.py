@@ -5,7 +5,9 @@ Sizes follow the published configurations: BERT-Base (Devlin et al. 2019; 12 lay
 tied input and output embeddings), and LLaMA-style decoders (RMSNorm, rotary position
 embedding, SwiGLU, optional grouped-query attention): ``1b`` with the shape of
 TinyLlama-1.1B (22 layers, 2048 wide, 32 heads over 4 key/value heads), ``7b`` with that
-of LLaMA-2-7B (32 layers, 4096 wide, 32 heads, 11008-wide MLP).  :func:`parameter_count`
+of LLaMA-2-7B (32 layers, 4096 wide, 32 heads, 11008-wide MLP), ``13b`` that of LLaMA-2-13B
+(40 layers, 5120 wide, 40 heads, 13824-wide MLP; Touvron et al. 2023, table 1 and the released
+configuration).  :func:`parameter_count`
 counts parameters in closed form (the tests check it against the built modules).
 """
 from __future__ import annotations
@@ -60,6 +62,7 @@ FAMILIES = {
     "llama": {
         "1b": LlamaConfig(hidden=2048, layers=22, heads=32, kv_heads=4, intermediate=5632, max_positions=2048),
         "7b": LlamaConfig(),
+        "13b": LlamaConfig(hidden=5120, layers=40, heads=40, kv_heads=40, intermediate=13824),
     },
 }
 DEFAULT_SIZE = {"bert-base": "base", "gpt2": "small", "llama": "1b"}

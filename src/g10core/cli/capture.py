@@ -28,9 +28,14 @@ def _cmd_trace_capture(args) -> int:
         if not 0.0 <= args.dropout < 1.0:
             raise ValueError(f"--dropout {args.dropout}: must be in [0, 1)")
         overrides["dropout"] = args.dropout
+    if args.master_weights and args.dtype == "float32":
+        raise ValueError("--master-weights fp32: keeps an fp32 copy of 16-bit parameters; give --dtype bfloat16 "
+                         "(or float16)")
+    if args.master_weights and args.optimizer not in ("adamw", "adam"):
+        raise ValueError(f"--master-weights fp32: the step is adamw or adam, not {args.optimizer}")
     t0 = time.perf_counter()
     trace = capture_family(args.family, args.size, batch=args.batch, seq_len=args.seq_len, dtype=args.dtype,
-                           optimizer=args.optimizer, **overrides)
+                           optimizer=args.optimizer, master_weights=args.master_weights, **overrides)
     capture_s = time.perf_counter() - t0
     path = write_trace(trace, args.output)
     info = {"path": str(path), "file_size_bytes": path.stat().st_size, "capture_s": capture_s}
@@ -39,7 +44,8 @@ def _cmd_trace_capture(args) -> int:
     if cli.human(args):
         a = trace.attrs
         print(f"wrote {path}: {trace.model} ({a['capture_n_parameters']:,} parameters), batch {args.batch} x "
-              f"{args.seq_len}, {args.dtype}, {a['capture_optimizer']}; {trace.n_kernels} kernels, "
+              f"{args.seq_len}, {args.dtype}"
+              f"{' + fp32 master weights' if args.master_weights else ''}, {a['capture_optimizer']}; {trace.n_kernels} kernels, "
               f"{trace.n_tensors} tensors, footprint {cli.fmt_bytes(trace.footprint_bytes)} "
               f"({info['memory_ratio_percent']:.0f} % of 40 GiB), ideal {cli.fmt_seconds(info['ideal_time_s'])} "
               f"(calibration {a['calibration_version']}); captured in {capture_s:.1f} s")
@@ -65,6 +71,9 @@ def add_capture_command(trace_subparsers) -> None:
                    help="parameter and activation dtype (default float32, as the published profiles)")
     c.add_argument("--optimizer", choices=("adamw", "adam", "sgd", "sgd-momentum"), default="adamw",
                    help="optimizer of the recorded step (default adamw)")
+    c.add_argument("--master-weights", choices=("fp32",), default=None,
+                   help="mixed precision: with --dtype bfloat16 (or float16), keep fp32 master weights and fp32 "
+                        "Adam moments in the optimizer (16 bytes of model state per parameter, as ZeRO counts it)")
     c.add_argument("--dropout", type=float, metavar="P", help="dropout probability (bert-base, gpt2; default 0.1)")
     cli.add_json_option(c)
     c.set_defaults(func=_cmd_trace_capture)
@@ -120,7 +129,6 @@ def add_import_command(trace_subparsers) -> None:
 
 
 def _cmd_reproduce_llm(args) -> int:
-    from ..experiments.published import FIG11_POLICIES
     from ..experiments.reproduce import default_jobs, default_traces_dir
     from ..capture.llm import LLM_WORKLOADS, format_llm_table, reproduce_llm
     from ..results import finite_floats
@@ -132,7 +140,7 @@ def _cmd_reproduce_llm(args) -> int:
         if unknown:
             raise ValueError(f"--models {unknown[0]!r}: not a shipped LLM trace; known: {', '.join(by_name)}")
         workloads = tuple(by_name[m] for m in args.models)
-    policies = tuple(args.policies or FIG11_POLICIES)
+    policies = tuple(args.policies) if args.policies else None     # None: every registered policy
     jobs = default_jobs() if args.jobs is None else args.jobs
     t0 = time.perf_counter()
     cfg = cli.config_from_args(args)
@@ -153,13 +161,15 @@ def add_llm_command(reproduce_subparsers) -> None:
     """``g10sim reproduce llm``: every policy on every shipped LLM trace."""
     f = reproduce_subparsers.add_parser(
         "llm", help="every policy on the captured LLM traces (GPT-2, LLaMA-style)",
-        description="Run base-uvm, flashneuron, deepum, g10-gds, g10-host, g10 and ideal on the shipped LLM traces "
-                    "(<family>-<size>-s<seq>-b<batch>.h5: GPT-2 small/medium, LLaMA-style 1.1B and 6.7B, "
-                    "memory ratios 105-1929 %) and print seconds per iteration and ideal / time.")
+        description="Run every registered policy (g10sim policies; a policy that refuses a trace, e.g. one "
+                    "without the tensor roles it needs, shows as refused) on the shipped LLM traces "
+                    "(<family>-<size>-s<seq>[-bf16]-b<batch>.h5: GPT-2 small/medium, LLaMA-style 1.1B, 6.7B and 13B "
+                    "in fp32 and in mixed precision, and a Fuyou-style 13B fine-tuning on a named 24 GiB machine) "
+                    "and print seconds per iteration and ideal / time.")
     f.add_argument("--traces", metavar="DIR", help="folder with the LLM traces (default: the shipped traces/)")
     f.add_argument("--jobs", type=cli.positive_int, metavar="N", help="worker processes (default: number of CPUs)")
     f.add_argument("--models", nargs="+", metavar="NAME", help="only these traces, e.g. gpt2-small-s1024-b5")
-    f.add_argument("--policies", nargs="+", metavar="P", help="only these policies")
+    f.add_argument("--policies", nargs="+", metavar="P", help="only these policies (default: every registered one)")
     f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     cli.add_config_options(f, default_preset=DEFAULT_PRESET)
     cli.add_json_option(f)

@@ -112,8 +112,10 @@ def _cost(task: RunTask) -> float:
 
 
 def run_tasks(tasks: list[RunTask], *, jobs: int | None = None, progress: bool = True,
-              desc: str = "runs") -> list[dict]:
-    """Run ``tasks`` (in a process pool when jobs > 1); rows come back in task order."""
+              desc: str = "runs", runner=None) -> list[dict]:
+    """Run ``tasks`` (in a process pool when jobs > 1); rows come back in task order.  ``runner``:
+    a module-level function task -> row (default :func:`run_task`; it must pickle by name)."""
+    runner = run_task if runner is None else runner
     from tqdm import tqdm
 
     jobs = default_jobs() if jobs is None else int(jobs)
@@ -126,7 +128,7 @@ def run_tasks(tasks: list[RunTask], *, jobs: int | None = None, progress: bool =
     try:
         if jobs == 1 or len(tasks) <= 1:
             for i in order:
-                rows[i] = run_task(tasks[i])
+                rows[i] = runner(tasks[i])
                 bar.set_postfix_str(f"{tasks[i].model} {tasks[i].policy}", refresh=False)
                 bar.update()
         else:
@@ -134,7 +136,7 @@ def run_tasks(tasks: list[RunTask], *, jobs: int | None = None, progress: bool =
             ex = cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
                                         initializer=_worker_init)
             try:
-                futures = {ex.submit(run_task, tasks[i]): i for i in order}
+                futures = {ex.submit(runner, tasks[i]): i for i in order}
                 for fut in cf.as_completed(futures):
                     i = futures[fut]
                     rows[i] = fut.result()

@@ -22,8 +22,9 @@ write a global tensor):
   that dies before the loss is not one);
 * a non-global tensor only its own kernel writes, of that kernel's profiled workspace size
   (page-rounded), is a **workspace**;
-* a non-global tensor a forward kernel reads before any kernel writes it is an **input**
-  (the batch: token ids, images, labels).
+* a non-global tensor a forward kernel reads before any kernel writes it, or that a forward
+  kernel reading no tensor writes (a data-loading kernel), is an **input** (the batch: token
+  ids, images, labels).
 
 Tensors named by :mod:`g10core.capture` (``param:``, ``grad:``, ``optim:``, ``input:``,
 ``target:``, ``workspace:``, ``buffer:``; the imported profiles' ``optimizer_state:``) take
@@ -194,6 +195,10 @@ def _graph_roles(trace) -> tuple[np.ndarray, np.ndarray]:
     if b >= 0:
         role[~glob & (first_write < b) & (first_write <= first_read) & read_bwd] = ROLE_ACTIVATION
         role[~glob & written_bwd & read_opt] = ROLE_GRADIENT
+    # a tensor a forward kernel that reads nothing makes is loaded data (the artifact's LoadData kernels)
+    loads = np.bincount(k[rd], minlength=K) == 0
+    first_writer = np.minimum(first_write, K - 1)
+    role[~glob & (first_write < fwd_end) & loads[first_writer] & (first_write <= first_read)] = ROLE_INPUT
     # workspace: written only, by one kernel with a profiled workspace of its (page-rounded) size
     only = np.flatnonzero((n_access == 1) & ~glob & _any(t[wr & ~rd], T) & ~_any(t[rd], T))
     if only.size:
