@@ -44,6 +44,10 @@ SHIPPED_NAMES = [f"{m}-b{b}" for m, b in SHIPPED_WORKLOADS]
 SHIPPED_LLM_NAMES = [
     "gpt2-small-s1024-b5", "gpt2-small-s1024-b16", "gpt2-medium-s1024-b8", "gpt2-medium-s1024-b16",
     "llama-1b-s2048-b2", "llama-1b-s2048-b4", "llama-7b-s2048-b1", "llama-7b-s2048-b3",
+    # mixed precision (bf16, fp32 master weights and Adam moments)
+    "gpt2-medium-s1024-bf16-b4", "gpt2-medium-s1024-bf16-b16", "llama-1b-s2048-bf16-b1", "llama-1b-s2048-bf16-b4",
+    "llama-7b-s2048-bf16-b1", "llama-7b-s2048-bf16-b6", "llama-13b-s2048-bf16-b1", "llama-13b-s2048-bf16-b8",
+    "llama-13b-s1024-bf16-b4",
 ]
 
 

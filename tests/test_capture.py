@@ -246,6 +246,7 @@ PUBLISHED_PARAMETERS = {
     ("gpt2", "medium"): 354_823_168,
     ("llama", "1b"): 1_100_048_384,        # TinyLlama-1.1B
     ("llama", "7b"): 6_738_415_616,        # LLaMA-2-7B
+    ("llama", "13b"): 13_015_864_320,      # LLaMA-2-13B
 }
 
 

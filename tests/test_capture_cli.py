@@ -82,7 +82,11 @@ def test_reproduce_llm_one_trace_json(traces_dir, capsys):
     assert code == 0, err
     doc = json.loads(stdout)
     rows = doc["rows"]
-    assert [r["policy"] for r in rows] == list(FIG11_POLICIES)
+    from g10core.capture.llm import llm_policies
+
+    assert [r["policy"] for r in rows] == list(llm_policies())     # every registered policy
+    assert [r["policy"] for r in rows][:len(FIG11_POLICIES)] == list(FIG11_POLICIES)
+    assert all(r["refused"] is False for r in rows)
     assert all(r["model"] == "gpt2-small-s1024" and r["batch"] == 5 for r in rows)
     assert doc["meta"]["preset"] == "default"      # issue 33: LLMs have no published numbers
 

@@ -7,8 +7,11 @@ import pytest
 from conftest import SHIPPED_LLM_NAMES
 
 from g10core.capture.families import BertConfig, GPT2Config, LlamaConfig, parameter_count
-from g10core.capture.llm import LLM_WORKLOADS, format_llm_table, reproduce_llm
+from g10core.capture.llm import LLM_WORKLOADS, MACHINES, format_llm_table, llm_policies, machine_config, reproduce_llm
+from g10core.codes import ROLE_NAMES
+from g10core.config import preset
 from g10core.experiments.published import FIG11_POLICIES
+from g10core.workload import roles
 from g10core.workload.trace import read_trace, summarize
 
 CONFIGS = {"BertConfig": BertConfig, "GPT2Config": GPT2Config, "LlamaConfig": LlamaConfig}
@@ -25,22 +28,53 @@ def test_llm_trace_is_valid_and_carries_its_provenance(traces_dir, workload):
     assert trace.model == workload.model and trace.batch_size == workload.batch
     assert (a["capture_family"], a["capture_size"]) == (workload.family, workload.size)
     assert a["capture_seq_len"] == workload.seq_len and a["capture_batch_size"] == workload.batch
-    assert a["capture_dtype"] == "float32" and a["capture_optimizer"] == "AdamW"
+    mixed = workload.master_weights == "fp32"
+    assert a["capture_dtype"] == workload.dtype and a["capture_master_weights"] == (workload.master_weights or "")
+    assert a["capture_optimizer"] == ("MasterWeightAdamW" if mixed else "AdamW")
     assert a["calibration_version"] == "a100-g10-v1" and json.loads(a["calibration_gpu"])["name"] == "NVIDIA A100-40GB"
     cfg = json.loads(a["capture_model_config"])
     config = CONFIGS[cfg.pop("class")](**cfg)
     assert a["capture_n_parameters"] == parameter_count(config)
     n = a["capture_forward_kernels"] + a["capture_backward_kernels"] + a["capture_optimizer_kernels"]
     assert n == trace.n_kernels
-    # globals: parameters and AdamW's two states, fp32
-    assert trace.global_bytes >= 3 * 4 * a["capture_n_parameters"]
+    # globals: parameters and AdamW's two states, fp32; mixed: bf16 parameters, fp32 master weights, m and v
+    n = a["capture_n_parameters"]
+    assert trace.global_bytes >= (14 if mixed else 12) * n
+    # roles as recorded (format version 2): 16 bytes of model state per parameter either way
+    assert a["schema_version"] == 2
+    b = roles.bytes_by_role(trace)
+    assert b["parameter"] == (2 if mixed else 4) * n and b["gradient"] == (2 if mixed else 4) * n
+    assert b["parameter"] + b["gradient"] + b["optimizer_state"] == 16 * n
+    assert b["activation"] > 0 and b["input"] > 0
+    assert (trace.tensor_layer[trace.tensor_role == 1] >= 0).all()
     assert trace.profiling_gpu == "NVIDIA A100-40GB (predicted)" and "a100-g10-v1" in trace.source
 
 
 def test_memory_ratios_span_100_to_2000_percent(traces_dir):
-    ratios = [summarize(read_trace(traces_dir / w.file_name))["memory_ratio_percent"] for w in LLM_WORKLOADS]
+    ratios = [summarize(read_trace(traces_dir / w.file_name))["memory_ratio_percent"] for w in LLM_WORKLOADS
+              if w.dtype == "float32"]
     assert 90 <= min(ratios) <= 120 and 1700 <= max(ratios) <= 2100
     assert len({round(r) for r in ratios}) == len(ratios)
+
+
+@pytest.mark.parametrize("gpu_GiB", [40, 80])
+def test_mixed_precision_ratios_span_100_to_2000_percent_of_40_and_80_GiB(traces_dir, gpu_GiB):
+    ratios = [summarize(read_trace(traces_dir / w.file_name), gpu_GiB)["memory_ratio_percent"]
+              for w in LLM_WORKLOADS if w.master_weights and not w.machine]
+    assert any(60 <= r <= 130 for r in ratios) and any(1700 <= r <= 2100 for r in ratios)
+    assert {w.size for w in LLM_WORKLOADS if w.master_weights} == {"medium", "1b", "7b", "13b"}
+
+
+def test_the_fuyou_setting_is_a_13b_model_on_a_24_GiB_gpu_with_256_GiB_host_memory(traces_dir):
+    (w,) = [w for w in LLM_WORKLOADS if w.machine]
+    assert w.machine == "fuyou-rtx4090" and w.size == "13b" and w.master_weights == "fp32"
+    cfg = machine_config(preset("default"), w.machine)
+    assert cfg.gpu.memory_GiB == 24.0 and cfg.host.memory_GiB == 256.0 and cfg.gpu.model == "RTX-4090"
+    trace = read_trace(traces_dir / w.file_name)
+    state = sum(roles.bytes_by_role(trace)[r] for r in ("parameter", "gradient", "optimizer_state"))
+    # the model state (16 B per parameter) fits the host memory, not the GPU
+    assert 24 * 2**30 < state < 256 * 2**30
+    assert set(MACHINES) == {"fuyou-rtx4090"}
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +82,12 @@ def one_llm_rows(traces_dir):
     return reproduce_llm(traces_dir, jobs=1, progress=False, workloads=LLM_WORKLOADS[:1])
 
 
-def test_reproduce_llm_runs_every_policy(one_llm_rows):
-    assert [r["policy"] for r in one_llm_rows] == list(FIG11_POLICIES)
+def test_reproduce_llm_runs_every_registered_policy(one_llm_rows):
+    from g10core import policies
+
+    assert [r["policy"] for r in one_llm_rows] == list(llm_policies())
+    assert set(llm_policies()) == set(policies.names()) and list(llm_policies())[:len(FIG11_POLICIES)] == \
+        list(FIG11_POLICIES)
     ideal = next(r for r in one_llm_rows if r["policy"] == "ideal")
     assert ideal["normalized_performance"] == pytest.approx(1.0)
     for r in one_llm_rows:
@@ -61,7 +99,7 @@ def test_reproduce_llm_runs_every_policy(one_llm_rows):
 def test_llm_table_has_a_row_per_trace_and_a_column_per_policy(one_llm_rows):
     text = format_llm_table(one_llm_rows)
     lines = text.splitlines()
-    assert lines[0].count("|") == 3 + len(FIG11_POLICIES) + 1
+    assert lines[0].count("|") == 3 + len(llm_policies()) + 1
     assert lines[2].startswith("| gpt2-small-s1024 | 5 | 105 % |")
 
 
@@ -105,3 +143,23 @@ def test_reproduce_llm_runs_under_the_exploration_preset(tmp_path, capsys):
     (row,) = doc["rows"]
     assert not row["failed"], row["failure_reason"]
     assert row["time_s"] >= row["ideal_time_s"] * (1 - 1e-9)
+
+
+def test_a_policy_that_refuses_a_trace_shows_as_refused(tmp_path, capsys, traces_dir):
+    # a plug-in policy that refuses every trace (as a policy needing roles a trace lacks does): a row, not a crash
+    plugin = tmp_path / "refuser.py"
+    plugin.write_text(
+        "from g10core.errors import InputError\n"
+        "from g10core.policies.baseline import Ideal\n"
+        "class Refuser(Ideal):\n"
+        "    name = 'refuser'\n"
+        "    description = 'refuses every trace'\n"
+        "    def plan(self, trace, config=None, *, hints=None, eviction=None):\n"
+        "        raise InputError(f'policy refuser cannot run on trace {trace.model}: it needs tensors of role x')\n")
+    rows = reproduce_llm(traces_dir, jobs=1, progress=False, workloads=LLM_WORKLOADS[:1],
+                         policies=("ideal", f"{plugin}:Refuser"))
+    ref = rows[1]
+    assert ref["refused"] and ref["failed"] and "it needs tensors of role x" in ref["failure_reason"]
+    assert not rows[0]["refused"] and not rows[0]["failed"]
+    text = format_llm_table(rows)
+    assert "refused" in text and "it needs tensors of role x" in text

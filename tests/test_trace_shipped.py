@@ -17,7 +17,7 @@ GiB = 2**30
 def test_exactly_the_expected_files_are_shipped(traces_dir):
     names = {p.name for p in traces_dir.iterdir()}
     assert names == {f"{n}.h5" for n in SHIPPED_NAMES + SHIPPED_LLM_NAMES} | {"LICENSE", "NOTICE", "README.md"}
-    assert len(SHIPPED_NAMES) == 30 and len(SHIPPED_LLM_NAMES) == 8
+    assert len(SHIPPED_NAMES) == 30 and len(SHIPPED_LLM_NAMES) == 17
 
 
 def test_license_and_notice(traces_dir):

@@ -166,7 +166,7 @@ def _any(t: np.ndarray, T: int) -> np.ndarray:
     return np.bincount(t, minlength=T) > 0
 
 
-def _graph_roles(trace) -> tuple[np.ndarray, np.ndarray]:
+def _graph_roles(trace, loads: bool = True) -> tuple[np.ndarray, np.ndarray]:
     T, K = trace.n_tensors, trace.n_kernels
     b = forward_backward_boundary(trace)
     opt = _graph_optimizer_kernels(trace, b)
@@ -196,9 +196,11 @@ def _graph_roles(trace) -> tuple[np.ndarray, np.ndarray]:
         role[~glob & (first_write < b) & (first_write <= first_read) & read_bwd] = ROLE_ACTIVATION
         role[~glob & written_bwd & read_opt] = ROLE_GRADIENT
     # a tensor a forward kernel that reads nothing makes is loaded data (the artifact's LoadData kernels)
-    loads = np.bincount(k[rd], minlength=K) == 0
-    first_writer = np.minimum(first_write, K - 1)
-    role[~glob & (first_write < fwd_end) & loads[first_writer] & (first_write <= first_read)] = ROLE_INPUT
+    # (not in a captured trace: its inputs are named, and a kernel such as arange makes data, not input)
+    if loads:
+        reads_none = np.bincount(k[rd], minlength=K) == 0
+        first_writer = np.minimum(first_write, K - 1)
+        role[~glob & (first_write < fwd_end) & reads_none[first_writer] & (first_write <= first_read)] = ROLE_INPUT
     # workspace: written only, by one kernel with a profiled workspace of its (page-rounded) size
     only = np.flatnonzero((n_access == 1) & ~glob & _any(t[wr & ~rd], T) & ~_any(t[rd], T))
     if only.size:
@@ -269,7 +271,7 @@ def _named_roles(trace, prefixes: list) -> tuple[np.ndarray, np.ndarray] | None:
     """Roles and layers from the capture's tensor names, or None when the trace has none."""
     if "param" not in prefixes:
         return None
-    graph_role, graph_layer = _graph_roles(trace)
+    graph_role, graph_layer = _graph_roles(trace, loads=False)
     T = trace.n_tensors
     role = np.full(T, ROLE_UNKNOWN, np.int8)
     # tensors the capture did not name: only what the graph alone tells (activations, workspaces)
