@@ -8,7 +8,7 @@ from g10core.codes import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
 from g10core.config import preset
 from g10core.policies import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, tensorsim
 from g10core.policies.g10_tensor import initial_placement, stream_hints
-from g10core.policies.tensorsim import TensorLevelSimulator, TensorSimError
+from g10core.policies.tensorsim import GPU_TO_SSD, SSD_TO_GPU, TensorLevelSimulator, TensorSimError
 
 from test_tensorsim import BIG, BIG_PAGES, GiB, HZ, hints, make_trace, spec
 
@@ -133,3 +133,38 @@ def test_g10_policies_run_state_larger_than_the_gpu_and_artifact_keeps_the_publi
         assert res["schedule"]["initial_placement"]["bytes"]["gpu"] == 0
     art = get_policy("g10-host")(preset("g10-artifact")).simulate(tr)
     assert "initial_placement" not in art["schedule"] and art["restore_bytes"] == 0
+
+
+# ---- the SSD's duplex rule (issue 33) -----------------------------------------------
+
+def duplex_spec(shared, write_GiBps=0.0):
+    from dataclasses import replace
+    return replace(spec(quirks=False), ssd_shared=shared, ssd_write_bandwidth_Bps=write_GiBps * GiB).check()
+
+
+@pytest.mark.parametrize("shared, write_GiBps, done", [
+    (False, 0.0, {GPU_TO_SSD: E, SSD_TO_GPU: E}),            # full duplex: both at once
+    (True, 0.0, {GPU_TO_SSD: E, SSD_TO_GPU: 2 * E}),         # shared: one after the other, in queue order
+    (True, 0.5, {GPU_TO_SSD: 2 * E, SSD_TO_GPU: 3 * E}),     # the write at the write bandwidth
+])
+def test_the_ssd_shares_its_time_between_reads_and_writes(shared, write_GiBps, done):
+    tr = make_trace([BIG, BIG], [True, True], [(1.0, [0, 1], [])])
+    sim = TensorLevelSimulator(tr, duplex_spec(shared, write_GiBps), tensorsim.check_hints(tr, hints(), "gds"))
+    sim._initial_placement()
+    sim._enqueue(GPU_TO_SSD, 0)
+    sim._enqueue(SSD_TO_GPU, 1)
+    seen = {}
+    while sim._events:
+        kind = sim._serve_one()
+        seen[kind] = sim.now
+    assert seen == {k: round(v * HZ) for k, v in done.items()}
+
+
+def test_the_preset_decides_the_duplex_rule():
+    art = tensorsim.TensorSimSpec.from_config(preset("g10-artifact"), "gds")
+    assert not art.ssd_shared and art.ssd_write_bandwidth_Bps == 0.0      # published: full duplex
+    d = tensorsim.TensorSimSpec.from_config(preset("default"), "gds")
+    assert d.ssd_shared and d.ssd_write_bandwidth_Bps == pytest.approx(3.2e9)
+    full = preset("default").with_overrides({"ssd": {"duplex": "full", "write_bandwidth_GBps": 1.5}})
+    f = tensorsim.TensorSimSpec.from_config(full, "gds")
+    assert not f.ssd_shared and f.ssd_write_bandwidth_Bps == pytest.approx(1.5e9)

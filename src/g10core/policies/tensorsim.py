@@ -4,7 +4,12 @@ The baselines that move whole tensors (GPUDirect-style, no UVM) are simulated at
 tensor granularity: a kernel may start only when every tensor it touches has
 contiguous GPU pages and none of them is still being fetched; transfers run one
 tensor at a time in a FIFO per direction and tier (GPU->SSD, SSD->GPU,
-GPU->host, host->GPU), each taking ``size / bandwidth``.  GPU memory is handed
+GPU->host, host->GPU), each taking ``size / bandwidth``.  Outside ``g10-artifact`` the SSD
+follows ``ssd.duplex`` and ``ssd.write_bandwidth_GBps`` as the page-level slot model does:
+``shared`` (the default) serves one SSD transfer at a time over both directions, in the order
+they were queued, reads at the read and writes at the write bandwidth, so reads / read
+bandwidth + writes / write bandwidth never exceeds the time; ``full`` runs the two FIFOs at
+once.  ``g10-artifact`` keeps the published rule: full duplex, writes at the read bandwidth.  GPU memory is handed
 out by one of two allocators (``TensorSimSpec.allocator``):
 
 * ``extents``: a contiguous page space handed out first-fit (from the low end for
@@ -277,6 +282,10 @@ class TensorSimSpec:
     # SSD stream leaves of the link, host_bandwidth_Bps, all the time)
     link_bandwidth_Bps: float = 0.0
     allocator: str = "extents"       # GPU memory: one of ALLOCATORS (see the module docstring)
+    # GPU->SSD bandwidth (0: ssd_bandwidth_Bps, the published rule); and whether the SSD's reads
+    # and writes share its time (one transfer at a time, in the order queued) or run at once
+    ssd_write_bandwidth_Bps: float = 0.0
+    ssd_shared: bool = False
 
     def check(self) -> "TensorSimSpec":
         if self.allocator not in ALLOCATORS:
@@ -292,6 +301,8 @@ class TensorSimSpec:
                 raise TensorSimError(f"{name} = {getattr(self, name)}: must be > 0")
         if not self.host_bandwidth_Bps >= 0:
             raise TensorSimError(f"host_bandwidth_Bps = {self.host_bandwidth_Bps}: must be >= 0")
+        if not self.ssd_write_bandwidth_Bps >= 0:
+            raise TensorSimError(f"ssd_write_bandwidth_Bps = {self.ssd_write_bandwidth_Bps}: must be >= 0")
         return self
 
     @classmethod
@@ -311,6 +322,13 @@ class TensorSimSpec:
             # SSD stream run faster than the link)
             ssd_GBps = min(ssd_GBps, config.link.bandwidth_GBps)
         ssd_Bps = ssd_GBps * gb
+        write_Bps, shared = 0.0, False
+        if not quirks:
+            # the SSD's write bandwidth and duplex rule, as the slot model reads them (ssd.*;
+            # docs/physics.md); the published simulator writes at the read bandwidth, full duplex
+            write_Bps = min(config.ssd.write_bandwidth_GBps or config.ssd.bandwidth_GBps,
+                            config.link.bandwidth_GBps) * gb
+            shared = config.ssd.duplex == "shared"
         link_Bps = 0.0
         if quirks:
             # The host path gets what the GPU's link leaves beside the SSD stream, whether or not
@@ -335,7 +353,8 @@ class TensorSimSpec:
         return cls(mode=mode, capacity_pages=pages, allocator=allocator, page_size_bytes=gpu.page_size_bytes,
                    frequency_GHz=gpu.frequency_GHz, ssd_bandwidth_Bps=ssd_Bps,
                    host_bandwidth_Bps=host_Bps, backward_start_kernel=int(backward_start_kernel),
-                   artifact_quirks=quirks, visit_order=visit_order, link_bandwidth_Bps=link_Bps).check()
+                   artifact_quirks=quirks, visit_order=visit_order, link_bandwidth_Bps=link_Bps,
+                   ssd_write_bandwidth_Bps=write_Bps, ssd_shared=shared).check()
 
 
 # ---- trace-derived tables ---------------------------------------------------
@@ -551,7 +570,12 @@ class TensorLevelSimulator:
         # bandwidth of each queue, bytes per second
         ssd, host = spec.ssd_bandwidth_Bps, spec.host_bandwidth_Bps
         self._hz = spec.frequency_GHz * 1e9
-        self._queue_Bps = (ssd, ssd, host, host)
+        self._queue_Bps = (spec.ssd_write_bandwidth_Bps or ssd, ssd, host, host)
+        # shared SSD: one transfer at a time over both directions, in the order queued
+        self._ssd_shared = spec.ssd_shared
+        self._ssd_serving = -1            # the SSD queue whose head is in service (shared), -1 idle
+        self._queued_seq = [deque() for _ in range(4)]
+        self._ssd_order = 0
 
         self.alloc = ALLOCATORS[spec.allocator](spec.capacity_pages)
         self.extent = [-1] * T            # first GPU page, -1 when not allocated
@@ -592,7 +616,9 @@ class TensorLevelSimulator:
         if link > 0:
             other = _SAME_DIRECTION[queue]
             mine, theirs = Bps, self._queue_Bps[other]
-            if self.queues[other] and mine + theirs > link:
+            active = self.queues[other] and (not self._ssd_shared or other in (GPU_TO_HOST, HOST_TO_GPU)
+                                             or self._ssd_serving == other)
+            if active and mine + theirs > link:
                 # max-min fair share of the link with the other tier's stream, fixed at the start
                 Bps = min(mine, max(link / 2, link - theirs))
             else:
@@ -602,6 +628,17 @@ class TensorLevelSimulator:
     def _enqueue(self, queue: int, tensor: int) -> None:
         q = self.queues[queue]
         q.append(tensor)
+        if self._ssd_shared and queue in (GPU_TO_SSD, SSD_TO_GPU):
+            self._queued_seq[queue].append(self._ssd_order)
+            self._ssd_order += 1
+            self.traffic[queue] += self.size_bytes[tensor]
+            self.n_transfers += 1
+            if queue == SSD_TO_GPU:
+                self.fetching[tensor] = True
+                self.start_off[tensor] = False
+            if self._ssd_serving < 0:
+                self._start_ssd(queue)
+            return
         self.traffic[queue] += self.size_bytes[tensor]
         self.n_transfers += 1
         if queue in (SSD_TO_GPU, HOST_TO_GPU):
@@ -609,6 +646,18 @@ class TensorLevelSimulator:
             self.start_off[tensor] = False
         if len(q) == 1:
             self._push_event(self.now + self._duration(queue, tensor), queue)
+
+    def _start_ssd(self, queue: int) -> None:
+        self._ssd_serving = queue
+        self._push_event(self.now + self._duration(queue, self.queues[queue][0]), queue)
+
+    def _next_ssd(self) -> None:
+        """Shared SSD: start the earliest queued SSD transfer of either direction, if any."""
+        w, r = self._queued_seq[GPU_TO_SSD], self._queued_seq[SSD_TO_GPU]
+        if w or r:
+            self._start_ssd(GPU_TO_SSD if w and (not r or w[0] < r[0]) else SSD_TO_GPU)
+        else:
+            self._ssd_serving = -1
 
     def _serve_one(self) -> int:
         """Advance to the earliest event and apply it; return its kind."""
@@ -628,7 +677,10 @@ class TensorLevelSimulator:
             self.fetching[tensor] = False
             if kind == HOST_TO_GPU:
                 self.in_host[tensor] = False
-        if q:
+        if self._ssd_shared and kind in (GPU_TO_SSD, SSD_TO_GPU):
+            self._queued_seq[kind].popleft()
+            self._next_ssd()
+        elif q:
             self._push_event(self.now + self._duration(kind, q[0]), kind)
         return kind
 
