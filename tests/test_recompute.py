@@ -126,3 +126,49 @@ def test_page_level_free_and_recompute_add_the_producers_time_and_the_refill():
     copy = res.counters["recompute"]["time_s"][1]
     assert round(copy * HZ) == round(1 * MS * HZ) + refill
     assert res.iterations[1].time_cycles - none.iterations[1].time_cycles == round(copy * HZ)
+
+
+# ---- hint files and the command line --------------------------------------------------
+
+def _hand_made(path, rows, version):
+    import h5py
+    with h5py.File(path, "w") as f:                 # as the format page tells a user to write one
+        f.attrs["schema"] = "g10core-hints"
+        f.attrs["schema_version"] = version
+        f.attrs["policy"] = "mine"
+        f.create_dataset("hints", data=hints(*rows))
+    return path
+
+
+def test_version_2_files_hold_recompute_and_version_1_files_still_read(tmp_path):
+    from g10core.workload.hints import SCHEMA_VERSION, read_hints, write_hints
+    tr = unit_trace()
+    rows = ((2, A, HINT_FREE), (3, A, HINT_RECOMPUTE))
+    new = write_hints(tmp_path / "new.h5", hints(*rows), policy="mine", trace=tr)
+    assert SCHEMA_VERSION == 2
+    assert read_hints(new, tr).hints.tolist() == list(rows)
+    old = _hand_made(tmp_path / "old.h5", ((2, A, HINT_FREE),), 1)
+    assert read_hints(old, tr).hints.tolist() == [(2, A, HINT_FREE)]
+    with pytest.raises(HintError, match="row 1.*schema_version 1 allows actions 0-3 only"):
+        read_hints(_hand_made(tmp_path / "bad.h5", rows, 1), tr)
+    with pytest.raises(HintError, match="action 9 is not one of"):
+        write_hints(tmp_path / "x.h5", hints((0, A, 9)), policy="mine", trace=tr)
+
+
+def test_the_command_line_replays_recompute_hints_and_refuses_a_bad_one(tmp_path, capsys):
+    import json
+    from g10core.cli import main
+    from g10core.workload.trace import write_trace
+    trace = write_trace(unit_trace(), tmp_path / "unit.h5")
+    good = _hand_made(tmp_path / "good.h5", ((2, A, HINT_FREE), (3, A, HINT_RECOMPUTE)), 2)
+    for policy in ("g10", "g10-host"):
+        out = tmp_path / f"{policy}.json"
+        assert main(["run", str(trace), "--policy", policy, "--hints", str(good), "--json", str(out)]) == 0
+        d = json.loads(out.read_text())
+        assert d["counters"]["recompute"]["kernels"] == 1
+        assert d["hints"]["by_action"]["recompute"] == 1
+    capsys.readouterr()
+    bad = _hand_made(tmp_path / "bad.h5", ((3, A, HINT_RECOMPUTE),), 2)
+    assert main(["run", str(trace), "--policy", "g10", "--hints", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.h5" in err[0] and "row 0" in err[0] and "not dropped" in err[0]

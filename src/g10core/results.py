@@ -912,6 +912,8 @@ def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:
         for k in ("initial_tier_bytes", "restore_bytes", "restore_transfers"):
             if k in d:
                 counters[k] = d[k]
+    if "recompute" in d:
+        counters["recompute"] = d["recompute"]
     if "schedule" in d:
         counters["schedule"] = d["schedule"]
     if d.get("failed"):

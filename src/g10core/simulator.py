@@ -940,7 +940,8 @@ class Simulator:
             t11, t00 = arrays["t11"], arrays["t00"]
         hinted = trace.tensor_pages[hints["tensor"]].sum() if hints.size and plan.apply_hints else 0
         consts["max_ticks"] = tick_budget(consts, trace, t00, int(hinted))
-        # the timeline draws the replay's own rows, which recompute folds: not drawn with recompute
+        # the recorder's transfers refer to the replay's own rows, which recompute folds: with
+        # recompute the timeline has the kernels only
         consts["timeline"] = "timeline" in common and expansion is None
         tlb = translator(cfg, trace, arrays, t11)
         use_evictor = victims_by_evictor(cfg, rule)

@@ -7,16 +7,17 @@ Both move whole tensors without UVM and are simulated by :mod:`g10core.policies.
 FlashNeuron is; the schedules come from :func:`g10core.policies.g10.schedule`.
 
 Outside ``g10-artifact`` an iteration starts from the plan's placement of the global tensors
-(:func:`initial_placement`) and ends there (the steady state of repeated iterations), so
-models whose parameters and optimizer state exceed GPU memory run; the published simulator
-(``g10-artifact``) starts with every global tensor on the GPU and sizes its allocator at 4x
-the GPU instead.
+(:func:`initial_placement`) and ends there (the steady state of repeated iterations, the moves
+back counted), and the globals of models whose parameters and optimizer state exceed GPU
+memory are streamed from host memory or the SSD; the published simulator (``g10-artifact``)
+starts with every global tensor on the GPU, leaves them where the iteration ends, and sizes
+its allocator at 4x the GPU instead.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..codes import (ACTION_NAMES, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_GPU, TIER_HOST,
+from ..codes import (ACTION_NAMES, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_GPU, TIER_HOST,
                      TIER_NAMES, TIER_NOT_PRESENT, TIER_SSD)
 from ..workload.trace import Trace
 from . import tensorsim
@@ -34,11 +35,11 @@ def gds_capacity_quirk(config) -> dict | None:
     return None
 
 
-PLACEMENT_RULE = ("the schedule's steady state (each global where its last move hint of the iteration "
-                  "leaves it); when the globals left on the GPU do not fit beside the largest working "
-                  "set of the other tensors, every one of them is streamed from host memory (g10-host, "
-                  "the globals first used latest first, while it has room) or the SSD: each starts "
-                  "there, is prefetched ahead of each use by its transfer time and evicted back after it")
+PLACEMENT_RULE = ("every global starts on the GPU while the globals fit in GPU memory (the published "
+                  "start), and goes back there after the last kernel; when they do not fit, every one is "
+                  "streamed from host memory (g10-host, the globals first used latest first, while it has "
+                  "room) or the SSD: it starts there, is prefetched ahead of each use by its transfer time "
+                  "and evicted back after it")
 
 
 def first_use(trace: Trace) -> np.ndarray:
@@ -50,46 +51,39 @@ def first_use(trace: Trace) -> np.ndarray:
     return first
 
 
-def initial_placement(trace: Trace, hints: np.ndarray, config, variant: str) -> tuple[np.ndarray, np.ndarray]:
+def initial_placement(trace: Trace, config, variant: str) -> tuple[np.ndarray, np.ndarray]:
     """Where each tensor starts G10-GDS's / G10-Host's steady-state iteration, and which globals stream.
 
     Returns ``(tier, streamed)``: int8 tier codes per tensor and a bool mask of the global
-    tensors that the hint table alone cannot hold (see :func:`stream_hints`).
+    tensors that :func:`stream_hints` streams.
 
-    The rule (:data:`PLACEMENT_RULE`): a global tensor starts where the hint table leaves it at
-    the end of an iteration (its last ``to_ssd`` / ``to_host`` / ``to_gpu`` / ``free`` hint:
-    SSD, host, GPU, not present; no such hint: GPU), since the next iteration starts from
-    there.  When the globals that this leaves on the GPU, plus the largest set of other
-    tensors one kernel touches, do not fit in GPU memory, every one of them is streamed
-    (:func:`stream_hints`), from host memory under ``g10-host`` while ``host.memory_GiB``
-    holds them (the one whose first use comes latest first; ties: the higher tensor id),
-    otherwise from the SSD.  Streaming only as many as the GPU lacks is not enough: G10's
-    schedule plans as if every global were resident, and its offloads of activations
-    stop at its bandwidth budgets, so the activations it leaves need the room (streaming
-    the globals first used latest until the schedule's estimated excess was covered still
-    ran llama-7b-s2048-b1 out of memory in the backward pass, under both variants).
-    A model whose globals fit keeps the steady state alone.
-    Non-global tensors start not present (they are born in the iteration).
+    The rule (:data:`PLACEMENT_RULE`): while the global tensors fit in GPU memory they all start
+    on the GPU, the published simulator's start, and the simulator moves back after the last
+    kernel whatever the schedule left elsewhere.  When they do not fit (the run could not even
+    start before placements existed), every global is streamed: it starts in host memory under
+    ``g10-host`` while ``host.memory_GiB`` holds it (the globals first used latest first; ties:
+    the higher tensor id), otherwise on the SSD.  Non-global tensors start not present.
+
+    Two other rules were measured and dropped.  Starting each global where the schedule's
+    hints leave it at the end of an iteration (its steady state without moves back) made a
+    tight synthetic trace that runs fail (the prefetches of the globals it starts off the GPU
+    take the room its activations need) and was slower on every LLM trace under ``default``
+    (gpt2-medium-s1024-b16 under g10-gds 47.64 s against 47.32 s, llama-1b-s2048-b4 51.87 s
+    against 50.72 s, bert_base-b256 15.52 s against 15.10 s): the moves back run when the link is
+    otherwise idle.  Streaming only as many globals as the GPU lacks left llama-7b-s2048-b1 out
+    of memory in the backward pass: G10's schedule plans as if every global were resident, and
+    the activations it cannot offload within its bandwidth budgets need the room.
     """
     glob = np.asarray(trace.tensor_is_global, bool)
     tier = np.where(glob, TIER_GPU, TIER_NOT_PRESENT).astype(np.int8)
     streamed = np.zeros(trace.n_tensors, bool)
-    to_tier = {HINT_TO_SSD: TIER_SSD, HINT_TO_HOST: TIER_HOST if variant == "host" else TIER_SSD,
-               HINT_TO_GPU: TIER_GPU, HINT_FREE: TIER_NOT_PRESENT}
-    hints = np.asarray(hints)
-    for t, a in zip(hints["tensor"].tolist(), hints["action"].tolist()):
-        if glob[t] and a in to_tier:
-            tier[t] = to_tier[a]
     page = config.gpu.page_size_bytes
     pages = (trace.tensor_size_bytes.astype(np.int64) + page - 1) // page
     capacity = int(config.gpu.memory_GiB * tensorsim.GiB) // page
-    budget = capacity - tensorsim.max_working_set_pages(trace, page, include_globals=False)
-    host_room = int(config.host.memory_GiB * tensorsim.GiB) // page if variant == "host" else 0
-    host_room -= int(pages[tier == TIER_HOST].sum())
-    on_gpu = int(pages[tier == TIER_GPU].sum())
-    if on_gpu > budget:
+    if int(pages[glob].sum()) > capacity:
+        host_room = int(config.host.memory_GiB * tensorsim.GiB) // page if variant == "host" else 0
         first = first_use(trace)
-        cand = np.flatnonzero(tier == TIER_GPU)
+        cand = np.flatnonzero(glob)
         for t in cand[np.lexsort((-cand, -first[cand]))].tolist():
             n = int(pages[t])
             if n <= host_room:
@@ -166,7 +160,7 @@ def placement_summary(trace: Trace, tier: np.ndarray) -> dict:
     """Bytes of the global tensors per start tier, and the rule that placed them."""
     glob = np.asarray(trace.tensor_is_global, bool)
     size = trace.tensor_size_bytes.astype(np.int64)
-    return {"rule": "steady state of the schedule; globals streamed when they do not fit (g10_tensor.PLACEMENT_RULE)",
+    return {"rule": "globals on the GPU while they fit, else streamed (g10_tensor.PLACEMENT_RULE)",
             "bytes": {name: int(size[glob & (tier == code)].sum()) for code, name in TIER_NAMES.items()}}
 
 
@@ -175,40 +169,44 @@ class _G10TensorLevel(TensorPolicy):
     reads = TENSOR_LEVEL_KEYS | G10_TIMING_KEYS | G10_SCHEDULER_KEYS | {QUIRKS_KEY}
 
     def schedule(self, trace: Trace) -> np.ndarray:
-        return schedule(trace, self.config, variant=self.variant)
+        """G10's schedule and, outside ``g10-artifact``, the hints that stream the globals that do
+        not fit (:func:`stream_hints`): the whole plan, which :meth:`simulate` replays."""
+        return self._plan(trace)[0]
 
-    def placement(self, trace: Trace, hints: np.ndarray):
-        """``(tier, hints)``: the start placement (:func:`initial_placement`) and the hint table with
-        the streamed globals' hints added; ``(None, hints)`` under ``g10-artifact``, whose
-        published simulator starts with every global tensor on the GPU."""
+    def _plan(self, trace: Trace):
+        """``(hints, tier, n_stream)``: the plan, its start placement (None under ``g10-artifact``,
+        whose published simulator starts with every global tensor on the GPU) and how many of the
+        hints stream globals."""
+        hints = np.asarray(schedule(trace, self.config, variant=self.variant))
         if self.config.scheduler.artifact_quirks:
-            return None, hints
-        tier, streamed = initial_placement(trace, hints, self.config, self.variant)
+            return hints, None, 0
+        tier, streamed = initial_placement(trace, self.config, self.variant)
+        n = 0
         if streamed.any():
-            hints = with_stream_hints(hints, stream_hints(trace, tier, streamed, self.config))
-        return tier, hints
+            extra = stream_hints(trace, tier, streamed, self.config)
+            hints, n = with_stream_hints(hints, extra), int(extra.size)
+        return hints, tier, n
 
     def simulate(self, trace: Trace, hints=None) -> dict:
         if hints is not None:       # a given hint table replaces G10's schedule
             hints = np.asarray(hints)
             tier = None
             if hints.dtype == tensorsim.HINT_DTYPE and not self.config.scheduler.artifact_quirks:
-                # a given table is the whole plan: its steady state places the globals
-                tier, _ = initial_placement(trace, hints, self.config, self.variant)
+                # the same start as the policy's own plan (whose table, schedule(), holds the
+                # streaming hints when the globals do not fit)
+                tier, _ = initial_placement(trace, self.config, self.variant)
             return tensorsim.simulate(trace, self.config, hints, mode="gds", initial_tier=tier)
         reason = tensorsim.working_set_check(trace, self.config)
         if reason is not None:
             failed = tensorsim.failed_result(reason, mode="gds", trace=trace, config=self.config)
             return tensorsim.with_policy(failed, self.name, {})
-        hints = np.asarray(self.schedule(trace))
-        n_schedule = int(hints.size)
-        tier, hints = self.placement(trace, hints)
+        hints, tier, n_stream = self._plan(trace)
         res = tensorsim.simulate(trace, self.config, hints, mode="gds", initial_tier=tier)
         counts = {ACTION_NAMES[a]: int((hints["action"] == a).sum()) for a in np.unique(hints["action"]).tolist()}
         info = {"n_hints": int(hints.size), "hints_by_action": counts}
         if tier is not None:
             info["initial_placement"] = placement_summary(trace, tier)
-            info["stream_hints"] = int(hints.size) - n_schedule
+            info["stream_hints"] = n_stream
         return tensorsim.with_policy(res, self.name, info)
 
     def hand_tuned_factors(self, trace: Trace) -> list[dict]:
