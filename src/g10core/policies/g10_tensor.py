@@ -67,10 +67,10 @@ def initial_placement(trace: Trace, config, variant: str) -> tuple[np.ndarray, n
     Two other rules were measured and dropped.  Starting each global where the schedule's
     hints leave it at the end of an iteration (its steady state without moves back) made a
     tight synthetic trace that runs fail (the prefetches of the globals it starts off the GPU
-    take the room its activations need) and was slower on every LLM trace under ``default``
-    (gpt2-medium-s1024-b16 under g10-gds 47.64 s against 47.32 s, llama-1b-s2048-b4 51.87 s
-    against 50.72 s, bert_base-b256 15.52 s against 15.10 s): the moves back run when the link is
-    otherwise idle.  Streaming only as many globals as the GPU lacks left llama-7b-s2048-b1 out
+    take the room its activations need) and was slower on every trace it changed under
+    ``default`` (gpt2-medium-s1024-b16 under g10-gds 47.64 s against 47.32 s, llama-1b-s2048-b4
+    51.87 s against 50.72 s, bert_base-b256 15.52 s against 15.10 s): the moves back run when the
+    shared SSD is otherwise idle (with ssd.duplex = full it was faster: 44.32 s against 49.61 s).  Streaming only as many globals as the GPU lacks left llama-7b-s2048-b1 out
     of memory in the backward pass: G10's schedule plans as if every global were resident, and
     the activations it cannot offload within its bandwidth budgets need the room.
     """
