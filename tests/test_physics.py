@@ -4,8 +4,9 @@ Per simulated iteration (docs/accounting.md says what each counter counts):
 
 - its time is at least its ideal time (every kernel at least its profiled ideal time);
 - each direction of each path carries no more than its bandwidth allows: the GPU's link
-  (to and from the GPU), the SSD (each direction at most ``ssd.bandwidth_GBps``: the
-  ``default`` full-duplex rule) and host memory (at most min(host, link) each way);
+  (to and from the GPU), the SSD (each direction at most its bandwidth, and under the
+  ``shared`` duplex rule of ``default`` reads / read bandwidth + writes / write bandwidth at
+  most the time, at page and at tensor level) and host memory (at most min(host, link) each way);
 - demand faults from host memory (from the SSD) are at most the pages moved host->GPU (SSD->GPU);
 - GPU residency stays within GPU memory (page level: ``gpu_used_pages`` per kernel against the
   replay's frames; tensor level: ``peak_gpu_bytes``).
@@ -106,9 +107,9 @@ def test_every_iteration_obeys_the_physical_bounds(run):
         # each direction at most the SSD's bandwidth (its own write bandwidth in the slot model)
         assert secs(tp["ssd_to_gpu"], bw["ssd"]) <= t, "SSD read; " + where
         assert secs(tp["gpu_to_ssd"], bw["ssd_write"]) <= t, "SSD write; " + where
-        # the slot model's shared SSD: reads and writes add up (docs/physics.md); the tensor-level
-        # simulator keeps one FIFO per direction (ssd.duplex is a page-level key)
-        if bw["ssd_shared"] and r.level == "page":
+        # the shared SSD: reads and writes add up (docs/physics.md), in the slot model and in the
+        # tensor-level simulator (one SSD transfer at a time)
+        if bw["ssd_shared"]:
             assert secs(tp["ssd_to_gpu"], bw["ssd_raw"]) + secs(tp["gpu_to_ssd"], bw["ssd_write_raw"]) <= t, \
                 "SSD reads + writes; " + where
         assert secs(tp["host_to_gpu"], bw["host"]) <= t, "host to GPU; " + where

@@ -310,14 +310,16 @@ class SSDTierSpec:
             "simulator; detailed: scales the FTL device's own link by value / 3.2 (its flash may still limit)")
     write_bandwidth_GBps: float = param(
         0.0, unit="GB/s", min=0, max=10000, validate=_zero_or_bandwidth, rule="0, or at least 0.1",
-        doc="GPU->SSD (write) bandwidth of the slot model (ssd.model = bandwidth, page level); 0: the same as "
-            "ssd.bandwidth_GBps. The FTL device's write bandwidth emerges from its flash timing")
+        doc="GPU->SSD (write) bandwidth of the slot model (ssd.model = bandwidth, page level) and of the "
+            "tensor-level simulator (not under g10-artifact); 0: the same as ssd.bandwidth_GBps. The FTL "
+            "device's write bandwidth emerges from its flash timing")
     duplex: str = param(
         "shared", choices=("shared", "full"),
-        doc="whether the slot model's SSD reads and writes add up (ssd.model = bandwidth, page level): shared, "
-            "reads / read bandwidth + writes / write bandwidth <= the time, as flash dies and channels serve "
-            "both (default); full, each direction at its own bandwidth at once (g10-artifact, as published). "
-            "The FTL device (detailed) shares its planes and channels by construction. docs/physics.md")
+        doc="whether the SSD's reads and writes add up (the slot model, ssd.model = bandwidth, and the "
+            "tensor-level simulator): shared, reads / read bandwidth + writes / write bandwidth <= the time, "
+            "as flash dies and channels serve both (default); full, each direction at its own bandwidth at "
+            "once (g10-artifact, as published). The FTL device (detailed) shares its planes and channels by "
+            "construction. docs/physics.md")
     latency_us: float = param(
         20.0, unit="us", min=0, max=1e6,
         doc="SSD access latency of the fault-time model (l_ssd) and the G10 scheduler's safe time (with "

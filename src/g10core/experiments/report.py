@@ -480,6 +480,12 @@ def format_run_summary(result) -> str:
         cold = _cold_start_text(result)
         if cold:
             lines.append("  cold start       " + cold)
+    rc = result.counters.get("recompute")
+    if rc:
+        t = rc["time_s"]
+        t_txt = f"{t[-1]:.3f} s" if isinstance(t, list) and t else (f"{t:.3f} s" if not isinstance(t, list) else "n/a")
+        lines.append(f"  recompute        {rc['tensors']:,} tensors by {rc['kernels']:,} kernels per iteration, "
+                     f"{t_txt} (ideal {rc['ideal_s']:.3f} s; counted as stall)")
     dev = result.counters.get("ssd_summary")
     if dev:
         waf = dev["waf"]

@@ -28,10 +28,12 @@ WINDOW_KEY = "scheduler.prefetch_degree"          # DeepUM+'s look-ahead (and th
 QUIRKS_KEY = "scheduler.artifact_quirks"          # the published artifact's hand-tuned factors
 # the page-level replay reads every key but the scheduler's (those are its planners')
 PAGE_LEVEL_KEYS = ALL_KEYS - section_keys("scheduler")
-# the tensor-level simulator (tensorsim) moves whole tensors over two FIFOs at ssd/host/link
-# bandwidth: no transfer slots, fault-time model, PCIe device or FTL, one steady-state iteration
+# the tensor-level simulator (tensorsim) moves whole tensors over FIFOs at ssd/host/link
+# bandwidth, the SSD's reads and writes by its duplex rule: no transfer slots, fault-time model,
+# PCIe device or FTL, one steady-state iteration
 TENSOR_LEVEL_KEYS = frozenset({"gpu.model", "gpu.memory_GiB", "gpu.frequency_GHz", "gpu.page_size_bytes", *HOST_KEYS,
-                               "ssd.bandwidth_GBps", "link.bandwidth_GBps", "run.iteration_rule",
+                               "ssd.bandwidth_GBps", "ssd.write_bandwidth_GBps", "ssd.duplex",
+                               "link.bandwidth_GBps", "run.iteration_rule",
                                "run.breakdown_rule"}) | section_keys("noise")
 # G10's plan times its migrations with these (allocation, SSD latency, fault time: lead and safe times)
 G10_TIMING_KEYS = frozenset({"gpu.malloc_us_per_byte", "ssd.latency_us", "fault.system_latency_us"})
