@@ -50,7 +50,7 @@ SHIPPED_LLM_NAMES = [
 TRACE_ARRAY_FIELDS = [
     "tensor_size_bytes", "tensor_is_global", "tensor_name", "kernel_name", "kernel_time_ideal_ns",
     "kernel_time_fault_all_ns", "kernel_time_fault_outputs_ns", "kernel_workspace_bytes",
-    "access_offsets", "access_tensor", "access_mode",
+    "access_offsets", "access_tensor", "access_mode", "tensor_role", "tensor_layer",
 ]
 
 

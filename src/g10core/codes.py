@@ -27,6 +27,20 @@ HINT_TO_HOST = 2   # pre-evict to host memory
 HINT_FREE = 3      # pre-deallocate (drop without transfer)
 ACTION_NAMES = {HINT_TO_GPU: "to_gpu", HINT_TO_SSD: "to_ssd", HINT_TO_HOST: "to_host", HINT_FREE: "free"}
 
+# TensorRole: what a tensor is in a training iteration (trace schema 2, ``Trace.tensor_role``;
+# Python only: no compiled module reads roles).  Optimizer state is what ZeRO counts as such:
+# Adam's m and v, and the fp32 master weights of a mixed-precision run.
+ROLE_UNKNOWN = 0
+ROLE_PARAMETER = 1
+ROLE_GRADIENT = 2
+ROLE_OPTIMIZER_STATE = 3
+ROLE_ACTIVATION = 4
+ROLE_WORKSPACE = 5
+ROLE_INPUT = 6
+ROLE_NAMES = {ROLE_UNKNOWN: "unknown", ROLE_PARAMETER: "parameter", ROLE_GRADIENT: "gradient",
+              ROLE_OPTIMIZER_STATE: "optimizer_state", ROLE_ACTIVATION: "activation",
+              ROLE_WORKSPACE: "workspace", ROLE_INPUT: "input"}
+
 # TransferQueue: the batcher's queues (_types.TransferQueue).
 QUEUE_NAMES = ("fault_ssd", "fault_host", "fault_alloc", "prefetch_ssd", "prefetch_host",
                "prealloc", "evict_ssd", "evict_host")

@@ -76,6 +76,9 @@ def _print_info(i: dict) -> None:
         ("GPU model", (i["profiled_gpu"] + " (g10core.gpus; runs on another gpu.model retarget the kernel times)")
          if i["profiled_gpu"] else "- (not in g10core.gpus: never retargeted)"),
     ]
+    roles = ", ".join(f"{name.replace('_', ' ')} {fmt_bytes(n)}" for name, n in i["bytes_by_role"].items() if n)
+    inferred = " (inferred from the graph: a version-1 file)" if i["schema_version"] == 1 else ""
+    rows.append(("bytes by role", (roles or "-") + inferred))
     if i["n_hints"]:
         rows.append(("hints", f"{i['n_hints']} ({i['hints_policy'] or 'unnamed policy'})"))
     print(i["path"])

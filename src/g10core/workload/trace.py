@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..codes import ROLE_NAMES
 from ..errors import TraceError  # noqa: F401 (defined in errors.py; importable from here)
 from ..files import NOT_A_REGULAR_FILE, is_special_file, replacing
 from ..gpus import DEFAULT_GPU, GPUS, unknown_text
@@ -67,6 +68,12 @@ class Trace:
     hints : ndarray or None
         Optional migration hints stored with the trace (``HINT_DTYPE``); ``hints_policy`` names
         the policy that made them.
+    tensor_role, tensor_layer : ndarray
+        Per tensor (T rows): the role (int8, a ``g10core.codes.ROLE_NAMES`` code: parameter,
+        gradient, optimizer state, activation, workspace, input, or unknown) and the layer a
+        parameter, its gradient and its optimizer state belong to (int32, -1 for none).
+        Stored by format version 2; left out (None), they are inferred from the graph by
+        :func:`g10core.workload.roles.infer_roles` when the trace is made.
 
     See Also
     --------
@@ -99,6 +106,22 @@ class Trace:
     # optional migration hints stored with the trace (``g10core.policies.HINT_DTYPE``)
     hints: np.ndarray | None = None
     hints_policy: str = ""                 # name of the policy that produced ``hints``
+    # roles (format version 2): None -> inferred from the graph (roles.infer_roles)
+    tensor_role: np.ndarray | None = None     # int8, T: codes.ROLE_* of each tensor
+    tensor_layer: np.ndarray | None = None    # int32, T: layer of a parameter/gradient/state, -1 none
+
+    def __post_init__(self):
+        if self.tensor_role is None or self.tensor_layer is None:
+            try:
+                from .roles import infer_roles
+
+                role, layer = infer_roles(self)
+            except Exception:   # a malformed trace: validate_trace names what is wrong with it
+                return
+            if self.tensor_role is None:
+                object.__setattr__(self, "tensor_role", role)
+            if self.tensor_layer is None:
+                object.__setattr__(self, "tensor_layer", layer)
 
     # ---- sizes -------------------------------------------------------------
     @property
@@ -191,17 +214,20 @@ class Trace:
 # ============================================================================
 
 SCHEMA = "g10core-trace"
-SCHEMA_VERSION = 1                      # what write_trace writes
-SUPPORTED_SCHEMA_VERSIONS = (1,)        # what read_trace reads
+SCHEMA_VERSION = 2                      # what write_trace writes
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)      # what read_trace reads
 # Version history of the file format; every change of layout or meaning bumps the
 # version and adds a line here and in traces/README.md.
 SCHEMA_HISTORY = {
     1: "first version: /tensors, /tensor_names, /kernels (three profiled times in ns, "
        "workspace bytes), /kernel_names, /accesses/{offsets,tensor,mode} (CSR), optional /hints",
+    2: "tensor roles: /tensors gains the fields role (int8, codes.ROLE_*) and layer (int32, -1 none); "
+       "version-1 files are still read, their roles inferred (roles.infer_roles)",
 }
 
 # Packed record types of the two tables (the in-memory Trace keeps them as columns).
-TENSOR_DTYPE = np.dtype([("size_bytes", "<i8"), ("is_global", "u1")])
+TENSOR_DTYPE = np.dtype([("size_bytes", "<i8"), ("is_global", "u1"), ("role", "i1"), ("layer", "<i4")])
+TENSOR_DTYPE_V1 = np.dtype([("size_bytes", "<i8"), ("is_global", "u1")])
 KERNEL_DTYPE = np.dtype([
     ("time_ideal_ns", "<f8"),
     ("time_fault_all_ns", "<f8"),
@@ -245,6 +271,8 @@ _COLUMNS = {
     "access_offsets": ("/accesses/offsets", None, np.dtype(np.int64), "K+1"),
     "access_tensor": ("/accesses/tensor", None, np.dtype(np.int32), "A"),
     "access_mode": ("/accesses/mode", None, np.dtype(np.uint8), "A"),
+    "tensor_role": ("/tensors", "role", np.dtype(np.int8), "T"),
+    "tensor_layer": ("/tensors", "layer", np.dtype(np.int32), "T"),
 }
 
 
@@ -333,6 +361,16 @@ def validate_trace(trace: Trace, path=None) -> None:
         fail("/tensors", f"got {int(sizes[bad[0]])}; must be > 0", row=bad[0], fld="size_bytes")
     if float(sizes.sum(dtype=np.float64)) >= 2.0 ** 62:
         fail("/tensors", "total footprint overflows 64-bit byte counts", fld="size_bytes")
+
+    role = trace.tensor_role
+    bad = np.flatnonzero((role < 0) | (role > max(ROLE_NAMES)))
+    if bad.size:
+        fail("/tensors", f"got {int(role[bad[0]])}; must be a role code 0..{max(ROLE_NAMES)} "
+             f"({', '.join(f'{c} {n}' for c, n in ROLE_NAMES.items())})", row=bad[0], fld="role")
+    bad = np.flatnonzero(trace.tensor_layer < -1)
+    if bad.size:
+        fail("/tensors", f"got {int(trace.tensor_layer[bad[0]])}; must be >= -1 (-1: no layer)",
+             row=bad[0], fld="layer")
 
     # kernels
     for col in ("kernel_time_ideal_ns", "kernel_time_fault_all_ns", "kernel_time_fault_outputs_ns"):
@@ -482,6 +520,8 @@ def write_trace(trace: Trace, path) -> Path:
         tensors = np.empty(trace.n_tensors, TENSOR_DTYPE)
         tensors["size_bytes"] = trace.tensor_size_bytes
         tensors["is_global"] = trace.tensor_is_global
+        tensors["role"] = trace.tensor_role
+        tensors["layer"] = trace.tensor_layer
         _create(f, "tensors", tensors)
         _create(f, "tensor_names", _names(trace.tensor_name))
 
@@ -709,6 +749,10 @@ def _read_fields(f, path) -> dict:
     if bad.size:
         raise TraceError(path, "/tensors", f"got {int(is_global_raw[bad[0]])}; must be 0 or 1", bad[0], "is_global")
     tensor_name = _string_column(_dataset(f, path, "tensor_names"), path)
+    role = layer = None   # version 1: inferred when the Trace is made
+    if version >= 2:
+        role = _column(tensors, "/tensors", "role", np.int8, path)
+        layer = _column(tensors, "/tensors", "layer", np.int32, path)
 
     kernels = _load(_dataset(f, path, "kernels"), path)
     cols = {fld: _column(kernels, "/kernels", fld, np.float64, path)
@@ -755,6 +799,8 @@ def _read_fields(f, path) -> dict:
         attrs=attrs,
         hints=hints,
         hints_policy=hints_policy,
+        tensor_role=role,
+        tensor_layer=layer,
     )
 
 
@@ -785,6 +831,8 @@ def summarize(trace: Trace, gpu_memory_GiB: float = 40.0) -> dict:
     dict
         Plain JSON-able values, units in the keys (``footprint_GiB``, ``ideal_time_s``, ...).
     """
+    from .roles import bytes_by_role
+
     if not (gpu_memory_GiB > 0 and np.isfinite(gpu_memory_GiB)):
         raise ValueError(f"gpu_memory_GiB = {gpu_memory_GiB}: must be > 0")
     ws = kernel_working_set_bytes(trace)
@@ -811,4 +859,6 @@ def summarize(trace: Trace, gpu_memory_GiB: float = 40.0) -> dict:
         "profiled_gpu": trace.profiled_gpu,
         "n_hints": 0 if trace.hints is None else int(trace.hints.shape[0]),
         "hints_policy": trace.hints_policy,
+        # tensor bytes (not page-rounded) per role; a version-1 file's roles are inferred
+        "bytes_by_role": bytes_by_role(trace),
     }
