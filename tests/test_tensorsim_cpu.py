@@ -28,7 +28,7 @@ def cpu_spec(*, mem_GiBps=4.0, host_GiBps=2.0, ssd_GiBps=1.0, host_GiB=64.0):
 
 def run(trace, sp, h, on_cpu, **work):
     cpu = tensorsim.cpu_work_for(trace, np.array(on_cpu, bool), CPUWork(**work))
-    return TensorLevelSimulator(trace, sp, tensorsim.check_hints(trace, h, sp.mode), cpu).run()
+    return TensorLevelSimulator(trace, sp, tensorsim.check_hints(trace, h, sp.mode), cpu=cpu).run()
 
 
 # W: a parameter (global, on the GPU), G: its gradient, M: an optimizer state (global, in host

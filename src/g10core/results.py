@@ -910,6 +910,11 @@ def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:
                                   "cpu_busy_s", "gpu_wait_cpu_s", "n_cpu_kernels", "peak_host_bytes",
                                   "pinned_host_bytes", "host_capacity_bytes") if k in d}
     counters["traffic_bytes"] = {k: int(v) for k, v in d.get("traffic_bytes", {}).items()}
+    if d.get("steady_state"):
+        # a run from a placement (tensorsim's initial_tier): where it started, what went back
+        for k in ("initial_tier_bytes", "restore_bytes", "restore_transfers"):
+            if k in d:
+                counters[k] = d[k]
     if "schedule" in d:
         counters["schedule"] = d["schedule"]
     if d.get("failed"):
