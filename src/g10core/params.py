@@ -571,6 +571,11 @@ class SchedulerSpec:
                    "on only in g10-artifact, where they reproduce the paper. Off: slot quotas carry their "
                    "fractional part from slot to slot and allocations cost gpu.malloc_us_per_byte "
                    "(docs/physics.md)")
+    zero_infinity_device: str = param(
+        "nvme", choices=("nvme", "cpu"),
+        doc="where zero-infinity keeps parameters and optimizer state between uses (DeepSpeed's "
+            "offload_param.device / offload_optimizer.device): nvme, the SSD (staged through host memory); "
+            "cpu, host memory")
 
 
 ITERATION_RULES = ("steady_mean", "fastest")

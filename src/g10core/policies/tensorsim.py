@@ -832,7 +832,10 @@ class TensorLevelSimulator:
                     while self.queues[GPU_TO_SSD]:
                         self._serve_one()
                 while h < len(hint_k) and hint_k[h] == kernel:
-                    if gds or not backward:
+                    if self.cpu_mode and self.on_cpu[kernel]:
+                        # a CPU kernel's hints apply when the CPU comes to it (see _try_start_cpu)
+                        self._cpu_hints.setdefault(kernel, []).append((hint_t[h], hint_a[h]))
+                    elif gds or not backward:
                         self._apply_hint(hint_t[h], hint_a[h])
                     h += 1
                 if self.cpu_mode:
@@ -862,6 +865,10 @@ class TensorLevelSimulator:
                 # the last kernel, so evictions still queued there cost nothing (with its 4x
                 # allocator a 200 % trace "moves" 11 GiB in a 0.05 s iteration).
                 gpu_end = self.now
+                if self.cpu_mode:
+                    # hints at kernel K: after the last kernel, still in this iteration
+                    for t, a in zip(self.cpu.end_hints["tensor"].tolist(), self.cpu.end_hints["action"].tolist()):
+                        self._apply_hint(t, a)
                 while self._events:
                     self._serve_one()
                     if self.cpu_mode:
@@ -1080,6 +1087,8 @@ class TensorLevelSimulator:
         self.cpu_busy_cycles = 0
         self.gpu_wait_cpu_cycles = 0
         self._deferred: dict[int, list] = {}
+        self._cpu_hints: dict[int, list] = {}   # hints at a CPU kernel's index
+        self._cpu_head = -1               # the CPU kernel whose hints and fetches were issued
         self._queue_rate = [0.0] * 6      # B/s of the transfer at each queue's head
         # every tensor may live off the GPU: a tensor is fetched wherever it has a copy
         self.will_move = [True] * T
@@ -1185,7 +1194,7 @@ class TensorLevelSimulator:
             self._queue_rate[kind] = 0.0
         self._try_start_cpu()
 
-    def _cpu_mode_hint(self, tensor: int, action: int) -> None:
+    def _cpu_mode_hint(self, tensor: int, action: int, now: bool = False) -> None:
         """A hint (runs with CPU kernels): applied once no queued or running CPU kernel touches the tensor.
 
         ``to_host`` / ``to_ssd`` move the tensor's current copy there (from the GPU, or between host
@@ -1193,7 +1202,7 @@ class TensorLevelSimulator:
         there is current only drops them); ``to_gpu`` copies it to the GPU from host memory, or from
         the SSD; ``free`` drops the GPU copy, or without one the host copy.
         """
-        if self.cpu_pending[tensor]:
+        if self.cpu_pending[tensor] and not now:
             self._deferred.setdefault(tensor, []).append(action)
             return
         on_gpu = self.extent[tensor] >= 0
@@ -1278,15 +1287,24 @@ class TensorLevelSimulator:
             self._host_add(tensor)          # no copy anywhere yet: a new buffer in host memory
 
     def _submit_cpu(self, kernel: int) -> None:
-        reads = self._reads[kernel]
         for t in self.required[kernel]:
+            self.cpu_pending[t] += 1
+        self.cpu_fifo.append(kernel)
+        self._try_start_cpu()
+
+    def _come_to(self, k: int) -> None:
+        """The CPU comes to kernel ``k`` (the ones before it are done): its hints apply now (those
+        of a later CPU kernel's tensors too: it comes after them) and what it reads is brought into
+        host memory on demand where no hint did."""
+        self._cpu_head = k
+        for t, a in self._cpu_hints.pop(k, ()):
+            self._cpu_mode_hint(t, a, now=True)
+        reads = self._reads[k]
+        for t in self.required[k]:
             if t in reads:
                 self._to_host_for_cpu(t)
             else:
                 self._host_add(t)           # written only: a buffer in host memory
-            self.cpu_pending[t] += 1
-        self.cpu_fifo.append(kernel)
-        self._try_start_cpu()
 
     def _try_start_cpu(self) -> None:
         """Start the CPU's next kernel once the CPU is free and its tensors are in host memory.
@@ -1297,6 +1315,8 @@ class TensorLevelSimulator:
         if self.cpu_running >= 0 or not self.cpu_fifo:
             return
         k = self.cpu_fifo[0]
+        if self._cpu_head != k:
+            self._come_to(k)
         for t in self.required[k]:
             if self.host_in_flight[t] or not self.in_host[t]:
                 return
@@ -1562,6 +1582,11 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
         raise TensorSimError(f"backward_start_kernel = {backward_start_kernel}: must be in [0, {trace.n_kernels}]")
     spec = TensorSimSpec.from_config(config, mode, backward_start_kernel=backward_start_kernel,
                                      visit_order=visit_order)
+    end_hints = None
+    if cpu_kernels is not None:
+        h = np.asarray(hints)
+        if h.dtype == HINT_DTYPE and h.ndim == 1:
+            end_hints = h[h["kernel"] == trace.n_kernels]
     hints = check_hints(trace, hints, mode)
     cpu = None
     if cpu_kernels is not None:
@@ -1571,6 +1596,7 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
         if initial_tier is not None:
             initial_tier = check_initial_tier(trace, initial_tier, spec)
             cpu_work = dataclasses.replace(cpu_work or CPUWork(), initial_tier=initial_tier)
+        cpu_work = dataclasses.replace(cpu_work or CPUWork(), end_hints=end_hints)
         cpu = cpu_work_for(trace, cpu_kernels, cpu_work)
         initial_tier = None          # the CPU tier places the tensors itself (CPUWork)
     elif cpu_work is not None:
@@ -1607,6 +1633,10 @@ class CPUWork:
         tensor the CPU writes and the GPU reads: ZeRO-Offload's parameters); it lives there too.
     pinned_host_bytes : int
         Pinned staging buffers, held in host memory the whole iteration.
+    end_hints : ndarray, optional
+        The hints at kernel K (after the last kernel; :func:`simulate` fills it in): with CPU
+        kernels they are applied after the last kernel and their transfers count in the
+        iteration (without CPU kernels they are dropped).
     """
 
     on_cpu: np.ndarray | None = None
@@ -1616,6 +1646,7 @@ class CPUWork:
     initial_tier: np.ndarray | None = None
     host_copies: np.ndarray | None = None
     pinned_host_bytes: int = 0
+    end_hints: np.ndarray | None = None
 
 
 def cpu_kernel_bytes(trace: Trace) -> np.ndarray:
@@ -1667,8 +1698,9 @@ def cpu_work_for(trace: Trace, cpu_kernels, work: "CPUWork | None" = None) -> CP
             raise TensorSimError(f"cpu_work.host_copies: expected {T} bools")
     if int(work.pinned_host_bytes) < 0:
         raise TensorSimError("cpu_work.pinned_host_bytes: must be >= 0")
+    end = np.zeros(0, HINT_DTYPE) if work.end_hints is None else np.asarray(work.end_hints, HINT_DTYPE)
     return CPUWork(on_cpu=on_cpu, flops=out["flops"], bytes=out["bytes"], dtype=work.dtype, initial_tier=tier,
-                   host_copies=copies, pinned_host_bytes=int(work.pinned_host_bytes))
+                   host_copies=copies, pinned_host_bytes=int(work.pinned_host_bytes), end_hints=end)
 
 
 def with_policy(result: dict, name: str, schedule: dict) -> dict:
