@@ -2,12 +2,15 @@
 the layer-wise refetch, and the refusals (issue 35)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import g10core
 from g10core.config import preset
 from g10core.errors import TensorSimError
 from g10core.policies import get
@@ -18,6 +21,7 @@ from g10core.workload.tracestore import resolve_trace
 
 PATHS = ("gpu_to_host", "host_to_gpu", "ssd_to_host", "host_to_ssd", "gpu_to_ssd", "ssd_to_gpu")
 CASES = (("zero-offload", "nvme"), ("zero-infinity", "nvme"), ("zero-infinity", "cpu"))
+ENV = {**os.environ, "PYTHONPATH": str(Path(g10core.__file__).resolve().parents[1])}   # this checkout's g10core
 
 
 def config(device="nvme"):
@@ -181,7 +185,7 @@ def test_a_trace_without_optimizer_state_is_refused_naming_it():
     (["gpt2-small-s1024-b5", "--policy", "zero-offload", "--preset", "g10-artifact"], "optimizer on the CPU"),
 ])
 def test_cli_refusals_are_one_line_and_exit_2(argv, words):
-    p = subprocess.run([sys.executable, "-m", "g10core", "run", *argv], capture_output=True, text=True, timeout=300)
+    p = subprocess.run([sys.executable, "-m", "g10core", "run", *argv], capture_output=True, text=True, timeout=300, env=ENV)
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in p.stderr
@@ -190,10 +194,26 @@ def test_cli_refusals_are_one_line_and_exit_2(argv, words):
 def test_cli_run_prints_the_cpu_tier(tmp_path):
     out = tmp_path / "r.json"
     p = subprocess.run([sys.executable, "-m", "g10core", "run", "gpt2-small-s1024-b5", "--policy", "zero-infinity",
-                        "--json", str(out)], capture_output=True, text=True, timeout=300)
+                        "--json", str(out)], capture_output=True, text=True, timeout=300, env=ENV)
     assert p.returncode == 0, p.stderr
     assert "host<->SSD" in p.stdout and "CPU " in p.stdout
     import json
 
     d = json.loads(out.read_text())
     assert d["counters"]["traffic_bytes"]["ssd_to_host"] > 0 and d["counters"]["cpu_busy_s"] > 0
+
+
+def test_the_shipped_cpu_example_moves_on_demand(tmp_path):
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "g10core", "run", "gpt2-small-s1024-b5", "--policy",
+                        "cpu_optimizer.py:CPUOptimizer", "--json", str(out)], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path, env=ENV)
+    assert p.returncode == 0, p.stderr
+    import json
+
+    c = json.loads(out.read_text())["counters"]
+    cf = closed_form(read_trace(resolve_trace("gpt2-small-s1024-b5")), config(), "zero-offload")
+    # no hints: each gradient and each parameter goes down when the CPU needs it, the parameter back up
+    assert c["traffic_bytes"]["gpu_to_host"] == cf["gradient_bytes"] + cf["parameter_bytes"]
+    assert c["traffic_bytes"]["host_to_gpu"] == cf["parameter_bytes"]
+    assert c["n_cpu_kernels"] == 1184

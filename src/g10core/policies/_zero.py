@@ -139,6 +139,10 @@ def refuse_artifact(policy: str, config) -> None:
 def run_plan(policy, trace: Trace, hints, on_cpu, work: tensorsim.CPUWork, initial_tier, info: dict) -> dict:
     res = tensorsim.simulate(trace, policy.config, hints, mode="gds", initial_tier=initial_tier,
                              cpu_kernels=on_cpu, cpu_work=work)
+    reason = res.get("failure_reason") or ""
+    if res["failed"] and reason.startswith("cannot fit: kernel"):
+        res["failure_reason"] = (reason + f"; {policy.name} keeps the activations on the GPU (ZeRO's own runs "
+                                 "checkpoint them, which this trace does not record)")
     return tensorsim.with_policy(res, policy.name, info)
 
 

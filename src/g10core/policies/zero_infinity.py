@@ -1,13 +1,13 @@
 """ZeRO-Infinity: parameters and optimizer state on NVMe (or host memory), fetched layer by layer.
 
 Rajbhandari et al., "ZeRO-Infinity: Breaking the GPU Memory Wall for Extreme Scale Deep
-Learning", SC 2021 (section 5, "infinity offload engine": parameters, gradients and optimizer
-state offloaded to CPU or NVMe memory; section 6.2, "overlap-centric design": the parameters of
-the next layers prefetched while the current one computes; section 6.3, CPU Adam over NVMe with
-its states read and written back in pipelined chunks), with the names of DeepSpeed's
+Learning", SC 2021 (its "infinity offload engine": parameters, gradients and optimizer state
+offloaded to CPU or NVMe memory; its "overlap-centric design": the parameters of the next layers
+prefetched while the current one computes, and the optimizer's NVMe reads and writes overlapped
+with CPU Adam), with the names of DeepSpeed's
 configuration (``zero_optimization.stage = 3``, ``offload_param.device`` and
 ``offload_optimizer.device`` = ``nvme`` or ``cpu``: ``scheduler.zero_infinity_device`` here).
-One GPU, so the bandwidth-centric partitioning across GPUs (section 6.1) does not apply.
+One GPU, so the bandwidth-centric partitioning across GPUs does not apply.
 
 * Parameters (fp16/bf16, or fp32 in an fp32 trace) and optimizer state (fp32 master weights,
   Adam's moments) start each iteration on the SSD (``nvme``) or in host memory (``cpu``).

@@ -1,7 +1,8 @@
 """ZeRO-Offload: the optimizer on the CPU, gradients down and parameters up every step.
 
-Ren et al., "ZeRO-Offload: Democratizing Billion-Scale Model Training", USENIX ATC 2021
-(section 4, "Unique optimal offload strategy"; section 5.1, "CPU Adam"; the DeepSpeed
+Ren et al., "ZeRO-Offload: Democratizing Billion-Scale Model Training", USENIX ATC 2021 (the
+sections "Unique Optimal Offload Strategy", for what lives where and what crosses PCIe, and
+"Optimized CPU Execution", for CPU Adam and the one-step delayed parameter update; DeepSpeed's
 configuration ``zero_optimization.offload_optimizer.device = "cpu"``, stage 2).  One GPU:
 
 * the fp16/bf16 parameters stay on the GPU (``initial_tier`` GPU) and forward and backward run
@@ -17,17 +18,17 @@ configuration ``zero_optimization.offload_optimizer.device = "cpu"``, stage 2). 
 
 Where we had to choose:
 
-* CPU Adam is one fused pass per parameter (DeepSpeed's ``DeepSpeedCPUAdam``, section 5.1:
-  vectorised, tiled), not the trace's separate elementwise optimizer kernels: the work of a
+* CPU Adam is one fused pass per parameter (DeepSpeed's ``DeepSpeedCPUAdam``: vectorised and
+  tiled), not the trace's separate elementwise optimizer kernels: the work of a
   parameter's optimizer kernels is given to its first one, :data:`ADAM_FLOPS_PER_ELEMENT`
   operations per element and one read of every tensor it reads plus one write of every tensor
   it writes (the gradient, master weight, moments and parameter: 28 bytes per element in fp32
   and in mixed precision).  The CPU computes in fp32.
 * The step starts per parameter as soon as its gradient is in host memory (the trace's order of
   the optimizer kernels), and each updated parameter goes up as soon as it is written; DeepSpeed
-  overlaps the gradient copies with the backward pass the same way (section 4.2) and copies the
-  parameters after the step.  The one-step delayed parameter update (section 5.2, "DPU") is not
-  modelled: the iteration waits for the step.
+  overlaps the gradient copies with the backward pass the same way and copies the parameters
+  after the step.  The one-step delayed parameter update (DPU) is not modelled: the iteration
+  waits for the step.
 * The parameters' steady state: a host copy of each parameter the CPU writes stays in host memory
   between steps (``CPUWork.host_copies``), as DeepSpeed keeps its fp16 parameter buffers pinned.
   In an fp32 trace the parameter is its own master weight (a trace without separate master
