@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from g10core.codes import TIER_GPU, TIER_HOST, TIER_SSD
+from g10core.codes import HINT_DTYPE, TIER_GPU, TIER_HOST, TIER_SSD
 from g10core.config import preset
 from g10core.errors import TensorSimError
-from g10core.policies import HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, tensorsim
+from g10core.policies import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, tensorsim
 from g10core.policies.tensorsim import CPUWork, TensorLevelSimulator, TensorSimSpec
+from g10core.workload.synth import synthesize
 
 from test_tensorsim import BIG, GiB, HZ, hints, make_trace
 
@@ -164,3 +167,32 @@ def test_without_cpu_kernels_the_result_keys_are_unchanged():
     assert "cpu_busy_s" not in res and set(res["traffic_bytes"]) == set(tensorsim.QUEUE_NAMES)
     res = tensorsim.simulate(tr, preset("default"), hints(), mode="gds", cpu_kernels=np.zeros(4, bool))
     assert res["cpu_busy_s"] == 0 and res["gpu_wait_cpu_s"] == 0
+
+
+# ---- invariants on random traces, CPU kernels and hints ------------------------------------
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), n_kernels=st.integers(4, 40), n_hints=st.integers(0, 40),
+       cpu_share=st.floats(0.0, 0.6))
+def test_random_cpu_runs_terminate_with_consistent_accounting(seed, n_kernels, n_hints, cpu_share):
+    tr = synthesize(n_kernels, 64 * 4096 * 40, pattern="training", seed=seed)
+    rng = np.random.default_rng(seed)
+    on_cpu = rng.random(tr.n_kernels) < cpu_share
+    h = np.zeros(n_hints, HINT_DTYPE)
+    h["kernel"] = rng.integers(0, tr.n_kernels + 1, n_hints)
+    h["tensor"] = rng.integers(0, tr.n_tensors, n_hints)
+    h["action"] = rng.choice([HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE], n_hints)
+    tier = rng.choice([TIER_GPU, TIER_HOST, TIER_SSD], tr.n_tensors).astype(np.int8)
+    sp = cpu_spec(mem_GiBps=float(rng.uniform(0.5, 8)), host_GiB=4.0)
+    end = h[h["kernel"] == tr.n_kernels]
+    res = run(tr, sp, h, on_cpu, initial_tier=tier, end_hints=end)
+    if res["failed"]:
+        assert "cannot" in res["failure_reason"]
+        return
+    assert res["time_s"] >= res["cpu_busy_s"] - 1e-12
+    assert 0 <= res["gpu_wait_cpu_s"] <= res["time_s"] + 1e-12
+    assert res["transfer_busy_s"] <= res["time_s"] + 1e-12
+    assert res["peak_host_bytes"] <= 4 * GiB
+    k = np.flatnonzero(on_cpu)
+    assert np.all(res["kernel_start_s"][k] + res["kernel_time_s"][k] <= res["time_s"] + 1e-12)
+    assert res["n_cpu_kernels"] == k.size
