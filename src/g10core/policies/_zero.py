@@ -215,27 +215,48 @@ def fetch_counts(trace: Trace, on_cpu: np.ndarray) -> dict[int, int]:
 
 
 def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str | None = None) -> dict:
-    """Bytes per iteration on each path and the CPU Adam time, from the parameter count and precision.
+    """Bytes per iteration on each path and CPU Adam's time, from the parameter count and precision.
 
-    With N parameters (elements), parameters and gradients of p bytes each (2 in bf16/fp16
-    mixed precision, 4 in fp32) and fp32 optimizer state of s bytes per parameter (12 with
-    separate master weights, 8 in fp32, where the parameter is its own master):
+    With N parameters, parameters and gradients of p bytes each (2 in bf16/fp16 mixed precision,
+    4 in fp32), fp32 optimizer state of s bytes per parameter (12 with separate master weights;
+    8 in fp32, where the parameter is its own master weight) and r the times an iteration copies
+    a parameter to the GPU (:func:`fetch_counts`: 1, or 2 when another layer comes between its
+    forward and backward uses):
 
-    * zero-offload: GPU->host N p (gradients), host->GPU N p (updated parameters), no SSD
+    * ``zero-offload``: GPU->host N p (gradients), host->GPU N p (updated parameters), no SSD
       traffic;
-    * zero-infinity on NVMe: GPU->host N p (gradients); host->GPU N p times the number of
-      times the GPU fetches each parameter (r: once in forward and once more in backward unless
-      it stays between the two, :func:`fetch_counts`);
-      SSD->host the same parameters (r N p) plus the optimizer state read by CPU Adam (N s, with
-      the fp32 parameter read too when it is its own master); host->SSD the optimizer state
-      and the updated parameters written back (N s + N p, the parameter once);
-    * zero-infinity on host memory: the GPU paths as on NVMe, no SSD traffic.
+    * ``zero-infinity`` on NVMe: GPU->host N p; host->GPU r N p; SSD->host r N p + N s (the
+      parameters on their way to the GPU, the state for the step; in fp32 + N p more, the
+      parameter the step reads); host->SSD N s + N p (the state and the parameter written back);
+    * ``zero-infinity`` in host memory: the GPU paths as on NVMe, no SSD traffic.
 
-    CPU Adam takes, per parameter group, max(15 N_g / F, B_g / M) (F: ``cpu.cores`` x
-    ``cpu.fp32_GFLOPs_per_core``, M: ``cpu.memory_bandwidth_GBps``, B_g = N_g (2 p + s + s')
-    bytes: the gradient read, the parameter written, the state read and written; without DMA
-    beside it).  Computed from the roles' byte counts (whole parameters, as tensors move whole).
+    CPU Adam takes max(15 N / F, 28 N / M) summed over the parameters (F = ``cpu.cores`` x
+    ``cpu.fp32_GFLOPs_per_core``, M = ``cpu.memory_bandwidth_GBps``; 28 bytes per parameter in
+    both precisions: mixed, the gradient (2) and parameter (2) plus the state read and written
+    (2 x 12); fp32, the gradient (4) plus the state and parameter read and written (2 x 12)),
+    without DMA beside it: the simulation shares host memory bandwidth with the DMA running then.
+
+    Parameters
+    ----------
+    trace : Trace
+        A trace with tensor roles (parameters, gradients, optimizer state).
+    config : SimConfig
+        Its ``[cpu]``, ``gpu.page_size_bytes`` and ``scheduler.zero_infinity_device``.
+    policy : str
+        ``zero-offload`` or ``zero-infinity``.
+    device : str, optional
+        ``nvme`` or ``cpu`` for ``zero-infinity`` (default: the configuration's).
+
+    Returns
+    -------
+    dict
+        ``traffic_bytes`` per path (the simulator's keys, whole pages as tensors move),
+        ``cpu_adam_s``, ``n_parameters``, ``parameter_bytes``, ``gradient_bytes``,
+        ``optimizer_state_bytes`` and, for ``zero-infinity``, ``mean_fetches`` (r).
     """
+    if policy not in ("zero-offload", "zero-infinity"):
+        raise ValueError(f"policy {policy!r}: zero-offload or zero-infinity")
+    require_roles(trace, policy)
     role = trace.tensor_role
     size = trace.tensor_size_bytes.astype(np.int64)
     opt = OptimizerPlan(trace)
@@ -261,7 +282,7 @@ def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str 
     nvme = (device or config.scheduler.zero_infinity_device) == "nvme"
     # the optimizer reads the parameters it reads (fp32: its own master) and writes every one
     param_read = int(sum(int(paged[t]) for t in params if _cpu_reads(trace, t, opt.on_cpu)))
-    out["fetches_per_parameter"] = {int(t): int(fetches[t]) for t in params[:3]}
+    out["mean_fetches"] = up / P if P else 0.0
     out["traffic_bytes"] = {"gpu_to_host": G, "host_to_gpu": up,
                             "ssd_to_host": (up + S + param_read) if nvme else 0,
                             "host_to_ssd": (S + P) if nvme else 0, "gpu_to_ssd": 0, "ssd_to_gpu": 0}

@@ -1661,7 +1661,27 @@ def cpu_kernel_bytes(trace: Trace) -> np.ndarray:
 
 
 def cpu_work_for(trace: Trace, cpu_kernels, work: "CPUWork | None" = None) -> CPUWork:
-    """``work`` checked against ``trace`` with ``on_cpu = cpu_kernels`` and every default filled in."""
+    """``work`` checked against ``trace`` with ``on_cpu = cpu_kernels`` and every default filled in.
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace the CPU kernels belong to.
+    cpu_kernels : array_like of bool
+        One per kernel: True runs it on the CPU.
+    work : CPUWork, optional
+        The work and placements to check (None: every default).
+
+    Returns
+    -------
+    CPUWork
+        With ``on_cpu``, ``flops``, ``bytes`` and ``end_hints`` filled in.
+
+    Raises
+    ------
+    TensorSimError
+        An array of the wrong length or type, a negative work, an unknown dtype or tier.
+    """
     K, T = trace.n_kernels, trace.n_tensors
     on_cpu = np.asarray(cpu_kernels)
     if on_cpu.dtype != bool or on_cpu.shape != (K,):
