@@ -45,6 +45,8 @@ VALUES = {
     "gpu.malloc_us_per_byte": 1e-4,     # > 6e-5: fewer allocations per slot than link.batch_pages
     "gpu.sms": 16, "gpu.page_size_bytes": 4096,   # (exempt: the only valid value)
     "host.memory_GiB": 0.0, "host.bandwidth_GBps": 1.0,
+    "cpu.cores": 8, "cpu.fp32_GFLOPs_per_core": 10.0, "cpu.bf16_GFLOPs_per_core": 10.0,
+    "cpu.memory_bandwidth_GBps": 20.0, "scheduler.zero_infinity_device": "cpu",
     "ssd.bandwidth_GBps": 0.8,
     "ssd.write_bandwidth_GBps": 0.4,    # writes at half the reads' 0.8 GB/s
     "ssd.duplex": {"default": "full", "g10-artifact": "shared", "detailed": "full"},

@@ -41,7 +41,7 @@ from .files import read_text
 # Every key's declaration and the checker live in params.py, below the components whose specs are
 # built from them; they are importable from here as before.
 from .params import (  # noqa: F401
-    _META, FTL_KEYS, GPUSpec, HostSpec, LinkSpec, FaultSpec, NoiseSpec, Param, RunSpec, SchedulerSpec,
+    _META, FTL_KEYS, CPUSpec, GPUSpec, HostSpec, LinkSpec, FaultSpec, NoiseSpec, Param, RunSpec, SchedulerSpec,
     SECTIONS, SSDTierSpec, TranslationSpec, ITERATION_RULES, BREAKDOWN_RULES, check_value, param, param_of)
 from .gpus import gpu_model
 from .pcie import PcieSpec
@@ -77,8 +77,8 @@ class SimConfig:
     ----------
     preset : str
         The preset it started from (``default``, ``g10-artifact`` or ``detailed``).
-    gpu, host, ssd, link, fault, tlb, scheduler, run, noise
-        The sections' frozen specs (``GPUSpec``, ``HostSpec``, ``SSDSpec``, ``LinkSpec``,
+    gpu, host, cpu, ssd, link, fault, tlb, scheduler, run, noise
+        The sections' frozen specs (``GPUSpec``, ``HostSpec``, ``CPUSpec``, ``SSDSpec``, ``LinkSpec``,
         ``FaultSpec``, ``TranslationSpec``, ``SchedulerSpec``, ``RunSpec``, ``NoiseSpec``).
 
     Examples
@@ -90,12 +90,13 @@ class SimConfig:
     >>> preset("default").with_overrides({"gpu.memory_GiB": "80"})
     Traceback (most recent call last):
     ...
-    g10core.errors.ConfigError: unknown config section [gpu.memory_GiB]; known: gpu, host, ssd, link, fault, tlb, scheduler, run, noise
+    g10core.errors.ConfigError: unknown config section [gpu.memory_GiB]; known: gpu, host, cpu, ssd, link, fault, tlb, scheduler, run, noise
     """
 
     preset: str = DEFAULT_PRESET
     gpu: GPUSpec = field(default_factory=GPUSpec)
     host: HostSpec = field(default_factory=HostSpec)
+    cpu: CPUSpec = field(default_factory=CPUSpec)
     ssd: SSDTierSpec = field(default_factory=SSDTierSpec)
     link: LinkSpec = field(default_factory=LinkSpec)
     fault: FaultSpec = field(default_factory=FaultSpec)

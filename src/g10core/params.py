@@ -300,6 +300,32 @@ class HostSpec:
 
 
 @dataclass(frozen=True)
+class CPUSpec:
+    """The ``[cpu]`` section: the host's CPUs as a compute tier (CPU kernels of the tensor-level
+    simulator: ZeRO-Offload's and ZeRO-Infinity's CPU Adam).  A CPU kernel takes
+    max(flops / (cores x per-core FLOP/s of its dtype), bytes / memory_bandwidth_GBps) (roofline).
+    Defaults: the two AMD EPYC 7742 of a DGX A100 (NVIDIA DGX A100 User Guide, "Hardware Overview":
+    2 x 64 cores; AMD's EPYC 7742 product page: 2.25 GHz base clock, 8 channels of DDR4-3200 per
+    socket), the machine of the default A100 GPU."""
+    cores: int = param(
+        128, unit="cores", min=1, max=4096,
+        doc="CPU cores that run CPU kernels (2 x AMD EPYC 7742, DGX A100): peak FLOP/s = cores x per-core "
+            "FLOP/s (zero-offload, zero-infinity)")
+    fp32_GFLOPs_per_core: float = param(
+        72.0, unit="GFLOP/s", min=0.1, max=1e5,
+        doc="fp32 peak per core: 2.25 GHz x 2 AVX2 256-bit FMA units x 8 lanes x 2 FLOP (Zen 2, EPYC 7742) "
+            "(zero-offload, zero-infinity: CPU Adam runs in fp32)")
+    bf16_GFLOPs_per_core: float = param(
+        72.0, unit="GFLOP/s", min=0.1, max=1e5,
+        doc="bf16 peak per core: Zen 2 has no bf16 arithmetic and computes in fp32 after conversion, so the "
+            "fp32 rate (a CPU with AMX or AVX512-BF16 is faster)")
+    memory_bandwidth_GBps: float = param(
+        409.6, unit="GB/s", min=0.1, max=100000,
+        doc="host memory bandwidth (2 sockets x 8 channels x DDR4-3200 x 8 B): bounds CPU kernels and is "
+            "shared, max-min fair, between a running CPU kernel and the host's DMA (tensor-level simulator)")
+
+
+@dataclass(frozen=True)
 class SSDTierSpec:
     """The ``[ssd]`` section: the SSD tier as a run sees it (bandwidth model or FTL device).
     ``ssd.SSDSpec`` is the FTL device built from it (:func:`ssd_device_spec`)."""
@@ -547,6 +573,11 @@ class SchedulerSpec:
                    "on only in g10-artifact, where they reproduce the paper. Off: slot quotas carry their "
                    "fractional part from slot to slot and allocations cost gpu.malloc_us_per_byte "
                    "(docs/physics.md)")
+    zero_infinity_device: str = param(
+        "nvme", choices=("nvme", "cpu"),
+        doc="where zero-infinity keeps parameters and optimizer state between uses (DeepSpeed's "
+            "offload_param.device / offload_optimizer.device): nvme, the SSD (staged through host memory); "
+            "cpu, host memory")
 
 
 ITERATION_RULES = ("steady_mean", "fastest")
@@ -586,6 +617,7 @@ class NoiseSpec:
 SECTIONS = {
     "gpu": GPUSpec,
     "host": HostSpec,
+    "cpu": CPUSpec,
     "ssd": SSDTierSpec,
     "link": LinkSpec,
     "fault": FaultSpec,

@@ -905,7 +905,10 @@ def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:
     ideal = float(d["ideal_time_s"])
     counters = {k: d[k] for k in ("n_transfers", "n_on_demand_fetches", "peak_gpu_bytes",
                                   "gpu_capacity_bytes", "leaked_bytes", "transfer_busy_s",
-                                  "failed_at_kernel", "mode", "visit_order") if k in d}
+                                  "failed_at_kernel", "mode", "visit_order",
+                                  # runs with CPU kernels (the CPU tier)
+                                  "cpu_busy_s", "gpu_wait_cpu_s", "n_cpu_kernels", "peak_host_bytes",
+                                  "pinned_host_bytes", "host_capacity_bytes") if k in d}
     counters["traffic_bytes"] = {k: int(v) for k, v in d.get("traffic_bytes", {}).items()}
     if d.get("steady_state"):
         # a run from a placement (tensorsim's initial_tier): where it started, what went back

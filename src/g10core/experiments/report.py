@@ -474,6 +474,14 @@ def format_run_summary(result) -> str:
     if result.breakdown_rule == "artifact" and excess > 5e-4:
         brk += f" (artifact rule: adds up to {excess:.3f} s more than the time)"
     lines.append(brk)
+    c = result.counters
+    if "cpu_busy_s" in c:      # a run with CPU kernels (the CPU tier: zero-offload, zero-infinity)
+        tb = c.get("traffic_bytes", {})
+        lines.append(f"  host<->SSD       SSD->host {tb.get('ssd_to_host', 0) / 2**30:.1f} GiB, "
+                     f"host->SSD {tb.get('host_to_ssd', 0) / 2**30:.1f} GiB")
+        lines.append(f"  CPU              {c['n_cpu_kernels']:,} kernels, busy {c['cpu_busy_s']:.3f} s; the GPU waited "
+                     f"{c['gpu_wait_cpu_s']:.3f} s for it; host memory peak {c['peak_host_bytes'] / 2**30:.1f} GiB "
+                     f"of {c['host_capacity_bytes'] / 2**30:.0f} GiB")
     if n_it > 1:
         lines.append("  per iteration    " + ", ".join(f"{it.time_s:.3f} s" for it in result.iterations)
                      + " (iteration 0 includes the cold start)")

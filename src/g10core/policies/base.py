@@ -26,8 +26,10 @@ HOST_KEYS = frozenset({"host.memory_GiB", "host.bandwidth_GBps"})
 G10_SCHEDULER_KEYS = frozenset({"scheduler.delta", "scheduler.target_fraction"})
 WINDOW_KEY = "scheduler.prefetch_degree"          # DeepUM+'s look-ahead (and the deepum eviction rule's)
 QUIRKS_KEY = "scheduler.artifact_quirks"          # the published artifact's hand-tuned factors
-# the page-level replay reads every key but the scheduler's (those are its planners')
-PAGE_LEVEL_KEYS = ALL_KEYS - section_keys("scheduler")
+# the host's CPUs as a compute tier: read only by the policies that run kernels on the CPU
+CPU_KEYS = section_keys("cpu")
+# the page-level replay reads every key but the scheduler's (those are its planners') and the CPU's
+PAGE_LEVEL_KEYS = ALL_KEYS - section_keys("scheduler") - CPU_KEYS
 # the tensor-level simulator (tensorsim) moves whole tensors over FIFOs at ssd/host/link
 # bandwidth, the SSD's reads and writes by its duplex rule: no transfer slots, fault-time model,
 # PCIe device or FTL, one steady-state iteration

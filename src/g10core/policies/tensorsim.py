@@ -47,6 +47,31 @@ Two modes, which differ in where the transfers come from:
     these baselines never emits it).  Dead tensors are freed after their last
     kernel.
 
+**The CPU as a compute tier** (``simulate(..., cpu_kernels=, cpu_work=)``, mode ``"gds"``
+without ``scheduler.artifact_quirks``; ZeRO-Offload's and ZeRO-Infinity's CPU Adam).  The
+kernels marked in ``cpu_kernels`` run on the CPU, in trace order, one at a time, on their own
+timeline beside the GPU's: the GPU goes on with the next kernel at once.  A CPU kernel reads
+and writes host memory only: it starts when the CPU is free and every tensor it reads has a
+current copy in host memory (brought by the policy's hints, or on demand when none did: from
+the GPU, or from the SSD over the host<->SSD path); a tensor it only writes is a new buffer in
+host memory.  It takes max(flops / (cpu.cores x per-core FLOP/s of its dtype), bytes /
+host memory bandwidth) (roofline; :class:`CPUWork`).  Dependencies go through tensors: a GPU
+kernel that touches a tensor a queued or running CPU kernel touches waits for it (the time is
+``gpu_wait_cpu_s``, with the wait after the GPU's last kernel for the CPU's last), a hint on such
+a tensor is applied when that CPU kernel is done, and a GPU copy the CPU rewrote is stale (fetched
+again).  With CPU kernels, transfers into the GPU copy (the host or SSD copy stays, released when
+it was only a staging copy), the others move; ``to_host`` / ``to_ssd`` also move a tensor between
+host memory and the SSD (queues ``host_to_ssd`` / ``ssd_to_host`` at ``ssd.bandwidth_GBps``,
+sharing the SSD with its GPU<->SSD stream of the same direction).  Host memory bandwidth is
+shared max-min fair, decided when each starts, as the link is: a DMA through host memory
+(GPU<->host, host<->SSD) that starts while a CPU kernel runs gets at most max(M / 2, M - the
+kernel's rate) and a CPU kernel that starts while such DMA runs gets max(M / 2, M - their rates)
+(M = ``cpu.memory_bandwidth_GBps``).  Tensors in host memory and the pinned staging buffers
+(``CPUWork.pinned_host_bytes``) count against ``host.memory_GiB``; a run that needs more fails.
+The result gains ``cpu_busy_s`` and ``gpu_wait_cpu_s`` (also in ``breakdown_s``), the traffic
+keys ``host_to_ssd`` and ``ssd_to_host``, ``peak_host_bytes``, ``pinned_host_bytes``,
+``host_capacity_bytes``, ``n_cpu_kernels`` and ``kernel_on_cpu``.
+
 Time is integer GPU cycles.  The published simulator (``FlashNeuron_simulator``
 in platformxlab/G10 ``src/vitality.cc``) works in double milliseconds; a
 transfer here is rounded up to whole cycles, which moves an iteration by well
@@ -83,6 +108,7 @@ recompute time is stall.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import heapq
 import math
@@ -99,7 +125,7 @@ from ..codes import (ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_RECOMPUTE, HINT_T
                      TIER_GPU, TIER_HOST, TIER_NAMES, TIER_NOT_PRESENT, TIER_SSD)
 from ..workload import recompute as _recompute
 from ..errors import TensorSimError  # noqa: F401 (defined in errors.py; importable from here)
-from ..workload.trace import Trace
+from ..workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
 GiB = 1 << 30
 MODES = ("flashneuron", "gds")
@@ -115,11 +141,16 @@ MODES = ("flashneuron", "gds")
 # scheduler.artifact_quirks, "access" without.
 VISIT_ORDERS = ("artifact", "access", "reverse")
 
-# Queue indices (one FIFO per direction and tier).
-GPU_TO_SSD, SSD_TO_GPU, GPU_TO_HOST, HOST_TO_GPU = range(4)
+# Queue indices (one FIFO per direction and tier); the host<->SSD queues serve CPU kernels only.
+GPU_TO_SSD, SSD_TO_GPU, GPU_TO_HOST, HOST_TO_GPU, HOST_TO_SSD, SSD_TO_HOST = range(6)
 QUEUE_NAMES = ("gpu_to_ssd", "ssd_to_gpu", "gpu_to_host", "host_to_gpu")
-_SAME_DIRECTION = (GPU_TO_HOST, HOST_TO_GPU, GPU_TO_SSD, SSD_TO_GPU)   # the other tier's queue
-_KERNEL_EVENT = 4
+CPU_QUEUE_NAMES = QUEUE_NAMES + ("host_to_ssd", "ssd_to_host")   # traffic keys of a run with CPU kernels
+_SAME_DIRECTION = (GPU_TO_HOST, HOST_TO_GPU, GPU_TO_SSD, SSD_TO_GPU)   # the other tier's queue on the link
+_SAME_SSD = {GPU_TO_SSD: HOST_TO_SSD, HOST_TO_SSD: GPU_TO_SSD, SSD_TO_GPU: SSD_TO_HOST, SSD_TO_HOST: SSD_TO_GPU}
+_SSD_QUEUES = (GPU_TO_SSD, SSD_TO_GPU, HOST_TO_SSD, SSD_TO_HOST)
+_TOUCHES_HOST = (GPU_TO_HOST, HOST_TO_GPU, HOST_TO_SSD, SSD_TO_HOST)   # DMA through host memory
+_KERNEL_EVENT = 6
+_CPU_EVENT = 7
 
 
 # ---- contiguous page allocator ------------------------------------------------
@@ -286,6 +317,13 @@ class TensorSimSpec:
     # and writes share its time (one transfer at a time, in the order queued) or run at once
     ssd_write_bandwidth_Bps: float = 0.0
     ssd_shared: bool = False
+    # the CPU tier (read only by runs with CPU kernels): peak FLOP/s per dtype, host memory
+    # bandwidth, host memory, and the SSD's own bandwidth for host<->SSD transfers
+    cpu_flops: tuple = (("fp32", 0.0), ("bf16", 0.0))
+    cpu_memory_Bps: float = 0.0
+    host_capacity_bytes: int = 0
+    host_ssd_bandwidth_Bps: float = 0.0
+    host_ssd_write_bandwidth_Bps: float = 0.0     # host->SSD (0: host_ssd_bandwidth_Bps)
 
     def check(self) -> "TensorSimSpec":
         if self.allocator not in ALLOCATORS:
@@ -350,11 +388,20 @@ class TensorSimSpec:
         # G10-GDS and G10-Host allocate on a GPU with virtual memory; the published simulator
         # (quirks) hands them contiguous extents, and FlashNeuron manages its own pool that way
         allocator = "pages" if mode == "gds" and not quirks else "extents"
+        cpu = config.cpu
         return cls(mode=mode, capacity_pages=pages, allocator=allocator, page_size_bytes=gpu.page_size_bytes,
                    frequency_GHz=gpu.frequency_GHz, ssd_bandwidth_Bps=ssd_Bps,
                    host_bandwidth_Bps=host_Bps, backward_start_kernel=int(backward_start_kernel),
                    artifact_quirks=quirks, visit_order=visit_order, link_bandwidth_Bps=link_Bps,
-                   ssd_write_bandwidth_Bps=write_Bps, ssd_shared=shared).check()
+                   ssd_write_bandwidth_Bps=write_Bps, ssd_shared=shared,
+                   cpu_flops=(("fp32", cpu.cores * cpu.fp32_GFLOPs_per_core * 1e9),
+                              ("bf16", cpu.cores * cpu.bf16_GFLOPs_per_core * 1e9)),
+                   cpu_memory_Bps=cpu.memory_bandwidth_GBps * 1e9,
+                   host_capacity_bytes=int(config.host.memory_GiB * GiB),
+                   host_ssd_bandwidth_Bps=config.ssd.bandwidth_GBps * gb,
+                   host_ssd_write_bandwidth_Bps=(0.0 if quirks else
+                                                 (config.ssd.write_bandwidth_GBps or config.ssd.bandwidth_GBps) * gb),
+                   ).check()
 
 
 # ---- trace-derived tables ---------------------------------------------------
@@ -539,7 +586,7 @@ class TensorLevelSimulator:
     """
 
     def __init__(self, trace: Trace, spec: TensorSimSpec, hints: np.ndarray, initial_tier=None,
-                 expansion=None):
+                 expansion=None, cpu: "CPUWork | None" = None):
         # recompute: the simulator runs the expanded trace (workload.recompute) and folds the
         # copies back into the kernels they were inserted before when it reports
         self.expansion = expansion
@@ -570,9 +617,13 @@ class TensorLevelSimulator:
         # bandwidth of each queue, bytes per second
         ssd, host = spec.ssd_bandwidth_Bps, spec.host_bandwidth_Bps
         self._hz = spec.frequency_GHz * 1e9
-        self._queue_Bps = (spec.ssd_write_bandwidth_Bps or ssd, ssd, host, host)
-        # shared SSD: one transfer at a time over both directions, in the order queued
-        self._ssd_shared = spec.ssd_shared
+        hs = spec.host_ssd_bandwidth_Bps
+        write = spec.ssd_write_bandwidth_Bps
+        self._queue_Bps = (write or ssd, ssd, host, host, spec.host_ssd_write_bandwidth_Bps or hs, hs)
+        # shared SSD: one transfer at a time over both directions, in the order queued; with CPU
+        # kernels (four SSD streams) the streams share the SSD's time by rate instead (_shared_rate)
+        self._ssd_shared = spec.ssd_shared and cpu is None
+        self._ssd_pool_shared = spec.ssd_shared and cpu is not None
         self._ssd_serving = -1            # the SSD queue whose head is in service (shared), -1 idle
         self._queued_seq = [deque() for _ in range(4)]
         self._ssd_order = 0
@@ -596,13 +647,17 @@ class TensorLevelSimulator:
         self.now = 0
         self._events: list = []           # heap of (time, seq, kind)
         self._seq = 0
-        self.queues = [deque() for _ in range(4)]
-        self.traffic = [0, 0, 0, 0]       # bytes per queue
+        self.queues = [deque() for _ in range(6)]   # the last two (host<->SSD) serve CPU kernels
+        self.traffic = [0] * (6 if cpu is not None else 4)   # bytes per queue
         self.busy_cycles = 0              # time during which some transfer is in flight
         self.n_transfers = 0
         self.n_on_demand_fetches = 0
         self.fetch_wait: deque = deque()  # gds: prefetches waiting for an extent
         self.peak_used_pages = 0
+        self.cpu = cpu
+        self.cpu_mode = cpu is not None
+        if self.cpu_mode:
+            self._init_cpu(cpu)
 
     # -- events and queues ------------------------------------------------
     def _push_event(self, time: int, kind: int) -> None:
@@ -613,7 +668,7 @@ class TensorLevelSimulator:
         """Cycles to move a tensor, rounded up (the epsilon absorbs float noise in exact cases)."""
         Bps = self._queue_Bps[queue]
         link = self.spec.link_bandwidth_Bps
-        if link > 0:
+        if link > 0 and queue < HOST_TO_SSD:
             other = _SAME_DIRECTION[queue]
             mine, theirs = Bps, self._queue_Bps[other]
             active = self.queues[other] and (not self._ssd_shared or other in (GPU_TO_HOST, HOST_TO_GPU)
@@ -623,6 +678,8 @@ class TensorLevelSimulator:
                 Bps = min(mine, max(link / 2, link - theirs))
             else:
                 Bps = min(mine, link)
+        if self.cpu_mode:
+            Bps = self._shared_rate(queue, Bps)
         return math.ceil(self.size_bytes[tensor] * self._hz / Bps - 1e-6)
 
     def _enqueue(self, queue: int, tensor: int) -> None:
@@ -644,6 +701,9 @@ class TensorLevelSimulator:
         if queue in (SSD_TO_GPU, HOST_TO_GPU):
             self.fetching[tensor] = True
             self.start_off[tensor] = False
+        if self.cpu_mode and (queue == GPU_TO_HOST or queue == SSD_TO_HOST):
+            self.host_in_flight[tensor] += 1
+            self._host_add(tensor)
         if len(q) == 1:
             self._push_event(self.now + self._duration(queue, tensor), queue)
 
@@ -666,6 +726,12 @@ class TensorLevelSimulator:
             self.busy_cycles += time - self.now
         self.now = time
         if kind == _KERNEL_EVENT:
+            return kind
+        if kind == _CPU_EVENT:
+            self._finish_cpu()
+            return kind
+        if self.cpu_mode:
+            self._cpu_transfer_done(kind)
             return kind
         q = self.queues[kind]
         tensor = q.popleft()
@@ -741,6 +807,9 @@ class TensorLevelSimulator:
             raise _CannotFit(f"internal: tensor {tensor} fetch never completes (kernel {kernel})")
 
     def _fetch_on_demand(self, tensor: int) -> None:
+        if self.cpu_mode:
+            self._cpu_mode_fetch(tensor)
+            return
         self.n_on_demand_fetches += 1
         # quirk (gds): the published simulator fetches an evicted tensor on demand
         # over the SSD path even when its copy is in host memory.
@@ -754,6 +823,10 @@ class TensorLevelSimulator:
         wait = self.fetch_wait
         while wait:
             tensor = wait[0]
+            if self.cpu_mode:
+                if not self._cpu_mode_prefetch(tensor):
+                    return
+                continue
             if not quirks and self.extent[tensor] >= 0:
                 if self._in_out_queue(tensor):
                     return                  # its eviction is still running; fetch after it
@@ -777,6 +850,9 @@ class TensorLevelSimulator:
         return tensor in self.queues[GPU_TO_SSD] or tensor in self.queues[GPU_TO_HOST]
 
     def _apply_hint(self, tensor: int, action: int) -> None:
+        if self.cpu_mode:
+            self._cpu_mode_hint(tensor, action)
+            return
         if action in (HINT_TO_SSD, HINT_TO_HOST) and not self.spec.artifact_quirks:
             if self.extent[tensor] < 0 or self._in_out_queue(tensor):
                 return   # nothing resident to evict (quirk: the published simulator moves it anyway)
@@ -830,9 +906,17 @@ class TensorLevelSimulator:
                     while self.queues[GPU_TO_SSD]:
                         self._serve_one()
                 while h < len(hint_k) and hint_k[h] == kernel:
-                    if gds or not backward:
+                    if self.cpu_mode and self.on_cpu[kernel]:
+                        # a CPU kernel's hints apply when the CPU comes to it (see _try_start_cpu)
+                        self._cpu_hints.setdefault(kernel, []).append((hint_t[h], hint_a[h]))
+                    elif gds or not backward:
                         self._apply_hint(hint_t[h], hint_a[h])
                     h += 1
+                if self.cpu_mode:
+                    if self.on_cpu[kernel]:
+                        self._submit_cpu(kernel)   # runs on its own timeline; start/finish set there
+                        continue
+                    self._wait_cpu(kernel)
                 for tensor in self.required[kernel]:
                     if fn:
                         self._prepare_fn(tensor, kernel)
@@ -845,6 +929,8 @@ class TensorLevelSimulator:
                 if gds:
                     self._start_waiting_prefetches()
                 self._release_dead(kernel)
+                if self.cpu_mode:
+                    self._gpu_wrote(kernel)
                 if fn and backward:
                     self._prefetch_ahead(kernel)
                 finish[kernel] = self.now
@@ -852,8 +938,17 @@ class TensorLevelSimulator:
                 # The iteration is over when its transfers are: the published simulator stops at
                 # the last kernel, so evictions still queued there cost nothing (with its 4x
                 # allocator a 200 % trace "moves" 11 GiB in a 0.05 s iteration).
+                gpu_end = self.now
+                if self.cpu_mode:
+                    # hints at kernel K: after the last kernel, still in this iteration
+                    for t, a in zip(self.cpu.end_hints["tensor"].tolist(), self.cpu.end_hints["action"].tolist()):
+                        self._apply_hint(t, a)
                 while self._events:
                     self._serve_one()
+                    if self.cpu_mode:
+                        self._start_waiting_prefetches()
+                if self.cpu_mode:
+                    self._check_cpu_done(gpu_end)
                 if self.steady:
                     self._restore_placement(K - 1)
                 finish[K - 1] = self.now      # the last kernel's step ends when the link is idle
@@ -862,6 +957,9 @@ class TensorLevelSimulator:
         return self._result(start, finish, kernel, failure)
 
     def _initial_placement(self) -> None:
+        if self.cpu_mode:
+            self._cpu_mode_placement()
+            return
         T = self.trace.n_tensors
         glob = self.is_global
         tier = self.initial_tier
@@ -1005,6 +1103,8 @@ class TensorLevelSimulator:
             d = self.death[tensor]
             if d == kernel + 1 or (d == -1 and not fn):
                 self._free(tensor)
+                if self.cpu_mode:
+                    self._host_drop(tensor)
 
     def _prefetch_ahead(self, kernel: int) -> None:
         """FlashNeuron's backward prefetch: offloaded tensors of the next kernels, in order, while they fit.
@@ -1035,6 +1135,344 @@ class TensorLevelSimulator:
                 else:
                     advance = False
             k += 1
+
+    # -- the CPU tier (runs with CPU kernels only; see CPUWork) ---------------------
+    def _init_cpu(self, cpu: "CPUWork") -> None:
+        trace, K, T = self.trace, self.trace.n_kernels, self.trace.n_tensors
+        self.on_cpu = cpu.on_cpu.tolist()
+        self._cpu_flop_rate = dict(self.spec.cpu_flops)[cpu.dtype]
+        self.cpu_flops = cpu.flops.tolist()
+        self.cpu_bytes = cpu.bytes.tolist()
+        self.cpu_start: dict[int, int] = {}
+        self.cpu_finish: dict[int, int] = {}
+        self.cpu_pending = [0] * T        # queued or running CPU kernels that touch the tensor
+        self.host_in_flight = [0] * T     # transfers into host memory queued or running
+        self.on_ssd = [False] * T         # a current copy is on the SSD
+        self.gpu_stale = [False] * T      # its GPU pages hold data a CPU kernel has since rewritten
+        self.host_home = [False] * T      # lives in host memory: copies to the GPU keep it there
+        self._host_counted = [False] * T
+        self.pinned_host_bytes = int(cpu.pinned_host_bytes)
+        self.host_bytes = self.pinned_host_bytes
+        self.peak_host_bytes = self.host_bytes
+        self.cpu_fifo: deque = deque()
+        self.cpu_running = -1
+        self._cpu_rate = 0.0              # host memory bandwidth the running CPU kernel uses, B/s
+        self._cpu_end = 0
+        self.cpu_busy_cycles = 0
+        self.gpu_wait_cpu_cycles = 0
+        self._deferred: dict[int, list] = {}
+        self._cpu_hints: dict[int, list] = {}   # hints at a CPU kernel's index
+        self._cpu_head = -1               # the CPU kernel whose hints and fetches were issued
+        self._queue_rate = [0.0] * 6      # B/s of the transfer at each queue's head
+        # every tensor may live off the GPU: a tensor is fetched wherever it has a copy
+        self.will_move = [True] * T
+        off = trace.access_offsets
+        acc_k = np.repeat(np.arange(K), np.diff(off)).tolist()
+        acc_t = trace.access_tensor.tolist()
+        acc_m = trace.access_mode.tolist()
+        self._reads = [set() for _ in range(K)]
+        self._writes = [[] for _ in range(K)]
+        for k, t, m in zip(acc_k, acc_t, acc_m):
+            if m & ACCESS_READ:
+                self._reads[k].add(t)
+            if m & ACCESS_WRITE:
+                self._writes[k].append(t)
+        self._initial_tier = None if cpu.initial_tier is None else cpu.initial_tier.tolist()
+        if self._initial_tier is not None:
+            self.initial_tier = self._initial_tier     # (initial_tier_bytes)
+        self._host_copies = [] if cpu.host_copies is None else np.flatnonzero(cpu.host_copies).tolist()
+
+    def _cpu_mode_placement(self) -> None:
+        """Every global tensor where ``initial_tier`` puts it (GPU by default), plus the host copies."""
+        tier = self._initial_tier
+        for t in range(self.trace.n_tensors):
+            if not self.is_global[t]:
+                continue
+            where = TIER_GPU if tier is None else tier[t]
+            if where == TIER_GPU:
+                if not self._place(t, high=True):
+                    need = sum(self.pages[u] for u in range(self.trace.n_tensors)
+                               if self.is_global[u] and (tier is None or tier[u] == TIER_GPU))
+                    raise _CannotFit(f"cannot fit: the global tensors placed on the GPU at the start need "
+                                     f"{need} pages, the GPU has {self.alloc.capacity_pages}")
+            elif where == TIER_HOST:
+                self.host_home[t] = True
+                self._host_add(t)
+            elif where == TIER_SSD:
+                self.on_ssd[t] = True
+        for t in self._host_copies:
+            self.host_home[t] = True
+            self._host_add(t)
+
+    def _host_add(self, tensor: int) -> None:
+        """The tensor has (or is getting) a current copy in host memory, which holds its bytes."""
+        self.in_host[tensor] = True
+        if self._host_counted[tensor]:
+            return
+        self._host_counted[tensor] = True
+        self.host_bytes += self.size_bytes[tensor]
+        if self.host_bytes > self.peak_host_bytes:
+            self.peak_host_bytes = self.host_bytes
+            if self.host_bytes > self.spec.host_capacity_bytes:
+                raise _CannotFit(
+                    f"cannot fit in host memory: {self.host_bytes} B are needed (tensor {tensor} "
+                    f"{self.trace.tensor_name[tensor]!s} arriving; {self.pinned_host_bytes} B of it pinned staging "
+                    f"buffers), host.memory_GiB holds {self.spec.host_capacity_bytes} B")
+
+    def _host_drop(self, tensor: int) -> None:
+        self.in_host[tensor] = False
+        if self._host_counted[tensor]:
+            self._host_counted[tensor] = False
+            self.host_bytes -= self.size_bytes[tensor]
+
+    def _shared_rate(self, queue: int, Bps: float) -> float:
+        """A transfer's rate when it starts, fixed for its duration: it shares the SSD with the other
+        SSD stream of its direction and host memory with a running CPU kernel, each max-min fair."""
+        other = _SAME_SSD.get(queue)
+        if other is not None and self._ssd_pool_shared:
+            # a shared SSD (ssd.duplex): the four SSD streams (reads and writes, to the GPU and to
+            # host memory) share its time, each stream's share of the SSD max-min fair
+            busy = [q for q in _SSD_QUEUES if q != queue and self.queues[q]]
+            own = self._queue_Bps[queue]
+            load = sum(self._queue_rate[q] / self._queue_Bps[q] for q in busy)
+            if busy and load + Bps / own > 1.0:
+                Bps = min(Bps, own * max(1.0 / (1 + len(busy)), 1.0 - load))
+        elif other is not None and self.queues[other]:
+            ssd, theirs = self.spec.host_ssd_bandwidth_Bps, self._queue_rate[other]
+            if Bps + theirs > ssd:
+                Bps = min(Bps, max(ssd / 2, ssd - theirs))
+        if queue in _TOUCHES_HOST and self.cpu_running >= 0:
+            mem = self.spec.cpu_memory_Bps
+            if Bps + self._cpu_rate > mem:
+                Bps = min(Bps, max(mem / 2, mem - self._cpu_rate))
+        self._queue_rate[queue] = Bps
+        return Bps
+
+    def _cpu_transfer_done(self, kind: int) -> None:
+        """A transfer finished (runs with CPU kernels): transfers into the GPU copy, the others move."""
+        q = self.queues[kind]
+        tensor = q.popleft()
+        if kind == GPU_TO_SSD or kind == GPU_TO_HOST:
+            self._free(tensor)
+            self.gpu_stale[tensor] = False
+            if kind == GPU_TO_SSD:
+                self.on_ssd[tensor] = True
+            else:
+                self.host_in_flight[tensor] -= 1
+        elif kind == HOST_TO_SSD:
+            self.on_ssd[tensor] = True
+            if not self.host_home[tensor] and not self.cpu_pending[tensor]:
+                self._host_drop(tensor)     # the staging copy is released once written
+        elif kind == SSD_TO_HOST:
+            self.host_in_flight[tensor] -= 1
+        else:
+            self.fetching[tensor] = False
+            self.gpu_stale[tensor] = False
+            if kind == HOST_TO_GPU and not self.host_home[tensor] and not self.cpu_pending[tensor]:
+                self._host_drop(tensor)     # a staging copy (ZeRO-Infinity's parameters) is released
+        if q:
+            self._push_event(self.now + self._duration(kind, q[0]), kind)
+        else:
+            self._queue_rate[kind] = 0.0
+        self._try_start_cpu()
+
+    def _cpu_mode_hint(self, tensor: int, action: int, now: bool = False) -> None:
+        """A hint (runs with CPU kernels): applied once no queued or running CPU kernel touches the tensor.
+
+        ``to_host`` / ``to_ssd`` move the tensor's current copy there (from the GPU, or between host
+        memory and the SSD), dropping the GPU pages or the host copy once done (a tensor whose copy
+        there is current only drops them); ``to_gpu`` copies it to the GPU from host memory, or from
+        the SSD; ``free`` drops the GPU copy, or without one the host copy.
+        """
+        if self.cpu_pending[tensor] and not now:
+            self._deferred.setdefault(tensor, []).append(action)
+            return
+        on_gpu = self.extent[tensor] >= 0
+        if action == HINT_TO_GPU:
+            if not self.waiting[tensor]:
+                self.fetch_wait.append(tensor)
+                self.waiting[tensor] = True
+                self._start_waiting_prefetches()
+        elif action == HINT_TO_HOST:
+            if on_gpu:
+                if self._in_out_queue(tensor) or self.fetching[tensor]:
+                    return
+                if self.in_host[tensor] and not self.gpu_stale[tensor]:
+                    self._free(tensor)      # the host copy is current: only the GPU pages go
+                else:
+                    self._enqueue(GPU_TO_HOST, tensor)
+            elif not self.in_host[tensor] and self.on_ssd[tensor]:
+                self._enqueue(SSD_TO_HOST, tensor)
+        elif action == HINT_TO_SSD:
+            if on_gpu:
+                if self._in_out_queue(tensor) or self.fetching[tensor]:
+                    return
+                if self.on_ssd[tensor] and not self.gpu_stale[tensor]:
+                    self._free(tensor)
+                else:
+                    self._enqueue(GPU_TO_SSD, tensor)
+            elif self.in_host[tensor] and not self.host_in_flight[tensor] and tensor not in self.queues[HOST_TO_SSD]:
+                if self.on_ssd[tensor]:
+                    if not self.host_home[tensor]:
+                        self._host_drop(tensor)
+                else:
+                    self._enqueue(HOST_TO_SSD, tensor)
+        elif action == HINT_FREE:
+            if on_gpu:
+                if not self._in_out_queue(tensor) and not self.fetching[tensor]:
+                    self._free(tensor)
+                    self.gpu_stale[tensor] = False
+            elif not self.host_home[tensor] and not self.host_in_flight[tensor]:
+                self._host_drop(tensor)
+
+    def _cpu_mode_prefetch(self, tensor: int) -> bool:
+        """Start the prefetch at the head of the wait queue (runs with CPU kernels); False: it must wait."""
+        if self.cpu_pending[tensor] or self.host_in_flight[tensor] or self._in_out_queue(tensor):
+            return False    # a CPU kernel still uses it, its host copy is arriving, or it is leaving
+        done = (self.extent[tensor] >= 0 and not self.gpu_stale[tensor]) or self.fetching[tensor] \
+            or not (self.in_host[tensor] or self.on_ssd[tensor])
+        if not done:
+            if self.extent[tensor] < 0 and not self._place(tensor, True):
+                return False
+            self._enqueue(HOST_TO_GPU if self.in_host[tensor] else SSD_TO_GPU, tensor)
+        self.fetch_wait.popleft()
+        self.waiting[tensor] = False
+        return True
+
+    def _cpu_mode_fetch(self, tensor: int) -> None:
+        """Fetch a tensor the GPU needs now from wherever it has a current copy (none: a new tensor)."""
+        if self.fetching[tensor]:
+            return
+        while self.host_in_flight[tensor] and self._events:
+            self._serve_one()               # its host copy is arriving: fetch it from there
+        if self.in_host[tensor]:
+            queue = HOST_TO_GPU
+        elif self.on_ssd[tensor]:
+            queue = SSD_TO_GPU
+        else:
+            self.gpu_stale[tensor] = False
+            return
+        self.n_on_demand_fetches += 1
+        self._enqueue(queue, tensor)
+
+    def _to_host_for_cpu(self, tensor: int) -> None:
+        """Bring a tensor a CPU kernel reads into host memory, on demand if no hint did."""
+        if self.in_host[tensor]:
+            return                          # there, or arriving
+        if self.extent[tensor] >= 0 and not self.gpu_stale[tensor]:
+            self.n_on_demand_fetches += 1
+            self._enqueue(GPU_TO_HOST, tensor)
+        elif self.on_ssd[tensor]:
+            self.n_on_demand_fetches += 1
+            self._enqueue(SSD_TO_HOST, tensor)
+        else:
+            self._host_add(tensor)          # no copy anywhere yet: a new buffer in host memory
+
+    def _submit_cpu(self, kernel: int) -> None:
+        for t in self.required[kernel]:
+            self.cpu_pending[t] += 1
+        self.cpu_fifo.append(kernel)
+        self._try_start_cpu()
+
+    def _come_to(self, k: int) -> None:
+        """The CPU comes to kernel ``k`` (the ones before it are done): its hints apply now (those
+        of a later CPU kernel's tensors too: it comes after them) and what it reads is brought into
+        host memory on demand where no hint did."""
+        self._cpu_head = k
+        for t, a in self._cpu_hints.pop(k, ()):
+            self._cpu_mode_hint(t, a, now=True)
+        reads = self._reads[k]
+        for t in self.required[k]:
+            if t in reads:
+                self._to_host_for_cpu(t)
+            else:
+                self._host_add(t)           # written only: a buffer in host memory
+
+    def _try_start_cpu(self) -> None:
+        """Start the CPU's next kernel once the CPU is free and its tensors are in host memory.
+
+        Its time is max(flops / FLOP/s, bytes / host memory bandwidth), the bandwidth being what the
+        DMA transfers through host memory in flight leave (at least half), fixed when it starts.
+        """
+        if self.cpu_running >= 0 or not self.cpu_fifo:
+            return
+        k = self.cpu_fifo[0]
+        if self._cpu_head != k:
+            self._come_to(k)
+        for t in self.required[k]:
+            if self.host_in_flight[t] or not self.in_host[t]:
+                return
+        self.cpu_fifo.popleft()
+        mem = self.spec.cpu_memory_Bps
+        dma = sum(self._queue_rate[q] for q in _TOUCHES_HOST if self.queues[q])
+        if dma > 0:
+            mem = min(mem, max(mem / 2, mem - dma))
+        secs = max(self.cpu_flops[k] / self._cpu_flop_rate, self.cpu_bytes[k] / mem)
+        cycles = math.ceil(secs * self._hz - 1e-6)
+        self._cpu_rate = self.cpu_bytes[k] / secs if secs > 0 else 0.0
+        self.cpu_running = k
+        self.cpu_start[k] = self.now
+        self.cpu_busy_cycles += cycles
+        self._push_event(self.now + cycles, _CPU_EVENT)
+
+    def _finish_cpu(self) -> None:
+        k = self.cpu_running
+        self.cpu_running = -1
+        self._cpu_rate = 0.0
+        self.cpu_finish[k] = self._cpu_end = self.now
+        for t in self._writes[k]:
+            self.on_ssd[t] = False          # its SSD copy and GPU pages are now stale
+            if self.extent[t] >= 0:
+                self.gpu_stale[t] = True
+        for t in self.required[k]:
+            self.cpu_pending[t] -= 1
+        for t in self.required[k]:
+            if self.cpu_pending[t]:
+                continue
+            d = self.death[t]
+            if not self.is_global[t] and (d == k + 1 or d == -1):
+                self._host_drop(t)
+                self._free(t)
+            for action in self._deferred.pop(t, ()):
+                self._cpu_mode_hint(t, action)
+        self._try_start_cpu()
+
+    def _wait_cpu(self, kernel: int) -> None:
+        """A GPU kernel waits for the CPU kernels that touch its tensors; stale GPU copies are refetched."""
+        t0 = self.now
+        for t in self.required[kernel]:
+            while self.cpu_pending[t]:
+                if not self._events:
+                    raise _CannotFit(self._cpu_stuck_message())
+                self._serve_one()
+                self._start_waiting_prefetches()
+        self.gpu_wait_cpu_cycles += self.now - t0
+        for t in self.required[kernel]:
+            if self.extent[t] >= 0 and self.gpu_stale[t]:
+                self._cpu_mode_fetch(t)
+
+    def _gpu_wrote(self, kernel: int) -> None:
+        """A GPU kernel's outputs make their host and SSD copies stale."""
+        for t in self._writes[kernel]:
+            self.on_ssd[t] = False
+            if self.in_host[t] and not self.host_in_flight[t]:
+                if self.host_home[t]:
+                    self.in_host[t] = False     # its buffer stays, stale
+                else:
+                    self._host_drop(t)
+
+    def _check_cpu_done(self, gpu_end: int) -> None:
+        if self.cpu_fifo or self.cpu_running >= 0:
+            raise _CannotFit(self._cpu_stuck_message())
+        if self.cpu_finish:
+            self.gpu_wait_cpu_cycles += max(0, self._cpu_end - gpu_end)
+
+    def _cpu_stuck_message(self) -> str:
+        k = self.cpu_fifo[0] if self.cpu_fifo else self.cpu_running
+        missing = [t for t in self.required[k] if not self.in_host[t]]
+        what = f"tensor {missing[0]} ({self.trace.tensor_name[missing[0]]!s}) never reaches host memory" \
+            if missing else "it never starts"
+        return f"cannot run: CPU kernel {k} ({self.trace.kernel_name[k]}) waits and {what}"
 
     # -- result -----------------------------------------------------------------
     def _initial_tier_bytes(self) -> dict:
@@ -1082,6 +1520,20 @@ class TensorLevelSimulator:
         }
         if recompute_counters is not None:
             counters["recompute"] = recompute_counters
+        if self.cpu_mode:
+            counters["traffic_bytes"] = dict(zip(CPU_QUEUE_NAMES, map(int, self.traffic)))
+            counters.update({
+                "cpu_busy_s": self.cpu_busy_cycles / hz,
+                "gpu_wait_cpu_s": self.gpu_wait_cpu_cycles / hz,
+                "n_cpu_kernels": int(sum(self.on_cpu)),
+                "peak_host_bytes": int(self.peak_host_bytes),
+                "pinned_host_bytes": self.pinned_host_bytes,
+                "host_capacity_bytes": int(self.spec.host_capacity_bytes),
+            })
+            for k, t in self.cpu_start.items():
+                start[k] = t
+            for k, t in self.cpu_finish.items():
+                finish[k] = t
         if failure is not None:
             return _failure(failure, self.spec.mode, ideal / hz, failed_at_kernel=int(last_kernel), **counters)
         total = self.now
@@ -1092,6 +1544,10 @@ class TensorLevelSimulator:
         fi = np.array(finish, np.int64)
         kc = np.array(kernel_cycles_, np.int64)
         norm = np.where(kc > 0, (fi - st - kc) / np.maximum(kc, 1), 0.0)
+        breakdown = {"compute": compute / hz, "overlap": overlap / hz, "stall": stall / hz}
+        if self.cpu_mode:
+            breakdown.update(cpu_busy_s=counters["cpu_busy_s"], gpu_wait_cpu_s=counters["gpu_wait_cpu_s"])
+            counters["kernel_on_cpu"] = np.array(self.on_cpu, bool)
         return {
             "time_s": total / hz,
             "failed": False,
@@ -1101,7 +1557,7 @@ class TensorLevelSimulator:
             "iterations": 1,
             "ideal_time_s": ideal / hz,
             "time_cycles": int(total),
-            "breakdown_s": {"compute": compute / hz, "overlap": overlap / hz, "stall": stall / hz},
+            "breakdown_s": breakdown,
             "transfer_busy_s": self.busy_cycles / hz,
             "kernel_start_s": st / hz,
             "kernel_time_s": (fi - st) / hz,
@@ -1193,7 +1649,8 @@ def check_initial_tier(trace: Trace, initial_tier, spec: TensorSimSpec) -> np.nd
 
 
 def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
-             backward_start_kernel: int = -1, visit_order: str | None = None, initial_tier=None) -> dict:
+             backward_start_kernel: int = -1, visit_order: str | None = None, initial_tier=None,
+             cpu_kernels=None, cpu_work: "CPUWork | None" = None) -> dict:
     """Simulate one iteration of ``trace`` at tensor level under ``hints``.
 
     ``config`` is a :class:`~g10core.config.SimConfig` (preset ``g10-artifact``
@@ -1211,6 +1668,12 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     use without a transfer; after the last kernel every global is moved back to where it
     started, and that time counts.  Entries of non-global tensors are ignored (they are born
     in the iteration).
+
+    ``cpu_kernels`` (a bool per kernel; mode ``"gds"`` without
+    ``scheduler.artifact_quirks``) runs the kernels marked True on the CPU, with
+    ``cpu_work`` (:class:`CPUWork`) giving their work and where the tensors start;
+    see :func:`cpu_work_for` (``initial_tier`` then places the tensors as
+    :class:`CPUWork` says).
     Returns a plain dict; see the module docstring.
     """
     if not isinstance(trace, Trace):
@@ -1221,14 +1684,146 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
         raise TensorSimError(f"backward_start_kernel = {backward_start_kernel}: must be in [0, {trace.n_kernels}]")
     spec = TensorSimSpec.from_config(config, mode, backward_start_kernel=backward_start_kernel,
                                      visit_order=visit_order)
+    end_hints = None
+    if cpu_kernels is not None:
+        h = np.asarray(hints)
+        if h.dtype == HINT_DTYPE and h.ndim == 1:
+            end_hints = h[h["kernel"] == trace.n_kernels]
     hints = check_hints(trace, hints, mode)
-    if initial_tier is not None:
+    cpu = None
+    if cpu_kernels is not None:
+        if mode != "gds" or spec.artifact_quirks:
+            raise TensorSimError("cpu_kernels: CPU kernels run in mode 'gds' without scheduler.artifact_quirks "
+                                 f"(mode {mode!r}, artifact_quirks {spec.artifact_quirks})")
+        if initial_tier is not None:
+            initial_tier = check_initial_tier(trace, initial_tier, spec)
+            cpu_work = dataclasses.replace(cpu_work or CPUWork(), initial_tier=initial_tier)
+        cpu_work = dataclasses.replace(cpu_work or CPUWork(), end_hints=end_hints)
+        cpu = cpu_work_for(trace, cpu_kernels, cpu_work)
+        initial_tier = None          # the CPU tier places the tensors itself (CPUWork)
+    elif cpu_work is not None:
+        raise TensorSimError("cpu_work without cpu_kernels: say which kernels run on the CPU")
+    elif initial_tier is not None:
         initial_tier = check_initial_tier(trace, initial_tier, spec)
     expansion = _recompute.expand(trace, hints) if _recompute.has_recompute(hints) else None
     reason = working_set_check(trace, config)
     if reason is not None:
         return failed_result(reason, mode=mode, trace=trace, config=config)
-    return TensorLevelSimulator(trace, spec, hints, initial_tier, expansion).run()
+    return TensorLevelSimulator(trace, spec, hints, initial_tier, expansion, cpu).run()
+
+
+@dataclass(frozen=True)
+class CPUWork:
+    """What the CPU kernels of a run do and where its tensors start (see :func:`simulate`).
+
+    Attributes
+    ----------
+    on_cpu : ndarray of bool
+        Per kernel: True runs it on the CPU (filled in by :func:`cpu_work_for`).
+    flops, bytes : ndarray of float, optional
+        Per kernel, the work of a CPU kernel: floating-point operations and bytes of host memory
+        read plus written.  None: each kernel's accesses (a tensor read and written counts twice)
+        and one operation per 4 bytes written.  A CPU kernel takes max(flops / (cpu.cores x
+        cpu.<dtype>_GFLOPs_per_core), bytes / cpu.memory_bandwidth_GBps) (roofline).
+    dtype : str
+        ``fp32`` or ``bf16``: which peak the flops run at.
+    initial_tier : ndarray of int8, optional
+        Per tensor, where a global tensor is at the iteration's start (``codes.TIER_GPU`` /
+        ``TIER_HOST`` / ``TIER_SSD`` / ``TIER_NOT_PRESENT``); None: every global on the GPU.  A
+        tensor that starts in host memory lives there (copies to the GPU keep it).
+    host_copies : ndarray of bool, optional
+        Per tensor, a second, current copy in host memory at the start (the steady state of a
+        tensor the CPU writes and the GPU reads: ZeRO-Offload's parameters); it lives there too.
+    pinned_host_bytes : int
+        Pinned staging buffers, held in host memory the whole iteration.
+    end_hints : ndarray, optional
+        The hints at kernel K (after the last kernel; :func:`simulate` fills it in): with CPU
+        kernels they are applied after the last kernel and their transfers count in the
+        iteration (without CPU kernels they are dropped).
+    """
+
+    on_cpu: np.ndarray | None = None
+    flops: np.ndarray | None = None
+    bytes: np.ndarray | None = None
+    dtype: str = "fp32"
+    initial_tier: np.ndarray | None = None
+    host_copies: np.ndarray | None = None
+    pinned_host_bytes: int = 0
+    end_hints: np.ndarray | None = None
+
+
+def cpu_kernel_bytes(trace: Trace) -> np.ndarray:
+    """Per kernel, the bytes of its accesses (as the trace gives them): each read and each write once."""
+    size = trace.tensor_size_bytes.astype(np.float64)
+    mode = trace.access_mode.astype(np.int64)
+    times = ((mode & ACCESS_READ) != 0).astype(np.float64) + ((mode & ACCESS_WRITE) != 0)
+    per_access = size[trace.access_tensor] * times
+    csum = np.concatenate(([0.0], np.cumsum(per_access)))
+    off = trace.access_offsets
+    return csum[off[1:]] - csum[off[:-1]]
+
+
+def cpu_work_for(trace: Trace, cpu_kernels, work: "CPUWork | None" = None) -> CPUWork:
+    """``work`` checked against ``trace`` with ``on_cpu = cpu_kernels`` and every default filled in.
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace the CPU kernels belong to.
+    cpu_kernels : array_like of bool
+        One per kernel: True runs it on the CPU.
+    work : CPUWork, optional
+        The work and placements to check (None: every default).
+
+    Returns
+    -------
+    CPUWork
+        With ``on_cpu``, ``flops``, ``bytes`` and ``end_hints`` filled in.
+
+    Raises
+    ------
+    TensorSimError
+        An array of the wrong length or type, a negative work, an unknown dtype or tier.
+    """
+    K, T = trace.n_kernels, trace.n_tensors
+    on_cpu = np.asarray(cpu_kernels)
+    if on_cpu.dtype != bool or on_cpu.shape != (K,):
+        raise TensorSimError(f"cpu_kernels: expected a bool array of {K} kernels, got {on_cpu.dtype} {on_cpu.shape}")
+    work = work if work is not None else CPUWork()
+    out = {}
+    for name in ("flops", "bytes"):
+        arr = getattr(work, name)
+        if arr is None:
+            continue
+        arr = np.asarray(arr, np.float64)
+        if arr.shape != (K,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise TensorSimError(f"cpu_work.{name}: expected {K} finite values >= 0")
+        out[name] = arr
+    if "bytes" not in out:
+        out["bytes"] = cpu_kernel_bytes(trace)
+    if "flops" not in out:
+        mode = trace.access_mode
+        written = np.where((mode & ACCESS_WRITE) != 0, trace.tensor_size_bytes[trace.access_tensor], 0)
+        csum = np.concatenate(([0], np.cumsum(written)))
+        off = trace.access_offsets
+        out["flops"] = (csum[off[1:]] - csum[off[:-1]]) / 4.0
+    if work.dtype not in ("fp32", "bf16"):
+        raise TensorSimError(f"cpu_work.dtype = {work.dtype!r}: must be fp32 or bf16")
+    tier = work.initial_tier
+    if tier is not None:
+        tier = np.asarray(tier)
+        if tier.shape != (T,) or not np.all(np.isin(tier, (0, TIER_SSD, TIER_HOST, TIER_GPU))):
+            raise TensorSimError(f"cpu_work.initial_tier: expected {T} tiers (codes.TIER_*)")
+    copies = work.host_copies
+    if copies is not None:
+        copies = np.asarray(copies, bool)
+        if copies.shape != (T,):
+            raise TensorSimError(f"cpu_work.host_copies: expected {T} bools")
+    if int(work.pinned_host_bytes) < 0:
+        raise TensorSimError("cpu_work.pinned_host_bytes: must be >= 0")
+    end = np.zeros(0, HINT_DTYPE) if work.end_hints is None else np.asarray(work.end_hints, HINT_DTYPE)
+    return CPUWork(on_cpu=on_cpu, flops=out["flops"], bytes=out["bytes"], dtype=work.dtype, initial_tier=tier,
+                   host_copies=copies, pinned_host_bytes=int(work.pinned_host_bytes), end_hints=end)
 
 
 def with_policy(result: dict, name: str, schedule: dict) -> dict:
