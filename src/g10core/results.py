@@ -907,6 +907,11 @@ def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:
                                   "gpu_capacity_bytes", "leaked_bytes", "transfer_busy_s",
                                   "failed_at_kernel", "mode", "visit_order") if k in d}
     counters["traffic_bytes"] = {k: int(v) for k, v in d.get("traffic_bytes", {}).items()}
+    if d.get("steady_state"):
+        # a run from a placement (tensorsim's initial_tier): where it started, what went back
+        for k in ("initial_tier_bytes", "restore_bytes", "restore_transfers"):
+            if k in d:
+                counters[k] = d[k]
     if "schedule" in d:
         counters["schedule"] = d["schedule"]
     if d.get("failed"):

@@ -5,12 +5,19 @@
 
 Both move whole tensors without UVM and are simulated by :mod:`g10core.policies.tensorsim`, as
 FlashNeuron is; the schedules come from :func:`g10core.policies.g10.schedule`.
+
+Outside ``g10-artifact`` an iteration starts from the plan's placement of the global tensors
+(:func:`initial_placement`) and ends there (the steady state of repeated iterations), so
+models whose parameters and optimizer state exceed GPU memory run; the published simulator
+(``g10-artifact``) starts with every global tensor on the GPU and sizes its allocator at 4x
+the GPU instead.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..codes import ACTION_NAMES
+from ..codes import (ACTION_NAMES, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_GPU, TIER_HOST,
+                     TIER_NAMES, TIER_NOT_PRESENT, TIER_SSD)
 from ..workload.trace import Trace
 from . import tensorsim
 from .base import (G10_SCHEDULER_KEYS, G10_TIMING_KEYS, HOST_KEYS, QUIRKS_KEY, TENSOR_LEVEL_KEYS, TensorPolicy,
@@ -27,6 +34,142 @@ def gds_capacity_quirk(config) -> dict | None:
     return None
 
 
+PLACEMENT_RULE = ("the schedule's steady state (each global where its last move hint of the iteration "
+                  "leaves it); when the globals left on the GPU do not fit beside the largest working "
+                  "set of the other tensors, every one of them is streamed from host memory (g10-host, "
+                  "the globals first used latest first, while it has room) or the SSD: each starts "
+                  "there, is prefetched ahead of each use by its transfer time and evicted back after it")
+
+
+def first_use(trace: Trace) -> np.ndarray:
+    """The first kernel that touches each tensor (``n_kernels`` for a tensor no kernel touches)."""
+    K = trace.n_kernels
+    kernel_of = np.repeat(np.arange(K, dtype=np.int64), np.diff(trace.access_offsets))
+    first = np.full(trace.n_tensors, K, np.int64)
+    np.minimum.at(first, trace.access_tensor.astype(np.int64), kernel_of)
+    return first
+
+
+def initial_placement(trace: Trace, hints: np.ndarray, config, variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """Where each tensor starts G10-GDS's / G10-Host's steady-state iteration, and which globals stream.
+
+    Returns ``(tier, streamed)``: int8 tier codes per tensor and a bool mask of the global
+    tensors that the hint table alone cannot hold (see :func:`stream_hints`).
+
+    The rule (:data:`PLACEMENT_RULE`): a global tensor starts where the hint table leaves it at
+    the end of an iteration (its last ``to_ssd`` / ``to_host`` / ``to_gpu`` / ``free`` hint:
+    SSD, host, GPU, not present; no such hint: GPU), since the next iteration starts from
+    there.  When the globals that this leaves on the GPU, plus the largest set of other
+    tensors one kernel touches, do not fit in GPU memory, every one of them is streamed
+    (:func:`stream_hints`), from host memory under ``g10-host`` while ``host.memory_GiB``
+    holds them (the one whose first use comes latest first; ties: the higher tensor id),
+    otherwise from the SSD.  Streaming only as many as the GPU lacks is not enough: G10's
+    schedule plans as if every global were resident, and its offloads of activations
+    stop at its bandwidth budgets, so the activations it leaves need the room (streaming
+    the globals first used latest until the schedule's estimated excess was covered still
+    ran llama-7b-s2048-b1 out of memory in the backward pass, under both variants).
+    A model whose globals fit keeps the steady state alone.
+    Non-global tensors start not present (they are born in the iteration).
+    """
+    glob = np.asarray(trace.tensor_is_global, bool)
+    tier = np.where(glob, TIER_GPU, TIER_NOT_PRESENT).astype(np.int8)
+    streamed = np.zeros(trace.n_tensors, bool)
+    to_tier = {HINT_TO_SSD: TIER_SSD, HINT_TO_HOST: TIER_HOST if variant == "host" else TIER_SSD,
+               HINT_TO_GPU: TIER_GPU, HINT_FREE: TIER_NOT_PRESENT}
+    hints = np.asarray(hints)
+    for t, a in zip(hints["tensor"].tolist(), hints["action"].tolist()):
+        if glob[t] and a in to_tier:
+            tier[t] = to_tier[a]
+    page = config.gpu.page_size_bytes
+    pages = (trace.tensor_size_bytes.astype(np.int64) + page - 1) // page
+    capacity = int(config.gpu.memory_GiB * tensorsim.GiB) // page
+    budget = capacity - tensorsim.max_working_set_pages(trace, page, include_globals=False)
+    host_room = int(config.host.memory_GiB * tensorsim.GiB) // page if variant == "host" else 0
+    host_room -= int(pages[tier == TIER_HOST].sum())
+    on_gpu = int(pages[tier == TIER_GPU].sum())
+    if on_gpu > budget:
+        first = first_use(trace)
+        cand = np.flatnonzero(tier == TIER_GPU)
+        for t in cand[np.lexsort((-cand, -first[cand]))].tolist():
+            n = int(pages[t])
+            if n <= host_room:
+                tier[t] = TIER_HOST
+                host_room -= n
+            else:
+                tier[t] = TIER_SSD
+            streamed[t] = True
+    return tier, streamed
+
+
+def stream_hints(trace: Trace, tier: np.ndarray, streamed: np.ndarray, config) -> np.ndarray:
+    """Move hints that stream the ``streamed`` globals between their start tier and the GPU.
+
+    Per use of such a tensor (kernels in order), a ``to_gpu`` at the latest kernel whose
+    ideal time until the use covers the transfer (size over the tier's bandwidth), and
+    after the use an eviction back to its start tier; when the prefetch would fall at or
+    before the kernel right after the previous use, the tensor stays on the GPU between the
+    two uses.  After its last use it goes back, so the iteration ends where it started.
+    """
+    K = trace.n_kernels
+    spec = tensorsim.TensorSimSpec.from_config(config, "gds")
+    cyc = np.asarray(tensorsim.kernel_cycles(trace, config.gpu.frequency_GHz), np.float64)
+    csum = np.concatenate(([0.0], np.cumsum(cyc)))       # csum[k]: cycles before kernel k
+    hz = spec.frequency_GHz * 1e9
+    page = config.gpu.page_size_bytes
+    kernel_of = np.repeat(np.arange(K, dtype=np.int64), np.diff(trace.access_offsets))
+    acc_t = trace.access_tensor.astype(np.int64)
+    sel = streamed[acc_t]
+    uses_t, uses_k = acc_t[sel], kernel_of[sel]
+    order = np.lexsort((uses_k, uses_t))
+    uses_t, uses_k = uses_t[order], uses_k[order]
+    rows = []
+    start = 0
+    n = uses_t.size
+    while start < n:
+        t = int(uses_t[start])
+        end = start
+        while end < n and uses_t[end] == t:
+            end += 1
+        ks = sorted(set(uses_k[start:end].tolist()))
+        start = end
+        home = int(tier[t])
+        evict = HINT_TO_HOST if home == TIER_HOST else HINT_TO_SSD
+        Bps = spec.host_bandwidth_Bps if home == TIER_HOST else spec.ssd_bandwidth_Bps
+        lead = (trace.tensor_size_bytes[t] + page - 1) // page * page * hz / Bps
+        prev = -1
+        for use in ks:
+            # latest kernel p with csum[use] - csum[p] >= lead
+            p = int(np.searchsorted(csum, csum[use] - lead, side="right")) - 1
+            if prev >= 0 and p <= prev + 1:
+                prev = use                        # too close to the previous use: stay resident
+                continue
+            if prev >= 0:
+                rows.append((prev + 1, t, evict))
+            rows.append((max(p, prev + 1, 0), t, HINT_TO_GPU))
+            prev = use
+        if prev >= 0 and prev + 1 <= K:
+            rows.append((prev + 1, t, evict))
+    out = np.zeros(len(rows), tensorsim.HINT_DTYPE)
+    if rows:
+        arr = np.array(rows, np.int64)
+        out["kernel"], out["tensor"], out["action"] = arr[:, 0], arr[:, 1], arr[:, 2]
+    return out
+
+
+def with_stream_hints(hints: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """``hints`` and ``extra`` merged by kernel (stable: a kernel's schedule hints come first)."""
+    merged = np.concatenate((np.asarray(hints), extra))
+    return merged[np.argsort(merged["kernel"], kind="stable")]
+
+
+def placement_summary(trace: Trace, tier: np.ndarray) -> dict:
+    """Bytes of the global tensors per start tier, and the rule that placed them."""
+    glob = np.asarray(trace.tensor_is_global, bool)
+    size = trace.tensor_size_bytes.astype(np.int64)
+    return {"rule": "steady state of the schedule; globals streamed when they do not fit (g10_tensor.PLACEMENT_RULE)",
+            "bytes": {name: int(size[glob & (tier == code)].sum()) for code, name in TIER_NAMES.items()}}
+
+
 class _G10TensorLevel(TensorPolicy):
     variant: str = ""
     reads = TENSOR_LEVEL_KEYS | G10_TIMING_KEYS | G10_SCHEDULER_KEYS | {QUIRKS_KEY}
@@ -34,17 +177,39 @@ class _G10TensorLevel(TensorPolicy):
     def schedule(self, trace: Trace) -> np.ndarray:
         return schedule(trace, self.config, variant=self.variant)
 
+    def placement(self, trace: Trace, hints: np.ndarray):
+        """``(tier, hints)``: the start placement (:func:`initial_placement`) and the hint table with
+        the streamed globals' hints added; ``(None, hints)`` under ``g10-artifact``, whose
+        published simulator starts with every global tensor on the GPU."""
+        if self.config.scheduler.artifact_quirks:
+            return None, hints
+        tier, streamed = initial_placement(trace, hints, self.config, self.variant)
+        if streamed.any():
+            hints = with_stream_hints(hints, stream_hints(trace, tier, streamed, self.config))
+        return tier, hints
+
     def simulate(self, trace: Trace, hints=None) -> dict:
         if hints is not None:       # a given hint table replaces G10's schedule
-            return tensorsim.simulate(trace, self.config, hints, mode="gds")
+            hints = np.asarray(hints)
+            tier = None
+            if hints.dtype == tensorsim.HINT_DTYPE and not self.config.scheduler.artifact_quirks:
+                # a given table is the whole plan: its steady state places the globals
+                tier, _ = initial_placement(trace, hints, self.config, self.variant)
+            return tensorsim.simulate(trace, self.config, hints, mode="gds", initial_tier=tier)
         reason = tensorsim.working_set_check(trace, self.config)
         if reason is not None:
             failed = tensorsim.failed_result(reason, mode="gds", trace=trace, config=self.config)
             return tensorsim.with_policy(failed, self.name, {})
         hints = np.asarray(self.schedule(trace))
-        res = tensorsim.simulate(trace, self.config, hints, mode="gds")
+        n_schedule = int(hints.size)
+        tier, hints = self.placement(trace, hints)
+        res = tensorsim.simulate(trace, self.config, hints, mode="gds", initial_tier=tier)
         counts = {ACTION_NAMES[a]: int((hints["action"] == a).sum()) for a in np.unique(hints["action"]).tolist()}
-        return tensorsim.with_policy(res, self.name, {"n_hints": int(hints.size), "hints_by_action": counts})
+        info = {"n_hints": int(hints.size), "hints_by_action": counts}
+        if tier is not None:
+            info["initial_placement"] = placement_summary(trace, tier)
+            info["stream_hints"] = int(hints.size) - n_schedule
+        return tensorsim.with_policy(res, self.name, info)
 
     def hand_tuned_factors(self, trace: Trace) -> list[dict]:
         return [q for q in (target_quirk(trace, self.config, self.variant), gds_capacity_quirk(self.config))
@@ -67,4 +232,5 @@ class G10Host(_G10TensorLevel):
     description = "G10's schedule with host memory: GPU<->SSD and GPU<->host tensor transfers"
 
 
-__all__ = ["G10GDS", "G10Host", "gds_capacity_quirk"]
+__all__ = ["G10GDS", "G10Host", "PLACEMENT_RULE", "first_use", "gds_capacity_quirk", "initial_placement",
+           "placement_summary", "stream_hints", "with_stream_hints"]

@@ -16,7 +16,10 @@ out by one of two allocators (``TensorSimSpec.allocator``):
   on a GPU with virtual memory, where a tensor needs free pages, not physically
   contiguous ones; this is their allocator under the other presets.
 
-One iteration is simulated, with every global tensor resident at the start.
+One iteration is simulated, by default with every global tensor resident at the start.
+Given ``initial_tier`` (a placement per tensor: GPU, host, SSD or not present) it starts
+from that placement instead and ends where it started: the steady state of repeated
+iterations, with the moves back after the last kernel counted (``restore_bytes``).
 
 Two modes, which differ in where the transfers come from:
 
@@ -61,7 +64,9 @@ transfer is in flight), ``traffic_bytes`` {``gpu_to_ssd``, ``ssd_to_gpu``,
 ``kernel_time_s`` (end - start) and ``kernel_stall_normalized`` ((end - start -
 t11) / t11), and the counters ``n_transfers``, ``n_on_demand_fetches``,
 ``peak_gpu_bytes``, ``gpu_capacity_bytes``, ``leaked_bytes``, ``mode``,
-``visit_order``, ``iterations`` (1).
+``visit_order``, ``iterations`` (1), ``steady_state`` (a placement was given), ``initial_tier_bytes`` (bytes of global tensors per
+tier at the start), ``restore_bytes`` and ``restore_transfers`` (moved after the last kernel
+to restore the start placement; 0 without ``initial_tier``).
 """
 from __future__ import annotations
 
@@ -78,7 +83,8 @@ import numpy as np
 
 from ..workload import vitality
 from ..workload.vitality import kernel_cycles
-from ..codes import ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
+from ..codes import (ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_GPU,
+                     TIER_HOST, TIER_NAMES, TIER_NOT_PRESENT, TIER_SSD)
 from ..errors import TensorSimError  # noqa: F401 (defined in errors.py; importable from here)
 from ..workload.trace import Trace
 
@@ -504,11 +510,19 @@ class TensorLevelSimulator:
     :meth:`run` once.  Tests may drive the pieces directly.
     """
 
-    def __init__(self, trace: Trace, spec: TensorSimSpec, hints: np.ndarray):
+    def __init__(self, trace: Trace, spec: TensorSimSpec, hints: np.ndarray, initial_tier=None):
         self.trace = trace
         self.spec = spec
         self.hints = hints
         K, T = trace.n_kernels, trace.n_tensors
+        # steady state: the iteration starts from initial_tier and ends where it started
+        self.steady = initial_tier is not None
+        self.initial_tier = (np.asarray(initial_tier).astype(np.int64).tolist() if self.steady
+                             else [TIER_GPU if g else TIER_NOT_PRESENT for g in trace.tensor_is_global.tolist()])
+        self.start_off = [False] * T      # its data is off the GPU since the start: fetch when first placed
+        self.absent = [False] * T         # no copy anywhere (a global that starts not present, or freed)
+        self.restore_bytes = 0
+        self.restore_transfers = 0
         page = spec.page_size_bytes
         pages = (trace.tensor_size_bytes + page - 1) // page
         self.pages = pages.tolist()
@@ -577,6 +591,7 @@ class TensorLevelSimulator:
         self.n_transfers += 1
         if queue in (SSD_TO_GPU, HOST_TO_GPU):
             self.fetching[tensor] = True
+            self.start_off[tensor] = False
         if len(q) == 1:
             self._push_event(self.now + self._duration(queue, tensor), queue)
 
@@ -682,6 +697,9 @@ class TensorLevelSimulator:
                 return
             wait.popleft()
             self.waiting[tensor] = False
+            if self.absent[tensor]:
+                self.absent[tensor] = False     # nothing to fetch: the prefetch only allocates
+                continue
             self._enqueue(HOST_TO_GPU if self.in_host[tensor] else SSD_TO_GPU, tensor)
             if quirks:
                 # quirk: the published simulator starts at most one waiting
@@ -716,6 +734,9 @@ class TensorLevelSimulator:
             self._start_waiting_prefetches()
         elif action == HINT_FREE:
             self._free(tensor)
+            if self.steady:
+                self.absent[tensor] = True
+                self.in_host[tensor] = False
 
     # -- main loop ------------------------------------------------------------
     def run(self) -> dict:
@@ -760,12 +781,14 @@ class TensorLevelSimulator:
                 if fn and backward:
                     self._prefetch_ahead(kernel)
                 finish[kernel] = self.now
-            if not spec.artifact_quirks:
+            if not spec.artifact_quirks or self.steady:
                 # The iteration is over when its transfers are: the published simulator stops at
                 # the last kernel, so evictions still queued there cost nothing (with its 4x
                 # allocator a 200 % trace "moves" 11 GiB in a 0.05 s iteration).
                 while self._events:
                     self._serve_one()
+                if self.steady:
+                    self._restore_placement(K - 1)
                 finish[K - 1] = self.now      # the last kernel's step ends when the link is idle
         except _CannotFit as exc:
             failure = str(exc)
@@ -774,13 +797,22 @@ class TensorLevelSimulator:
     def _initial_placement(self) -> None:
         T = self.trace.n_tensors
         glob = self.is_global
+        tier = self.initial_tier
         for t in range(T):
-            if glob[t]:
+            if not glob[t]:
+                continue
+            if tier[t] == TIER_GPU:
                 # gds: globals that will be evicted go to the high end
                 if not self._place(t, high=self.will_move[t] and self.spec.mode == "gds"):
-                    need = sum(self.pages[u] for u in range(T) if glob[u])
-                    raise _CannotFit(f"cannot fit: the global tensors need {need} pages, "
+                    need = sum(self.pages[u] for u in range(T) if glob[u] and tier[u] == TIER_GPU)
+                    where = " placed on the GPU at the start" if self.steady else ""
+                    raise _CannotFit(f"cannot fit: the global tensors{where} need {need} pages, "
                                      f"the GPU has {self.alloc.capacity_pages}")
+            elif tier[t] == TIER_NOT_PRESENT:
+                self.absent[t] = True
+            else:
+                self.start_off[t] = True
+                self.in_host[t] = tier[t] == TIER_HOST
         if self.spec.mode == "flashneuron":
             # one region, as large as the largest write-only tensor, serves all of them
             wo = [t for t in range(T) if not glob[t] and self.death[t] == -1]
@@ -789,6 +821,67 @@ class TensorLevelSimulator:
                 if not self._place(largest, high=False):
                     raise _CannotFit(f"cannot fit: no room for the workspace region ({self.pages[largest]} pages) "
                                      f"after the global tensors")
+
+    def _tier_now(self, tensor: int) -> int:
+        """Where a tensor's data is once no transfer is in flight."""
+        if self.extent[tensor] >= 0:
+            return TIER_GPU
+        if self.absent[tensor]:
+            return TIER_NOT_PRESENT
+        return TIER_HOST if self.in_host[tensor] else TIER_SSD
+
+    def _drain(self) -> None:
+        while self._events:
+            self._serve_one()
+
+    def _restore_placement(self, kernel: int) -> None:
+        """Steady state: move every global back to the tier it started the iteration in.
+
+        Runs after the last kernel, once the queues are idle; its transfers count in the
+        iteration's time.  Evictions are queued first (they free the room that fetches need);
+        a tensor that ends in the other off-GPU tier than it started in goes back through the
+        GPU (a fetch, then an eviction), as the tensor-level simulator has no host<->SSD path; a
+        tensor with no copy (freed) is put back at no cost.
+        """
+        start_bytes, start_n = sum(self.traffic), self.n_transfers
+        through_gpu, fetch = [], []
+        for t in range(self.trace.n_tensors):
+            want = self.initial_tier[t]
+            if not self.is_global[t] or want == (now := self._tier_now(t)):
+                continue
+            if want == TIER_NOT_PRESENT:
+                self._free(t)
+                self.in_host[t] = False
+                self.absent[t] = True
+            elif now == TIER_NOT_PRESENT:
+                if want == TIER_GPU:
+                    self._place_or_wait(t, True, kernel)
+                else:
+                    self.in_host[t] = want == TIER_HOST
+                self.absent[t] = False
+            elif now == TIER_GPU:
+                self._evict_to(t, want)
+            else:
+                fetch.append(t)
+                if want != TIER_GPU:
+                    through_gpu.append(t)
+        for t in fetch:
+            self._place_or_wait(t, True, kernel)
+            self._enqueue(HOST_TO_GPU if self.in_host[t] else SSD_TO_GPU, t)
+        self._drain()
+        for t in through_gpu:
+            self._evict_to(t, self.initial_tier[t])
+        self._drain()
+        self.restore_bytes = sum(self.traffic) - start_bytes
+        self.restore_transfers = self.n_transfers - start_n
+
+    def _evict_to(self, tensor: int, tier: int) -> None:
+        if tier == TIER_HOST:
+            self._enqueue(GPU_TO_HOST, tensor)
+            self.in_host[tensor] = True
+        else:
+            self._enqueue(GPU_TO_SSD, tensor)
+            self.in_host[tensor] = False
 
     def _prepare_fn(self, tensor: int, kernel: int) -> None:
         if self.is_global[tensor] or self.death[tensor] == -1:
@@ -817,6 +910,13 @@ class TensorLevelSimulator:
                     self._wait_fetched(tensor, kernel)
                 # quirk: the published simulator starts the kernel as soon as the
                 # waiting prefetch has an extent, without waiting for its data.
+            elif self.start_off[tensor] or self.absent[tensor]:
+                self._place_or_wait(tensor, True, kernel)
+                if self.absent[tensor]:
+                    self.absent[tensor] = False     # no data yet: allocating is all
+                else:
+                    self._fetch_on_demand(tensor)
+                    self._wait_fetched(tensor, kernel)
             elif self.will_move[tensor]:
                 self._place_or_wait(tensor, True, kernel)
                 # quirk: the published simulator re-allocates an evicted global
@@ -870,6 +970,14 @@ class TensorLevelSimulator:
             k += 1
 
     # -- result -----------------------------------------------------------------
+    def _initial_tier_bytes(self) -> dict:
+        """Bytes of the global tensors in each tier at the iteration's start."""
+        out = {name: 0 for name in TIER_NAMES.values()}
+        for t in range(self.trace.n_tensors):
+            if self.is_global[t]:
+                out[TIER_NAMES[self.initial_tier[t]]] += self.size_bytes[t]
+        return out
+
     def _result(self, start, finish, last_kernel, failure) -> dict:
         hz = self.spec.frequency_GHz * 1e9
         ideal = int(sum(self.kernel_cycles))
@@ -882,6 +990,10 @@ class TensorLevelSimulator:
             "gpu_capacity_bytes": self.spec.capacity_pages * page,
             "leaked_bytes": self.leaked_pages * page,
             "visit_order": self.spec.visit_order,
+            "steady_state": self.steady,
+            "initial_tier_bytes": self._initial_tier_bytes(),
+            "restore_bytes": int(self.restore_bytes),
+            "restore_transfers": int(self.restore_transfers),
         }
         if failure is not None:
             return _failure(failure, self.spec.mode, ideal / hz, failed_at_kernel=int(last_kernel), **counters)
@@ -936,6 +1048,10 @@ def _failure(reason: str, mode: str, ideal_time_s: float, **fields) -> dict:
         "gpu_capacity_bytes": 0,
         "leaked_bytes": 0,
         "visit_order": None,
+        "steady_state": False,
+        "initial_tier_bytes": {name: 0 for name in TIER_NAMES.values()},
+        "restore_bytes": 0,
+        "restore_transfers": 0,
     }
     out.update(fields)
     return out
@@ -962,8 +1078,35 @@ def default_visit_order(config) -> str:
     return "artifact" if config.scheduler.artifact_quirks else "access"
 
 
+def check_initial_tier(trace: Trace, initial_tier, spec: TensorSimSpec) -> np.ndarray:
+    """Validate a per-tensor start placement; return it as int8 (see :func:`simulate`)."""
+    tier = np.asarray(initial_tier)
+    T = trace.n_tensors
+    if tier.shape != (T,) or tier.dtype.kind not in "iu":
+        raise TensorSimError(f"initial_tier: expected {T} integer tier codes, got shape {tier.shape} "
+                             f"of {tier.dtype}")
+    codes = tuple(TIER_NAMES)
+    bad = np.flatnonzero(~np.isin(tier, codes))
+    if bad.size:
+        t = int(bad[0])
+        raise TensorSimError(f"initial_tier[{t}] = {int(tier[t])}: not a tier code "
+                             f"({', '.join(f'{c} {n}' for c, n in TIER_NAMES.items())})")
+    glob = trace.tensor_is_global
+    # a tensor born in the iteration starts not present, whatever the array says of it
+    tier = np.where(glob, tier, TIER_NOT_PRESENT).astype(np.int8)
+    off = np.flatnonzero(glob & (tier != TIER_GPU))
+    if off.size and spec.mode == "flashneuron":
+        raise TensorSimError(f"initial_tier[{int(off[0])}] = {TIER_NAMES[int(tier[off[0]])]}: FlashNeuron keeps "
+                             "every global tensor on the GPU")
+    host = np.flatnonzero(tier == TIER_HOST)
+    if host.size and spec.host_bandwidth_Bps <= 0:
+        raise TensorSimError(f"initial_tier[{int(host[0])}] = host, but there is no host path "
+                             "(host bandwidth 0)")
+    return tier
+
+
 def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
-             backward_start_kernel: int = -1, visit_order: str | None = None) -> dict:
+             backward_start_kernel: int = -1, visit_order: str | None = None, initial_tier=None) -> dict:
     """Simulate one iteration of ``trace`` at tensor level under ``hints``.
 
     ``config`` is a :class:`~g10core.config.SimConfig` (preset ``g10-artifact``
@@ -971,6 +1114,16 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     ``"flashneuron"`` (``backward_start_kernel`` = index of the first backward
     kernel) or ``"gds"``; ``visit_order`` is one of :data:`VISIT_ORDERS` (None:
     ``"artifact"`` with ``scheduler.artifact_quirks``, else ``"access"``).
+
+    ``initial_tier`` (int8 per tensor, :data:`g10core.codes.TIER_GPU` / ``TIER_HOST`` /
+    ``TIER_SSD`` / ``TIER_NOT_PRESENT``) is where each global tensor is when the iteration
+    starts; None: every global tensor on the GPU, and the iteration ends where its
+    transfers leave it (the behaviour before placements existed).  Given a placement, the
+    simulated iteration is a steady-state one: a global that starts off the GPU is fetched by
+    a ``to_gpu`` hint or on demand; one that starts not present is allocated at its first
+    use without a transfer; after the last kernel every global is moved back to where it
+    started, and that time counts.  Entries of non-global tensors are ignored (they are born
+    in the iteration).
     Returns a plain dict; see the module docstring.
     """
     if not isinstance(trace, Trace):
@@ -982,10 +1135,12 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     spec = TensorSimSpec.from_config(config, mode, backward_start_kernel=backward_start_kernel,
                                      visit_order=visit_order)
     hints = check_hints(trace, hints, mode)
+    if initial_tier is not None:
+        initial_tier = check_initial_tier(trace, initial_tier, spec)
     reason = working_set_check(trace, config)
     if reason is not None:
         return failed_result(reason, mode=mode, trace=trace, config=config)
-    return TensorLevelSimulator(trace, spec, hints).run()
+    return TensorLevelSimulator(trace, spec, hints, initial_tier).run()
 
 
 def with_policy(result: dict, name: str, schedule: dict) -> dict:
