@@ -172,3 +172,92 @@ def test_refused_under_detailed_as_the_tensor_level_policies_are(tmp_path, capsy
     code = main(["run", str(path), "--policy", "ssdtrain", "--preset", "detailed"])
     err = capsys.readouterr().err
     assert code == 2 and "is tensor level and does not run through the detailed components" in err
+
+
+# ---- Capuchin ---------------------------------------------------------------------------------------------
+
+from g10core import codes  # noqa: E402
+
+# (until the recompute action lands: helper "engine")
+needs_recompute = pytest.mark.skipif(not hasattr(codes, "HINT_RECOMPUTE"), reason="no recompute hint action yet")
+
+
+@needs_recompute
+def test_capuchin_swaps_hidden_ones_first_then_the_cheaper_of_recompute_and_swap():
+    from g10core.policies.capuchin import capuchin_choose
+
+    # five kernels, resident bytes 5, 9, 9, 9, 5 against a capacity of 6: kernels 1-3 need 3 bytes less
+    def cand(rc3):
+        return {"tensor": np.array([10, 11, 12, 13]), "evicted": np.zeros(4, np.int64),
+                "back": np.full(4, 4), "producer": np.zeros(4, np.int64), "size": np.array([1, 1, 2, 1]),
+                "free_time_s": np.array([0.5, 2.0, -1.0, -0.2]), "recompute_s": np.array([1.0, 1.0, 0.5, rc3])}
+    # phase 1: the swaps that hide, largest free time first: 11 (FT 2.0), 10 (FT 0.5); one byte short.
+    # phase 2: largest MSPS is 13 (1 B / 0.1 s = 10 B/s, beside 12's 2 / 0.5 = 4); its recompute (0.1 s)
+    # costs less than the cheapest swap (13's own, 0.2 s over its free time): recompute 13
+    live = np.array([5, 9, 9, 9, 5], np.int64)
+    got = capuchin_choose(cand(0.1), live, 6)
+    assert list(got.items()) == [(11, "swap"), (10, "swap"), (13, "recompute")]
+    assert live.tolist() == [5, 6, 6, 6, 5]
+    # a recompute dearer (0.3 s) than that swap: 13 is swapped instead
+    got = capuchin_choose(cand(0.3), np.array([5, 9, 9, 9, 5], np.int64), 6)
+    assert list(got.items()) == [(11, "swap"), (10, "swap"), (13, "swap")]
+
+
+@needs_recompute
+def test_capuchin_candidates_costs_on_the_layered_trace():
+    from g10core.policies.capuchin import capuchin_candidates
+
+    c = capuchin_candidates(layered_trace(), cfg(host__bandwidth_GBps=16, link__bandwidth_GBps=32))
+    i = c["tensor"].tolist().index(A)
+    # a0: idle from k2 (2 ms) to its back access b1 = k7 (8.1 ms); swaps out and in at 16 GB/s
+    swap_in = 64 * MiB / 16e9
+    assert c["swap_in_s"][i] == pytest.approx(swap_in)
+    assert c["free_time_s"][i] == pytest.approx(6.1e-3 - 2 * swap_in)
+    # its producer f0 reads x and W0, both still there at k7: recompute costs f0's 1 ms
+    assert c["recompute_s"][i] == pytest.approx(1e-3, rel=1e-6)
+
+
+@needs_recompute
+def test_capuchin_end_to_end_swaps_and_recomputes():
+    # 0.28 GiB: the 32 MiB of weights and the live activations (at most 4 x 64 + ... MiB) do not fit
+    tr = layered_trace()
+    c = cfg(gpu__memory_GiB=0.3, host__bandwidth_GBps=16, link__bandwidth_GBps=32)
+    pol = policies.get("capuchin")(c)
+    plan = pol.make_plan(tr)
+    assert plan["info"]["n_swapped"] + plan["info"]["n_recomputed"] > 0
+    assert plan["info"]["peak_bytes_planned"] <= plan["info"]["gpu_capacity_bytes"]
+    res = pol.simulate(tr)
+    assert not res["failed"], res["failure_reason"]
+    assert res["time_s"] >= res["ideal_time_s"]
+
+
+# ---- TERAIO -----------------------------------------------------------------------------------------------
+
+def test_teraio_offloads_the_longest_inactive_periods_first():
+    from g10core.policies.teraio import teraio_schedule
+
+    tr = layered_trace()
+    tl = offload.Timeline(tr, cfg())
+    peak = int(offload.live_bytes(tr, tl).max())
+    # 20 MiB short at the peak (kernel 5): the longest idle periods (9.1 ms, k1 to k8) are x's, W0's and m0's;
+    # taken in that order (ties by tensor id) they free 4 + 8 + 16 MiB.  At 32 GB/s each write ends within
+    # k1 and each read fits in k7 (0.91 ms of SSD time in each); at 3.2 GB/s m0's round trip (10.5 ms)
+    # would not fit its 9.1 ms
+    gib = (peak - 20 * MiB) / (1 << 30)
+    fast = {"gpu__memory_GiB": gib, "ssd__bandwidth_GBps": 32, "link__bandwidth_GBps": 64}
+    plan = teraio_schedule(tr, cfg(**fast))
+    assert [c[0] for c in plan["chosen"]] == [X, Wt, M]
+    assert all((c[1], c[2]) == (1, 8) for c in plan["chosen"])
+    assert plan["info"]["peak_bytes_planned"] <= plan["info"]["gpu_capacity_bytes"]
+    assert rows(plan["hints"]) == sorted([(1, X, HINT_TO_SSD), (1, Wt, HINT_TO_SSD), (1, M, HINT_TO_SSD),
+                                          (7, X, HINT_TO_GPU), (7, Wt, HINT_TO_GPU), (7, M, HINT_TO_GPU)])
+    assert (plan["planned_live_bytes"] == offload.live_bytes(tr, tl) - np.array([0, 0, 28, 28, 28, 28, 28, 0, 0]) * MiB).all()
+    res = policies.get("teraio")(cfg(**fast)).simulate(tr)
+    assert not res["failed"], res["failure_reason"]
+    assert res["traffic_bytes"]["gpu_to_ssd"] == 28 * MiB
+
+
+def test_teraio_needs_no_roles_and_does_nothing_when_the_model_fits():
+    res = policies.get("teraio")(cfg()).simulate(layered_trace(roles=False))
+    assert not res["failed"] and res["schedule"]["n_offloads"] == 0
+    assert res["time_s"] == pytest.approx(res["ideal_time_s"])
