@@ -68,11 +68,17 @@ def capuchin_candidates(trace: Trace, config) -> dict:
     swap = 2 * swap_in
     _, death = tensorsim.liveness(trace, tl.spec.frequency_GHz)
     glob = np.asarray(trace.tensor_is_global, bool)
+    # the first backward access of any kind: a backward write before the back access would
+    # touch the dropped tensor, which a recompute does not allow
+    kern = trace.access_kernel.astype(np.int64)
+    bwd = kern >= boundary
+    first_bwd = np.full(trace.n_tensors, np.iinfo(np.int64).max)
+    np.minimum.at(first_bwd, trace.access_tensor[bwd], kern[bwd])
     rc = np.full(t.size, np.inf)
     for i, (tt, p, b) in enumerate(zip(t.tolist(), saved.producer.tolist(), saved.back_access.tolist())):
         lo, hi = int(trace.access_offsets[p]), int(trace.access_offsets[p + 1])
         ins = trace.access_tensor[lo:hi][(trace.access_mode[lo:hi] & ACCESS_READ) != 0]
-        if tt in ins.tolist():
+        if tt in ins.tolist() or first_bwd[tt] < b:
             continue                    # an in-place update: re-running it needs the tensor itself
         if np.all(glob[ins] | (death[ins] > b)):
             rc[i] = tl.kernel_s[p]
