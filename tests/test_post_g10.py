@@ -261,3 +261,38 @@ def test_teraio_needs_no_roles_and_does_nothing_when_the_model_fits():
     res = policies.get("teraio")(cfg()).simulate(layered_trace(roles=False))
     assert not res["failed"] and res["schedule"]["n_offloads"] == 0
     assert res["time_s"] == pytest.approx(res["ideal_time_s"])
+
+
+# ---- a captured model -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def captured_gpt2():
+    pytest.importorskip("torch")
+    from g10core.capture import capture_family
+
+    return capture_family("gpt2", "small", batch=2, seq_len=32, layers=2, hidden=64, heads=4, vocab_size=500)
+
+
+@pytest.mark.parametrize("name", ["vdnn", "vdnn-conv", "ssdtrain"])
+def test_activation_offloaders_on_a_captured_model(captured_gpt2, name):
+    # they offload whether or not the model fits (as published): what they write goes out and is moved
+    pol = policies.get(name)(C.preset("default"))
+    plan = pol.make_plan(captured_gpt2)
+    offloads = plan["hints"][np.isin(plan["hints"]["action"], [HINT_TO_HOST, HINT_TO_SSD])]
+    assert offloads.size > 0
+    # every offloaded tensor is an activation the backward pass reads
+    assert (captured_gpt2.tensor_role[offloads["tensor"]] == ROLE_ACTIVATION).all()
+    res = pol.simulate(captured_gpt2)
+    assert not res["failed"], res["failure_reason"]
+    moved = res["traffic_bytes"]["gpu_to_host"] + res["traffic_bytes"]["gpu_to_ssd"]
+    assert moved == plan["info"]["offloaded_bytes"]
+
+
+def test_teraio_on_a_captured_model_short_of_memory(captured_gpt2):
+    tl = offload.Timeline(captured_gpt2, C.preset("default"))
+    peak = int(offload.live_bytes(captured_gpt2, tl).max())
+    c = cfg(gpu__memory_GiB=0.93 * peak / (1 << 30))
+    res = policies.get("teraio")(c).simulate(captured_gpt2)
+    assert not res["failed"], res["failure_reason"]
+    assert res["schedule"]["n_offloads"] > 0 and res["traffic_bytes"]["gpu_to_ssd"] > 0
+    assert res["schedule"]["peak_bytes_planned"] <= res["schedule"]["gpu_capacity_bytes"]
