@@ -204,6 +204,24 @@ def test_capuchin_swaps_hidden_ones_first_then_the_cheaper_of_recompute_and_swap
 
 
 @needs_recompute
+def test_capuchin_swaps_share_the_link():
+    from g10core.policies.capuchin import capuchin_choose
+
+    # four kernels, 4 bytes over the capacity in kernels 1-2; two candidates idle there, each hidden alone
+    # (FT 1.0 and 0.5 s) but each needing 1 s out and 1 s in, where the link has 0.3 s left per kernel
+    cand = {"tensor": np.array([10, 11]), "evicted": np.zeros(2, np.int64), "back": np.full(2, 3),
+            "producer": np.zeros(2, np.int64), "size": np.array([2, 2]), "free_time_s": np.array([1.0, 0.5]),
+            "swap_s": np.array([2.0, 2.0]), "recompute_s": np.array([np.inf, 0.5])}
+    assert list(capuchin_choose(cand, np.array([5, 10, 10, 5]), 6).items()) == [(10, "swap"), (11, "swap")]
+    link = (np.array([1, 0.3, 0.3, 1]), np.array([1, 0.3, 0.3, 1]))
+    # neither hides: each swap lacks 1 - 0.6 s in each direction (0.8 s); 11's recompute (0.5 s) is cheaper,
+    # 10 is not recomputable and is swapped, taking what the link has left
+    got = capuchin_choose(cand, np.array([5, 10, 10, 5]), 6, link=link)
+    assert list(got.items()) == [(11, "recompute"), (10, "swap")]
+    assert link[0][1:3].tolist() == [0, 0] and link[1][1:3].tolist() == [0, 0]
+
+
+@needs_recompute
 def test_capuchin_candidates_costs_on_the_layered_trace():
     from g10core.policies.capuchin import capuchin_candidates
 

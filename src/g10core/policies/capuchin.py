@@ -24,8 +24,13 @@ How it maps onto a trace (where we had to choose):
 * The memory target: every kernel's resident bytes, when nothing moves, at most the GPU memory;
   a candidate counts only while some kernel of its idle gap is still over.
 * Swaps go to host memory (``to_host`` at the kernel after the evicted access; ``to_gpu`` at the
-  in-trigger, the latest kernel that starts a swap-in time before the back access).  Without a
-  host path the simulator sends them to SSD; FT then uses the SSD bandwidth.
+  in-trigger).  Without a host path the simulator sends them to SSD; FT then uses the SSD
+  bandwidth.  The swaps share the link: FT ranks the candidates (computed alone, as the paper
+  does), but a swap counts as hidden only when the link time its idle gap still has (each
+  kernel's ideal time, per direction, less the swaps already placed) carries its swap-out from
+  the evicted access forward and its swap-in back from the back access, without overlap; its
+  in-trigger is the kernel where that swap-in starts.  In phase 2 a swap's overhead is the
+  transfer time its gap lacks, in each direction.
 * A recompute is ``free`` at the kernel after the evicted access and ``recompute`` at the back
   access (the tensor-level simulator re-runs the producer, its ideal time, faulting in or
   recomputing its inputs).  A candidate is recomputable when its producer does not read the
@@ -47,7 +52,7 @@ from ..codes import HINT_FREE, HINT_RECOMPUTE, HINT_TO_GPU, HINT_TO_HOST
 from ..workload.trace import ACCESS_READ, Trace
 from . import tensorsim
 from .base import TENSOR_LEVEL_KEYS, register
-from .offload import (PlannedOffloadPolicy, Timeline, hint_table, live_bytes, require_boundary, require_roles,
+from .offload import (PlannedOffloadPolicy, Timeline, fill, hint_table, live_bytes, require_boundary, require_roles,
                       saved_activations)
 
 SWAP, RECOMPUTE = "swap", "recompute"
@@ -87,17 +92,32 @@ def capuchin_candidates(trace: Trace, config) -> dict:
             "boundary": boundary, "timeline": tl}
 
 
-def capuchin_choose(cand: dict, live: np.ndarray, capacity_bytes: int, trace: Trace | None = None) -> dict:
+def _drain(free: np.ndarray, need: float) -> None:
+    """Take up to ``need`` seconds from ``free`` (a view), front first: what a transfer the gap cannot
+    carry still uses of it (the rest stalls)."""
+    before = np.cumsum(free) - free
+    free -= np.clip(need - before, 0.0, free)
+
+
+def capuchin_choose(cand: dict, live: np.ndarray, capacity_bytes: int, trace: Trace | None = None,
+                    link: tuple[np.ndarray, np.ndarray] | None = None, triggers: dict | None = None) -> dict:
     """The hybrid policy on candidates (``capuchin_candidates``) and a resident-bytes profile.
 
     Returns ``{tensor id: "swap" | "recompute"}`` in the order chosen.  ``live`` is updated in place.
     ``trace`` (optional) lets a recompute's cost grow by the inputs already chosen for recomputation.
+    ``link`` (optional): the seconds each kernel leaves on the swap path, out and in (updated in
+    place); with it a swap hides only when the time left in its idle gap carries it (the swaps share
+    the link), and a swap's overhead is the transfer time its gap does not have.  Without it each
+    candidate is costed alone: hidden when FT >= 0, overhead -FT otherwise.  ``triggers`` (optional,
+    filled in) receives each hidden swap's in-trigger: the kernel whose link time its swap-in starts in.
     """
     n = cand["tensor"].size
     t, ev, back = cand["tensor"], cand["evicted"], cand["back"]
     size, ft = cand["size"], cand["free_time_s"]
+    half = cand["swap_s"] / 2 if "swap_s" in cand else None
     rc = cand["recompute_s"].astype(float).copy()
     choice: dict[int, str] = {}
+    triggers = {} if triggers is None else triggers
     taken = np.zeros(n, bool)
 
     def helps(i):
@@ -113,12 +133,39 @@ def capuchin_choose(cand: dict, live: np.ndarray, capacity_bytes: int, trace: Tr
         choice[int(t[i])] = how
         live[ev[i] + 1:back[i]] -= size[i]
 
+    def hide(i) -> bool:
+        """Swap i if the link time left in its gap carries it out and back in: True when taken."""
+        out_free, in_free = link
+        lo, hi = ev[i] + 1, back[i]
+        w = fill(out_free[lo:hi], half[i])
+        if w is None:
+            return False
+        r = fill(in_free[lo:hi][::-1], half[i])
+        if r is None or hi - lo - 1 - r[0] <= w[0]:
+            return False
+        out_free[lo:hi] -= w[1]
+        in_free[lo:hi] -= r[1][::-1]
+        triggers[int(t[i])] = lo + (hi - lo - 1 - r[0])
+        take(i, SWAP)
+        return True
+
+    def swap_overheads(idx):
+        if link is None:
+            return np.maximum(0.0, -ft[idx])
+        co = np.concatenate(([0.0], np.cumsum(link[0])))
+        ci = np.concatenate(([0.0], np.cumsum(link[1])))
+        lo, hi = ev[idx] + 1, back[idx]
+        return (np.maximum(0.0, half[idx] - (co[hi] - co[lo])) + np.maximum(0.0, half[idx] - (ci[hi] - ci[lo])))
+
     # phase 1: swaps that hide entirely, largest free time first
     for i in sorted(np.flatnonzero(ft >= 0).tolist(), key=lambda i: (-ft[i], int(t[i]))):
         if not np.any(live > capacity_bytes):
             return choice
         if helps(i):
-            take(i, SWAP)
+            if link is None:
+                take(i, SWAP)
+            else:
+                hide(i)
     # phase 2: the recompute candidate of largest MSPS, unless the cheapest swap costs less
     producer_inputs = None
     if trace is not None:
@@ -128,21 +175,27 @@ def capuchin_choose(cand: dict, live: np.ndarray, capacity_bytes: int, trace: Tr
             lo, hi = int(trace.access_offsets[p]), int(trace.access_offsets[p + 1])
             producer_inputs[i] = trace.access_tensor[lo:hi][(trace.access_mode[lo:hi] & ACCESS_READ) != 0].tolist()
     while np.any(live > capacity_bytes):
-        open_ = np.flatnonzero(~taken & helping()).tolist()
-        if not open_:
+        open_ = np.flatnonzero(~taken & helping())
+        if not open_.size:
             break
-        rcs = [i for i in open_ if np.isfinite(rc[i]) and rc[i] > 0]
+        ovh = swap_overheads(open_)
+        rcs = [i for i in open_.tolist() if np.isfinite(rc[i]) and rc[i] > 0]
         best_rc = max(rcs, key=lambda i: (size[i] / rc[i], -int(t[i])), default=None)
-        best_sw = min(open_, key=lambda i: (max(0.0, -ft[i]), int(t[i])))
-        if best_rc is not None and rc[best_rc] <= max(0.0, -ft[best_sw]):
+        j = min(range(open_.size), key=lambda j: (ovh[j], int(t[open_[j]])))
+        best_sw, sw_cost = int(open_[j]), float(ovh[j])
+        if best_rc is not None and rc[best_rc] <= sw_cost:
             take(best_rc, RECOMPUTE)
             if producer_inputs is not None:
                 # a candidate whose producer reads this tensor now recomputes it too
                 dropped = int(t[best_rc])
-                for j in np.flatnonzero(~taken).tolist():
-                    if dropped in producer_inputs[j]:
-                        rc[j] += rc[best_rc]
-        else:
+                for k in np.flatnonzero(~taken).tolist():
+                    if dropped in producer_inputs[k]:
+                        rc[k] += rc[best_rc]
+        elif link is None or not hide(best_sw):
+            if link is not None:        # what the gap has left goes to it; the rest is stall
+                lo, hi = ev[best_sw] + 1, back[best_sw]
+                _drain(link[0][lo:hi], half[best_sw])
+                _drain(link[1][lo:hi][::-1], half[best_sw])
             take(best_sw, SWAP)
     return choice
 
@@ -154,7 +207,9 @@ def capuchin_schedule(trace: Trace, config) -> dict:
     tl = cand["timeline"]
     live = live_bytes(trace, tl)
     peak = int(live.max()) if live.size else 0
-    choice = capuchin_choose(cand, live, tl.capacity_bytes, trace)
+    link = (tl.kernel_s.astype(float).copy(), tl.kernel_s.astype(float).copy())   # swap path: out and in
+    triggers: dict[int, int] = {}
+    choice = capuchin_choose(cand, live, tl.capacity_bytes, trace, link=link, triggers=triggers)
     index = {int(x): i for i, x in enumerate(cand["tensor"].tolist())}
     rows = []
     for tt, how in choice.items():
@@ -162,7 +217,9 @@ def capuchin_schedule(trace: Trace, config) -> dict:
         off, back = int(cand["evicted"][i]) + 1, int(cand["back"][i])
         if how == SWAP:
             rows.append((off, tt, HINT_TO_HOST))
-            trigger = tl.lead_kernel(back, float(cand["swap_in_s"][i]), lowest=off + 1)
+            trigger = triggers.get(tt)
+            if trigger is None:         # its gap could not carry it: as early as the swap-out allows
+                trigger = tl.lead_kernel(back, float(cand["swap_in_s"][i]), lowest=off + 1)
             if trigger < back:
                 rows.append((trigger, tt, HINT_TO_GPU))
         else:

@@ -158,6 +158,21 @@ def live_bytes(trace: Trace, timeline: Timeline) -> np.ndarray:
     return np.cumsum(diff)[:K] + int(size[glob].sum())
 
 
+def fill(avail: np.ndarray, need: float) -> tuple[int, np.ndarray] | None:
+    """Take ``need`` from ``avail`` entry by entry, in order (transfer time from the kernels' free time).
+
+    Returns ``(index of the entry where it completes, amount taken from each entry)``, or None
+    when ``avail`` does not hold ``need``.
+    """
+    cs = np.cumsum(avail)
+    pos = int(np.searchsorted(cs, need - 1e-12))
+    if pos >= avail.size:
+        return None
+    take = np.clip(need - (cs - avail), 0.0, avail)
+    take[pos + 1:] = 0.0
+    return pos, take
+
+
 def hint_table(rows: list[tuple[int, int, int]]) -> np.ndarray:
     """``(kernel, tensor, action)`` rows as a ``HINT_DTYPE`` table sorted stably by kernel."""
     from ..codes import HINT_DTYPE
@@ -199,5 +214,5 @@ class PlannedOffloadPolicy(TensorPolicy):
         return tensorsim.with_policy(res, self.name, info)
 
 
-__all__ = ["PlannedOffloadPolicy", "SavedActivations", "Timeline", "hint_table", "live_bytes", "refuse",
+__all__ = ["PlannedOffloadPolicy", "SavedActivations", "Timeline", "fill", "hint_table", "live_bytes", "refuse",
            "require_boundary", "require_layers", "require_roles", "saved_activations", "trace_label"]

@@ -46,19 +46,7 @@ from ..codes import HINT_TO_GPU, HINT_TO_SSD, TIER_GPU, TIER_NOT_PRESENT, TIER_S
 from ..workload import vitality
 from ..workload.trace import Trace
 from .base import HOST_KEYS, TENSOR_LEVEL_KEYS, register
-from .offload import PlannedOffloadPolicy, Timeline, hint_table, live_bytes
-
-
-def _fill(avail: np.ndarray, need: float) -> tuple[int, np.ndarray] | None:
-    """Take ``need`` from ``avail`` in order: (index where it completes, amount taken per entry), or None."""
-    cs = np.cumsum(avail)
-    pos = int(np.searchsorted(cs, need - 1e-12))
-    if pos >= avail.size:
-        return None
-    before = cs - avail
-    take = np.clip(need - before, 0.0, avail)
-    take[pos + 1:] = 0.0
-    return pos, take
+from .offload import PlannedOffloadPolicy, Timeline, fill, hint_table, live_bytes
 
 
 def teraio_schedule(trace: Trace, config) -> dict:
@@ -100,7 +88,7 @@ def teraio_schedule(trace: Trace, config) -> dict:
                 t, seq, r_pos, row, s0, looped0 = m
                 if not np.any(live[seq[r_pos:]] > cap):
                     continue
-                rr = _fill(full[seq][::-1], size[t] / read_Bps)
+                rr = fill(full[seq][::-1], size[t] / read_Bps)
                 late = seq.size - 1 - rr[0]
                 if late <= r_pos:
                     continue
@@ -121,7 +109,7 @@ def teraio_schedule(trace: Trace, config) -> dict:
             if seq.size < 2 or (over[e] - over[s] if not looped else over[K] - over[s] + over[e]) == 0:
                 continue            # idle only where memory is not short
             wfree = full[seq] if forced else write_free[seq]
-            w = _fill(wfree, size[t] / write_Bps)
+            w = fill(wfree, size[t] / write_Bps)
             if w is None:
                 continue
             w_pos, w_take = w
@@ -131,7 +119,7 @@ def teraio_schedule(trace: Trace, config) -> dict:
                 saved_write = write_free[seq].copy()
                 write_free[seq] -= w_take
                 rfree = read_free[seq]
-            rr = _fill(rfree[::-1], size[t] / read_Bps)
+            rr = fill(rfree[::-1], size[t] / read_Bps)
             ok = rr is not None and seq.size - 1 - rr[0] > w_pos + 1
             if ok:
                 r_pos = seq.size - 1 - rr[0]
