@@ -22,6 +22,8 @@ cdef enum:                     # HintAction
     HINT_TO_SSD = 1            # pre-evict to SSD
     HINT_TO_HOST = 2           # pre-evict to host memory
     HINT_FREE = 3              # pre-deallocate (drop, no transfer)
+    HINT_RECOMPUTE = 4         # regenerate a dropped tensor by re-running its producer (the
+                               # simulators expand it into a kernel: workload/recompute.py)
 
 # The batcher's transfer queues, in no particular order (a tick serves them in the
 # artifact's order: pre-evictions, fault fetches, fault allocations, prefetches,

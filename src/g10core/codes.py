@@ -25,7 +25,9 @@ HINT_TO_GPU = 0    # prefetch; pre-allocate when the tensor is not present
 HINT_TO_SSD = 1    # pre-evict to SSD
 HINT_TO_HOST = 2   # pre-evict to host memory
 HINT_FREE = 3      # pre-deallocate (drop without transfer)
-ACTION_NAMES = {HINT_TO_GPU: "to_gpu", HINT_TO_SSD: "to_ssd", HINT_TO_HOST: "to_host", HINT_FREE: "free"}
+HINT_RECOMPUTE = 4  # regenerate a dropped tensor by re-running its producer (workload/recompute.py)
+ACTION_NAMES = {HINT_TO_GPU: "to_gpu", HINT_TO_SSD: "to_ssd", HINT_TO_HOST: "to_host", HINT_FREE: "free",
+                HINT_RECOMPUTE: "recompute"}
 
 # TensorRole: what a tensor is in a training iteration (trace schema 2, ``Trace.tensor_role``;
 # Python only: no compiled module reads roles).  Optimizer state is what ZeRO counts as such:

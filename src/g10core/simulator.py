@@ -31,6 +31,7 @@ from .slot_model import UNITS_PER_CYCLE, ArtifactConstants, check_cycles_fit, ke
 from .config import ARTIFACT_PRESET, DEFAULT_PRESET, SimConfig, preset, resolve
 from .errors import ConfigError, G10Warning, HintError, SimulationError  # noqa: F401 (SimulationError: API)
 from .modelled import ignored_parameters, warning_text
+from .workload import recompute
 from .workload.hints import LEVELS, HintFile, action_counts, check_belongs, trace_digest, validate_hints
 from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
@@ -267,6 +268,47 @@ def translator(cfg, trace: Trace, arrays: dict, t11):
         acc[off[k] + b - a:off[k + 1]] = arrays["out_t"][c:d]
     tlb.attach_kernels(arrays["t_first"], arrays["t_np"], off, acc, t11, reuse=cfg.tlb.reuse)
     return tlb
+
+
+def fold_recompute(raw: dict, expansion, t11, freq_hz) -> tuple[dict, dict]:
+    """The replay's output on a recompute-expanded trace folded back onto the trace's kernels.
+
+    Each run of executed rows charged to one kernel (its recompute copies, then itself) becomes
+    one row: the copies' start, the kernel's end and occupancy, the sums of the page counts,
+    moved pages and translation cycles; a run a stopped replay cut short is dropped.  Returns
+    ``(raw, counters)``, the counters holding the recompute work per iteration.
+    """
+    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
+    if rows.shape[0] == 0:
+        return raw, {"tensors": expansion.n_tensors, "kernels": expansion.n_kernels, "hints": expansion.n_hinted,
+                     "ideal_s": 0.0, "time_s": []}
+    k, it = rows[:, 1], rows[:, 0]
+    starts, keep = expansion.fold_rows(k, it)
+    ends = np.append(starts[1:], rows.shape[0]) - 1
+    # each copy's time: its end minus the previous row's end (as summarize counts a kernel's time)
+    prev_end = np.concatenate(([0], rows[:-1, 3]))
+    copy = expansion.is_copy[k]
+    per_it = np.zeros(int(it.max()) + 1, np.int64)
+    np.add.at(per_it, it[copy], (rows[:, 3] - prev_end)[copy])
+    out = rows[ends].copy()
+    out[:, 1] = expansion.group[k[ends]]
+    out[:, 2] = rows[starts, 2]
+    sums = np.add.reduceat(rows[:, 4:8], starts, axis=0)
+    out[:, 4:8] = sums
+    folded = dict(raw)
+    folded["kernels"] = np.ascontiguousarray(out[keep])
+    if "moved" in raw:
+        moved = as_columns(raw["moved"], MOVED_ROW_DTYPE)
+        folded["moved"] = np.ascontiguousarray(np.add.reduceat(moved, starts, axis=0)[keep])
+    if "translation_cycles" in raw:
+        tr = np.asarray(raw["translation_cycles"], np.int64)
+        if tr.size == rows.shape[0]:
+            folded["translation_cycles"] = np.ascontiguousarray(np.add.reduceat(tr, starts)[keep])
+    hz = float(freq_hz)
+    counters = {"tensors": expansion.n_tensors, "kernels": expansion.n_kernels, "hints": expansion.n_hinted,
+                "ideal_s": int(np.asarray(t11, np.int64)[expansion.is_copy].sum()) / hz,   # t11: the expanded trace's
+                "time_s": (per_it / hz).tolist()}
+    return folded, counters
 
 
 def timeline_data(raw: dict, consts: dict, *, detailed: bool) -> dict:
@@ -876,6 +918,11 @@ class Simulator:
         hints = validate_hints(plan.hints, trace.n_kernels, trace.n_tensors, f"<hints of policy {name}>")
         hint_info.update(n_hints=int(hints.shape[0]), by_action=action_counts(hints),
                          applied=bool(plan.apply_hints))
+        expansion = None
+        if plan.apply_hints and recompute.has_recompute(hints):
+            # recompute: replay the trace expanded with the producers' copies, fold the rows back
+            expansion = recompute.expand(trace, hints, hint_info.get("path") or f"<hints of policy {name}>")
+            full_trace, trace, hints = trace, expansion.trace, expansion.hints
         t1 = time.perf_counter()
         first_pages = None
         if is_batched(cfg):
@@ -886,9 +933,15 @@ class Simulator:
         consts, arrays, (t11, t00) = replay_inputs(trace, cfg, hints, eviction=rule,
                                                    apply_hints=plan.apply_hints, devices=devices,
                                                    first_pages=first_pages)
+        if expansion is not None:
+            # a copy runs its producer's times, with the noise of the trace's kernel (not of its new index)
+            times = run_kernel_cycles(full_trace, cfg)
+            arrays["t11"], arrays["t10"], arrays["t00"] = (np.ascontiguousarray(x[expansion.source]) for x in times)
+            t11, t00 = arrays["t11"], arrays["t00"]
         hinted = trace.tensor_pages[hints["tensor"]].sum() if hints.size and plan.apply_hints else 0
         consts["max_ticks"] = tick_budget(consts, trace, t00, int(hinted))
-        consts["timeline"] = "timeline" in common
+        # the timeline draws the replay's own rows, which recompute folds: not drawn with recompute
+        consts["timeline"] = "timeline" in common and expansion is None
         tlb = translator(cfg, trace, arrays, t11)
         use_evictor = victims_by_evictor(cfg, rule)
         runner = kernel_runner(cfg, consts, arrays, devices, tlb, trace, use_evictor) if is_batched(cfg) else None
@@ -922,6 +975,12 @@ class Simulator:
             problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees)
             if problems:
                 raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: " + "; ".join(problems))
+        recompute_counters = None
+        if expansion is not None:
+            raw, recompute_counters = fold_recompute(raw, expansion, t11, consts["freq_hz"])
+            trace = full_trace
+            t11, t00 = (np.ascontiguousarray(x) for x in (t11[~expansion.is_copy], t00[~expansion.is_copy]))
+            consts = dict(consts, kernels=trace.n_kernels)
         if "timeline" in raw:
             common["timeline"] = timeline_data(raw, consts, detailed=runner is not None)
         final = raw["final"]
@@ -932,6 +991,8 @@ class Simulator:
                     "tick_cycles": consts["tick_cycles"]}
         if raw.get("evictor"):
             counters["evictor"] = dict(raw["evictor"])
+        if recompute_counters is not None:
+            counters["recompute"] = recompute_counters
         if devices is not None:
             counters.update(device_counters(raw, *devices, consts))
         if cfg.tlb.model != "none":

@@ -20,7 +20,7 @@ installed packages' ``g10core.policies`` entry points the first time it is used.
 from __future__ import annotations
 
 from ..codes import (  # noqa: F401 (the hint codes, importable from here)
-    ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD)
+    ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_RECOMPUTE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD)
 from ..errors import did_you_mean
 from .base import (  # noqa: F401 (the registry's API)
     REGISTRY, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, check, empty_hints, register)

@@ -66,7 +66,14 @@ t11) / t11), and the counters ``n_transfers``, ``n_on_demand_fetches``,
 ``peak_gpu_bytes``, ``gpu_capacity_bytes``, ``leaked_bytes``, ``mode``,
 ``visit_order``, ``iterations`` (1), ``steady_state`` (a placement was given), ``initial_tier_bytes`` (bytes of global tensors per
 tier at the start), ``restore_bytes`` and ``restore_transfers`` (moved after the last kernel
-to restore the start placement; 0 without ``initial_tier``).
+to restore the start placement; 0 without ``initial_tier``), and with recompute hints
+``recompute`` {``tensors``, ``kernels``, ``hints``, ``ideal_s``, ``time_s``}: tensors
+regenerated, recompute kernels run, recompute rows, their ideal and simulated time.
+
+``HINT_RECOMPUTE`` (gds mode): the trace is expanded with a copy of each producer before the
+kernel that asks for it (:mod:`g10core.workload.recompute`); the per-kernel arrays are folded
+back (a copy's time is charged to that kernel) and the ideal time stays the trace's, so the
+recompute time is stall.
 """
 from __future__ import annotations
 
@@ -83,8 +90,9 @@ import numpy as np
 
 from ..workload import vitality
 from ..workload.vitality import kernel_cycles
-from ..codes import (ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_GPU,
-                     TIER_HOST, TIER_NAMES, TIER_NOT_PRESENT, TIER_SSD)
+from ..codes import (ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_RECOMPUTE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD,
+                     TIER_GPU, TIER_HOST, TIER_NAMES, TIER_NOT_PRESENT, TIER_SSD)
+from ..workload import recompute as _recompute
 from ..errors import TensorSimError  # noqa: F401 (defined in errors.py; importable from here)
 from ..workload.trace import Trace
 
@@ -480,7 +488,8 @@ def check_hints(trace: Trace, hints: np.ndarray, mode: str) -> np.ndarray:
         if bad.size:
             r = int(bad[0])
             raise TensorSimError(f"hints row {r}: {field} {int(hints[field][r])} out of range [0, {hi})")
-    allowed = (HINT_TO_SSD,) if mode == "flashneuron" else tuple(ACTION_NAMES)
+    allowed = (HINT_TO_SSD,) if mode == "flashneuron" else (HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE,
+                                                            HINT_RECOMPUTE)
     bad = np.flatnonzero(~np.isin(hints["action"], allowed))
     if bad.size:
         r = int(bad[0])
@@ -510,7 +519,13 @@ class TensorLevelSimulator:
     :meth:`run` once.  Tests may drive the pieces directly.
     """
 
-    def __init__(self, trace: Trace, spec: TensorSimSpec, hints: np.ndarray, initial_tier=None):
+    def __init__(self, trace: Trace, spec: TensorSimSpec, hints: np.ndarray, initial_tier=None,
+                 expansion=None):
+        # recompute: the simulator runs the expanded trace (workload.recompute) and folds the
+        # copies back into the kernels they were inserted before when it reports
+        self.expansion = expansion
+        if expansion is not None:
+            trace, hints = expansion.trace, expansion.hints
         self.trace = trace
         self.spec = spec
         self.hints = hints
@@ -733,10 +748,10 @@ class TensorLevelSimulator:
             self.waiting[tensor] = True
             self._start_waiting_prefetches()
         elif action == HINT_FREE:
+            # dropped: its data is gone, so its next use allocates it without a fetch
             self._free(tensor)
-            if self.steady:
-                self.absent[tensor] = True
-                self.in_host[tensor] = False
+            self.absent[tensor] = True
+            self.in_host[tensor] = False
 
     # -- main loop ------------------------------------------------------------
     def run(self) -> dict:
@@ -978,9 +993,27 @@ class TensorLevelSimulator:
                 out[TIER_NAMES[self.initial_tier[t]]] += self.size_bytes[t]
         return out
 
+    def _fold(self, start, finish, last_kernel):
+        """Recompute: per trace kernel, (start, finish, ideal cycles, last kernel, recompute counters)."""
+        exp = self.expansion
+        cyc = np.array(self.kernel_cycles, np.int64)
+        if exp is None:
+            return start, finish, cyc.tolist(), last_kernel, None
+        own = np.flatnonzero(~exp.is_copy)
+        first = np.searchsorted(exp.group, np.arange(own.size))     # a kernel's group starts at its first copy
+        st = np.asarray(start, np.int64)
+        fi = np.asarray(finish, np.int64)
+        copy_cycles = int((fi - st)[exp.is_copy].sum())
+        counters = {"tensors": exp.n_tensors, "kernels": exp.n_kernels, "hints": exp.n_hinted,
+                    "ideal_s": int(cyc[exp.is_copy].sum()) / (self.spec.frequency_GHz * 1e9),
+                    "time_s": copy_cycles / (self.spec.frequency_GHz * 1e9)}
+        return (st[first].tolist(), fi[own].tolist(), cyc[own].tolist(),
+                int(exp.group[last_kernel]) if last_kernel >= 0 else last_kernel, counters)
+
     def _result(self, start, finish, last_kernel, failure) -> dict:
         hz = self.spec.frequency_GHz * 1e9
-        ideal = int(sum(self.kernel_cycles))
+        start, finish, kernel_cycles_, last_kernel, recompute_counters = self._fold(start, finish, last_kernel)
+        ideal = int(sum(kernel_cycles_))
         page = self.spec.page_size_bytes
         counters = {
             "traffic_bytes": dict(zip(QUEUE_NAMES, map(int, self.traffic))),
@@ -995,6 +1028,8 @@ class TensorLevelSimulator:
             "restore_bytes": int(self.restore_bytes),
             "restore_transfers": int(self.restore_transfers),
         }
+        if recompute_counters is not None:
+            counters["recompute"] = recompute_counters
         if failure is not None:
             return _failure(failure, self.spec.mode, ideal / hz, failed_at_kernel=int(last_kernel), **counters)
         total = self.now
@@ -1003,7 +1038,7 @@ class TensorLevelSimulator:
         compute = ideal - overlap
         st = np.array(start, np.int64)
         fi = np.array(finish, np.int64)
-        kc = np.array(self.kernel_cycles, np.int64)
+        kc = np.array(kernel_cycles_, np.int64)
         norm = np.where(kc > 0, (fi - st - kc) / np.maximum(kc, 1), 0.0)
         return {
             "time_s": total / hz,
@@ -1137,10 +1172,11 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     hints = check_hints(trace, hints, mode)
     if initial_tier is not None:
         initial_tier = check_initial_tier(trace, initial_tier, spec)
+    expansion = _recompute.expand(trace, hints) if _recompute.has_recompute(hints) else None
     reason = working_set_check(trace, config)
     if reason is not None:
         return failed_result(reason, mode=mode, trace=trace, config=config)
-    return TensorLevelSimulator(trace, spec, hints, initial_tier).run()
+    return TensorLevelSimulator(trace, spec, hints, initial_tier, expansion).run()
 
 
 def with_policy(result: dict, name: str, schedule: dict) -> dict:

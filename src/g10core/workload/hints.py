@@ -3,16 +3,20 @@
 A hint table is a numpy array of :data:`g10core.policies.HINT_DTYPE` rows
 ``(kernel, tensor, action)``: when kernel ``kernel`` of an iteration begins, the
 page-level replay applies ``action`` (0 to GPU, 1 to SSD, 2 to host, 3 free) to
-every page of ``tensor``.  The same table is replayed every iteration.  Rows are
+every page of ``tensor``; action 4 (recompute) regenerates a tensor dropped by an
+earlier free by re-running the kernel that wrote it (:mod:`g10core.workload.recompute`).
+The action codes and names are :data:`g10core.codes.ACTION_NAMES`.  The same table is replayed every iteration.  Rows are
 applied in table order, so the table must be sorted by ``kernel`` (the order within
 one kernel is the order the pages are queued).  ``kernel`` may equal K, the number
 of kernels: such a hint is applied at kernel 0 of the next iteration, before that
 kernel's own hints (the replay walks the table cyclically, as the published
 simulator does), and never in iteration 0.
 
-File format (version 1), one HDF5 file:
+File format (version 2; version-1 files are still read), one HDF5 file:
 
-* root attributes ``schema = "g10core-hints"``, ``schema_version = 1``,
+* root attributes ``schema = "g10core-hints"``, ``schema_version = 2`` (version 2 allows
+  every action of :data:`g10core.codes.ACTION_NAMES`; a version-1 file only actions 0-3,
+  and a version-1 file with another action is refused),
   ``policy`` (who made the hints; free text), ``creator``, and the identity of the
   trace the hints belong to: ``trace_model``, ``trace_batch_size``,
   ``trace_n_kernels``, ``trace_n_tensors``, ``trace_footprint_bytes``,
@@ -39,16 +43,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ..codes import HINT_DTYPE
+from ..codes import ACTION_NAMES, HINT_DTYPE
 from ..errors import HintError  # noqa: F401 (defined in errors.py; importable from here)
 from ..files import NOT_A_REGULAR_FILE, is_special_file, replacing
 from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 from .trace import Trace
 
 SCHEMA = "g10core-hints"
-SCHEMA_VERSION = 1
-SUPPORTED_SCHEMA_VERSIONS = (1,)
+SCHEMA_VERSION = 2
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+# the actions of schema version 1; action_counts always lists them (later ones when used)
 ACTIONS = {0: "to_gpu", 1: "to_ssd", 2: "to_host", 3: "free"}
+V1_MAX_ACTION = 3
 LEVELS = ("page", "tensor")
 
 # The parameters a schedule is planned from (G10's scheduler, DeepUM+'s window, FlashNeuron's line):
@@ -147,7 +153,8 @@ def validate_hints(hints, n_kernels: int, n_tensors: int, path=None) -> np.ndarr
     """Check a hint table against a trace's counts; return it as HINT_DTYPE.
 
     kernel in [0, K] (K: applied at the next iteration's kernel 0), non-decreasing
-    (the replay applies rows in table order); tensor in [0, T); action in 0..3.
+    (the replay applies rows in table order); tensor in [0, T); action one of
+    :data:`g10core.codes.ACTION_NAMES`.
 
     Parameters
     ----------
@@ -185,15 +192,20 @@ def validate_hints(hints, n_kernels: int, n_tensors: int, path=None) -> np.ndarr
         raise HintError(path, f"tensor {int(t[bad[0]])} is out of range [0, {n_tensors}) "
                               f"(the trace has {n_tensors} tensors)", bad[0], "tensor")
     a = h["action"]
-    bad = np.flatnonzero((a < 0) | (a > 3))
+    bad = np.flatnonzero(~np.isin(a, list(ACTION_NAMES)))
     if bad.size:
-        raise HintError(path, f"action {int(a[bad[0]])} is not 0 (to GPU), 1 (to SSD), 2 (to host) or 3 (free)",
-                        bad[0], "action")
+        known = ", ".join(f"{code} ({name})" for code, name in sorted(ACTION_NAMES.items()))
+        raise HintError(path, f"action {int(a[bad[0]])} is not one of {known}", bad[0], "action")
     return h
 
 
 def action_counts(hints: np.ndarray) -> dict:
-    return {name: int((hints["action"] == a).sum()) for a, name in ACTIONS.items()}
+    """Rows per action name: the four version-1 actions always, a later one where the table uses it."""
+    out = {name: int((hints["action"] == a).sum()) for a, name in ACTIONS.items()}
+    for a, name in ACTION_NAMES.items():
+        if a not in ACTIONS and (n := int((hints["action"] == a).sum())):
+            out[name] = n
+    return out
 
 
 def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_path=None, config=None,
@@ -406,6 +418,14 @@ def _read_open(f, path):
         raw = f["hints"][()]
     except H5_ERRORS as exc:
         raise HintError(path, f"cannot read ({h5_reason(exc)})") from None
+    names = getattr(getattr(raw, "dtype", None), "names", None) or ()
+    if version == 1 and "action" in names:
+        acts = np.atleast_1d(raw)["action"]
+        bad = np.flatnonzero((acts < 0) | (acts > V1_MAX_ACTION)) if acts.dtype.kind in "iu" else np.zeros(0, int)
+        if bad.size:
+            raise HintError(path, f"action {int(acts[bad[0]])}: schema_version 1 allows actions 0-{V1_MAX_ACTION} "
+                                  f"only (write schema_version 2 for {ACTION_NAMES.get(int(acts[bad[0]]), 'it')})",
+                            bad[0], "action")
     ident = {}
     for key in ("model", "batch_size", "n_kernels", "n_tensors", "footprint_bytes", "digest"):
         name = f"trace_{key}"
