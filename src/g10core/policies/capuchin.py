@@ -128,10 +128,11 @@ def capuchin_choose(cand: dict, live: np.ndarray, capacity_bytes: int, trace: Tr
         cs = np.concatenate(([0], np.cumsum(live > capacity_bytes)))
         return cs[back] - cs[ev + 1] > 0
 
-    def take(i, how):
+    def take(i, how, lo=None, hi=None):
+        """Choose i; it is off the GPU during kernels [lo, hi) (default: its whole idle gap)."""
         taken[i] = True
         choice[int(t[i])] = how
-        live[ev[i] + 1:back[i]] -= size[i]
+        live[ev[i] + 1 if lo is None else lo:back[i] if hi is None else hi] -= size[i]
 
     def hide(i) -> bool:
         """Swap i if the link time left in its gap carries it out and back in: True when taken."""
@@ -141,12 +142,15 @@ def capuchin_choose(cand: dict, live: np.ndarray, capacity_bytes: int, trace: Tr
         if w is None:
             return False
         r = fill(in_free[lo:hi][::-1], half[i])
-        if r is None or hi - lo - 1 - r[0] <= w[0]:
+        if r is None:
+            return False
+        off_from, trigger = lo + w[0] + 1, lo + (hi - lo - 1 - r[0])   # off the GPU in [off_from, trigger)
+        if trigger <= off_from or not np.any(live[off_from:trigger] > capacity_bytes):
             return False
         out_free[lo:hi] -= w[1]
         in_free[lo:hi] -= r[1][::-1]
-        triggers[int(t[i])] = lo + (hi - lo - 1 - r[0])
-        take(i, SWAP)
+        triggers[int(t[i])] = trigger
+        take(i, SWAP, off_from, trigger)
         return True
 
     def swap_overheads(idx):
@@ -192,11 +196,17 @@ def capuchin_choose(cand: dict, live: np.ndarray, capacity_bytes: int, trace: Tr
                     if dropped in producer_inputs[k]:
                         rc[k] += rc[best_rc]
         elif link is None or not hide(best_sw):
-            if link is not None:        # what the gap has left goes to it; the rest is stall
+            if link is None:
+                take(best_sw, SWAP)
+            else:
+                # what the gap has left goes to it, the rest is stall; out during its first kernel,
+                # back in from the kernel before its back access
                 lo, hi = ev[best_sw] + 1, back[best_sw]
                 _drain(link[0][lo:hi], half[best_sw])
                 _drain(link[1][lo:hi][::-1], half[best_sw])
-            take(best_sw, SWAP)
+                trigger = max(lo + 1, hi - 1)
+                triggers[int(t[best_sw])] = trigger
+                take(best_sw, SWAP, lo + 1, trigger)
     return choice
 
 
