@@ -82,7 +82,8 @@ def level_of(name: str) -> str:
     return cls.level if cls is not None else ""
 
 
-_BUILTIN = ("baseline", "g10", "flashneuron", "g10_tensor", "zero_offload", "zero_infinity")
+_BUILTIN = ("baseline", "g10", "flashneuron", "g10_tensor", "zero_offload", "zero_infinity", "vdnn",
+            "capuchin", "ssdtrain", "teraio")
 _PLUGINS_LOADED = False      # the entry points are read once per process, at the first use
 
 
