@@ -66,7 +66,7 @@ def test_fast_slice_of_the_wide_sweep(traces_dir):
 @pytest.mark.parametrize("preset", S.WIDE_PRESETS)
 def test_wide_sanity_sweep(traces_dir, preset):
     # the wide grid (link 4-256 GB/s, SSD 0.4-64 GB/s, GPU 16-192 GiB, host 0-1024 GiB) on the five
-    # WIDE_TRACES (CNNs, transformers, an LLM); about ten minutes per preset on two cores (detailed: the
+    # WIDE_TRACES (CNNs, transformers, an LLM); 15 (default) and 30 (detailed) minutes with two jobs (detailed: the
     # page-level policies, the tensor-level ones are refused)
     found, rows, _ = S.sweep(preset, traces=S.WIDE_TRACES, policies=S.WIDE_POLICIES[preset],
                              resources=S.WIDE_RESOURCES, jobs=2, traces_dir=traces_dir)
