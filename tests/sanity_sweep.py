@@ -58,6 +58,20 @@ WIDE_RESOURCES = {
 WIDE_PRESETS = ("default", "detailed")
 # tensor-level policies are refused under detailed (they do not run through its devices)
 DETAILED_POLICIES = ("base-uvm", "belady", "deepum", "g10", "ideal")
+# the wide grid's traces: two CNNs, two transformers and an LLM, each small enough that a run takes a
+# second or less (the full grid under both presets: 1,705 runs, about 90 minutes of run time, 45 minutes
+# of wall time with two jobs on two free cores)
+WIDE_TRACES = ("bert_base-b256", "resnet152-b256", "vit-b256", "inceptionv3-b512", "gpt2-small-s1024-b5")
+# ideal moves nothing (no resource can slow it): left out of the wide grid
+WIDE_POLICIES = {
+    "default": ("g10", "base-uvm", "deepum", "belady", "g10-gds", "g10-host", "flashneuron"),
+    "detailed": ("g10", "base-uvm", "deepum", "belady"),
+}
+# the fast test's slice of the wide grid: the steps where the slot model's quotas once rounded (the
+# link over its whole range, an SSD-heavy trace) and the SSD range, under default, for the two policies
+# whose traffic is all slot quotas
+WIDE_FAST = {"traces": ("resnet152-b256",), "policies": ("g10", "base-uvm"),
+             "resources": {k: WIDE_RESOURCES[k] for k in ("link_bandwidth", "ssd_bandwidth")}}
 
 
 @dataclass(frozen=True)
@@ -191,36 +205,98 @@ def table(found: list[Violation], policies=POLICIES, resources=RESOURCES) -> dic
     return t
 
 
+def step_table(found: list[Violation], rows, index, traces, policies, resources, preset_name: str,
+               allowed: dict | None = None) -> list[dict]:
+    """The sanity-sweep table, one row per (trace, resource): steps checked (pairs of neighbouring
+    points, more of the resource, where the smaller ran; summed over the policies), steps slower (by
+    more than ``TOLERANCE``, or failing), steps slower by any amount, the largest slowdown (relative,
+    %, with the step) and the causes of the slower steps (the allow-list's, or "UNEXPLAINED")."""
+    allowed = {} if allowed is None else allowed
+    out = []
+    for name in traces:
+        for resource, (key, values) in resources.items():
+            checked = tiny = 0
+            worst, worst_at = 0.0, ""
+            for policy in policies:
+                ran = [v for v in values if index[(name, policy, key, v)] is not None]
+                times = [rows[index[(name, policy, key, v)]]["time_s"] for v in ran]
+                for (a, ta), (b, tb) in zip(zip(ran, times), zip(ran[1:], times[1:])):
+                    if not math.isfinite(ta):
+                        continue
+                    checked += 1
+                    rel = math.inf if not math.isfinite(tb) else tb / ta - 1.0
+                    if rel > 1e-12:
+                        tiny += 1
+                    if rel > worst:
+                        worst, worst_at = rel, f"{policy} {_val(a)}->{_val(b)}"
+            slow = [v for v in found if v.trace == name and v.resource == resource and v.preset == preset_name]
+            causes = sorted({v.policy + ": " + (allowed[v.entry].split(":")[0].split(".")[0][:60] if v.entry in allowed
+                                                else "UNEXPLAINED") for v in slow})
+            out.append({"trace": name, "resource": resource, "preset": preset_name, "checked": checked,
+                        "slower": len(slow), "slower_any": tiny,
+                        "largest_pct": (100.0 * worst if math.isfinite(worst) else math.inf),
+                        "largest_at": worst_at, "causes": causes})
+    return out
+
+
+def print_step_table(trows: list[dict]) -> None:
+    print(f"{'trace':<22}{'resource':<16}{'preset':<10}{'checked':>8}{'slower':>8}{'any':>6}  largest slowdown")
+    for r in trows:
+        big = "-" if not r["largest_at"] else (
+            "fails" if not math.isfinite(r["largest_pct"]) else f"{r['largest_pct']:+.3f} % ({r['largest_at']})")
+        print(f"{r['trace']:<22}{r['resource']:<16}{r['preset']:<10}{r['checked']:>8}{r['slower']:>8}"
+              f"{r['slower_any']:>6}  {big}")
+        for c in r["causes"]:
+            print(f"{'':<30}{c}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--preset", default="default")
+    ap.add_argument("--preset", help="the preset (default: default; --wide: default and detailed)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", dest="json_path")
     ap.add_argument("--fast", action="store_true", help="only the fast subset")
-    ap.add_argument("--wide", action="store_true", help="the wide grid (WIDE_RESOURCES)")
-    ap.add_argument("--traces", help="comma-separated trace names (default: the Fig. 11 five, --fast: BERT-256)")
+    ap.add_argument("--wide", action="store_true",
+                    help="the wide grid (WIDE_RESOURCES on WIDE_TRACES under WIDE_PRESETS)")
+    ap.add_argument("--traces", help="comma-separated trace names (default: the Fig. 11 five, --fast: BERT-256, "
+                                     "--wide: WIDE_TRACES)")
+    ap.add_argument("--policies", help="comma-separated policies (default: every one the preset runs)")
     args = ap.parse_args(argv)
     traces, resources = (FAST_TRACES, FAST_RESOURCES) if args.fast else (FIG11_TRACES, RESOURCES)
     if args.wide:
-        resources = WIDE_RESOURCES
+        resources, traces = WIDE_RESOURCES, (FAST_TRACES if args.fast else WIDE_TRACES)
     if args.traces:
         traces = tuple(args.traces.split(","))
-    pols = DETAILED_POLICIES if args.preset == "detailed" else POLICIES
-    found, rows, index = sweep(args.preset, traces=traces, policies=pols, resources=resources, jobs=args.jobs,
-                               progress=True)
-    t = table(found, policies=pols, resources=resources)
-    print(f"violations per policy and resource, preset {args.preset} ({len(rows)} runs)")
-    print(f"{'policy':<12}" + "".join(f"{r:>16}" for r in resources) + f"{'total':>8}")
-    for p, per in t.items():
-        print(f"{p:<12}" + "".join(f"{per[r]:>16}" for r in resources) + f"{sum(per.values()):>8}")
+    presets = [args.preset] if args.preset else (list(WIDE_PRESETS) if args.wide else ["default"])
     allowed = load_allowlist() if ALLOWLIST.exists() else {}
-    for v in found:
-        print(("  allowed  " if v.entry in allowed else "  VIOLATION ") + str(v))
+    report, trows_all = [], []
+    for preset in presets:
+        if args.policies:
+            pols = tuple(args.policies.split(","))
+        elif args.wide:
+            pols = WIDE_POLICIES[preset]
+        else:
+            pols = DETAILED_POLICIES if preset == "detailed" else POLICIES
+        found, rows, index = sweep(preset, traces=traces, policies=pols, resources=resources, jobs=args.jobs,
+                                   progress=True)
+        t = table(found, policies=pols, resources=resources)
+        print(f"violations per policy and resource, preset {preset} ({len(rows)} runs)")
+        print(f"{'policy':<12}" + "".join(f"{r:>16}" for r in resources) + f"{'total':>8}")
+        for p, per in t.items():
+            print(f"{p:<12}" + "".join(f"{per[r]:>16}" for r in resources) + f"{sum(per.values()):>8}")
+        for v in found:
+            print(("  allowed  " if v.entry in allowed else "  VIOLATION ") + str(v))
+        trows = step_table(found, rows, index, traces, pols, resources, preset, allowed)
+        trows_all += trows
+        report.append({"preset": preset, "table": t, "steps": trows,
+                       "violations": [v.__dict__ for v in found],
+                       "rows": [{k: r[k] for k in ("model", "batch", "policy", "time_s", "failed", "config_hash",
+                                                   "wall_s") if k in r} for r in rows]})
+    print()
+    print_step_table(trows_all)
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps(
-            {"preset": args.preset, "table": t, "violations": [v.__dict__ for v in found],
-             "rows": [{k: r[k] for k in ("model", "batch", "policy", "time_s", "failed", "config_hash", "wall_s") if k in r}
-                      for r in rows]}, indent=1, default=str))
+        Path(args.json_path).write_text(json.dumps(report[0] if len(report) == 1 else report, indent=1,
+                                                   default=str))
     return 0
 
 

@@ -5,6 +5,8 @@ SSD bandwidth or link bandwidth never makes a run slower, except where
 The default suite runs the fast subset (BERT-256, every policy, three points per resource);
 the slow test runs the full grid (the five Fig. 11 traces).
 """
+import math
+
 import pytest
 
 import sanity_sweep as S
@@ -17,7 +19,7 @@ def _unexplained(found, allowed):
 def test_the_allowlist_is_well_formed_and_every_entry_has_a_cause():
     allowed = S.load_allowlist()
     for (preset, trace, policy, resource, lower, higher), cause in allowed.items():
-        assert trace in S.FIG11_TRACES and policy in S.POLICIES and resource in S.RESOURCES
+        assert trace in S.FIG11_TRACES + S.WIDE_TRACES and policy in S.POLICIES and resource in S.RESOURCES
         assert preset in S.WIDE_PRESETS
         values = S.RESOURCES[resource][1] + S.WIDE_RESOURCES.get(resource, (None, ()))[1]
         assert lower in values and higher in values and lower < higher
@@ -48,12 +50,24 @@ def test_full_sanity_sweep_in_the_exploration_preset(traces_dir):
     assert _unexplained(found, S.load_allowlist()) == []
 
 
+def test_fast_slice_of_the_wide_sweep(traces_dir):
+    # ResNet152-b256 (SSD and host traffic every iteration) under G10 and Base UVM, the link 4-256 GB/s
+    # and the SSD 0.4-64 GB/s: where the published quotas rounded (the SSD's 2.54 pages a slot at 63 GB/s)
+    found, rows, index = S.sweep("default", jobs=1, traces_dir=traces_dir, **S.WIDE_FAST)
+    assert all(math.isfinite(r["time_s"]) and r["time_s"] > 0 for r in rows)
+    assert _unexplained(found, S.load_allowlist()) == []
+    trows = S.step_table(found, rows, index, S.WIDE_FAST["traces"], S.WIDE_FAST["policies"],
+                         S.WIDE_FAST["resources"], "default")
+    # every neighbouring pair of points was checked, for both policies
+    assert [r["checked"] for r in trows] == [2 * (len(v) - 1) for _, v in S.WIDE_FAST["resources"].values()]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", S.WIDE_PRESETS)
 def test_wide_sanity_sweep(traces_dir, preset):
-    # BERT-256 over the wide grid (link 4-256 GB/s, SSD 0.4-64 GB/s, GPU 16-192 GiB, host 0-1024 GiB);
-    # minutes per preset (detailed: the page-level policies, the tensor-level ones are refused)
-    pols = S.DETAILED_POLICIES if preset == "detailed" else S.POLICIES
-    found, rows, _ = S.sweep(preset, traces=S.FAST_TRACES, policies=pols, resources=S.WIDE_RESOURCES, jobs=2,
-                             traces_dir=traces_dir)
+    # the wide grid (link 4-256 GB/s, SSD 0.4-64 GB/s, GPU 16-192 GiB, host 0-1024 GiB) on the five
+    # WIDE_TRACES (CNNs, transformers, an LLM); 15 (default) and 30 (detailed) minutes with two jobs (detailed: the
+    # page-level policies, the tensor-level ones are refused)
+    found, rows, _ = S.sweep(preset, traces=S.WIDE_TRACES, policies=S.WIDE_POLICIES[preset],
+                             resources=S.WIDE_RESOURCES, jobs=2, traces_dir=traces_dir)
     assert _unexplained(found, S.load_allowlist()) == []
