@@ -13,8 +13,9 @@ warp runs again" (detailed_model.md §1), in the NVIDIA driver's terms:
   while a batch is serviced wait for the next one.  A batch sorts its entries
   by address, decides per VA block (2 MiB) what moves in (the faulted units,
   whole, within the allocation, and what the prefetcher adds), evicts what it
-  must, then costs ``batch_fixed + batch_per_page * pages`` of driver time
-  followed by the transfers: evictions out first when memory is full (the
+  must, then costs its driver time in parts (``batch_fixed`` + ``batch_per_block``
+  per VA block + ``batch_per_page`` per page + ``batch_unmap`` per VA block given
+  host pages + the shootdowns; each part a counter) followed by the transfers: evictions out first when memory is full (the
   frames they free are the ones the pages in take), then one transfer per
   link direction and flow (host pages: host flow; SSD pages: read by the SSD,
   then its peer flow).  The batch ends when its last page is in; faults
@@ -23,10 +24,15 @@ warp runs again" (detailed_model.md §1), in the NVIDIA driver's terms:
   ``sequential`` (the next units after the faulted one); ``tree``: the VA
   block is a binary tree whose leaves are migration units; going up from the
   faulted unit, a node whose resident (or incoming) pages are more than the
-  threshold of its pages is filled whole.
-* Eviction: least recently migrated VA block first (the driver's rule; a
-  block moves to the back whenever pages migrate into it; blocks the current
-  batch brings pages into are never victims), in whole blocks (2 MiB
+  threshold of its pages is filled whole: the driver's rule (TREE_DRIVER) fills
+  each fault's largest such node counting resident and faulted pages only; the
+  cumulative rule counts what a node below filled.  A block prefetches once
+  ``prefetch_min_faults`` fault entries have migrated into it.
+* Eviction: the head of the chunk list first: VA blocks in the order they got
+  their first page on the GPU (the driver's used list, CHUNK_BY_ALLOCATION), or
+  least recently migrated (CHUNK_BY_MIGRATION: a block moves to the back
+  whenever pages migrate into it); blocks the current batch brings pages into
+  are never victims, in whole blocks (2 MiB
   chunks) or in 4 KiB pages.  Destination: host memory, the SSD, or host
   memory while it has room and then the SSD.  Every page that leaves the GPU
   is shot down in the translator.  A ``VictimPicker`` (the replay's policy

@@ -1,12 +1,15 @@
 """The far-fault handler of the detailed preset: spec, validation and Python handle.
 
-Defaults are ``detailed_model.md`` §1: 4 KiB pages; 64 KiB migration units (the faulted
-unit moves whole); 2 MiB VA blocks, the prefetch tree's root and the largest transfer,
-never crossed; the tree prefetcher filling a node once more than half of it is resident;
-batches of up to 256 distinct faults, faults raised during a batch waiting for the next;
-a per-batch fixed cost of 45 µs (G10 parity; the measured alternative is 16 µs + 0.2 µs per
-4 KiB page, with the wire time from the link); eviction of 2 MiB chunks, least recently
-migrated first, to host memory while it has room and then to the SSD.
+Defaults are ``detailed_model.md`` §1 and the NVIDIA driver's module parameters (issue 37,
+``docs/guide/detailed.md``, "The real driver's rules"): 4 KiB pages; 64 KiB migration units
+(the faulted big page moves whole); 2 MiB VA blocks, the prefetch tree's root and the largest
+transfer, never crossed; the tree prefetcher filling, for each fault, the largest node of
+which strictly more than 51 % is resident or faulted; batches of up to 256 distinct faults,
+faults raised during a batch waiting for the next; a batch's driver time in parts (16 µs per
+batch, 13 µs per VA block, 0.2 µs per page, 12.8 µs per VA block unmapped on the host, the
+TLB shootdowns), then the copies; eviction of 2 MiB chunks in the order their VA blocks first
+got pages on the GPU, to host memory while it has room and then to the SSD.
+``EARLIER_RULES`` holds the values that give our rules before the driver's.
 
 The handler's semantics (buffer, batches, prefetchers, eviction, timing) are in
 ``_uvm.pyx``.  ``FaultHandler`` wraps the compiled ``FarFaultHandler`` for Python use
