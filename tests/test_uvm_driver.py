@@ -31,6 +31,12 @@ def resident_then_fault(spec, resident_pages, fault_page):
     return h.moves()
 
 
+def test_rule_codes_are_the_compiled_ones():
+    from g10core import _uvm, uvm
+    lay = _uvm.layout()
+    assert lay["tree_rules"] == uvm.TREE_RULES and lay["chunk_orders"] == uvm.CHUNK_ORDERS
+
+
 # ---- the 51 % threshold --------------------------------------------------------------------
 
 @pytest.mark.parametrize("resident_units,filled", [(15, False), (16, True)])

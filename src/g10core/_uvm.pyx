@@ -83,6 +83,8 @@ def layout():
         "causes": {"fault": MOVE_FAULT, "prefetch": MOVE_PREFETCH, "hint": MOVE_HINT, "evict": MOVE_EVICT},
         "fault_answers": {"queued": FAULT_QUEUED, "duplicate": FAULT_DUPLICATE, "resident": FAULT_RESIDENT},
         "tiers": {"not_present": TIER_NOT_PRESENT, "ssd": TIER_SSD, "host": TIER_HOST, "gpu": TIER_GPU},
+        "tree_rules": {"driver": TREE_DRIVER, "cumulative": TREE_CUMULATIVE},
+        "chunk_orders": {"allocation": CHUNK_BY_ALLOCATION, "migration": CHUNK_BY_MIGRATION},
     }
 
 
