@@ -428,6 +428,8 @@ cdef class FarFaultHandler:
             fill[k] = 0
         for j in range(first, end):
             off = self.batch[j].unit * U - b.block * B
+            if bit_test(fill, imax(off, b.valid_lo)):
+                continue            # inside a node filled for an earlier fault: the same node's answer
             size = U
             best_lo = best_hi = 0
             while size < B:
