@@ -235,3 +235,32 @@ def test_service_passes_are_runs_of_back_to_back_batches():
     h.fault(60 * B, t + 10_000)                                # after an idle handler: a new pass
     h.service_batch(t + 10_000)
     assert h.stats()["service_passes"] == 3
+
+
+# ---- end to end ----------------------------------------------------------------------------
+
+def test_cli_detailed_run_reports_the_parts_and_the_earlier_rules_are_one_setting_away(tmp_path, capsys):
+    import json
+    from g10core.cli import main
+    from g10core.workload.synth import synthesize
+    from g10core.workload.trace import write_trace
+    trace = tmp_path / "synth_training-b1.h5"
+    write_trace(synthesize(40, 64 << 20, pattern="training", seed=1), trace)
+    small = ["--preset", "detailed", "--set", "gpu.memory_GiB=0.03", "--set", "host.memory_GiB=0.01",
+             "--set", "fault.prefetcher=none", "--no-progress"]
+    out = {}
+    for name, sets in (("driver", []), ("earlier", [a for k, v in EARLIER_RULES.items()
+                                                    for a in ("--set", f"fault.{k}={v}")])):
+        path = tmp_path / f"{name}.json"
+        assert main(["run", str(trace), "--policy", "base-uvm", *small, *sets, "--json", str(path)]) == 0
+        capsys.readouterr()
+        out[name] = json.loads(path.read_text())
+    fb = out["driver"]["counters"]["fault_batches"]
+    assert fb["batches"] > 0 and fb["batch_unmap_blocks"] > 0
+    assert sum(fb[k] for k in BATCH_PARTS) == fb["batch_cycles"]
+    assert fb["victims"] == "chunks in allocation order"
+    old = out["earlier"]["counters"]["fault_batches"]
+    assert old["victims"] == "least recently migrated"
+    assert old["batch_fixed_cycles"] == old["batches"] * 54_000          # 45 us at 1.2 GHz
+    assert old["batch_block_cycles"] == old["batch_page_cycles"] == old["batch_unmap_cycles"] == 0
+    assert out["driver"]["iteration_time_s"] != out["earlier"]["iteration_time_s"]
