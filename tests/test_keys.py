@@ -67,7 +67,9 @@ VALUES = {
     "fault.va_block_bytes": 65536, "fault.prefetcher": "none", "fault.prefetch_threshold": 0.9,
     "fault.sequential_units": 4, "fault.batch_faults": 1, "fault.batch_fixed_us": 180.0,
     "fault.batch_per_page_us": 1.0, "fault.eviction_granularity": "page", "fault.evict_destination": "ssd",
-    "fault.victims": "evictor",
+    "fault.victims": "evictor", "fault.prefetch_min_faults": 20, "fault.prefetch_tree_rule": "cumulative",
+    "fault.batches_per_service": 1, "fault.batch_per_block_us": 100.0, "fault.batch_unmap_us": 100.0,
+    "fault.chunk_order": "migration",
     "tlb.model": {"default": "hierarchy", "g10-artifact": "hierarchy", "detailed": "none"},
     "tlb.page_size_bytes": 65536, "tlb.l1_entries": 16, "tlb.l1_ways": 1,
     "tlb.l1_latency_cycles": 10, "tlb.l2_entries": 128, "tlb.l2_ways": 1, "tlb.l2_latency_cycles": 200,
@@ -94,6 +96,9 @@ NEEDS = {
     "fault.system_latency_us": {"base-uvm": "long"},
     # the erase time shows only where GC runs: an SSD just larger than the footprint, rewritten
     "ssd.t_erase_us": GC,
+    # the tree prefetcher fills the small trace's VA blocks in one migration each: no block gets
+    # pages twice, so the allocation and migration orders of the chunk list are one order
+    "fault.chunk_order": ["fault.prefetcher=none"],
     # sampled 1/16 .. 1/64 of the pages, the small trace's walks never queue for a walker
     "tlb.walkers": ["tlb.sample_modulus=1"],
 }

@@ -36,10 +36,13 @@ def test_defaults_are_the_reference_figures():
     s = FaultHandlerSpec().check()
     # detailed_model.md §1
     assert (s.migration_unit_bytes, s.va_block_bytes) == (64 * 1024, 2 * 1024 * 1024)
-    assert (s.prefetcher, s.prefetch_threshold) == ("tree", 0.5)
-    assert (s.batch_faults, s.batch_fixed_us, s.batch_per_page_us) == (256, 45.0, 0.0)
+    # the driver's module parameters (uvm_perf_prefetch.c, uvm_gpu_replayable_faults.c, uvm_pmm_gpu.c)
+    assert (s.prefetcher, s.prefetch_threshold, s.prefetch_min_faults, s.prefetch_tree_rule) == \
+        ("tree", 0.51, 1, "driver")
+    assert (s.batch_faults, s.batches_per_service, s.chunk_order) == (256, 20, "allocation")
+    assert (s.batch_fixed_us, s.batch_per_block_us, s.batch_per_page_us, s.batch_unmap_us) == (16.0, 13.0, 0.2, 12.8)
     assert (s.eviction_granularity_bytes, s.evict_destination) == (2 * 1024 * 1024, "host-then-ssd")
-    assert s.compiled_params(10, 10)["batch_fixed"] == 54000          # 45 us at 1.2 GHz
+    assert s.compiled_params(10, 10)["batch_fixed"] == 19200          # 16 us at 1.2 GHz
 
 
 @pytest.mark.parametrize("field,value", [
@@ -171,7 +174,9 @@ def test_a_batch_takes_only_faults_raised_by_its_start():
 
 @pytest.mark.parametrize("W,size", [(1, 256), (256, 256), (257, 256), (1000, 256), (100, 64)])
 def test_batch_count_and_time_closed_form(W, size):
+    # one VA block per fault: a batch of n costs fixed + n (per block + unmap + 16 per page)
     spec = FaultHandlerSpec(prefetcher="none", batch_faults=size)
+    per_unit = spec.cycles(spec.batch_per_block_us) + spec.cycles(spec.batch_unmap_us) + U * spec.cycles(0.2)
     link = PcieSpec()
     h = FaultHandler(spec, gpu_pages=W * U)
     for i in range(W):
@@ -182,7 +187,7 @@ def test_batch_count_and_time_closed_form(W, size):
     expect, left = 0, W
     for _ in batches:
         n = min(left, size)
-        expect += spec.cycles(spec.batch_fixed_us) + link.idle_transfer_cycles(n * 65536)
+        expect += spec.cycles(spec.batch_fixed_us) + n * per_unit + link.idle_transfer_cycles(n * 65536)
         left -= n
     assert batches[-1]["end"] == expect
     s = h.stats()
@@ -190,7 +195,7 @@ def test_batch_count_and_time_closed_form(W, size):
 
 
 def test_per_page_cost_is_charged_per_migrated_page():
-    spec = FaultHandlerSpec(prefetcher="none", batch_per_page_us=0.2)
+    spec = FaultHandlerSpec(prefetcher="none", batch_fixed_us=45.0, batch_per_block_us=0.0, batch_unmap_us=0.0)
     h = FaultHandler(spec, gpu_pages=1000)
     h.fault(0, 0)
     end = h.service_batch(0)
@@ -295,7 +300,7 @@ def test_no_prefetch_crosses_the_va_block_or_the_allocation(blocks, lo_off, hi_c
 # ---- eviction ----------------------------------------------------------------------------
 
 def test_least_recently_migrated_block_goes_first_in_whole_chunks():
-    spec = FaultHandlerSpec(prefetcher="none")
+    spec = FaultHandlerSpec(prefetcher="none", chunk_order="migration")
     h = FaultHandler(spec, gpu_pages=3 * U)
     t = 0
     for blk in (0, 1, 2):

@@ -306,6 +306,16 @@ cdef enum EvictDestination:
     EVICT_TO_SSD = 1           # the SSD
     EVICT_HOST_THEN_SSD = 2    # host memory while it has room, then the SSD
 
+# The tree prefetcher's rule (uvm_params.tree_rule).
+cdef enum TreeRule:
+    TREE_DRIVER = 0            # each fault's largest node over the threshold, counting resident + faulted
+    TREE_CUMULATIVE = 1        # nodes filled below count as resident above (our earlier walk)
+
+# The order of the handler's chunk list (uvm_params.chunk_order).
+cdef enum ChunkOrder:
+    CHUNK_BY_ALLOCATION = 0    # a chunk joins the tail when it gets its first page (the driver)
+    CHUNK_BY_MIGRATION = 1     # it moves to the tail whenever pages migrate in (least recently migrated)
+
 # Why pages moved (uvm_move.cause).
 cdef enum MoveCause:
     MOVE_FAULT = 0             # the faulted migration unit
@@ -324,6 +334,12 @@ cdef struct uvm_params:
     int64_t batch_faults       # distinct faults (migration units) one batch services at most
     int64_t batch_fixed        # cycles of a batch's fixed cost
     int64_t batch_per_page     # cycles per page a batch migrates
+    int64_t batch_per_block    # cycles per VA block a batch services
+    int64_t batch_unmap        # cycles per VA block a batch brings host pages into (host unmapping)
+    int64_t batches_per_service  # batches one service pass runs back to back (counted, not timed)
+    int64_t prefetch_min_faults  # tree: a block prefetches once this many fault entries migrated into it
+    int32_t tree_rule          # TreeRule
+    int32_t chunk_order        # ChunkOrder
     int64_t evict_pages        # eviction granularity: 1 page or block_pages
     int32_t evict_destination  # EvictDestination
     int64_t gpu_pages          # GPU frames
@@ -369,6 +385,16 @@ cdef struct uvm_stats:
     int64_t ssd_throttled      # batches and hints whose SSD commands found its queue full (they waited)
     int64_t ssd_wait_cycles    # sum over those of the wait for the SSD's first free queue slot
     int64_t shootdown_cycles   # cycles shootdowns added to batches
+    # a batch's time, end - start, in parts that sum to batch_cycles:
+    int64_t batch_fixed_cycles     # per batch
+    int64_t batch_block_cycles     # per VA block serviced
+    int64_t batch_page_cycles      # per page migrated in
+    int64_t batch_unmap_cycles     # per VA block given host pages (host unmapping)
+    int64_t batch_tlb_cycles       # TLB shootdowns of the batch's evictions
+    int64_t batch_transfer_cycles  # the copies (out, then in) after the driver's work
+    int64_t batch_blocks           # VA blocks serviced by batches
+    int64_t batch_unmap_blocks     # of them, blocks that got pages from host memory
+    int64_t service_passes         # runs of back-to-back batches, at most batches_per_service each
     int64_t blocks_created     # VA-block records created (touched blocks)
     int64_t max_blocks         # most VA-block records alive at once
 

@@ -50,6 +50,7 @@ cdef struct va_block:
     int64_t arrive             # cycle the block's latest migration in completes (its pages usable)
     int64_t settled            # cycle every earlier migration into the block had completed
     int64_t epoch              # the batch (or hint) that last migrated into it
+    int64_t faults_in          # fault entries that migrated into it (the prefetcher's minimum)
     int32_t prev               # least-recently-migrated list: older neighbour (-1: head)
     int32_t next               #   newer neighbour (-1: tail)
 
@@ -119,6 +120,7 @@ cdef class FarFaultHandler:
     cdef int64_t out_bytes[2]          # this operation's GPU->host (0) and GPU->SSD (1) bytes
     cdef cycle_t shootdown             # this operation's shootdown cycles
     cdef uvm_stats st
+    cdef int64_t pass_batches          # batches of the current service pass
 
     # ---- entry points the replay calls ----
     # A warp touched non-resident ``page`` of the allocation [alloc_lo, alloc_hi) at ``now``.
@@ -154,6 +156,9 @@ cdef class FarFaultHandler:
     cdef void _drop_record(self, int32_t i) noexcept nogil
     cdef void _migrating(self, va_block* b, const uint64_t* bits) noexcept nogil
     cdef void _prefetch_tree(self, va_block* b, int64_t unit_off, uint64_t* occ) noexcept nogil
+    cdef void _prefetch_tree_driver(self, va_block* b, size_t first, size_t end, uint64_t* occ) noexcept nogil
+    cdef void _chunk_used(self, int32_t i) noexcept nogil
+    cdef int64_t _host_blocks(self, size_t first_move) noexcept nogil
     cdef int _add_tier_moves(self, page_t a, page_t end, int8_t cause, vector[uvm_move]& out) except -1 nogil
     cdef int _add_runs(self, int64_t base, const uint64_t* bits, int64_t n_bits, int8_t cause) except -1 nogil
     cdef int _add_fault_runs(self, int64_t base, const uint64_t* fresh, const uint64_t* pref,

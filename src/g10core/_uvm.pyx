@@ -13,8 +13,9 @@ warp runs again" (detailed_model.md §1), in the NVIDIA driver's terms:
   while a batch is serviced wait for the next one.  A batch sorts its entries
   by address, decides per VA block (2 MiB) what moves in (the faulted units,
   whole, within the allocation, and what the prefetcher adds), evicts what it
-  must, then costs ``batch_fixed + batch_per_page * pages`` of driver time
-  followed by the transfers: evictions out first when memory is full (the
+  must, then costs its driver time in parts (``batch_fixed`` + ``batch_per_block``
+  per VA block + ``batch_per_page`` per page + ``batch_unmap`` per VA block given
+  host pages + the shootdowns; each part a counter) followed by the transfers: evictions out first when memory is full (the
   frames they free are the ones the pages in take), then one transfer per
   link direction and flow (host pages: host flow; SSD pages: read by the SSD,
   then its peer flow).  The batch ends when its last page is in; faults
@@ -23,10 +24,15 @@ warp runs again" (detailed_model.md §1), in the NVIDIA driver's terms:
   ``sequential`` (the next units after the faulted one); ``tree``: the VA
   block is a binary tree whose leaves are migration units; going up from the
   faulted unit, a node whose resident (or incoming) pages are more than the
-  threshold of its pages is filled whole.
-* Eviction: least recently migrated VA block first (the driver's rule; a
-  block moves to the back whenever pages migrate into it; blocks the current
-  batch brings pages into are never victims), in whole blocks (2 MiB
+  threshold of its pages is filled whole: the driver's rule (TREE_DRIVER) fills
+  each fault's largest such node counting resident and faulted pages only; the
+  cumulative rule counts what a node below filled.  A block prefetches once
+  ``prefetch_min_faults`` fault entries have migrated into it.
+* Eviction: the head of the chunk list first: VA blocks in the order they got
+  their first page on the GPU (the driver's used list, CHUNK_BY_ALLOCATION), or
+  least recently migrated (CHUNK_BY_MIGRATION: a block moves to the back
+  whenever pages migrate into it); blocks the current batch brings pages into
+  are never victims, in whole blocks (2 MiB
   chunks) or in 4 KiB pages.  Destination: host memory, the SSD, or host
   memory while it has room and then the SSD.  Every page that leaves the GPU
   is shot down in the translator.  A ``VictimPicker`` (the replay's policy
@@ -57,7 +63,8 @@ from g10core._types cimport (cycle_t, page_t, uvm_params, uvm_move, uvm_stats,
                              TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
                              PREFETCH_NONE, PREFETCH_SEQUENTIAL, PREFETCH_TREE,
                              EVICT_TO_HOST, EVICT_TO_SSD, EVICT_HOST_THEN_SSD,
-                             MOVE_FAULT, MOVE_PREFETCH, MOVE_HINT, MOVE_EVICT)
+                             MOVE_FAULT, MOVE_PREFETCH, MOVE_HINT, MOVE_EVICT,
+                             TREE_DRIVER, TREE_CUMULATIVE, CHUNK_BY_ALLOCATION, CHUNK_BY_MIGRATION)
 from g10core._pcie cimport LinkCore, DIR_TO_DEVICE, DIR_FROM_DEVICE, FLOW_HOST, FLOW_PEER
 from g10core._ssd cimport SSDCore
 from g10core._tlb cimport Translator, NoTranslation
@@ -76,6 +83,8 @@ def layout():
         "causes": {"fault": MOVE_FAULT, "prefetch": MOVE_PREFETCH, "hint": MOVE_HINT, "evict": MOVE_EVICT},
         "fault_answers": {"queued": FAULT_QUEUED, "duplicate": FAULT_DUPLICATE, "resident": FAULT_RESIDENT},
         "tiers": {"not_present": TIER_NOT_PRESENT, "ssd": TIER_SSD, "host": TIER_HOST, "gpu": TIER_GPU},
+        "tree_rules": {"driver": TREE_DRIVER, "cumulative": TREE_CUMULATIVE},
+        "chunk_orders": {"allocation": CHUNK_BY_ALLOCATION, "migration": CHUNK_BY_MIGRATION},
     }
 
 
@@ -291,6 +300,7 @@ cdef class FarFaultHandler:
         self.epoch = 0
         self.live_blocks = 0
         self.last_arrival = -1
+        self.pass_batches = 0
         self.reset_stats()
 
     def __reduce__(self):
@@ -324,6 +334,7 @@ cdef class FarFaultHandler:
         b.arrive = 0
         b.settled = 0
         b.epoch = -1
+        b.faults_in = 0
         b.prev = b.next = -1
         if self.free_records.size():
             i = self.free_records.back()
@@ -402,6 +413,62 @@ cdef class FarFaultHandler:
             plo = lo
             phi = hi
             pcnt = cnt
+
+    cdef void _prefetch_tree_driver(self, va_block* b, size_t first, size_t end, uint64_t* occ) noexcept nogil:
+        """The driver's rule (compute_prefetch_region, uvm_perf_prefetch.c): the tree counts the
+        resident pages and every page this batch faults into the block (``occ`` on entry, faulted
+        units grown whole); for each faulted unit (batch entries [first, end)) the largest node
+        above it with count / pages strictly over the threshold is filled.  Fills are not counted
+        by the nodes above them, nor by the next fault's walk."""
+        cdef uint64_t fill[8]
+        cdef int64_t B = self.p.block_pages, U = self.p.unit_pages, size, off, node, lo, hi, valid, best_lo, best_hi
+        cdef size_t j
+        cdef int k
+        for k in range(8):
+            fill[k] = 0
+        for j in range(first, end):
+            off = self.batch[j].unit * U - b.block * B
+            if bit_test(fill, imax(off, b.valid_lo)):
+                continue            # inside a node filled for an earlier fault: the same node's answer
+            size = U
+            best_lo = best_hi = 0
+            while size < B:
+                size *= 2
+                node = off & ~(size - 1)
+                lo = imax(node, b.valid_lo)
+                hi = imin(node + size, b.valid_hi)
+                valid = hi - lo
+                if valid > 0 and bits_count(occ, lo, hi) * self.p.threshold_den > self.p.threshold_num * valid:
+                    best_lo = lo
+                    best_hi = hi
+            if best_hi > best_lo:
+                bits_set(fill, best_lo, best_hi)
+                if best_lo <= b.valid_lo and best_hi >= b.valid_hi:
+                    break                               # the whole block: nothing more to add
+        for k in range(8):
+            occ[k] |= fill[k]
+
+    cdef void _chunk_used(self, int32_t i) noexcept nogil:
+        """Pages are about to migrate into block record i: its place in the chunk list.  A chunk
+        joins the tail when it gets its first page; under CHUNK_BY_MIGRATION it also moves there
+        on every later migration in (least recently migrated first)."""
+        if self.blocks[i].n_resident == 0:
+            self._lrm_append(i)
+        elif self.p.chunk_order == CHUNK_BY_MIGRATION:
+            self._lrm_unlink(i)
+            self._lrm_append(i)
+
+    cdef int64_t _host_blocks(self, size_t first_move) noexcept nogil:
+        """VA blocks that moves[first_move:] bring host pages into (each is unmapped on the host)."""
+        cdef int64_t n = 0, last = -1, blk
+        cdef size_t j
+        for j in range(first_move, self.moves.size()):
+            if self.moves[j].src == TIER_HOST and self.moves[j].cause != MOVE_EVICT:
+                blk = self.moves[j].first >> self.block_shift
+                if blk != last:
+                    n += 1
+                    last = blk
+        return n
 
     # ---- moves ----
 
@@ -730,7 +797,9 @@ cdef class FarFaultHandler:
         cdef cycle_t start, t_drv, t_in, out_done, end
         cdef int64_t B = self.p.block_pages, U = self.p.unit_pages, blockno, off, lo, hi, n_new, n_in = 0
         cdef int64_t evicted = 0, seq_hi, k, n_pref, pinned = 0, limit = self.p.batch_pin_limit
-        cdef size_t i, i0, j, n_batch, first_evict
+        cdef int64_t n_blocks = 0, n_unmap = 0, c_fixed, c_block, c_page, c_unmap
+        cdef size_t i, i0, j, n_batch, first_evict, first_block_move
+        cdef bint driver_tree = self.p.prefetcher == PREFETCH_TREE and self.p.tree_rule == TREE_DRIVER
         cdef int32_t rec
         cdef va_block* b
         cdef uint64_t occ[8]
@@ -740,6 +809,12 @@ cdef class FarFaultHandler:
         if self.buffer.empty():
             return now
         start = imax(imax(now, self.busy_until), self.buffer.front().raised)
+        # a service pass: batches back to back (no idle handler between them), at most
+        # batches_per_service of them (the driver's bottom half then yields)
+        if self.pass_batches == 0 or start > self.busy_until or self.pass_batches >= self.p.batches_per_service:
+            self.st.service_passes += 1
+            self.pass_batches = 0
+        self.pass_batches += 1
         self.last_start = start
         self.epoch += 1
         self.moves.clear()
@@ -769,12 +844,18 @@ cdef class FarFaultHandler:
                 hi = imin(off + U, b.valid_hi)
                 bits_set(faulted, lo, hi)
                 bits_set(occ, lo, hi)
-                if self.p.prefetcher == PREFETCH_TREE:
+                if self.p.prefetcher == PREFETCH_TREE and not driver_tree:
                     self._prefetch_tree(b, off, occ)
                 elif self.p.prefetcher == PREFETCH_SEQUENTIAL:
                     seq_hi = imin(off + U + self.p.sequential_units * U, b.valid_hi)
                     bits_set(occ, imax(off + U, b.valid_lo), seq_hi)
                 i += 1
+            if self.p.prefetcher == PREFETCH_TREE:
+                if b.faults_in + <int64_t>(i - i0) < self.p.prefetch_min_faults:
+                    for k in range(8):              # too few faults on the block: no prefetch yet
+                        occ[k] = b.resident[k] | faulted[k]
+                elif driver_tree:
+                    self._prefetch_tree_driver(b, i0, i, occ)
             for k in range(8):
                 fresh[k] = faulted[k] & ~b.resident[k]
                 pref[k] = occ[k] & ~b.resident[k] & ~faulted[k]
@@ -796,6 +877,8 @@ cdef class FarFaultHandler:
                     pref[k] = 0
                     occ[k] = b.resident[k] | faulted[k]
             pinned += b.n_resident + n_new + n_pref
+            n_blocks += 1
+            b.faults_in += <int64_t>(i - i0)
             self.st.pages_faulted += n_new
             self.st.pages_prefetched += n_pref
             n_new += n_pref
@@ -803,27 +886,40 @@ cdef class FarFaultHandler:
                 if b.n_resident == 0:
                     self._drop_record(rec)
                 continue
+            first_block_move = self.moves.size()
             self._add_fault_runs(blockno * B, fresh, pref, B)
+            n_unmap += self._host_blocks(first_block_move)
             b = &self.blocks[rec]
             for k in range(8):
                 fresh[k] |= pref[k]
             self._migrating(b, fresh)
             for k in range(8):
                 b.resident[k] = occ[k]
-            if b.n_resident:
-                self._lrm_unlink(rec)
+            self._chunk_used(rec)
             b.n_resident += n_new
             b.epoch = self.epoch
-            self._lrm_append(rec)
             n_in += n_new
         self.gpu_used += n_in
         first_evict = self.moves.size()
         if self.gpu_used > self.p.gpu_pages:
             evicted = self._evict(self.gpu_used - self.p.gpu_pages, -1, start, True)
-        t_drv = start + self.p.batch_fixed + self.p.batch_per_page * n_in + self.shootdown
+        # the driver's work, in parts (fault.batch_*_us), then the copies
+        c_fixed = self.p.batch_fixed
+        c_block = self.p.batch_per_block * n_blocks
+        c_page = self.p.batch_per_page * n_in
+        c_unmap = self.p.batch_unmap * n_unmap
+        t_drv = start + c_fixed + c_block + c_page + c_unmap + self.shootdown
         out_done = self._send_out(first_evict, t_drv)
         t_in = out_done if evicted else t_drv
         end = imax(self._move_in(0, t_in, t_drv), out_done)
+        self.st.batch_fixed_cycles += c_fixed
+        self.st.batch_block_cycles += c_block
+        self.st.batch_page_cycles += c_page
+        self.st.batch_unmap_cycles += c_unmap
+        self.st.batch_tlb_cycles += self.shootdown
+        self.st.batch_transfer_cycles += end - t_drv
+        self.st.batch_blocks += n_blocks
+        self.st.batch_unmap_blocks += n_unmap
         for j in range(first_evict):
             if self.moves[j].cause == MOVE_EVICT:
                 continue
@@ -903,11 +999,9 @@ cdef class FarFaultHandler:
             self._migrating(b, sel)
             for k in range(8):
                 b.resident[k] |= sel[k]
-            if b.n_resident:
-                self._lrm_unlink(rec)
+            self._chunk_used(rec)
             b.n_resident += n_new
             b.epoch = self.epoch
-            self._lrm_append(rec)
             n_in += n_new
             budget -= n_new
         self.gpu_used += n_in

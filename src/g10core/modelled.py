@@ -86,6 +86,8 @@ DEPENDENT_KEYS = {
     "fault.sequential_units": (lambda c: c.fault.prefetcher == "sequential",
                                "only the sequential prefetcher reads it"),
     "fault.prefetch_threshold": (lambda c: c.fault.prefetcher == "tree", "only the tree prefetcher reads it"),
+    "fault.prefetch_min_faults": (lambda c: c.fault.prefetcher == "tree", "only the tree prefetcher reads it"),
+    "fault.prefetch_tree_rule": (lambda c: c.fault.prefetcher == "tree", "only the tree prefetcher reads it"),
     "tlb.pwc_entries": (lambda c: c.tlb.pwc_enabled, "tlb.pwc_enabled = false"),
     "tlb.pwc_ways": (lambda c: c.tlb.pwc_enabled, "tlb.pwc_enabled = false"),
     "tlb.pwc_latency_cycles": (lambda c: c.tlb.pwc_enabled, "tlb.pwc_enabled = false"),

@@ -470,7 +470,8 @@ class FaultSpec:
             "(g10-artifact); batched: the far-fault handler (batches, prefetch, eviction) on the SMs (detailed)")
     migration_unit_bytes: int = param(
         65536, unit="B", min=4096, max=65536, validate=_power_of_two, rule="a power of two",
-        doc="a faulted page's migration unit moves whole (fault.handler = batched)")
+        doc="a faulted page's migration unit moves whole (fault.handler = batched): the driver's big-page fault "
+            "granularity growth, 64 KiB big pages (grow_fault_granularity in uvm_perf_prefetch.c); 4096: no growth")
     # max: the compiled maps hold 512 pages; min: a configuration's migration unit (its default)
     va_block_bytes: int = param(
         2097152, unit="B", min=65536, max=2097152, model_min=4096, validate=_power_of_two, rule="a power of two",
@@ -480,21 +481,49 @@ class FaultSpec:
         doc="none: the faulted unit only; sequential: the next units too; tree: fill a VA-block tree node "
             "once more than fault.prefetch_threshold of it is resident (batched)")
     prefetch_threshold: float = param(
-        0.5, unit="1", min=0, max=0.999, min_exclusive=True,
-        doc="tree prefetcher: a node fills once more than this fraction of its pages is resident (batched)")
+        0.51, unit="1", min=0, max=0.999, min_exclusive=True,
+        doc="tree prefetcher: a node fills once strictly more than this fraction of its pages is resident or "
+            "faulted (batched); 0.51: the driver's uvm_perf_prefetch_threshold = 51 (uvm_perf_prefetch.c); 0.5: "
+            "our earlier 'more than half'")
+    prefetch_min_faults: int = param(
+        1, unit="faults", min=1, max=20,
+        doc="tree prefetcher: a VA block prefetches only once this many fault entries have migrated into it "
+            "(batched); the driver's uvm_perf_prefetch_min_faults = 1, range 1-20 (uvm_perf_prefetch.c)")
+    prefetch_tree_rule: str = param(
+        "driver", choices=("driver", "cumulative"),
+        doc="tree prefetcher (batched): driver, each faulted unit's largest tree node over the threshold, "
+            "counting the resident and this batch's faulted pages (compute_prefetch_region in "
+            "uvm_perf_prefetch.c); cumulative, our earlier walk where a node filled below counts as resident "
+            "above it and each fault sees the fills of the ones before it")
     sequential_units: int = param(
         1, unit="units", min=1, max=512,
         doc="sequential prefetcher: units after the faulted one that come along, never past the VA block "
             "(batched)")
     batch_faults: int = param(
         256, unit="faults", min=1, max=65536,
-        doc="distinct faults (migration units) one batch services at most (batched)")
+        doc="distinct faults (migration units) one batch services at most (batched); the driver's "
+            "uvm_perf_fault_batch_count = 256 (uvm_gpu_replayable_faults.c)")
+    batches_per_service: int = param(
+        20, unit="batches", min=1, max=65536,
+        doc="batches one service pass of the bottom half runs back to back before it yields (batched; counted "
+            "as fault_batches.service_passes); the driver's uvm_perf_fault_max_batches_per_service = 20 "
+            "(uvm_gpu_replayable_faults.c)")
     batch_fixed_us: float = param(
-        45.0, unit="us", min=0, max=1e6,
-        doc="fixed driver cost of a fault batch (45: G10 parity; 16 measured) (batched)")
+        16.0, unit="us", min=0, max=1e6,
+        doc="per-batch driver cost: fetch, preprocess, replay (batched); 16: the GTX 1080 Ti nvprof fit "
+            "(detailed_model.md); 45 with the other parts 0: G10's single far-fault latency, our earlier rule")
+    batch_per_block_us: float = param(
+        13.0, unit="us", min=0, max=1e6,
+        doc="driver cost per VA block a batch services (block lock, state, page-table update) (batched); with "
+            "fault.batch_unmap_us, UVMSmart's measured 45 us far fault less 16 us + 16 x 0.2 us")
     batch_per_page_us: float = param(
-        0.0, unit="us", min=0, max=1e3,
-        doc="driver cost per 4 KiB page a batch migrates (0.2 measured) (batched)")
+        0.2, unit="us", min=0, max=1e3,
+        doc="driver cost per 4 KiB page a batch migrates (batched); 0.2: the GTX 1080 Ti nvprof fit")
+    batch_unmap_us: float = param(
+        12.8, unit="us", min=0, max=1e6,
+        doc="host-side unmapping per VA block a batch brings pages from host memory into (batched): the CPU "
+            "mappings go before the GPU's copy is made (Allen and Ge, SC 2021: host OS work is a large part "
+            "of a batch)")
     eviction_granularity: str = param(
         "chunk", choices=("chunk", "page"),
         doc="evicted together: chunk, whole VA blocks (fault.va_block_bytes, the driver's 2 MiB chunks); "
@@ -504,8 +533,14 @@ class FaultSpec:
         doc="where evicted pages go: host memory, the SSD, or host memory while it has room (batched)")
     victims: str = param(
         "policy", choices=("policy", "lrm", "evictor"),
-        doc="who picks eviction victims (batched): lrm: the driver's least-recently-migrated chunks; "
+        doc="who picks eviction victims (batched): lrm: the handler's chunk list (fault.chunk_order); "
             "evictor: the policy's eviction rule; policy: lrm for arrival-order policies, else the rule")
+    chunk_order: str = param(
+        "allocation", choices=("allocation", "migration"),
+        doc="the handler's eviction list of 2 MiB chunks (batched): allocation, a chunk joins the tail when "
+            "it gets its first page and stays there (the driver's used list, pick_root_chunk_to_evict in "
+            "uvm_pmm_gpu.c); migration, it moves to the tail whenever pages migrate into it (our earlier "
+            "least-recently-migrated rule)")
 
 
 # The ranges of [tlb] are those of tlb.TLBSpec, narrowed where a bound must be valid with the other

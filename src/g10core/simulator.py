@@ -327,7 +327,7 @@ def timeline_data(raw: dict, consts: dict, *, detailed: bool) -> dict:
 def victims_by_evictor(cfg, rule) -> bool:
     """Whether the far-fault handler asks the eviction rule ``rule`` for its victims
     (``fault.victims``: evictor, or policy with a rule other than the arrival order), rather
-    than taking the least recently migrated chunks."""
+    than taking the head of its chunk list (``fault.chunk_order``)."""
     return cfg.fault.victims == "evictor" or (cfg.fault.victims == "policy" and not rule.arrival_order)
 
 
@@ -355,7 +355,8 @@ def handler_counters(raw: dict, runner, cfg, use_evictor: bool) -> dict:
     fb["mean_batch_us"] = fb["batch_cycles"] / fb["batches"] / clock if fb["batches"] else 0.0
     fb["mean_fault_wait_us"] = fb["fault_wait_cycles"] / fb["batch_units"] / clock if fb["batch_units"] else 0.0
     fb["mean_batch_units"] = fb["batch_units"] / fb["batches"] if fb["batches"] else 0.0
-    fb["victims"] = "policy evictor" if use_evictor else "least recently migrated"
+    fb["victims"] = ("policy evictor" if use_evictor else "chunks in allocation order"
+                     if cfg.fault.chunk_order == "allocation" else "least recently migrated")
     return {"fault_batches": fb, "sm": dict(raw["runner"])}
 
 

@@ -1,12 +1,15 @@
 """The far-fault handler of the detailed preset: spec, validation and Python handle.
 
-Defaults are ``detailed_model.md`` §1: 4 KiB pages; 64 KiB migration units (the faulted
-unit moves whole); 2 MiB VA blocks, the prefetch tree's root and the largest transfer,
-never crossed; the tree prefetcher filling a node once more than half of it is resident;
-batches of up to 256 distinct faults, faults raised during a batch waiting for the next;
-a per-batch fixed cost of 45 µs (G10 parity; the measured alternative is 16 µs + 0.2 µs per
-4 KiB page, with the wire time from the link); eviction of 2 MiB chunks, least recently
-migrated first, to host memory while it has room and then to the SSD.
+Defaults are ``detailed_model.md`` §1 and the NVIDIA driver's module parameters (issue 37,
+``docs/guide/detailed.md``, "The real driver's rules"): 4 KiB pages; 64 KiB migration units
+(the faulted big page moves whole); 2 MiB VA blocks, the prefetch tree's root and the largest
+transfer, never crossed; the tree prefetcher filling, for each fault, the largest node of
+which strictly more than 51 % is resident or faulted; batches of up to 256 distinct faults,
+faults raised during a batch waiting for the next; a batch's driver time in parts (16 µs per
+batch, 13 µs per VA block, 0.2 µs per page, 12.8 µs per VA block unmapped on the host, the
+TLB shootdowns), then the copies; eviction of 2 MiB chunks in the order their VA blocks first
+got pages on the GPU, to host memory while it has room and then to the SSD.
+``EARLIER_RULES`` holds the values that give our rules before the driver's.
 
 The handler's semantics (buffer, batches, prefetchers, eviction, timing) are in
 ``_uvm.pyx``.  ``FaultHandler`` wraps the compiled ``FarFaultHandler`` for Python use
@@ -25,10 +28,13 @@ from .errors import ConfigError
 from .params import check_fields, declaration, default_of, from_key, namer
 
 __all__ = ["FaultHandlerSpec", "FaultHandler", "spec_from_config", "PREFETCHERS", "EVICT_DESTINATIONS", "TIERS", "CAUSES",
-           "FAULT_QUEUED", "FAULT_DUPLICATE", "FAULT_RESIDENT", "PAGE_BYTES", "MEASURED_BATCH"]
+           "FAULT_QUEUED", "FAULT_DUPLICATE", "FAULT_RESIDENT", "PAGE_BYTES", "MEASURED_BATCH", "EARLIER_RULES",
+           "BATCH_PARTS", "TREE_RULES", "CHUNK_ORDERS"]
 
 PAGE_BYTES = 4096
 PREFETCHERS = {"none": 0, "sequential": 1, "tree": 2}                 # _types.Prefetcher
+TREE_RULES = {"driver": 0, "cumulative": 1}                            # _types.TreeRule
+CHUNK_ORDERS = {"allocation": 0, "migration": 1}                       # _types.ChunkOrder
 EVICT_DESTINATIONS = {"host": 0, "ssd": 1, "host-then-ssd": 2}         # _types.EvictDestination
 TIERS = {"not_present": TIER_NOT_PRESENT, "ssd": TIER_SSD, "host": TIER_HOST, "gpu": TIER_GPU}
 CAUSES = {"fault": 0, "prefetch": 1, "hint": 2, "evict": 3}             # _types.MoveCause
@@ -37,6 +43,14 @@ MAX_BLOCK_BYTES = declaration("fault.va_block_bytes").max              # the com
 
 # The measured alternative to G10's 45 µs batch (GTX 1080 Ti nvprof fit, detailed_model.md §1).
 MEASURED_BATCH = {"batch_fixed_us": 16.0, "batch_per_page_us": 0.2}
+# Our earlier rules, before the driver's (issue 37): one 45 µs constant per batch, "more than half"
+# with filled nodes counted above them, least recently migrated chunks first.
+EARLIER_RULES = {"batch_fixed_us": 45.0, "batch_per_block_us": 0.0, "batch_per_page_us": 0.0,
+                 "batch_unmap_us": 0.0, "prefetch_threshold": 0.5, "prefetch_tree_rule": "cumulative",
+                 "chunk_order": "migration"}
+# The parts of a batch's time (fault_batches counters); they sum to batch_cycles.
+BATCH_PARTS = ("batch_fixed_cycles", "batch_block_cycles", "batch_page_cycles", "batch_unmap_cycles",
+               "batch_tlb_cycles", "batch_transfer_cycles")
 
 
 @dataclass(frozen=True)
@@ -51,10 +65,16 @@ class FaultHandlerSpec:
     va_block_bytes: int = from_key("fault.va_block_bytes")
     prefetcher: str = from_key("fault.prefetcher")
     prefetch_threshold: float = from_key("fault.prefetch_threshold")
+    prefetch_min_faults: int = from_key("fault.prefetch_min_faults")
+    prefetch_tree_rule: str = from_key("fault.prefetch_tree_rule")
     sequential_units: int = from_key("fault.sequential_units")
     batch_faults: int = from_key("fault.batch_faults")
+    batches_per_service: int = from_key("fault.batches_per_service")
     batch_fixed_us: float = from_key("fault.batch_fixed_us")
+    batch_per_block_us: float = from_key("fault.batch_per_block_us")
     batch_per_page_us: float = from_key("fault.batch_per_page_us")
+    batch_unmap_us: float = from_key("fault.batch_unmap_us")
+    chunk_order: str = from_key("fault.chunk_order")
     eviction_granularity_bytes: int = field(default_factory=lambda: default_of("fault.va_block_bytes"))
     evict_destination: str = from_key("fault.evict_destination")
     clock_GHz: float = from_key("gpu.frequency_GHz")
@@ -99,6 +119,9 @@ class FaultHandlerSpec:
             sequential_units=self.sequential_units, threshold_num=thr[0], threshold_den=thr[1],
             batch_faults=self.batch_faults, batch_fixed=self.cycles(self.batch_fixed_us),
             batch_per_page=self.cycles(self.batch_per_page_us),
+            batch_per_block=self.cycles(self.batch_per_block_us), batch_unmap=self.cycles(self.batch_unmap_us),
+            batches_per_service=self.batches_per_service, prefetch_min_faults=self.prefetch_min_faults,
+            tree_rule=TREE_RULES[self.prefetch_tree_rule], chunk_order=CHUNK_ORDERS[self.chunk_order],
             evict_pages=self.eviction_granularity_bytes // PAGE_BYTES,
             evict_destination=EVICT_DESTINATIONS[self.evict_destination],
             gpu_pages=gpu_pages, host_pages=host_pages, page_bytes=PAGE_BYTES,
@@ -114,7 +137,9 @@ def spec_from_config(cfg) -> FaultHandlerSpec:
     f = cfg.fault
     return FaultHandlerSpec(
         migration_unit_bytes=f.migration_unit_bytes, va_block_bytes=f.va_block_bytes, prefetcher=f.prefetcher,
-        prefetch_threshold=f.prefetch_threshold,
+        prefetch_threshold=f.prefetch_threshold, prefetch_min_faults=f.prefetch_min_faults,
+        prefetch_tree_rule=f.prefetch_tree_rule, batches_per_service=f.batches_per_service,
+        batch_per_block_us=f.batch_per_block_us, batch_unmap_us=f.batch_unmap_us, chunk_order=f.chunk_order,
         # the sequential prefetcher never passes the VA block: more units than it holds = the rest of it
         sequential_units=min(f.sequential_units, max(1, f.va_block_bytes // f.migration_unit_bytes)),
         batch_faults=f.batch_faults, batch_fixed_us=f.batch_fixed_us, batch_per_page_us=f.batch_per_page_us,

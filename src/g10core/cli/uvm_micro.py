@@ -47,8 +47,10 @@ def _cmd_batching(args) -> int:
     if human(args):
         print(f"{r['faults']} faults on distinct cold {r['bytes_moved'] // r['faults'] // 1024} KiB units: "
               f"{r['batches']} batches of up to {r['batch_faults']} (ceil: {r['expected_batches']})")
-        print(f"  time {r['time_us']:.3f} us; closed form batches x {r['batch_cost_us']} us + "
-              f"W x unit / {r['link_GBps']:.3f} GB/s = {r['closed_form_us']:.3f} us")
+        per_fault = r["batch_per_block_us"] + r["batch_unmap_us"] + r["bytes_moved"] // r["faults"] // 4096 * \
+            r["batch_per_page_us"]
+        print(f"  time {r['time_us']:.3f} us; closed form batches x {r['batch_cost_us']} us + W x {per_fault:g} us "
+              f"(its VA block, unmap, pages) + W x unit / {r['link_GBps']:.3f} GB/s = {r['closed_form_us']:.3f} us")
     emit_json(r, args.json_path)
     return EXIT_OK
 
@@ -85,7 +87,7 @@ def add_parser(subparsers) -> None:
     b = sub.add_parser("batching", help="W simultaneous faults on distinct cold units: batches and time")
     b.add_argument("--faults", type=int, required=True, metavar="W")
     b.add_argument("--batch-faults", type=int, dest="batch_faults", default=None, help="default 256")
-    b.add_argument("--batch-cost-us", type=float, dest="batch_fixed_us", default=None, help="default 45")
+    b.add_argument("--batch-cost-us", type=float, dest="batch_fixed_us", default=None, help="default 16 (fault.batch_fixed_us)")
     b.add_argument("--batch-per-page-us", type=float, dest="batch_per_page_us", default=None, help="default 0")
     add_json_option(b)
     b.set_defaults(func=_cmd_batching)

@@ -100,8 +100,9 @@ def batching(faults: int, *, spec: FaultHandlerSpec | None = None, link=None) ->
     n_batches = len(batches)
     unit_bytes = spec.migration_unit_bytes
     batch_cost_us = spec.batch_fixed_us + link_spec.setup_latency_us
-    closed = (n_batches * batch_cost_us + faults * spec.unit_pages * spec.batch_per_page_us
-              + faults * unit_bytes / (gbps * 1e3))
+    # each fault is a VA block of its own, from host memory: its block, unmap and page parts
+    per_fault_us = spec.batch_per_block_us + spec.batch_unmap_us + spec.unit_pages * spec.batch_per_page_us
+    closed = n_batches * batch_cost_us + faults * per_fault_us + faults * unit_bytes / (gbps * 1e3)
     st = handler.stats()
     return {
         "benchmark": "batching",
@@ -116,6 +117,8 @@ def batching(faults: int, *, spec: FaultHandlerSpec | None = None, link=None) ->
         "batch_fixed_us": spec.batch_fixed_us,
         "link_setup_us": link_spec.setup_latency_us,
         "batch_per_page_us": spec.batch_per_page_us,
+        "batch_per_block_us": spec.batch_per_block_us,
+        "batch_unmap_us": spec.batch_unmap_us,
         "link_GBps": gbps,
         "bytes_moved": st["pages_from_host"] * PAGE_BYTES,
         "mean_fault_wait_us": st["mean_fault_wait_us"],
