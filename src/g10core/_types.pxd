@@ -22,6 +22,11 @@ cdef enum:                     # HintAction
     HINT_TO_SSD = 1            # pre-evict to SSD
     HINT_TO_HOST = 2           # pre-evict to host memory
     HINT_FREE = 3              # pre-deallocate (drop, no transfer)
+    # memory advice (cudaMemAdvise, issue 37): the far-fault handler (detailed) applies them
+    HINT_ADVISE_PREFER_GPU = 5     # preferred location the GPU (clears prefer_host)
+    HINT_ADVISE_PREFER_HOST = 6    # preferred location host memory: GPU accesses map it remotely
+    HINT_ADVISE_ACCESSED_BY = 7    # the GPU maps the pages wherever they are (host: remote, no migration)
+    HINT_ADVISE_READ_MOSTLY = 8    # read duplication: the host copy stays valid while unwritten
 
 # The batcher's transfer queues, in no particular order (a tick serves them in the
 # artifact's order: pre-evictions, fault fetches, fault allocations, prefetches,

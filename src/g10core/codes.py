@@ -26,6 +26,13 @@ HINT_TO_SSD = 1    # pre-evict to SSD
 HINT_TO_HOST = 2   # pre-evict to host memory
 HINT_FREE = 3      # pre-deallocate (drop without transfer)
 ACTION_NAMES = {HINT_TO_GPU: "to_gpu", HINT_TO_SSD: "to_ssd", HINT_TO_HOST: "to_host", HINT_FREE: "free"}
+# memory advice (cudaMemAdvise; issue 37): applied by the far-fault handler (fault.handler = batched)
+HINT_ADVISE_PREFER_GPU = 5    # cudaMemAdviseSetPreferredLocation, the GPU
+HINT_ADVISE_PREFER_HOST = 6   # cudaMemAdviseSetPreferredLocation, the host: GPU accesses map it remotely
+HINT_ADVISE_ACCESSED_BY = 7   # cudaMemAdviseSetAccessedBy, the GPU: host pages mapped remotely, not migrated
+HINT_ADVISE_READ_MOSTLY = 8   # cudaMemAdviseSetReadMostly: read duplication
+ACTION_NAMES.update({HINT_ADVISE_PREFER_GPU: "prefer_gpu", HINT_ADVISE_PREFER_HOST: "prefer_host",
+                     HINT_ADVISE_ACCESSED_BY: "accessed_by", HINT_ADVISE_READ_MOSTLY: "read_mostly"})
 
 # TransferQueue: the batcher's queues (_types.TransferQueue).
 QUEUE_NAMES = ("fault_ssd", "fault_host", "fault_alloc", "prefetch_ssd", "prefetch_host",

@@ -300,10 +300,12 @@ def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace, u
     gpu_pages, host_pages = int(consts["gpu_pages"]), int(consts["host_pages"])
     params = spec.compiled_params(gpu_pages, host_pages, batch_pin_limit=gpu_pages)
     ssd, link = devices
-    return KernelRunner(params, link.core, ssd.core, tlb.core,
-                        {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t")},
-                        int(cfg.gpu.sms), use_evictor, int(consts["iterations"]),
-                        lpn_first=ssd_first_pages(trace, ssd.spec.page_size_bytes)[0])
+    runner = KernelRunner(params, link.core, ssd.core, tlb.core,
+                          {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t")},
+                          int(cfg.gpu.sms), use_evictor, int(consts["iterations"]),
+                          lpn_first=ssd_first_pages(trace, ssd.spec.page_size_bytes)[0])
+    runner.set_thrashing(spec.thrashing_params())
+    return runner
 
 
 def handler_counters(raw: dict, runner, cfg, use_evictor: bool) -> dict:
@@ -314,7 +316,14 @@ def handler_counters(raw: dict, runner, cfg, use_evictor: bool) -> dict:
     fb["mean_fault_wait_us"] = fb["fault_wait_cycles"] / fb["batch_units"] / clock if fb["batch_units"] else 0.0
     fb["mean_batch_units"] = fb["batch_units"] / fb["batches"] if fb["batches"] else 0.0
     fb["victims"] = "policy evictor" if use_evictor else "least recently migrated"
-    return {"fault_batches": fb, "sm": dict(raw["runner"])}
+    out = {"fault_batches": fb, "sm": dict(raw["runner"])}
+    handler = getattr(runner, "fault_handler", None) if runner is not None else None
+    if handler is not None:
+        # thrashing detection and remote (zero-copy) access (issue 37)
+        rs = handler.remote_stats()
+        rs["thrashing_enabled"] = bool(cfg.fault.thrashing_enable)
+        out["thrashing"] = rs
+    return out
 
 
 # ============================================================================
@@ -566,7 +575,7 @@ def no_progress_reason(info: dict, trace: Trace, rule, consts: dict, given_hints
 
 
 def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: int | None,
-                                exact_host: bool) -> list[str]:
+                                exact_host: bool, host_populated: int = 0) -> list[str]:
     """What a finished page-level replay must satisfy; returns one message per broken rule.
 
     * every kernel of every iteration ran, in order, back to back, and no faster than
@@ -646,9 +655,11 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
             out.append(f"GPU pages not conserved: {allocated} pages allocated, but the trace has {fresh_pages} "
                        "pages to allocate once each")
         freed_host = int(final["freed_host_pages"])
-        balance = out_host - in_host - freed_host - host_end
+        # host_populated: pages first placed in host memory (prefer_host advice, read remotely)
+        balance = out_host + host_populated - in_host - freed_host - host_end
         if balance != 0:
-            out.append(f"host pages not conserved: {out_host} evicted to host - {in_host} fetched from host - "
+            out.append(f"host pages not conserved: {out_host} evicted to host + {host_populated} placed there - "
+                       f"{in_host} fetched from host - "
                        f"{freed_host} freed - {host_end} resident = {balance} (must be 0)")
         return out
     if fresh_pages is not None:
@@ -919,7 +930,9 @@ class Simulator:
             touched[trace.access_tensor] = True
             fresh = int(trace.tensor_pages[touched & ~trace.tensor_is_global].sum())
         if stopped is None:
-            problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees)
+            populated = runner.fault_handler.remote_stats()["remote_populated"] if runner is not None else 0
+            problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees,
+                                                   host_populated=populated)
             if problems:
                 raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: " + "; ".join(problems))
         if "timeline" in raw:

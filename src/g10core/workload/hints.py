@@ -2,7 +2,8 @@
 
 A hint table is a numpy array of :data:`g10core.policies.HINT_DTYPE` rows
 ``(kernel, tensor, action)``: when kernel ``kernel`` of an iteration begins, the
-page-level replay applies ``action`` (0 to GPU, 1 to SSD, 2 to host, 3 free) to
+page-level replay applies ``action`` (0 to GPU, 1 to SSD, 2 to host, 3 free; memory
+advice, schema_version 2: 5 prefer_gpu, 6 prefer_host, 7 accessed_by, 8 read_mostly) to
 every page of ``tensor``.  The same table is replayed every iteration.  Rows are
 applied in table order, so the table must be sorted by ``kernel`` (the order within
 one kernel is the order the pages are queued).  ``kernel`` may equal K, the number
@@ -10,9 +11,9 @@ of kernels: such a hint is applied at kernel 0 of the next iteration, before tha
 kernel's own hints (the replay walks the table cyclically, as the published
 simulator does), and never in iteration 0.
 
-File format (version 1), one HDF5 file:
+File format (version 2; version 1 files, whose actions are 0-3 only, are read), one HDF5 file:
 
-* root attributes ``schema = "g10core-hints"``, ``schema_version = 1``,
+* root attributes ``schema = "g10core-hints"``, ``schema_version = 2``,
   ``policy`` (who made the hints; free text), ``creator``, and the identity of the
   trace the hints belong to: ``trace_model``, ``trace_batch_size``,
   ``trace_n_kernels``, ``trace_n_tensors``, ``trace_footprint_bytes``,
@@ -46,9 +47,13 @@ from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reaso
 from .trace import Trace
 
 SCHEMA = "g10core-hints"
-SCHEMA_VERSION = 1
-SUPPORTED_SCHEMA_VERSIONS = (1,)
+SCHEMA_VERSION = 2
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 ACTIONS = {0: "to_gpu", 1: "to_ssd", 2: "to_host", 3: "free"}
+# memory advice (cudaMemAdvise; schema_version 2): applied by the far-fault handler
+ACTIONS.update({5: "prefer_gpu", 6: "prefer_host", 7: "accessed_by", 8: "read_mostly"})
+# the actions a version-1 file may hold
+V1_ACTIONS = (0, 1, 2, 3)
 LEVELS = ("page", "tensor")
 
 # The parameters a schedule is planned from (G10's scheduler, DeepUM+'s window, FlashNeuron's line):
@@ -147,7 +152,7 @@ def validate_hints(hints, n_kernels: int, n_tensors: int, path=None) -> np.ndarr
     """Check a hint table against a trace's counts; return it as HINT_DTYPE.
 
     kernel in [0, K] (K: applied at the next iteration's kernel 0), non-decreasing
-    (the replay applies rows in table order); tensor in [0, T); action in 0..3.
+    (the replay applies rows in table order); tensor in [0, T); action one of :data:`ACTIONS`.
 
     Parameters
     ----------
@@ -185,10 +190,10 @@ def validate_hints(hints, n_kernels: int, n_tensors: int, path=None) -> np.ndarr
         raise HintError(path, f"tensor {int(t[bad[0]])} is out of range [0, {n_tensors}) "
                               f"(the trace has {n_tensors} tensors)", bad[0], "tensor")
     a = h["action"]
-    bad = np.flatnonzero((a < 0) | (a > 3))
+    bad = np.flatnonzero(~np.isin(a, np.array(sorted(ACTIONS), dtype=a.dtype)))
     if bad.size:
-        raise HintError(path, f"action {int(a[bad[0]])} is not 0 (to GPU), 1 (to SSD), 2 (to host) or 3 (free)",
-                        bad[0], "action")
+        known = ", ".join(f"{c} ({name})" for c, name in sorted(ACTIONS.items()))
+        raise HintError(path, f"action {int(a[bad[0]])} is not one of {known}", bad[0], "action")
     return h
 
 
@@ -406,6 +411,13 @@ def _read_open(f, path):
         raw = f["hints"][()]
     except H5_ERRORS as exc:
         raise HintError(path, f"cannot read ({h5_reason(exc)})") from None
+    if version == 1 and raw.dtype.names is not None and "action" in raw.dtype.names:
+        # version 1 knew the four migration actions only; memory advice came with version 2
+        a = np.asarray(raw["action"])
+        bad = np.flatnonzero(~np.isin(a, V1_ACTIONS)) if a.dtype.kind in "iu" else np.zeros(0, np.int64)
+        if bad.size:
+            raise HintError(path, f"action {int(a[bad[0]])} needs schema_version 2 (version 1 files hold "
+                                  "actions 0-3 only)", bad[0], "action")
     ident = {}
     for key in ("model", "batch_size", "n_kernels", "n_tensors", "footprint_bytes", "digest"):
         name = f"trace_{key}"
