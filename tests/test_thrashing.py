@@ -34,6 +34,12 @@ def wire(nbytes, direction="to_device"):
     return PcieLink(PcieSpec(clock_GHz=FaultHandlerSpec().clock_GHz)).submit(direction, nbytes, 0)
 
 
+def remote_cycles(nbytes, write=False):
+    """A remote (zero-copy) access on an idle link: the SMs' loads, so the wire time alone."""
+    link = PcieLink(PcieSpec(clock_GHz=FaultHandlerSpec().clock_GHz))
+    return link.core.py_wire_cycles(1 if write else 0, 0, nbytes)
+
+
 def ping_pong(h, rounds):
     """Blocks 0 and 1 fault in turn on a GPU that holds one unit: each fault evicts the other.
     Returns per fault (block, start, arrival of its page, remote pages, remote done)."""
@@ -75,7 +81,7 @@ def test_a_thrashing_trace_is_throttled_then_pinned_and_read_remotely():
             assert n == 0
             assert (arrive - start < p["nap"]) if j < 3 else (arrive == start + p["nap"]), (blk, j)
     b0 = [x for x in steps if x[0] == 0]
-    assert b0[5][2] == -1 and all(x[3] == UNIT and x[4] - x[1] == wire(UNIT * PAGE_BYTES) for x in b0[6:])
+    assert b0[5][2] == -1 and all(x[3] == UNIT and x[4] - x[1] == remote_cycles(UNIT * PAGE_BYTES) for x in b0[6:])
     b1 = [x for x in steps if x[0] == 1]
     assert all(0 <= x[2] <= x[1] for x in b1[5:])
     rs = h.remote_stats()
@@ -112,7 +118,7 @@ def test_accessed_by_maps_host_pages_remotely_without_migration():
     h = FaultHandler(spec(), gpu_pages=4 * UNIT)
     h.advise(0, 2 * UNIT, "accessed_by")
     n, done = h.remote(0, 2 * UNIT, 0)
-    assert (n, done) == (2 * UNIT, wire(2 * UNIT * PAGE_BYTES))
+    assert (n, done) == (2 * UNIT, remote_cycles(2 * UNIT * PAGE_BYTES))
     n, done = h.remote(2 * UNIT, 3 * UNIT, 0)           # not advised: it faults
     assert n == 0
     # a write goes the other way

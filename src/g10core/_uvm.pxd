@@ -238,3 +238,4 @@ cdef class FarFaultHandler:
     cdef void _host_bits(self, int64_t base, const uint64_t* bits, int64_t n_bits, uint64_t* out) noexcept nogil
     cdef int32_t _advice_at(self, page_t page, page_t* end) noexcept nogil
     cdef int64_t _clean_pages(self, page_t first, page_t end) noexcept nogil
+    cdef cycle_t _remote_transfer(self, int direction, int64_t nbytes, cycle_t now) noexcept nogil

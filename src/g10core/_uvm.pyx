@@ -53,7 +53,7 @@ from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 from cython.operator cimport dereference as deref, preincrement as inc, predecrement as dec
 
-from g10core._types cimport (cycle_t, page_t, uvm_params, uvm_move, uvm_stats,
+from g10core._types cimport (cycle_t, page_t, uvm_params, uvm_move, uvm_stats, pcie_dir_stats,
                              TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
                              PREFETCH_NONE, PREFETCH_SEQUENTIAL, PREFETCH_TREE,
                              EVICT_TO_HOST, EVICT_TO_SSD, EVICT_HOST_THEN_SSD,
@@ -1245,8 +1245,7 @@ cdef class FarFaultHandler:
         if tier != TIER_HOST:
             return 0
         n = run_end - page
-        done[0] = self.link.submit(DIR_FROM_DEVICE if write else DIR_TO_DEVICE, FLOW_HOST,
-                                   n * self.p.page_bytes, now)
+        done[0] = self._remote_transfer(DIR_FROM_DEVICE if write else DIR_TO_DEVICE, n * self.p.page_bytes, now)
         self.rs.remote_accesses += 1
         self.rs.remote_pages += n
         if write:
@@ -1254,6 +1253,21 @@ cdef class FarFaultHandler:
         else:
             self.rs.remote_read_bytes += n * self.p.page_bytes
         return n
+
+    cdef cycle_t _remote_transfer(self, int direction, int64_t nbytes, cycle_t now) noexcept nogil:
+        """Remote (zero-copy) bytes on the link's FIFO for ``direction``: the SMs' own loads and
+        stores, many in flight, so the wire time alone (no DMA setup per transfer)."""
+        cdef int64_t wire = self.link.wire_cycles(direction, FLOW_HOST, nbytes)
+        cdef cycle_t start = imax(now, self.link.busy_until[direction]), done = start + wire
+        cdef pcie_dir_stats* s = &self.link.st[direction]
+        self.link.busy_until[direction] = done
+        s.transfers += 1
+        s.bytes[FLOW_HOST] += nbytes
+        s.busy_cycles += wire
+        s.queue_delay_cycles += start - now
+        if done > s.last_completion:
+            s.last_completion = done
+        return done
 
     def set_thrashing(self, dict params):
         """The thrashing rules (``FaultHandlerSpec.thrashing_params``): enable, threshold, and

@@ -198,7 +198,9 @@ def validate_hints(hints, n_kernels: int, n_tensors: int, path=None) -> np.ndarr
 
 
 def action_counts(hints: np.ndarray) -> dict:
-    return {name: int((hints["action"] == a).sum()) for a, name in ACTIONS.items()}
+    """Rows per action name: the four migration actions always, the others where present."""
+    counts = {name: int((hints["action"] == a).sum()) for a, name in ACTIONS.items()}
+    return {name: n for (a, name), n in zip(ACTIONS.items(), counts.values()) if n or a in V1_ACTIONS}
 
 
 def write_hints(path, hints, *, policy: str, trace: Trace | None = None, trace_path=None, config=None,
