@@ -203,3 +203,46 @@ def test_prefer_host_in_the_detailed_replay_reads_the_tensor_remotely():
     th = r.counters["thrashing"]
     assert th["advice_ranges"] == cfg.run.iterations
     assert th["remote_pages"] == uses * cfg.run.iterations * pages
+
+
+# ---- the shipped advice example; a rule that thrashes under detailed ends with a result ----------
+
+def test_the_read_mostly_example_advises_every_weight_and_saves_write_backs():
+    from g10core.workload.trace import PAGE_SIZE_BYTES, kernel_working_set_bytes
+
+    trace = synthesize(12, 96 << 20, seed=2)
+    gpu = max(int(kernel_working_set_bytes(trace).max()) * 5 // 4, 48 << 20)     # oversubscribed
+    cfg = preset("detailed").with_overrides({"gpu": {"memory_GiB": gpu / 2**30}})
+    r = Simulator(cfg).run(trace, "read_mostly_weights.py:ReadMostlyWeights")
+    assert not r.failed
+    th = r.counters["thrashing"]
+    assert th["advice_ranges"] == int(trace.tensor_is_global.sum()) * cfg.run.iterations
+    assert r.hints["by_action"]["read_mostly"] == int(trace.tensor_is_global.sum())
+    assert th["readdup_clean_pages"] > 0            # weight pages evicted without a write-back
+
+
+def test_advice_under_the_slot_model_warns_that_it_is_ignored():
+    trace = synthesize(6, 32 << 20, seed=1)
+    hints = np.array([(0, 0, HINT_ADVISE_PREFER_HOST)], HINT_DTYPE)
+    with pytest.warns(Warning, match="memory advice"):
+        r = Simulator(preset("default")).run(trace, "g10", hints=hints)
+    assert not r.failed
+
+
+def test_largest_tensor_first_offered_the_running_kernel_finishes_under_detailed(monkeypatch, tmp_path):
+    # the rule that livelocked the default preset's replay (tests/test_livelock.py): under detailed
+    # its evictions of the running kernel's pages come back within the lapse and are throttled
+    import test_livelock as ll
+    from g10core.workload.trace import PAGE_SIZE_BYTES, kernel_working_set_bytes
+
+    ll.offer_running(monkeypatch)
+    rule = tmp_path / "largest.py"
+    rule.write_text(ll.LARGEST)
+    trace = synthesize(24, 256 << 20, seed=0)
+    ws = int(kernel_working_set_bytes(trace).max()) // PAGE_SIZE_BYTES
+    gpu = max(int(trace.tensor_pages.sum() * 0.5), ws + 1)
+    cfg = preset("detailed").with_overrides({"gpu": {"memory_GiB": gpu * PAGE_SIZE_BYTES / 2**30},
+                                             "fault": {"victims": "evictor"}})
+    r = Simulator(cfg).run(trace, "base-uvm", eviction=f"{rule}:score")
+    assert not r.failed and len(r.iterations) == cfg.run.iterations
+    assert r.counters["thrashing"]["throttles"] > 0

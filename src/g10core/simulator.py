@@ -35,7 +35,7 @@ from .workload.hints import LEVELS, HintFile, action_counts, check_belongs, trac
 from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
-from .codes import KERNEL_ROW_DTYPE, MOVED_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
+from .codes import HINT_ADVISE_PREFER_GPU, KERNEL_ROW_DTYPE, MOVED_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
 from .workload.trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 from .workload.tracestore import resolve_trace
 from .workload.retarget import retarget
@@ -574,6 +574,10 @@ def no_progress_reason(info: dict, trace: Trace, rule, consts: dict, given_hints
     return text
 
 
+# the first memory-advice hint action: 5-8 need the far-fault handler
+ADVICE_FIRST = HINT_ADVISE_PREFER_GPU
+
+
 def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: int | None,
                                 exact_host: bool, host_populated: int = 0) -> list[str]:
     """What a finished page-level replay must satisfy; returns one message per broken rule.
@@ -887,6 +891,12 @@ class Simulator:
         hints = validate_hints(plan.hints, trace.n_kernels, trace.n_tensors, f"<hints of policy {name}>")
         hint_info.update(n_hints=int(hints.shape[0]), by_action=action_counts(hints),
                          applied=bool(plan.apply_hints))
+        if plan.apply_hints and not is_batched(cfg) and np.any(hints["action"] >= ADVICE_FIRST):
+            # memory advice needs the far-fault handler (remote mappings, read duplicates)
+            warnings.warn(G10Warning(
+                f"{name}: memory advice (hint actions prefer_gpu, prefer_host, accessed_by, read_mostly) is "
+                "applied only by the far-fault handler (fault.handler = batched, --preset detailed); this run "
+                "ignores it"), stacklevel=3)
         t1 = time.perf_counter()
         first_pages = None
         if is_batched(cfg):
