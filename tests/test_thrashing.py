@@ -246,3 +246,22 @@ def test_largest_tensor_first_offered_the_running_kernel_finishes_under_detailed
     r = Simulator(cfg).run(trace, "base-uvm", eviction=f"{rule}:score")
     assert not r.failed and len(r.iterations) == cfg.run.iterations
     assert r.counters["thrashing"]["throttles"] > 0
+
+
+def test_a_users_prefetch_clears_the_thrashing_state():
+    # the driver lets user commands take precedence: a hint's migration resets the block's history
+    s = spec(thrashing_threshold=3, thrashing_pin_threshold=2)
+    h = FaultHandler(s, gpu_pages=UNIT)
+    B, nap = s.block_pages, s.thrashing_params()["nap"]
+    ping_pong(h, 8)                       # each block throttled once (its 4th migration); block 0 out
+    assert h.remote_stats()["throttles"] == 2
+    t = max(h.arrival(0), h.arrival(B))
+    t = h.prefetch(0, UNIT, t, (0, 2 * B))              # block 0 back by a hint: its history cleared
+    h.fault(B, t, (0, 2 * B))                           # block 1's 5th return: throttled again
+    start = t
+    t = h.service_all(t)[-1]["end"]
+    assert h.arrival(B) == start + nap and h.remote_stats()["throttles"] == 3
+    t = h.arrival(B)
+    h.fault(0, t, (0, 2 * B))                           # block 0's return: event 1 of a fresh count
+    h.service_all(t)
+    assert h.arrival(0) - t < nap and h.remote_stats()["throttles"] == 3

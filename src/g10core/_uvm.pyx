@@ -526,7 +526,12 @@ cdef class FarFaultHandler:
         cdef int8_t dest
         cdef uvm_move m
         if self.tp.enable:
-            self._thrash_evicted(b, take)
+            if forced_dest == TIER_HOST or forced_dest == TIER_SSD:
+                # a user's migration (a hint's pre-eviction) takes precedence over the heuristic:
+                # the driver clears the block's thrashing state (uvm_perf_thrashing.c)
+                self.thrash.erase(b.block)
+            else:
+                self._thrash_evicted(b, take)
         while lo < B:
             e = next_clear(take, lo, B)
             n = e - lo
@@ -927,6 +932,8 @@ cdef class FarFaultHandler:
                 if b.n_resident == 0:
                     self._drop_record(rec)
                 continue
+            if self.tp.enable:
+                self.thrash.erase(blockno)    # a user's prefetch clears the thrashing state, as the driver
             self._add_runs(blockno * B, sel, B, MOVE_HINT)
             b = &self.blocks[rec]
             self._migrating(b, sel)
