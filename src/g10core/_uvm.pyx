@@ -861,7 +861,7 @@ cdef class FarFaultHandler:
         for j in range(self.throttled.size()):
             # a throttled fault's pages are usable once its nap is over
             rec = self._find(self.throttled[j])
-            if rec >= 0:
+            if rec >= 0 and self.blocks[rec].epoch == self.epoch:    # (not left for the next batch)
                 self.blocks[rec].arrive = imax(end, self.thrash[self.throttled[j]].nap_until)
         self.throttled.clear()
         self.busy_until = end
