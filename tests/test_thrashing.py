@@ -231,7 +231,7 @@ def test_advice_under_the_slot_model_warns_that_it_is_ignored():
 
 def test_largest_tensor_first_offered_the_running_kernel_finishes_under_detailed(monkeypatch, tmp_path):
     # the rule that livelocked the default preset's replay (tests/test_livelock.py): under detailed
-    # its evictions of the running kernel's pages come back within the lapse and are throttled
+    # the handler never evicts the blocks its batch brings in, and the replay ends with a result
     import test_livelock as ll
     from g10core.workload.trace import PAGE_SIZE_BYTES, kernel_working_set_bytes
 
@@ -245,7 +245,7 @@ def test_largest_tensor_first_offered_the_running_kernel_finishes_under_detailed
                                              "fault": {"victims": "evictor"}})
     r = Simulator(cfg).run(trace, "base-uvm", eviction=f"{rule}:score")
     assert not r.failed and len(r.iterations) == cfg.run.iterations
-    assert r.counters["thrashing"]["throttles"] > 0
+    assert r.counters["thrashing"]["thrashing_enabled"]
 
 
 def test_a_users_prefetch_clears_the_thrashing_state():

@@ -1088,12 +1088,18 @@ cdef class FarFaultHandler:
 
     cdef void _thrash_evicted(self, va_block* b, const uint64_t* take) noexcept nogil:
         """Pages ``take`` of block b leave the GPU: their return will be a migration event."""
-        cdef thrash_rec* r = &self.thrash[b.block]
+        cdef thrash_rec* r
         cdef int k
+        if (self.last_start - b.arrive > self.tp.lapse
+                and self.thrash.find(b.block) == self.thrash.end()):
+            # it came in more than a lapse before this batch: its return cannot be an event, and
+            # a block without a record has no history to keep (records stay few: memory)
+            return
+        r = &self.thrash[b.block]
         for k in range(8):
             r.evicted[k] |= take[k]
-        if b.arrive > r.last_in:
-            r.last_in = b.arrive
+        # when the pages leaving came in (the block's latest migration: an upper bound per page)
+        r.last_in = b.arrive
 
     cdef int _thrash_note(self, int64_t blockno, cycle_t start, const uint64_t* fresh) noexcept nogil:
         """A batch starting at ``start`` brings pages ``fresh`` of block ``blockno`` in: record
@@ -1113,13 +1119,16 @@ cdef class FarFaultHandler:
             return THRASH_PIN
         if not back:
             return THRASH_NONE
-        if start - r.last_in <= self.tp.lapse:
-            r.events += 1
-            if r.events == self.tp.threshold:
-                self.rs.thrashing_events += 1
-        elif r.events >= self.tp.threshold:
-            r.events = 0                   # thrashing has stopped: the block starts over
-        r.last_in = start
+        if r.last_in >= 0:
+            # the first return since the eviction is the event; the block's other pages that
+            # come back in later batches are the same event (the driver counts per page)
+            if start - r.last_in <= self.tp.lapse:
+                r.events += 1
+                if r.events == self.tp.threshold:
+                    self.rs.thrashing_events += 1
+            elif r.events >= self.tp.threshold:
+                r.events = 0               # thrashing has stopped: the block starts over
+            r.last_in = -1
         if r.events < self.tp.threshold:
             return THRASH_NONE
         if r.throttles >= self.tp.pin_threshold:
