@@ -265,3 +265,29 @@ def test_a_users_prefetch_clears_the_thrashing_state():
     h.fault(0, t, (0, 2 * B))                           # block 0's return: event 1 of a fresh count
     h.service_all(t)
     assert h.arrival(0) - t < nap and h.remote_stats()["throttles"] == 3
+
+
+def test_a_blocks_pages_returning_over_several_batches_are_one_event():
+    # the driver counts per page: after one eviction, block 0's two units coming back in two
+    # batches are one return, not two events (a per-block count took them for two, and found
+    # block 0 thrashing a round early)
+    def first_detection(split, n=5):
+        s = spec(thrashing_threshold=3, thrashing_pin_threshold=10)
+        h = FaultHandler(s, gpu_pages=2 * UNIT)
+        B, t = s.block_pages, 0
+        for r in range(n):
+            for blk in (0, 1):
+                alloc = (blk * B, blk * B + 2 * UNIT)
+                groups = [[0], [UNIT]] if split and blk == 0 else [[0, UNIT]]
+                for g in groups:                    # each group: faults raised together, one batch
+                    for off in g:
+                        h.fault(blk * B + off, t, alloc)
+                    for x in h.service_all(t):
+                        t = x["end"]
+                    t = max([t] + [h.arrival(blk * B + off) for off in g])
+                    if h.remote_stats()["thrashing_events"]:
+                        return r, blk
+        return None
+
+    # block 0 comes in at round 0 and back at rounds 1, 2, 3: the third return is the third event
+    assert first_detection(False) == first_detection(True) == (3, 0)
