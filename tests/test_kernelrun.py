@@ -273,7 +273,9 @@ def test_no_tlb_entry_maps_a_page_off_the_gpu_after_a_run(seed, gpu_mib, granula
     handler = seen["kernel_runner"].fault_handler
     resident = {b * 512 + p for b, pages in handler.resident_blocks().items() for p in pages}
     entries = seen["translator"].core.entries()
-    assert entries and all(page in resident for (_r, _level, _sm, page) in entries)
+    # or a page of a block pinned by thrashing detection: mapped remotely, a valid translation
+    pinned = set(handler.pinned_blocks())
+    assert entries and all(page in resident or page // 512 in pinned for (_r, _level, _sm, page) in entries)
     # the handler's frames never exceed the GPU's, and its count matches its blocks
     assert handler.gpu_used_pages == len(resident) <= r.counters["gpu_pages"]
     st = handler.stats()

@@ -54,7 +54,7 @@ def test_hint_kernel_K_is_legal_and_K_plus_1_names_the_row(training):
 @pytest.mark.parametrize("rows, message", [
     ([(0, -1, 0)], r"row 0, field tensor: tensor -1 is out of range"),
     ([(0, 10**6, 0)], r"row 0, field tensor: tensor 1000000 is out of range"),
-    ([(0, 1, 0), (0, 2, 7)], r"row 1, field action: action 7 is not"),
+    ([(0, 1, 0), (0, 2, 9)], r"row 1, field action: action 9 is not"),   # 5-8: memory advice (issue 37)
     ([(-1, 1, 0)], r"row 0, field kernel: kernel -1 is out of range"),
     ([(3, 1, 0), (2, 1, 0)], r"row 1, field kernel: kernel 2 comes after kernel 3: rows must be sorted"),
 ])

@@ -87,6 +87,7 @@ cdef class KernelRunner(FaultModel):
     cdef vector[int64_t] busy              # (start, end) of batches and hint transfers, coalesced (note_busy)
     cdef int64_t n_fast, n_simulated, n_steps, n_batches, n_resumes, n_inflight_waits
     cdef public TimelineRecorder tl        # None: no timeline (nothing recorded)
+    cdef int64_t n_kin                     # the running kernel's input tensors (kt's first n_kin)
 
     cdef bint _all_ready(self, int64_t k, cycle_t now) noexcept nogil
     cdef void _push(self, cycle_t t, int32_t s) noexcept nogil
@@ -100,3 +101,4 @@ cdef class KernelRunner(FaultModel):
     cdef int _batch(self, cycle_t t) except -1 nogil
     cdef void _note_moves(self, bint demand) noexcept nogil
     cdef void _tl_moves(self, int64_t kind, cycle_t start, cycle_t end, int64_t units) noexcept nogil
+    cdef int64_t _remote(self, sm_run* c, cycle_t t) noexcept nogil

@@ -46,7 +46,7 @@ from cython.operator cimport dereference as deref, preincrement as inc
 
 from ._types cimport (cycle_t, page_t, kernel_row, moved_row, traffic_row, victim_t,
                       TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
-                      HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE,
+                      HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE, HINT_ADVISE_PREFER_GPU,
                       MOVE_FAULT, MOVE_PREFETCH, MOVE_HINT, MOVE_EVICT, uvm_move,
                       TL_HOST_FAULT, TL_HOST_PREFETCH, TL_SSD_FAULT, TL_SSD_PREFETCH,
                       TL_EVICT_HOST, TL_PREEVICT_HOST, TL_EVICT_SSD, TL_PREEVICT_SSD)
@@ -313,6 +313,12 @@ cdef class KernelRunner(FaultModel):
         self.tiers = PageTableTiers(pt, spec["iterations"], self._lpn_first, spec["use_evictor"])
         picker = EvictorPicker(pt, ev) if spec["use_evictor"] else None
         self.handler = FarFaultHandler(spec["params"], spec["link"], spec["ssd"], self.tiers, self.tr, picker)
+        if spec.get("thrashing") is not None:
+            self.handler.set_thrashing(spec["thrashing"])
+
+    def set_thrashing(self, dict params):
+        """The handler's thrashing rules (``uvm.FaultHandlerSpec.thrashing_params``), for ``bind``."""
+        self._spec["thrashing"] = dict(params)
 
     @property
     def fault_handler(self):
@@ -336,6 +342,10 @@ cdef class KernelRunner(FaultModel):
         cdef size_t j
         # the hint is part of its kernel's iteration: its traffic counts there, with its pages
         self.tiers.iteration = iteration
+        if action >= HINT_ADVISE_PREFER_GPU:
+            # memory advice: the handler keeps it; nothing moves now
+            self.handler.advise(first, end, action)
+            return 0
         if action == HINT_TO_GPU:
             done = self.handler.prefetch_range(first, end, first, end, now)
             for j in range(self.handler.moves.size()):
@@ -457,6 +467,8 @@ cdef class KernelRunner(FaultModel):
             arr = 0
             r = self.handler.resident_run(c.page, c.seg_hi, &arr)
             if r == 0:
+                r = self._remote(c, t)            # mapped remotely: read over the link, no fault
+            if r == 0:
                 tid = self.kt[c.seg]
                 code = self.handler.raise_fault(c.page, self.pt.t_first[tid],
                                                 self.pt.t_first[tid] + self.pt.t_np[tid], t)
@@ -557,6 +569,16 @@ cdef class KernelRunner(FaultModel):
             self.tl.add(ch, start, imax(m.done, start), n)
         self.tl.op(kind, start, end, n_in, n_out, units, self.pt.gpu_pages - self.pt.gpu_free)
 
+    cdef int64_t _remote(self, sm_run* c, cycle_t t) noexcept nogil:
+        """SM c's pages from c.page that the GPU maps remotely (advice, or a thrashing pin):
+        accessed over the link (reads for the kernel's inputs, writes for its outputs), the SM
+        waiting for their bytes; returns how many (0: none, it faults)."""
+        cdef cycle_t done = t
+        cdef int64_t r = self.handler.remote_run(c.page, c.seg_hi, c.seg >= self.n_kin, t, &done)
+        if r > 0 and done > t:
+            c.delay += done - t
+        return r
+
     cdef int _batch(self, cycle_t t) except -1 nogil:
         """Service one batch from t; SMs waiting on a page it brought resume at its end."""
         cdef cycle_t end = self.handler.service_batch(t), a
@@ -572,6 +594,8 @@ cdef class KernelRunner(FaultModel):
             s = self.waiting[i]
             c = &self.sm[s]
             a = self.handler.arrival(c.wait_page)
+            if a < 0 and self.handler.remote_ok(c.wait_page, end):
+                a = end                           # pinned where it is: accessed remotely
             if a < 0:
                 i += 1
                 continue
@@ -610,6 +634,11 @@ cdef class KernelRunner(FaultModel):
             self.kt.push_back(self.out_t[j])
         self.start = now
         self.work = self.t11[k] + x
+        self.n_kin = self.in_off[k + 1] - self.in_off[k]
+        for j in range(self.out_off[k], self.out_off[k + 1]):
+            # a write collapses read duplicates (read_mostly advice)
+            self.handler.note_written(self.pt.t_first[self.out_t[j]],
+                                      self.pt.t_first[self.out_t[j]] + self.pt.t_np[self.out_t[j]])
         if self._all_ready(k, now):
             self.n_fast += 1
             return now + self.work

@@ -40,6 +40,8 @@ from libcpp.vector cimport vector
 from ._types cimport (kernel_row, moved_row, traffic_row, EV_KERNEL_BEGIN, EV_SLOT, EV_DEVICE, EV_PRIORITY,
                       TIER_NONE, TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
                       HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE, HINT_RECOMPUTE,
+                      HINT_ADVISE_PREFER_GPU, HINT_ADVISE_PREFER_HOST, HINT_ADVISE_ACCESSED_BY,
+                      HINT_ADVISE_READ_MOSTLY,
                       Q_FAULT_SSD, Q_FAULT_HOST, Q_FAULT_ALLOC, Q_PREFETCH_SSD, Q_PREFETCH_HOST,
                       Q_PREALLOC, Q_EVICT_SSD, Q_EVICT_HOST, N_QUEUES)
 from ._engine cimport g10_event, g10_event_queue
@@ -87,7 +89,10 @@ def layout():
         "tiers": {"none": TIER_NONE, "not_present": TIER_NOT_PRESENT, "ssd": TIER_SSD, "host": TIER_HOST,
                   "gpu": TIER_GPU},
         "actions": {"to_gpu": HINT_TO_GPU, "to_ssd": HINT_TO_SSD, "to_host": HINT_TO_HOST, "free": HINT_FREE,
-                    "recompute": HINT_RECOMPUTE},
+                    "recompute": HINT_RECOMPUTE,
+
+                    "prefer_gpu": HINT_ADVISE_PREFER_GPU, "prefer_host": HINT_ADVISE_PREFER_HOST,
+                    "accessed_by": HINT_ADVISE_ACCESSED_BY, "read_mostly": HINT_ADVISE_READ_MOSTLY},
         "queues": [Q_FAULT_SSD, Q_FAULT_HOST, Q_FAULT_ALLOC, Q_PREFETCH_SSD, Q_PREFETCH_HOST, Q_PREALLOC,
                    Q_EVICT_SSD, Q_EVICT_HOST, N_QUEUES],
         "events": {"kernel_begin": EV_KERNEL_BEGIN, "slot": EV_SLOT, "device": EV_DEVICE},

@@ -24,6 +24,11 @@ cdef enum:                     # HintAction
     HINT_FREE = 3              # pre-deallocate (drop, no transfer)
     HINT_RECOMPUTE = 4         # regenerate a dropped tensor by re-running its producer (the
                                # simulators expand it into a kernel: workload/recompute.py)
+    # memory advice (cudaMemAdvise, issue 37): the far-fault handler (detailed) applies them
+    HINT_ADVISE_PREFER_GPU = 5     # preferred location the GPU (clears prefer_host)
+    HINT_ADVISE_PREFER_HOST = 6    # preferred location host memory: GPU accesses map it remotely
+    HINT_ADVISE_ACCESSED_BY = 7    # the GPU maps the pages wherever they are (host: remote, no migration)
+    HINT_ADVISE_READ_MOSTLY = 8    # read duplication: the host copy stays valid while unwritten
 
 # The batcher's transfer queues, in no particular order (a tick serves them in the
 # artifact's order: pre-evictions, fault fetches, fault allocations, prefetches,

@@ -6,6 +6,7 @@
 from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
 from libcpp.deque cimport deque
 from libcpp.map cimport map as cmap
+from libcpp.unordered_map cimport unordered_map
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
@@ -60,6 +61,57 @@ cdef struct fault_entry:
     int64_t raised             # cycle the (first) fault on it was raised
     int64_t alloc_lo           # the faulting allocation's pages: [alloc_lo, alloc_hi)
     int64_t alloc_hi
+
+
+# Thrashing detection (uvm_perf_thrashing.c), kept per VA block from its first eviction on.
+cdef struct thrash_rec:
+    uint64_t evicted[8]        # pages evicted since they last came in (their return is a migration event)
+    int64_t last_in            # cycle the block's latest migration in completed
+    int64_t events             # consecutive thrashing events (each within the lapse of the one before)
+    int64_t throttles          # throttles since the block was last pinned
+    int64_t pin_until          # its host pages are mapped remotely until then (0: not pinned)
+    int64_t nap_until          # a throttled migration's pages are usable from then
+
+# The thrashing rules in cycles (fault.thrashing_*; set_thrashing).
+cdef struct thrash_params:
+    bint enable
+    int64_t threshold          # events that make a block thrashing
+    int64_t lapse              # cycles: two migrations this close are an event
+    int64_t nap                # cycles a throttled fault waits
+    int64_t pin_threshold      # throttles before pinning
+    int64_t pin                # cycles pages stay pinned (0: for ever)
+
+# Memory advice on one allocation (a tensor's pages), cudaMemAdvise.
+cdef struct advice_rec:
+    int64_t end                # pages [key, end)
+    int32_t flags              # ADVISE_* bits
+    bint written               # read_mostly: a kernel wrote it (the host copy is stale)
+
+# Counters of thrashing, pinning, remote access and advice.
+cdef struct remote_stats:
+    int64_t thrashing_events   # blocks found thrashing (events reached fault.thrashing_threshold)
+    int64_t throttles          # migrations throttled (their pages usable a nap later)
+    int64_t pins               # blocks pinned
+    int64_t pinned_pages       # faulted host pages left in place by a pin (mapped remotely)
+    int64_t remote_accesses    # remote (zero-copy) accesses: runs of pages read or written over the link
+    int64_t remote_pages       # pages accessed remotely
+    int64_t remote_read_bytes  # bytes read over the link by remote accesses
+    int64_t remote_write_bytes # bytes written over the link by remote accesses
+    int64_t remote_populated   # never-touched pages placed in host memory by prefer_host
+    int64_t readdup_clean_pages  # read_mostly pages evicted without a write-back (host copy valid)
+    int64_t advice_ranges      # advice hints applied
+
+cdef enum:                     # advice bits
+    ADVISE_PREFER_GPU = 1
+    ADVISE_PREFER_HOST = 2
+    ADVISE_ACCESSED_BY = 4
+    ADVISE_READ_MOSTLY = 8
+
+# _thrash_note's answers.
+cdef enum:
+    THRASH_NONE = 0
+    THRASH_THROTTLE = 1
+    THRASH_PIN = 2
 
 
 cdef class TierMap:
@@ -121,6 +173,12 @@ cdef class FarFaultHandler:
     cdef cycle_t shootdown             # this operation's shootdown cycles
     cdef uvm_stats st
     cdef int64_t pass_batches          # batches of the current service pass
+    # thrashing, remote mappings and memory advice (issue 37)
+    cdef thrash_params tp
+    cdef unordered_map[int64_t, thrash_rec] thrash      # VA block -> its thrashing record
+    cdef cmap[int64_t, advice_rec] advice               # first page of an advised allocation -> advice
+    cdef vector[int64_t] throttled                      # scratch: blocks throttled in this batch
+    cdef remote_stats rs
 
     # ---- entry points the replay calls ----
     # A warp touched non-resident ``page`` of the allocation [alloc_lo, alloc_hi) at ``now``.
@@ -145,6 +203,16 @@ cdef class FarFaultHandler:
     cdef int64_t resident_run(self, page_t page, page_t limit, cycle_t* arrive) noexcept nogil
     # Faults waiting in the buffer.
     cdef int64_t buffered(self) noexcept nogil
+    # Memory advice (a HINT_ADVISE_* action) on the allocation [first, end).
+    cdef int advise(self, page_t first, page_t end, int8_t action) except -1 nogil
+    # A kernel writes [first, end): a read-mostly allocation's host copy is stale from now on.
+    cdef void note_written(self, page_t first, page_t end) noexcept nogil
+    # Pages from ``page`` on (up to ``limit``) the GPU accesses remotely at ``now`` (advice or a
+    # thrashing pin; they stay in host memory): their bytes cross the link, ``done[0]`` when
+    # they have.  0: ``page`` is not remotely mapped (it faults).
+    cdef int64_t remote_run(self, page_t page, page_t limit, bint write, cycle_t now, cycle_t* done) noexcept nogil
+    # Whether a fault on ``page`` at ``now`` would be served remotely (remote_run > 0).
+    cdef bint remote_ok(self, page_t page, cycle_t now) noexcept nogil
 
     # ---- internals ----
     cdef int32_t _record(self, int64_t block, int64_t alloc_lo, int64_t alloc_hi) except -1 nogil
@@ -170,3 +238,9 @@ cdef class FarFaultHandler:
     cdef cycle_t _move_in(self, size_t first_move, cycle_t t_in, cycle_t t_floor) noexcept nogil
     cdef cycle_t _send_out(self, size_t first_move, cycle_t t) noexcept nogil
     cdef void _note_ssd_wait(self, cycle_t t) noexcept nogil
+    cdef int _thrash_note(self, int64_t blockno, cycle_t start, const uint64_t* fresh) noexcept nogil
+    cdef void _thrash_evicted(self, va_block* b, const uint64_t* take) noexcept nogil
+    cdef void _host_bits(self, int64_t base, const uint64_t* bits, int64_t n_bits, uint64_t* out) noexcept nogil
+    cdef int32_t _advice_at(self, page_t page, page_t* end) noexcept nogil
+    cdef int64_t _clean_pages(self, page_t first, page_t end) noexcept nogil
+    cdef cycle_t _remote_transfer(self, int direction, int64_t nbytes, cycle_t now) noexcept nogil

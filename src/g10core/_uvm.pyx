@@ -52,19 +52,22 @@ table implements it); the handler updates it for every page it moves.
 
 Inputs are trusted: ``g10core.uvm`` validates them.
 """
-from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t, INT64_MAX
 from libc.string cimport memset
 from libcpp.algorithm cimport sort
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 from cython.operator cimport dereference as deref, preincrement as inc, predecrement as dec
 
-from g10core._types cimport (cycle_t, page_t, uvm_params, uvm_move, uvm_stats,
+from g10core._types cimport (cycle_t, page_t, uvm_params, uvm_move, uvm_stats, pcie_dir_stats,
                              TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
                              PREFETCH_NONE, PREFETCH_SEQUENTIAL, PREFETCH_TREE,
                              EVICT_TO_HOST, EVICT_TO_SSD, EVICT_HOST_THEN_SSD,
                              MOVE_FAULT, MOVE_PREFETCH, MOVE_HINT, MOVE_EVICT,
-                             TREE_DRIVER, TREE_CUMULATIVE, CHUNK_BY_ALLOCATION, CHUNK_BY_MIGRATION)
+                             TREE_DRIVER, TREE_CUMULATIVE, CHUNK_BY_ALLOCATION, CHUNK_BY_MIGRATION,
+
+                             HINT_ADVISE_PREFER_GPU, HINT_ADVISE_PREFER_HOST, HINT_ADVISE_ACCESSED_BY,
+                             HINT_ADVISE_READ_MOSTLY)
 from g10core._pcie cimport LinkCore, DIR_TO_DEVICE, DIR_FROM_DEVICE, FLOW_HOST, FLOW_PEER
 from g10core._ssd cimport SSDCore
 from g10core._tlb cimport Translator, NoTranslation
@@ -301,6 +304,7 @@ cdef class FarFaultHandler:
         self.live_blocks = 0
         self.last_arrival = -1
         self.pass_batches = 0
+        self.tp.enable = False            # set_thrashing turns it on
         self.reset_stats()
 
     def __reduce__(self):
@@ -311,6 +315,7 @@ cdef class FarFaultHandler:
         cdef uvm_stats z
         memset_stats(&z)
         self.st = z
+        memset(&self.rs, 0, sizeof(remote_stats))
 
     # ---- VA-block records ----
 
@@ -588,6 +593,13 @@ cdef class FarFaultHandler:
         cdef int64_t lo = next_set(take, 0, B)
         cdef int8_t dest
         cdef uvm_move m
+        if self.tp.enable:
+            if forced_dest == TIER_HOST or forced_dest == TIER_SSD:
+                # a user's migration (a hint's pre-eviction) takes precedence over the heuristic:
+                # the driver clears the block's thrashing state (uvm_perf_thrashing.c)
+                self.thrash.erase(b.block)
+            else:
+                self._thrash_evicted(b, take)
         while lo < B:
             e = next_clear(take, lo, B)
             n = e - lo
@@ -623,6 +635,9 @@ cdef class FarFaultHandler:
                 self.moves.push_back(m)
                 self.tiers.set_tier(m.first, m.end, TIER_HOST)
                 self.out_bytes[0] += n_host * self.p.page_bytes
+                if not self.advice.empty():
+                    # read duplication: an unwritten read-mostly page's host copy is still valid
+                    self.out_bytes[0] -= self._clean_pages(m.first, m.end) * self.p.page_bytes
                 self.host_used += n_host
                 self.st.pages_to_host += n_host
             if n > n_host:
@@ -859,6 +874,20 @@ cdef class FarFaultHandler:
             for k in range(8):
                 fresh[k] = faulted[k] & ~b.resident[k]
                 pref[k] = occ[k] & ~b.resident[k] & ~faulted[k]
+            if self.tp.enable and self._thrash_note(blockno, start, fresh) != THRASH_NONE:
+                # no prefetch of thrashing pages; a pin leaves the host pages where they are
+                # (the warps access them remotely, remote_run)
+                if self.thrash[blockno].pin_until > start:
+                    self._host_bits(blockno * B, fresh, B, pref)
+                    for k in range(8):
+                        fresh[k] &= ~pref[k]
+                        faulted[k] &= ~pref[k]
+                    self.rs.pinned_pages += bits_total(pref)
+                else:
+                    self.throttled.push_back(blockno)
+                for k in range(8):
+                    pref[k] = 0
+                    occ[k] = b.resident[k] | fresh[k]
             n_new = bits_total(fresh)
             n_pref = bits_total(pref)
             if limit > 0 and pinned + b.n_resident + n_new + n_pref > limit:
@@ -926,6 +955,12 @@ cdef class FarFaultHandler:
             rec = self._find(self.moves[j].first >> self.block_shift)
             if rec >= 0:
                 self.blocks[rec].arrive = end
+        for j in range(self.throttled.size()):
+            # a throttled fault's pages are usable once its nap is over
+            rec = self._find(self.throttled[j])
+            if rec >= 0 and self.blocks[rec].epoch == self.epoch:    # (not left for the next batch)
+                self.blocks[rec].arrive = imax(end, self.thrash[self.throttled[j]].nap_until)
+        self.throttled.clear()
         self.busy_until = end
         self.st.batches += 1
         self.st.batch_units += n_batch
@@ -994,6 +1029,8 @@ cdef class FarFaultHandler:
                 if b.n_resident == 0:
                     self._drop_record(rec)
                 continue
+            if self.tp.enable:
+                self.thrash.erase(blockno)    # a user's prefetch clears the thrashing state, as the driver
             self._add_runs(blockno * B, sel, B, MOVE_HINT)
             b = &self.blocks[rec]
             self._migrating(b, sel)
@@ -1131,6 +1168,251 @@ cdef class FarFaultHandler:
 
     cdef int64_t buffered(self) noexcept nogil:
         return self.buffer.size()
+
+    # ---- thrashing, remote mappings, memory advice (issue 37) ----
+    #
+    # The driver (uvm_perf_thrashing.c) records a page's migrations; one within the lapse of
+    # the page's previous one is a thrashing event, and a page with `threshold` consecutive
+    # events is thrashing.  A fault on a thrashing page throttles the faulting processor (it
+    # may not touch the page for a nap) until it has been throttled `pin_threshold` times;
+    # then the page is pinned where it is and the others map it remotely, for `pin` lapses.
+    # The driver skips migrations caused by eviction and needs two processors on a block; a
+    # trace here has one (the GPU), whose pages come back after an eviction, so a page's return
+    # to the GPU within the lapse of its previous migration in is the event.  Kept per VA
+    # block: the pages of a block that come back together count once.
+
+    cdef void _thrash_evicted(self, va_block* b, const uint64_t* take) noexcept nogil:
+        """Pages ``take`` of block b leave the GPU: their return will be a migration event."""
+        cdef thrash_rec* r
+        cdef int k
+        if (self.last_start - b.arrive > self.tp.lapse
+                and self.thrash.find(b.block) == self.thrash.end()):
+            # it came in more than a lapse before this batch: its return cannot be an event, and
+            # a block without a record has no history to keep (records stay few: memory)
+            return
+        r = &self.thrash[b.block]
+        for k in range(8):
+            r.evicted[k] |= take[k]
+        # when the pages leaving came in (the block's latest migration: an upper bound per page)
+        r.last_in = b.arrive
+
+    cdef int _thrash_note(self, int64_t blockno, cycle_t start, const uint64_t* fresh) noexcept nogil:
+        """A batch starting at ``start`` brings pages ``fresh`` of block ``blockno`` in: record
+        the event and answer THRASH_NONE (migrate), THRASH_THROTTLE or THRASH_PIN."""
+        cdef unordered_map[int64_t, thrash_rec].iterator it = self.thrash.find(blockno)
+        cdef thrash_rec* r
+        cdef bint back = False
+        cdef int k
+        if it == self.thrash.end():
+            return THRASH_NONE
+        r = &deref(it).second
+        for k in range(8):
+            if fresh[k] & r.evicted[k]:
+                back = True
+            r.evicted[k] &= ~fresh[k]
+        if r.pin_until > start:
+            return THRASH_PIN
+        if not back:
+            return THRASH_NONE
+        if r.last_in >= 0:
+            # the first return since the eviction is the event; the block's other pages that
+            # come back in later batches are the same event (the driver counts per page)
+            if start - r.last_in <= self.tp.lapse:
+                r.events += 1
+                if r.events == self.tp.threshold:
+                    self.rs.thrashing_events += 1
+            elif r.events >= self.tp.threshold:
+                r.events = 0               # thrashing has stopped: the block starts over
+            r.last_in = -1
+        if r.events < self.tp.threshold:
+            return THRASH_NONE
+        if r.throttles >= self.tp.pin_threshold:
+            r.pin_until = start + self.tp.pin if self.tp.pin > 0 else INT64_MAX
+            r.throttles = 0
+            r.events = 0
+            self.rs.pins += 1
+            return THRASH_PIN
+        r.throttles += 1
+        r.nap_until = start + self.tp.nap
+        self.rs.throttles += 1
+        return THRASH_THROTTLE
+
+    cdef void _host_bits(self, int64_t base, const uint64_t* bits, int64_t n_bits, uint64_t* out) noexcept nogil:
+        """out = the pages of ``bits`` (block pages from ``base``) that are in host memory."""
+        cdef int64_t i = next_set(bits, 0, n_bits), e, a
+        cdef page_t run_end
+        cdef int k
+        for k in range(8):
+            out[k] = 0
+        while i < n_bits:
+            e = next_clear(bits, i, n_bits)
+            a = i
+            while a < e:
+                if self.tiers.tier_run(base + a, base + e, &run_end) == TIER_HOST:
+                    bits_set(out, a, run_end - base)
+                a = run_end - base
+            i = next_set(bits, e, n_bits)
+
+    cdef int32_t _advice_at(self, page_t page, page_t* end) noexcept nogil:
+        """The advice flags of the allocation holding ``page`` (0: none); ``end[0]``: its end."""
+        cdef cmap[int64_t, advice_rec].iterator it
+        if self.advice.empty():
+            return 0
+        it = self.advice.upper_bound(page)
+        if it == self.advice.begin():
+            return 0
+        dec(it)
+        if deref(it).second.end <= page:
+            return 0
+        end[0] = deref(it).second.end
+        return deref(it).second.flags
+
+    cdef int64_t _clean_pages(self, page_t first, page_t end) noexcept nogil:
+        """Pages of [first, end) in unwritten read-mostly allocations (their host copy is valid)."""
+        cdef cmap[int64_t, advice_rec].iterator it = self.advice.upper_bound(first)
+        cdef int64_t n = 0
+        if it != self.advice.begin():
+            dec(it)
+        while it != self.advice.end() and deref(it).first < end:
+            if deref(it).second.flags & ADVISE_READ_MOSTLY and not deref(it).second.written:
+                n += imax(0, imin(end, deref(it).second.end) - imax(first, deref(it).first))
+            inc(it)
+        self.rs.readdup_clean_pages += n
+        return n
+
+    cdef int advise(self, page_t first, page_t end, int8_t action) except -1 nogil:
+        cdef advice_rec* a
+        if end <= first:
+            return 0
+        a = &self.advice[first]
+        if a.end < end:
+            a.end = end
+        if action == HINT_ADVISE_PREFER_GPU:
+            a.flags = (a.flags & ~ADVISE_PREFER_HOST) | ADVISE_PREFER_GPU
+        elif action == HINT_ADVISE_PREFER_HOST:
+            a.flags = (a.flags & ~ADVISE_PREFER_GPU) | ADVISE_PREFER_HOST
+        elif action == HINT_ADVISE_ACCESSED_BY:
+            a.flags |= ADVISE_ACCESSED_BY
+        elif action == HINT_ADVISE_READ_MOSTLY:
+            a.flags |= ADVISE_READ_MOSTLY
+            a.written = False
+        self.rs.advice_ranges += 1
+        return 0
+
+    cdef void note_written(self, page_t first, page_t end) noexcept nogil:
+        cdef cmap[int64_t, advice_rec].iterator it
+        if self.advice.empty():
+            return
+        it = self.advice.upper_bound(first)
+        if it != self.advice.begin():
+            dec(it)
+        while it != self.advice.end() and deref(it).first < end:
+            if deref(it).second.end > first and deref(it).second.flags & ADVISE_READ_MOSTLY:
+                deref(it).second.written = True     # the write collapses the duplicates
+            inc(it)
+
+    cdef bint remote_ok(self, page_t page, cycle_t now) noexcept nogil:
+        cdef page_t adv_end = 0, run_end
+        cdef int32_t flags = self._advice_at(page, &adv_end)
+        cdef unordered_map[int64_t, thrash_rec].iterator it
+        cdef int8_t tier
+        if not (flags & (ADVISE_ACCESSED_BY | ADVISE_PREFER_HOST)):
+            if not self.tp.enable:
+                return False
+            it = self.thrash.find(page >> self.block_shift)
+            if it == self.thrash.end() or deref(it).second.pin_until <= now:
+                return False
+        tier = self.tiers.tier_run(page, page + 1, &run_end)
+        return tier == TIER_HOST or (tier == TIER_NOT_PRESENT and flags & ADVISE_PREFER_HOST
+                                     and self.host_used < self.p.host_pages)
+
+    cdef int64_t remote_run(self, page_t page, page_t limit, bint write, cycle_t now, cycle_t* done) noexcept nogil:
+        cdef page_t adv_end = 0, run_end, hi
+        cdef int32_t flags = self._advice_at(page, &adv_end)
+        cdef unordered_map[int64_t, thrash_rec].iterator it
+        cdef int8_t tier
+        cdef int64_t n
+        if flags & (ADVISE_ACCESSED_BY | ADVISE_PREFER_HOST):
+            hi = imin(limit, adv_end)
+        else:
+            if not self.tp.enable:
+                return 0
+            it = self.thrash.find(page >> self.block_shift)
+            if it == self.thrash.end() or deref(it).second.pin_until <= now:
+                return 0
+            hi = imin(limit, ((page >> self.block_shift) + 1) << self.block_shift)
+        if hi <= page:
+            return 0
+        tier = self.tiers.tier_run(page, hi, &run_end)
+        if tier == TIER_NOT_PRESENT and flags & ADVISE_PREFER_HOST:
+            # first touch of a host-preferred page: it is populated in host memory
+            run_end = imin(run_end, page + imax(0, self.p.host_pages - self.host_used))
+            if run_end <= page:
+                return 0
+            self.tiers.set_tier(page, run_end, TIER_HOST)
+            self.host_used += run_end - page
+            self.rs.remote_populated += run_end - page
+            tier = TIER_HOST
+        if tier != TIER_HOST:
+            return 0
+        n = run_end - page
+        done[0] = self._remote_transfer(DIR_FROM_DEVICE if write else DIR_TO_DEVICE, n * self.p.page_bytes, now)
+        self.rs.remote_accesses += 1
+        self.rs.remote_pages += n
+        if write:
+            self.rs.remote_write_bytes += n * self.p.page_bytes
+        else:
+            self.rs.remote_read_bytes += n * self.p.page_bytes
+        return n
+
+    cdef cycle_t _remote_transfer(self, int direction, int64_t nbytes, cycle_t now) noexcept nogil:
+        """Remote (zero-copy) bytes on the link's FIFO for ``direction``: the SMs' own loads and
+        stores, many in flight, so the wire time alone (no DMA setup per transfer)."""
+        cdef int64_t wire = self.link.wire_cycles(direction, FLOW_HOST, nbytes)
+        cdef cycle_t start = imax(now, self.link.busy_until[direction]), done = start + wire
+        cdef pcie_dir_stats* s = &self.link.st[direction]
+        self.link.busy_until[direction] = done
+        s.transfers += 1
+        s.bytes[FLOW_HOST] += nbytes
+        s.busy_cycles += wire
+        s.queue_delay_cycles += start - now
+        if done > s.last_completion:
+            s.last_completion = done
+        return done
+
+    def set_thrashing(self, dict params):
+        """The thrashing rules (``FaultHandlerSpec.thrashing_params``): enable, threshold, and
+        lapse, nap, pin_threshold and pin in cycles."""
+        self.tp = params
+
+    def py_advise(self, page_t first, page_t end, int8_t action):
+        return self.advise(first, end, action)
+
+    def py_note_written(self, page_t first, page_t end):
+        self.note_written(first, end)
+
+    def py_remote_run(self, page_t page, page_t limit, bint write, cycle_t now):
+        """(pages, done): what remote_run answers."""
+        cdef cycle_t done = now
+        cdef int64_t n = self.remote_run(page, limit, write, now, &done)
+        return n, done
+
+    def remote_stats(self):
+        """Counters of thrashing, pins, remote accesses and advice."""
+        return dict(self.rs)
+
+    def pinned_blocks(self):
+        """{VA block: cycle its pin ends} of the blocks pinned by thrashing (ever; compare with now)."""
+        cdef unordered_map[int64_t, thrash_rec].iterator it = self.thrash.begin()
+        out = {}
+        while it != self.thrash.end():
+            if deref(it).second.pin_until > 0:
+                out[deref(it).first] = deref(it).second.pin_until
+            inc(it)
+        return out
+
+    def py_remote_ok(self, page_t page, cycle_t now):
+        return self.remote_ok(page, now)
 
     # ---- thin wrappers for the Python layer and tests (inputs validated there) ----
 

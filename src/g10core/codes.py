@@ -42,6 +42,13 @@ ROLE_INPUT = 6
 ROLE_NAMES = {ROLE_UNKNOWN: "unknown", ROLE_PARAMETER: "parameter", ROLE_GRADIENT: "gradient",
               ROLE_OPTIMIZER_STATE: "optimizer_state", ROLE_ACTIVATION: "activation",
               ROLE_WORKSPACE: "workspace", ROLE_INPUT: "input"}
+# memory advice (cudaMemAdvise; issue 37): applied by the far-fault handler (fault.handler = batched)
+HINT_ADVISE_PREFER_GPU = 5    # cudaMemAdviseSetPreferredLocation, the GPU
+HINT_ADVISE_PREFER_HOST = 6   # cudaMemAdviseSetPreferredLocation, the host: GPU accesses map it remotely
+HINT_ADVISE_ACCESSED_BY = 7   # cudaMemAdviseSetAccessedBy, the GPU: host pages mapped remotely, not migrated
+HINT_ADVISE_READ_MOSTLY = 8   # cudaMemAdviseSetReadMostly: read duplication
+ACTION_NAMES.update({HINT_ADVISE_PREFER_GPU: "prefer_gpu", HINT_ADVISE_PREFER_HOST: "prefer_host",
+                     HINT_ADVISE_ACCESSED_BY: "accessed_by", HINT_ADVISE_READ_MOSTLY: "read_mostly"})
 
 # TransferQueue: the batcher's queues (_types.TransferQueue).
 QUEUE_NAMES = ("fault_ssd", "fault_host", "fault_alloc", "prefetch_ssd", "prefetch_host",

@@ -468,6 +468,32 @@ class FaultSpec:
         "profile", choices=("profile", "batched"),
         doc="profile: a faulting kernel's time from the profiled t00/t10 formula, pages in transfer slots "
             "(g10-artifact); batched: the far-fault handler (batches, prefetch, eviction) on the SMs (detailed)")
+    # thrashing detection and prevention: NVIDIA's open-gpu-kernel-modules,
+    # kernel-open/nvidia-uvm/uvm_perf_thrashing.c, its module parameters and defaults
+    thrashing_enable: bool = param(
+        True, doc="thrashing detection, throttling and pinning of the far-fault handler (fault.handler = batched; "
+                  "the default preset's slot model has no handler: not modelled there); uvm_perf_thrashing.c "
+                  "uvm_perf_thrashing_enable = 1")
+    thrashing_threshold: int = param(
+        3, unit="events", min=1, max=7,
+        doc="migrations of a page back to the GPU, each within fault.thrashing_lapse_us of the one before, "
+            "that make it thrashing; uvm_perf_thrashing.c uvm_perf_thrashing_threshold = 3 (max 7)")
+    thrashing_lapse_us: float = param(
+        500.0, unit="us", min=1, max=1e7,
+        doc="two migrations of a page this close are a thrashing event; uvm_perf_thrashing.c "
+            "uvm_perf_thrashing_lapse_usec = 500")
+    thrashing_nap: int = param(
+        1, unit="lapses", min=1, max=100,
+        doc="a throttled fault waits this many lapses before its pages are usable; uvm_perf_thrashing.c "
+            "uvm_perf_thrashing_nap = 1 (max 100)")
+    thrashing_pin_threshold: int = param(
+        10, unit="throttles", min=1, max=255,
+        doc="throttles of a VA block after which its thrashing pages stay where they are (host memory) and "
+            "the GPU maps them remotely; uvm_perf_thrashing.c uvm_perf_thrashing_pin_threshold = 10")
+    thrashing_pin: int = param(
+        300, unit="lapses", min=0, max=1_000_000,
+        doc="how long pages stay pinned (0: for ever); uvm_perf_thrashing.c uvm_perf_thrashing_pin = 300 "
+            "(150 ms)")
     migration_unit_bytes: int = param(
         65536, unit="B", min=4096, max=65536, validate=_power_of_two, rule="a power of two",
         doc="a faulted page's migration unit moves whole (fault.handler = batched): the driver's big-page fault "

@@ -36,7 +36,7 @@ from .workload.hints import LEVELS, HintFile, action_counts, check_belongs, trac
 from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
-from .codes import KERNEL_ROW_DTYPE, MOVED_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
+from .codes import HINT_ADVISE_PREFER_GPU, KERNEL_ROW_DTYPE, MOVED_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
 from .workload.trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
 from .workload.tracestore import resolve_trace
 from .workload.retarget import retarget
@@ -342,10 +342,12 @@ def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace, u
     gpu_pages, host_pages = int(consts["gpu_pages"]), int(consts["host_pages"])
     params = spec.compiled_params(gpu_pages, host_pages, batch_pin_limit=gpu_pages)
     ssd, link = devices
-    return KernelRunner(params, link.core, ssd.core, tlb.core,
-                        {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t")},
-                        int(cfg.gpu.sms), use_evictor, int(consts["iterations"]),
-                        lpn_first=ssd_first_pages(trace, ssd.spec.page_size_bytes)[0])
+    runner = KernelRunner(params, link.core, ssd.core, tlb.core,
+                          {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t")},
+                          int(cfg.gpu.sms), use_evictor, int(consts["iterations"]),
+                          lpn_first=ssd_first_pages(trace, ssd.spec.page_size_bytes)[0])
+    runner.set_thrashing(spec.thrashing_params())
+    return runner
 
 
 def handler_counters(raw: dict, runner, cfg, use_evictor: bool) -> dict:
@@ -357,7 +359,14 @@ def handler_counters(raw: dict, runner, cfg, use_evictor: bool) -> dict:
     fb["mean_batch_units"] = fb["batch_units"] / fb["batches"] if fb["batches"] else 0.0
     fb["victims"] = ("policy evictor" if use_evictor else "chunks in allocation order"
                      if cfg.fault.chunk_order == "allocation" else "least recently migrated")
-    return {"fault_batches": fb, "sm": dict(raw["runner"])}
+    out = {"fault_batches": fb, "sm": dict(raw["runner"])}
+    handler = getattr(runner, "fault_handler", None) if runner is not None else None
+    if handler is not None:
+        # thrashing detection and remote (zero-copy) access (issue 37)
+        rs = handler.remote_stats()
+        rs["thrashing_enabled"] = bool(cfg.fault.thrashing_enable)
+        out["thrashing"] = rs
+    return out
 
 
 # ============================================================================
@@ -608,8 +617,12 @@ def no_progress_reason(info: dict, trace: Trace, rule, consts: dict, given_hints
     return text
 
 
+# the first memory-advice hint action: 5-8 need the far-fault handler
+ADVICE_FIRST = HINT_ADVISE_PREFER_GPU
+
+
 def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: int | None,
-                                exact_host: bool) -> list[str]:
+                                exact_host: bool, host_populated: int = 0) -> list[str]:
     """What a finished page-level replay must satisfy; returns one message per broken rule.
 
     * every kernel of every iteration ran, in order, back to back, and no faster than
@@ -689,9 +702,11 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
             out.append(f"GPU pages not conserved: {allocated} pages allocated, but the trace has {fresh_pages} "
                        "pages to allocate once each")
         freed_host = int(final["freed_host_pages"])
-        balance = out_host - in_host - freed_host - host_end
+        # host_populated: pages first placed in host memory (prefer_host advice, read remotely)
+        balance = out_host + host_populated - in_host - freed_host - host_end
         if balance != 0:
-            out.append(f"host pages not conserved: {out_host} evicted to host - {in_host} fetched from host - "
+            out.append(f"host pages not conserved: {out_host} evicted to host + {host_populated} placed there - "
+                       f"{in_host} fetched from host - "
                        f"{freed_host} freed - {host_end} resident = {balance} (must be 0)")
         return out
     if fresh_pages is not None:
@@ -924,6 +939,12 @@ class Simulator:
             # recompute: replay the trace expanded with the producers' copies, fold the rows back
             expansion = recompute.expand(trace, hints, hint_info.get("path") or f"<hints of policy {name}>")
             full_trace, trace, hints = trace, expansion.trace, expansion.hints
+        if plan.apply_hints and not is_batched(cfg) and np.any(hints["action"] >= ADVICE_FIRST):
+            # memory advice needs the far-fault handler (remote mappings, read duplicates)
+            warnings.warn(G10Warning(
+                f"{name}: memory advice (hint actions prefer_gpu, prefer_host, accessed_by, read_mostly) is "
+                "applied only by the far-fault handler (fault.handler = batched, --preset detailed); this run "
+                "ignores it"), stacklevel=3)
         t1 = time.perf_counter()
         first_pages = None
         if is_batched(cfg):
@@ -974,7 +995,9 @@ class Simulator:
             touched[trace.access_tensor] = True
             fresh = int(trace.tensor_pages[touched & ~trace.tensor_is_global].sum())
         if stopped is None:
-            problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees)
+            populated = runner.fault_handler.remote_stats()["remote_populated"] if runner is not None else 0
+            problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees,
+                                                   host_populated=populated)
             if problems:
                 raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: " + "; ".join(problems))
         recompute_counters = None

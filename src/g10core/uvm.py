@@ -77,6 +77,12 @@ class FaultHandlerSpec:
     chunk_order: str = from_key("fault.chunk_order")
     eviction_granularity_bytes: int = field(default_factory=lambda: default_of("fault.va_block_bytes"))
     evict_destination: str = from_key("fault.evict_destination")
+    thrashing_enable: bool = from_key("fault.thrashing_enable")
+    thrashing_threshold: int = from_key("fault.thrashing_threshold")
+    thrashing_lapse_us: float = from_key("fault.thrashing_lapse_us")
+    thrashing_nap: int = from_key("fault.thrashing_nap")
+    thrashing_pin_threshold: int = from_key("fault.thrashing_pin_threshold")
+    thrashing_pin: int = from_key("fault.thrashing_pin")
     clock_GHz: float = from_key("gpu.frequency_GHz")
 
     def check(self, prefix: str = "fault", by_key: bool = False) -> "FaultHandlerSpec":
@@ -128,6 +134,13 @@ class FaultHandlerSpec:
             batch_pin_limit=int(batch_pin_limit),
         )
 
+    def thrashing_params(self) -> dict:
+        """The compiled thrashing rules (``_uvm.thrash_params``): lapse, nap and pin in cycles."""
+        lapse = self.cycles(self.thrashing_lapse_us)
+        return dict(enable=bool(self.thrashing_enable), threshold=int(self.thrashing_threshold), lapse=lapse,
+                    nap=lapse * int(self.thrashing_nap), pin_threshold=int(self.thrashing_pin_threshold),
+                    pin=lapse * int(self.thrashing_pin))
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -145,6 +158,9 @@ def spec_from_config(cfg) -> FaultHandlerSpec:
         batch_faults=f.batch_faults, batch_fixed_us=f.batch_fixed_us, batch_per_page_us=f.batch_per_page_us,
         eviction_granularity_bytes=f.va_block_bytes if f.eviction_granularity == "chunk" else PAGE_BYTES,
         evict_destination=f.evict_destination,
+        thrashing_enable=f.thrashing_enable, thrashing_threshold=f.thrashing_threshold,
+        thrashing_lapse_us=f.thrashing_lapse_us, thrashing_nap=f.thrashing_nap,
+        thrashing_pin_threshold=f.thrashing_pin_threshold, thrashing_pin=f.thrashing_pin,
         clock_GHz=cfg.gpu.frequency_GHz).check("fault", by_key=True)
 
 
@@ -183,6 +199,7 @@ class FaultHandler:
                                     ssd.core if ssd is not None else None, self.tiers,
                                     translator.core if translator is not None else None)
         self.core.host_used_pages = int(initial_host_pages)
+        self.core.set_thrashing(self.spec.thrashing_params())
 
     # ---- the replay's calls, validated ----
 
@@ -248,6 +265,32 @@ class FaultHandler:
 
     def arrival(self, page: int) -> int:
         return self.core.py_arrival(int(page))
+
+    def advise(self, first: int, end: int, action: str) -> None:
+        """Memory advice on the allocation [first, end): ``prefer_gpu``, ``prefer_host``,
+        ``accessed_by`` or ``read_mostly`` (``codes.ACTION_NAMES``)."""
+        from .codes import ACTION_NAMES
+        codes = {name: c for c, name in ACTION_NAMES.items() if c >= 5}
+        if action not in codes:
+            raise ConfigError(f"action = {action!r}: must be one of {', '.join(codes)}")
+        _check_pages(first, end, "range")
+        self.core.py_advise(int(first), int(end), codes[action])
+
+    def written(self, first: int, end: int) -> None:
+        """A kernel writes [first, end) (a read-mostly allocation's host copy is stale)."""
+        _check_pages(first, end, "range")
+        self.core.py_note_written(int(first), int(end))
+
+    def remote(self, page: int, limit: int, now: int, write: bool = False) -> tuple[int, int]:
+        """(pages, done): the pages from ``page`` (below ``limit``) the GPU accesses remotely at
+        ``now`` and the cycle their bytes have crossed the link; (0, now) when ``page`` faults."""
+        _check_pages(page, limit, "range")
+        _check_cycle(now)
+        return self.core.py_remote_run(int(page), int(limit), bool(write), int(now))
+
+    def remote_stats(self) -> dict:
+        """Thrashing events, throttles, pins, remote accesses and advice so far."""
+        return self.core.remote_stats()
 
     def moves(self) -> np.ndarray:
         """What the latest call moved (``_uvm.MOVE_DTYPE`` rows)."""

@@ -67,8 +67,47 @@ def _cmd_tlb(args) -> int:
     return EXIT_OK
 
 
+def _names(allowed):
+    def parse(text: str) -> list[str]:
+        names = [x.strip() for x in text.split(",") if x.strip()]
+        if names == ["all"]:
+            return list(allowed)
+        bad = [n for n in names if n not in allowed]
+        if bad or not names:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected 'all' or a comma-separated list of "
+                                             f"{', '.join(allowed)}")
+        return names
+    return parse
+
+
+def _factors(text: str) -> list[float]:
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated numbers, e.g. 0.5,1,1.5,2") from None
+    if not out or any(not 0.05 <= f <= 8 for f in out):
+        raise argparse.ArgumentTypeError(f"{text!r}: factors must be in [0.05, 8]")
+    return out
+
+
+def _cmd_oversub(args) -> int:
+    from ..experiments.uvmmicro import oversub_table, oversub_text, plot_oversub
+
+    r = oversub_table(args.gpu, args.pattern, args.mode, args.factor, scale=args.scale, loops=args.loops,
+                      seed=args.seed)
+    if human(args):
+        print(oversub_text(r))
+        if not r["published_cells"]:
+            print("  [-]: the blog's figure is not in g10core (experiments/uvmmicro.PUBLISHED_OVERSUB)")
+    if args.plot:
+        plot_oversub(r, args.plot)
+    emit_json(r, args.json_path)
+    return EXIT_OK
+
+
 def add_parser(subparsers) -> None:
-    from ..experiments.uvmmicro import DEFAULT_BLOCKS, PATTERNS
+    from ..experiments.uvmmicro import (DEFAULT_BLOCKS, OVERSUB_FACTORS, OVERSUB_GPUS, OVERSUB_MODES,
+                                        OVERSUB_PATTERNS, PATTERNS)
 
     p = subparsers.add_parser(
         "uvm-micro", help="microbenchmarks of the far-fault handler and the TLB (detailed preset)",
@@ -101,3 +140,23 @@ def add_parser(subparsers) -> None:
     t.add_argument("--rounds", type=int, default=4, metavar="R")
     add_json_option(t)
     t.set_defaults(func=_cmd_tlb)
+
+    o = sub.add_parser("oversub", help="NVIDIA's UVM oversubscription benchmark (read bandwidth vs. factor)",
+                       description="The developer blog's uvm_oversubs benchmark (2021): read bandwidth of "
+                                   "loops over factor x GPU memory, by access pattern and mode, replayed under "
+                                   "the detailed preset with GPU memory scaled down (docs: guide/uvm_oversub).")
+    o.add_argument("--gpu", type=_names(tuple(OVERSUB_GPUS)), default=list(OVERSUB_GPUS),
+                   metavar="G,G", help=f"{', '.join(OVERSUB_GPUS)} or all (default all)")
+    o.add_argument("--pattern", type=_names(OVERSUB_PATTERNS), default=list(OVERSUB_PATTERNS),
+                   metavar="P,P", help=f"{', '.join(OVERSUB_PATTERNS)} or all (default all)")
+    o.add_argument("--mode", type=_names(OVERSUB_MODES), default=list(OVERSUB_MODES),
+                   metavar="M,M", help=f"{', '.join(OVERSUB_MODES)} or all (default all)")
+    o.add_argument("--factor", type=_factors, default=list(OVERSUB_FACTORS), metavar="F,F",
+                   help="oversubscription factors (default 0.5,0.75,...,2.0)")
+    o.add_argument("--scale", type=int, default=256, metavar="S",
+                   help="GPU memory divided by S (default 256: 160 MiB for the A100-40GB)")
+    o.add_argument("--loops", type=int, default=3, metavar="L", help="kernel loops (the sample's -lc; default 3)")
+    o.add_argument("--seed", type=int, default=0, help="random_warp's order")
+    o.add_argument("--plot", metavar="PATH.png", help="also draw bandwidth against factor (matplotlib)")
+    add_json_option(o)
+    o.set_defaults(func=_cmd_oversub)

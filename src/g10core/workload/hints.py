@@ -4,7 +4,8 @@ A hint table is a numpy array of :data:`g10core.policies.HINT_DTYPE` rows
 ``(kernel, tensor, action)``: when kernel ``kernel`` of an iteration begins, the
 page-level replay applies ``action`` (0 to GPU, 1 to SSD, 2 to host, 3 free) to
 every page of ``tensor``; action 4 (recompute) regenerates a tensor dropped by an
-earlier free by re-running the kernel that wrote it (:mod:`g10core.workload.recompute`).
+earlier free by re-running the kernel that wrote it (:mod:`g10core.workload.recompute`);
+memory advice (schema_version 2): 5 prefer_gpu, 6 prefer_host, 7 accessed_by, 8 read_mostly.
 The action codes and names are :data:`g10core.codes.ACTION_NAMES`.  The same table is replayed every iteration.  Rows are
 applied in table order, so the table must be sorted by ``kernel`` (the order within
 one kernel is the order the pages are queued).  ``kernel`` may equal K, the number
@@ -55,6 +56,7 @@ SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 # the actions of schema version 1; action_counts always lists them (later ones when used)
 ACTIONS = {0: "to_gpu", 1: "to_ssd", 2: "to_host", 3: "free"}
 V1_MAX_ACTION = 3
+V1_ACTIONS = tuple(ACTIONS)
 LEVELS = ("page", "tensor")
 
 # The parameters a schedule is planned from (G10's scheduler, DeepUM+'s window, FlashNeuron's line):
