@@ -24,7 +24,10 @@ of the compiled kernels ``g10core.policies._g10sched``, for how):
    SSD write budget is saturated), or to host when it is only long enough for that;
    reserve the budgets; lower ``mem``.  Global tensors idle across the iteration
    boundary get a purely time-based evict/prefetch pair.
-4. Each local offload's prefetch is moved as early as ``mem`` allows.
+4. Each local offload's prefetch is moved as early as ``mem`` allows: the published test
+   takes kernel k - 1 while its estimate is under the target before the tensor is added (the
+   plan can exceed GPU memory); without quirks only while the estimate plus the tensor fits
+   (``SchedulerParams.prefetch_within_target``, docs/physics.md).
 5. GDS baselines only: pre-evict more intervals over the peak kernel.
 6. Hints sorted by kernel with the artifact's (unstable) ``std::sort``, emulated,
    so the per-kernel order -- which decides the order pages are queued -- is the
