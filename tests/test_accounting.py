@@ -165,3 +165,81 @@ def test_tlb_precision_names_what_a_10_percent_bound_needs():
     st = _stats(500.0, [499.0, 500.0, 501.0])
     p = precision(st, 64)["l1_hit_rate"]
     assert p["relative_bound"] < 0.1 and p["subsamples_needed"] == 3
+
+
+# ---- adaptive TLB sampling (issue 33): sub-samples until each rate's 99 % bound is under 10 %
+
+def _with_precision(st):
+    st["precision"] = precision(st, 64)
+    return st
+
+
+def test_adaptive_sampling_asks_for_the_sub_samples_a_loose_rate_needs():
+    from g10core.tlb import adapt_subsamples
+    # l1_hits 500 from replicas 450, 500, 550: sd 50, half-width t(2) 9.925 x 50 / sqrt(3) x sqrt(61/64)
+    # = 280 (56 %); the first n with t(n-1) 50 / sqrt(n) sqrt(1 - n/64) < 50 is n = 10 (t(9) = 3.250)
+    st = _with_precision(_stats(500.0, [450.0, 500.0, 550.0]))
+    assert st["precision"]["l1_hit_rate"]["subsamples_needed"] == 10
+    assert adapt_subsamples(st, 64, [3]) == (10, None)
+    # the same spread, capped at 8: the next run takes the cap
+    assert adapt_subsamples(st, 64, [3], cap=8) == (8, None)
+    # ... and with the cap run, sampling stops and says so
+    st = _with_precision(_stats(500.0, [450.0, 500.0, 550.0] * 2 + [450.0, 550.0]))
+    assert st["precision"]["l1_hit_rate"]["relative_bound"] > 0.1
+    n, info = adapt_subsamples(st, 64, [3, 8], cap=8)
+    assert n is None and info["cap_reached"] and info["over_target"] == ["l1_hit_rate"]
+    assert info["runs"] == [3, 8] and info["cap"] == 8
+
+
+def test_adaptive_sampling_stops_when_every_bound_is_under_target_or_unreachable():
+    from g10core.tlb import adapt_subsamples
+    # 10 replicas of sd 50 around 500: half-width 3.250 x 50 / sqrt(10) x sqrt(54/64) = 47.2 < 50
+    vals = [450.0, 550.0] * 5
+    st = _with_precision(_stats(500.0, vals))
+    assert st["precision"]["l1_hit_rate"]["relative_bound"] < 0.1
+    n, info = adapt_subsamples(st, 64, [3, 10])
+    assert n is None and not info["cap_reached"] and info["over_target"] == []
+    # a rate of 0 and a systematic allowance over the target: no sub-sample count helps, none is run
+    st = _with_precision(_stats(0.0, [0.0, 0.0, 0.0], systematic=20.0))
+    n, info = adapt_subsamples(st, 64, [3])
+    assert n is None and "l1_hit_rate" in info["unreachable"] and not info["cap_reached"]
+    st = _with_precision(_stats(500.0, [500.0, 500.0, 500.0], systematic=100.0))
+    n, info = adapt_subsamples(st, 64, [3])
+    assert n is None and "sample_modulus = 1" in info["unreachable"]["l1_hit_rate"]
+    # the cap never exceeds the modulus: at k = 4 every residue is simulated and the bound is 0
+    st = _with_precision(_stats(500.0, [450.0, 500.0, 550.0]))
+    assert adapt_subsamples(st, 4, [3])[0] == 4
+
+
+def _tlb_run(mod, cap=None, monkeypatch=None):
+    from g10core import tlb as tlbmod
+    from g10core.simulator import Simulator, resolve_config
+    if cap is not None:
+        monkeypatch.setattr(tlbmod, "SUBSAMPLES_CAP", cap)
+    cfg = resolve_config("detailed", None, ["tlb.page_size_bytes=2097152", f"tlb.sample_modulus={mod}"])
+    return Simulator(cfg).run("bert_base-b256", "g10")
+
+
+def test_adaptive_sampling_bounds_the_l2_hit_rate_under_10_percent():
+    """BERT-256 under detailed at 2 MiB pages, 1/16 sampling: 3 sub-samples bound the L2 hit rate to
+    about +-30 %; the run adds sub-samples until it is under 10 % (3 -> 9 -> 12)."""
+    from g10core.experiments.report import format_run_summary
+    r = _tlb_run(16)
+    st = r.counters["tlb"]
+    ad = st["sampling"]["adaptive"]
+    assert ad["runs"][0] == 3 and len(ad["runs"]) > 1 and not ad["cap_reached"]
+    assert st["sampling"]["subsamples"] == ad["runs"][-1] < 16
+    assert 0.5 < st["l2_hit_rate"] < 0.8
+    assert 0 < st["precision"]["l2_hit_rate"]["relative_bound"] < 0.1
+    assert st["precision"]["l1_hit_rate"]["relative_bound"] < 0.1
+    assert f"sampled 1/16 x {ad['runs'][-1]}" in format_run_summary(r)
+
+
+def test_adaptive_sampling_says_when_its_cap_is_reached(monkeypatch):
+    from g10core.experiments.report import format_run_summary
+    r = _tlb_run(16, cap=4, monkeypatch=monkeypatch)
+    st = r.counters["tlb"]
+    ad = st["sampling"]["adaptive"]
+    assert ad["runs"] == [3, 4] and ad["cap_reached"] and ad["over_target"] == ["l2_hit_rate"]
+    assert st["precision"]["l2_hit_rate"]["relative_bound"] > 0.1
+    assert "the cap of 4 sub-samples is reached with l2_hit_rate still over 10 %" in format_run_summary(r)

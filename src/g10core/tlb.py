@@ -31,7 +31,8 @@ import numpy as np
 from .errors import ConfigError
 from .params import check_fields, declaration, from_key, namer
 
-__all__ = ["TLBSpec", "TLB", "spec_from_config", "PAGE_SIZES", "translator_from_spec", "t_quantile_995"]
+__all__ = ["TLBSpec", "TLB", "spec_from_config", "PAGE_SIZES", "translator_from_spec", "t_quantile_995",
+           "adapt_subsamples", "SUBSAMPLES_CAP"]
 
 PAGE_SIZES = declaration("tlb.page_size_bytes").choices                # 4096, 65536, 2097152
 _PAGE_SHIFT = {size: (size // 4096).bit_length() - 1 for size in PAGE_SIZES}   # translation page = 4 KiB page >> shift
@@ -400,9 +401,9 @@ def precision(st: dict, k: int, target: float = TARGET_RELATIVE_BOUND) -> dict:
     value needs at this modulus (``subsamples_needed``; the run's own count when it has it), or
     None with the ``reason`` it cannot: the systematic allowance alone (a TLB level approximated
     at this modulus, the timing model) is over the target, or the value is 0 (a bound cannot be
-    a fraction of 0: report it as "< bound").  The run keeps its sub-samples (the translation
-    time is their mean: more would move the times); ``tlb.sample_subsamples`` or
-    ``tlb.sample_modulus = 1`` get the precision asked."""
+    a fraction of 0: report it as "< bound").  :func:`adapt_subsamples` turns this into the
+    sub-samples of the next run (the translation time is the replicas' mean, so they are chosen
+    before a run, not added during it)."""
     samp = st["sampling"]
     m = samp["subsamples"]
     out = {}
@@ -439,6 +440,42 @@ def precision(st: dict, k: int, target: float = TARGET_RELATIVE_BOUND) -> dict:
                                f"even all {k} residues leave the bound over {100 * target:.0f} %")
         out[name] = d
     return out
+
+
+SUBSAMPLES_CAP = 16    # adaptive sampling stops here (or at the modulus): each sub-sample is a replica
+
+
+def adapt_subsamples(st: dict, k: int, runs: list, target: float = TARGET_RELATIVE_BOUND,
+                     cap: int | None = None) -> tuple:
+    """Adaptive sampling: the sub-samples the next run needs, or None when this one is final.
+
+    ``st``: a sampled run's :meth:`TLB.stats` (with ``precision``); ``runs``: the sub-sample
+    counts run so far (the first is ``tlb.sample_subsamples``).  A rate (or ``cycles_added``)
+    whose 99 % bound exceeds ``target`` of its value and that more sub-samples can bound asks
+    for the count :func:`precision` estimates from the replicas' spread (at least one more than
+    now); the next run takes the largest such count, capped at ``cap`` (:data:`SUBSAMPLES_CAP`,
+    and never more than the modulus ``k``: then every residue is simulated and the bound is 0).
+    Returns ``(n, None)`` to run again with n sub-samples, or ``(None, info)``: ``info`` is the
+    JSON record ``sampling.adaptive``: the counts run, the cap and whether it stopped the
+    sampling (``cap_reached``), the rates still over the target, and those no sub-sample count
+    can bound (value 0, or a systematic allowance over the target: ``unreachable``, with why)."""
+    cap = min(SUBSAMPLES_CAP if cap is None else cap, k)
+    m = st["sampling"]["subsamples"]
+    need, over, unreachable = m, [], {}
+    for name, d in st["precision"].items():
+        rel = d["relative_bound"]
+        if rel is None or rel > target:
+            over.append(name)
+            if d["subsamples_needed"] is None and d["reason"] and "residues" not in d["reason"]:
+                unreachable[name] = d["reason"]
+            else:                   # a count the spread asks for, or more than the modulus has
+                need = max(need, d["subsamples_needed"] or k, m + 1)
+    if k > 1 and need > m and m < cap:
+        return min(need, cap), None
+    helpable = [n for n in over if n not in unreachable]
+    return None, {"runs": list(runs), "subsamples": m, "cap": cap, "target": target,
+                  "cap_reached": bool(helpable) and m >= cap, "over_target": helpable,
+                  "unreachable": unreachable}
 
 
 def translator_from_spec(spec: TLBSpec | None) -> TLB:

@@ -366,7 +366,7 @@ def _bounded(d: dict | None, value: float, fmt) -> str:
         return f"< {fmt(value + d['bound'])}"
     rel = 100 * d["relative_bound"]
     txt = f"{fmt(value)} +-{rel:.0f} %" if rel >= 1 else f"{fmt(value)} (+-<1 %)"
-    if d.get("subsamples_needed") and d["subsamples_needed"] > d["subsamples"]:
+    if d.get("subsamples_needed") and d["subsamples_needed"] > d["subsamples"] and d["relative_bound"] > 0.1:
         txt += f" (10 % needs {d['subsamples_needed']} sub-samples)"
     return txt
 
@@ -387,8 +387,14 @@ def _tlb_lines(tlb: dict, hz: float, spec: dict) -> list[str]:
         rates += f", page-walk cache {_bounded(pr['pwc_hit_rate'], tlb['pwc_hit_rate'], pct)}"
     how = (f"sampled 1/{samp['modulus']} x {samp['subsamples']}, 99 % bounds" if samp.get("modulus", 1) > 1
            else "full simulation")
-    loose = [d for d in pr.values() if d["relative_bound"] > 0.1]
-    if any(d["subsamples_needed"] is None and d["value"] for d in loose):
+    ad = samp.get("adaptive") or {}
+    if len(ad.get("runs", ())) > 1:
+        how += f"; sub-samples adapted from {ad['runs'][0]} to bound the rates under 10 %"
+    loose = [d for d in pr.values() if d["relative_bound"] is None or d["relative_bound"] > 0.1]
+    if ad.get("cap_reached"):
+        how += (f"; the cap of {ad['cap']} sub-samples is reached with {', '.join(ad['over_target'])} still over "
+                f"10 % (tlb.sample_modulus = 1 simulates in full)")
+    elif any(d["subsamples_needed"] is None and d["value"] for d in loose):
         how += "; under 10 % only with tlb.sample_modulus = 1: the sampling's systematic allowance exceeds it"
     elif loose and any(d["subsamples_needed"] for d in loose):
         how += f"; bounds under 10 % need tlb.sample_subsamples = {max(d['subsamples_needed'] or 0 for d in loose)}"

@@ -1029,7 +1029,8 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
 
 cdef void place_prefetches_c(int64_t* mem, int64_t target, const int64_t* loc_iv, const int64_t* loc_pre,
                              const int64_t* loc_evf, int64_t n, const int64_t* iv_tensor,
-                             const int64_t* iv_size, int64_t* order, double* keys, hint_out* h) noexcept nogil:
+                             const int64_t* iv_size, int64_t* order, double* keys, hint_out* h,
+                             cbool whole) noexcept nogil:
     cdef int64_t r, o, pre, evf, c, k, j
     cdef sort_keys by_pre
     for r in range(n):
@@ -1045,7 +1046,9 @@ cdef void place_prefetches_c(int64_t* mem, int64_t target, const int64_t* loc_iv
         evf = loc_evf[o]
         c = loc_iv[o]
         k = pre
-        while k > evf + 1 and target > mem[k - 1]:
+        # the published test admits kernel k - 1 while its estimate is under the target, before the
+        # tensor is added (the plan can then exceed GPU memory); ``whole``: only while the tensor fits
+        while k > evf + 1 and ((mem[k - 1] + iv_size[c] <= target) if whole else (target > mem[k - 1])):
             k -= 1
         push_hint(h, k, iv_tensor[c], HINT_TO_GPU)
         for j in range(k, pre):
@@ -1280,8 +1283,12 @@ def greedy_pass(int64_t[::1] mem, int64_t[::1] cpu, const double[::1] table, con
 
 def place_prefetches(int64_t[::1] mem, int64_t target, const int64_t[::1] loc_iv, const int64_t[::1] loc_pre,
                      const int64_t[::1] loc_evf, const int64_t[::1] iv_tensor, const int64_t[::1] iv_size,
-                     int64_t[::1] hk, int64_t[::1] ht, int64_t[::1] ha, int64_t[::1] nh):
-    """Move each local offload's prefetch as early as the memory estimate allows."""
+                     int64_t[::1] hk, int64_t[::1] ht, int64_t[::1] ha, int64_t[::1] nh, bint whole=False):
+    """Move each local offload's prefetch as early as the memory estimate allows.
+
+    ``whole=False`` (the published test): a kernel is taken while its estimate is under the
+    target before the tensor is added; ``whole=True``: only while the estimate plus the tensor
+    stays within the target."""
     cdef Py_ssize_t n = loc_iv.shape[0]
     _need(mem.shape[0] >= 1 and loc_pre.shape[0] == n and loc_evf.shape[0] == n
           and iv_size.shape[0] == iv_tensor.shape[0], "loc_* must have one length, iv_* another")
@@ -1292,7 +1299,7 @@ def place_prefetches(int64_t[::1] mem, int64_t target, const int64_t[::1] loc_iv
     cdef double[::1] keys = np.empty(n, np.float64)
     with nogil:
         place_prefetches_c(&mem[0], target, &loc_iv[0], &loc_pre[0], &loc_evf[0], n, &iv_tensor[0],
-                           &iv_size[0], &order[0], &keys[0], &h)
+                           &iv_size[0], &order[0], &keys[0], &h, whole)
     _hints_done(&h, nh)
 
 

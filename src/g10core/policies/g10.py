@@ -24,7 +24,10 @@ of the compiled kernels ``g10core.policies._g10sched``, for how):
    SSD write budget is saturated), or to host when it is only long enough for that;
    reserve the budgets; lower ``mem``.  Global tensors idle across the iteration
    boundary get a purely time-based evict/prefetch pair.
-4. Each local offload's prefetch is moved as early as ``mem`` allows.
+4. Each local offload's prefetch is moved as early as ``mem`` allows: the published test
+   takes kernel k - 1 while its estimate is under the target before the tensor is added (the
+   plan can exceed GPU memory); without quirks only while the estimate plus the tensor fits
+   (``SchedulerParams.prefetch_within_target``, docs/physics.md).
 5. GDS baselines only: pre-evict more intervals over the peak kernel.
 6. Hints sorted by kernel with the artifact's (unstable) ``std::sort``, emulated,
    so the per-kernel order -- which decides the order pages are queued -- is the
@@ -78,6 +81,7 @@ class SchedulerParams:
     shave_peak: bool               # GDS final pass
     prefetch_shaved: bool = False  # give each interval the GDS pass evicts a prefetch (without quirks)
     shave_to: float = 0.9          # the GDS pass shaves the peak below this fraction of the target
+    prefetch_within_target: bool = False  # a prefetch moves earlier only while the tensor fits the target
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,6 +180,12 @@ def scheduler_params(trace: Trace, config, variant: str = "g10") -> SchedulerPar
         # margin is 10 % of GPU memory, so the more memory, the more is evicted (and fetched on
         # demand).  Without quirks it only shaves a plan that does not fit the target.
         shave_to=0.9 if sched.artifact_quirks else 1.0,
+        # The published placement moves a prefetch one kernel earlier while that kernel's estimate
+        # is under the target *before* the tensor is added, so the plan can exceed GPU memory
+        # (ResNet152-b1280: 46.5 GB estimated at kernel 1227 of a 40 GiB GPU); the excess is evicted
+        # by arrival order, and the faster the link, the sooner the prefetch lands and the more it
+        # evicts (docs/physics.md).  Without quirks a prefetch moves earlier only while it fits.
+        prefetch_within_target=not sched.artifact_quirks,
     )
 
 
@@ -318,7 +328,7 @@ def _plan_with(kern, trace: Trace, config, variant: str, vitality: Vitality | No
     # (4) local prefetch placement
     n = int(n_loc[0])
     kern.place_prefetches(mem, params.target_bytes, loc_iv[:n], loc_pre[:n], loc_evf[:n],
-                          iv_tensor, iv_size, hk, ht, ha, nh)
+                          iv_tensor, iv_size, hk, ht, ha, nh, params.prefetch_within_target)
 
     # (5) GDS peak shaving
     shaved = 0

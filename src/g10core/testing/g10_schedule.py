@@ -909,8 +909,10 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
     return stats
 
 
-def place_prefetches(mem, target, loc_iv, loc_pre, loc_evf, iv_tensor, iv_size, hk, ht, ha, nh):
-    """Move each local offload's prefetch as early as the memory estimate allows."""
+def place_prefetches(mem, target, loc_iv, loc_pre, loc_evf, iv_tensor, iv_size, hk, ht, ha, nh, whole=False):
+    """Move each local offload's prefetch as early as the memory estimate allows (``whole``: only
+    while the estimate plus the tensor stays within the target; otherwise the published test, the
+    estimate before the tensor is added)."""
     n = loc_iv.shape[0]
     order = np.arange(n)
     keys = loc_pre.astype(np.float64)
@@ -919,7 +921,7 @@ def place_prefetches(mem, target, loc_iv, loc_pre, loc_evf, iv_tensor, iv_size, 
         o = order[r]
         pre, evf, c = loc_pre[o], loc_evf[o], loc_iv[o]
         k = pre
-        while k > evf + 1 and target > mem[k - 1]:
+        while k > evf + 1 and ((mem[k - 1] + iv_size[c] <= target) if whole else (target > mem[k - 1])):
             k -= 1
         _push_hint(hk, ht, ha, nh, k, iv_tensor[c], A_TO_GPU)
         for j in range(k, pre):
