@@ -62,12 +62,7 @@ def test_fast_slice_of_the_wide_sweep(traces_dir):
     assert [r["checked"] for r in trows] == [2 * (len(v) - 1) for _, v in S.WIDE_FAST["resources"].values()]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("preset", S.WIDE_PRESETS)
-def test_wide_sanity_sweep(traces_dir, preset):
-    # the wide grid (link 4-256 GB/s, SSD 0.4-64 GB/s, GPU 16-192 GiB, host 0-1024 GiB) on the five
-    # WIDE_TRACES (CNNs, transformers, an LLM); 15 (default) and 30 (detailed) minutes with two jobs (detailed: the
-    # page-level policies, the tensor-level ones are refused)
-    found, rows, _ = S.sweep(preset, traces=S.WIDE_TRACES, policies=S.WIDE_POLICIES[preset],
-                             resources=S.WIDE_RESOURCES, jobs=2, traces_dir=traces_dir)
-    assert _unexplained(found, S.load_allowlist()) == []
+# The wide grid itself (link 4-256 GB/s, SSD 0.4-64 GB/s, GPU 16-192 GiB, host 0-1024 GiB on the five
+# WIDE_TRACES under default and detailed: 1,705 runs, about 90 minutes of CPU) is a script, not a test:
+# `python tests/sanity_sweep.py --wide --json FILE` (docs/physics.md, "Sanity sweeps"); it fails on
+# any step the allow-list does not explain.  The test suite runs its fast slice above.
