@@ -172,11 +172,12 @@ def test_fault_times_come_from_the_calibrated_model(recorded):
     out_b = sum(int(trace.tensor_size_bytes[t]) for t, m in zip(trace.access_tensor[lo:hi],
                                                                   trace.access_mode[lo:hi]) if m & ACCESS_WRITE)
     c = model.calibration.coefficients("Linear_Forward", "linear")
-    assert t10[k] - t11[k] == round(c.out_fault_fixed_us * 1e3 + out_b / c.out_fault_GBps)
+    # (each time is rounded to whole ns on its own, so their difference is within 1 ns of the closed form)
+    assert abs(t10[k] - t11[k] - round(c.out_fault_fixed_us * 1e3 + out_b / c.out_fault_GBps)) <= 1
     feat = KernelFeatures(op=np.array(["Linear_Forward"]), kernel_class=np.array(["linear"]), flops=np.zeros(1),
                           bytes=np.zeros(1), peak_flops_per_s=np.ones(1), in_bytes=np.zeros(1),
                           out_bytes=np.array([float(out_b)]))
-    assert model.fault_times_ns(feat, [t11[k]])[0][0] == t10[k]
+    assert abs(model.fault_times_ns(feat, [t11[k]])[0][0] - t10[k]) <= 1
 
 
 @pytest.mark.parametrize("policy", ["base-uvm", "belady", "deepum", "g10"])

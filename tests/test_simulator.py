@@ -95,7 +95,7 @@ def test_a_gpu_smaller_than_a_kernel_cannot_fit(training, policy):
 
 
 def test_unknown_policy_lists_the_known_ones(training):
-    with pytest.raises(ValueError, match="unknown policy 'lru'; known: base-uvm, belady, deepum"):
+    with pytest.raises(ValueError, match="unknown policy 'lru'; known: base-uvm, belady, capuchin, deepum"):
         Simulator(config(0.02)).run(training, "lru")
 
 

@@ -97,7 +97,9 @@ class Schedule:
     def counts(self) -> dict:
         """Hints per action name."""
         from ..codes import ACTION_NAMES
-        return {name: int(np.count_nonzero(self.hints["action"] == a)) for a, name in ACTION_NAMES.items()}
+        # the four migration actions always, a later action (recompute, advice) where the plan uses it
+        counts = {name: int(np.count_nonzero(self.hints["action"] == a)) for a, name in ACTION_NAMES.items()}
+        return {name: n for (a, name), n in zip(ACTION_NAMES.items(), counts.values()) if n or a <= 3}
 
 
 def target_quirk(trace: Trace, config, variant: str) -> dict | None:
