@@ -197,3 +197,13 @@ def test_a_policy_that_refuses_a_trace_shows_as_refused(tmp_path, capsys, traces
     assert not rows[0]["refused"] and not rows[0]["failed"]
     text = format_llm_table(rows)
     assert "refused" in text and "it needs tensors of role x" in text
+
+
+def test_reproduce_llm_plot_draws_every_cell(tmp_path, capsys):
+    # --plot: a heat map of ideal / time, one row per trace, one column per policy
+    png = tmp_path / "llm.png"
+    code, out, err = _cli(["reproduce", "llm", "--models", "gpt2-small-s1024-b5", "--policies", "ideal", "g10",
+                           "--jobs", "1", "--no-progress", "--plot", png], capsys)
+    assert code == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"plot written to {png}" in out

@@ -141,6 +141,8 @@ def _cmd_reproduce_llm(args) -> int:
             raise ValueError(f"--models {unknown[0]!r}: not a shipped LLM trace; known: {', '.join(by_name)}")
         workloads = tuple(by_name[m] for m in args.models)
     policies = tuple(args.policies) if args.policies else None     # None: every registered policy
+    if args.plot:
+        cli.check_output_path(args.plot, "--plot")
     jobs = default_jobs() if args.jobs is None else args.jobs
     t0 = time.perf_counter()
     cfg = cli.config_from_args(args)
@@ -154,6 +156,12 @@ def _cmd_reproduce_llm(args) -> int:
         print(f"{len(rows)} runs in {wall:.1f} s wall with {jobs} job(s)")
     # a failed run's time and ideal/time are inf in the rows: null in JSON
     cli.emit_json({"meta": meta, "rows": finite_floats(rows)}, args.json_path)
+    if args.plot:
+        from ..experiments.report import plot_llm
+
+        plot_llm(rows, args.plot, title=f"LLM traces, preset {cfg.preset}: ideal / time per policy")
+        if cli.human(args):
+            print(f"plot written to {args.plot}")
     return cli.EXIT_OK
 
 
@@ -171,6 +179,7 @@ def add_llm_command(reproduce_subparsers) -> None:
     f.add_argument("--models", nargs="+", metavar="NAME", help="only these traces, e.g. gpt2-small-s1024-b5")
     f.add_argument("--policies", nargs="+", metavar="P", help="only these policies (default: every registered one)")
     f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    f.add_argument("--plot", metavar="PATH.png", help="also draw ideal / time per trace and policy (matplotlib)")
     cli.add_config_options(f, default_preset=DEFAULT_PRESET)
     cli.add_json_option(f)
     f.set_defaults(func=_cmd_reproduce_llm)

@@ -316,6 +316,54 @@ def fig11_figure(rows, *, title: str | None = None, preset: str | None = None):
     return fig
 
 
+def plot_llm(rows, path, *, title: str | None = None) -> Path:
+    """Heat map of ideal / time per LLM trace (rows) and policy (columns), as PNG (``reproduce llm --plot``).
+
+    A cell is coloured by ideal / time and labelled with it; a run that failed is marked "fails" and one
+    the policy refused (the trace lacks what it needs) "refused", both in grey.  Written atomically.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    workloads = _workloads(rows)
+    pols = _policies(rows)
+    by = {(r["model"], int(r["batch"]), r["policy"]): r for r in rows}
+    grid = np.full((len(workloads), len(pols)), np.nan)
+    fig = Figure(figsize=(1.0 + 0.72 * len(pols), 1.2 + 0.32 * len(workloads)), dpi=150)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    for i, (m, b) in enumerate(workloads):
+        for j, p in enumerate(pols):
+            r = by.get((m, b, p))
+            if r is not None and not r.get("failed") and math.isfinite(_time(r)):
+                grid[i, j] = r["normalized_performance"]
+    image = ax.imshow(np.ma.masked_invalid(grid), vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+    ax.set_facecolor("#d9d9d9")
+    for i, (m, b) in enumerate(workloads):
+        for j, p in enumerate(pols):
+            r = by.get((m, b, p))
+            if r is None:
+                text = ""
+            elif r.get("refused"):
+                text = "refused"
+            elif np.isnan(grid[i, j]):
+                text = "fails"
+            else:
+                text = f"{grid[i, j]:.2f}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=5.5,
+                    color="black" if np.isnan(grid[i, j]) or grid[i, j] > 0.6 else "white")
+    ax.set_xticks(range(len(pols)))
+    ax.set_xticklabels([POLICY_LABELS.get(p, p) for p in pols], fontsize=6, rotation=45, ha="right")
+    ax.set_yticks(range(len(workloads)))
+    ax.set_yticklabels([f"{m}-b{b}" for m, b in workloads], fontsize=6)
+    bar = fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)
+    bar.set_label("ideal / time", fontsize=6)
+    bar.ax.tick_params(labelsize=6)
+    ax.set_title(title or "LLM traces: normalized performance (ideal / time) per policy", fontsize=7)
+    fig.tight_layout()
+    return _save(fig, Path(path))
+
+
 # ---- one run ----------------------------------------------------------------------
 
 def _pages(n: int, page_size: int = 4096) -> str:
