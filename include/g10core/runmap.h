@@ -38,9 +38,12 @@ struct g10_run_entry {
 };
 
 class g10_runmap {
-    /* 64 runs, 1.5 KB: 16 and 32 were slower.  (A split or a dropped leaf moves the leaves'
-     * arrays, O(leaves): a debug build with 4-run leaves took minutes on one published trace.) */
-    static constexpr int kCap = 64;
+    /* 256 runs, 6 KB.  A split or a dropped leaf moves the leaves' arrays, O(leaves): with
+     * fast links the runs fragment into millions (slots of a few pages alternate host and
+     * SSD) and 64-run leaves spent 40 % of resnet152-b256 Base UVM at 256 GB/s moving them
+     * (7.3 s wall; 3.9 s at 256 runs); on the published traces 256 is as fast as 64 (16 and
+     * 32 were slower; a debug build with 4-run leaves took minutes on one published trace). */
+    static constexpr int kCap = 256;
     static constexpr int kNear = 4;              /* find_near's steps before it searches */
     struct leaf {
         int n = 0;
