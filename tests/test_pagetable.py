@@ -353,8 +353,8 @@ def model_runs(first, sizes, loc, intr):
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_thousands_of_runs_split_and_merge_across_leaves(seed):
-    """The run map keeps runs in sorted leaves of 64 that split when full and merge when small:
-    thousands of runs made by one-page assignments (dozens of leaves), then merged away by long
+    """The run map keeps runs in sorted leaves of 256 that split when full and merge when small:
+    thousands of runs made by one-page assignments (over ten leaves), then merged away by long
     ones, must stay exactly the maximal runs the pages' states give, and run_at must find each
     page's run."""
     rng = np.random.default_rng(seed)

@@ -227,6 +227,8 @@ cdef class Batcher:
     cdef void tl_slots(self, int64_t start, int64_t n) noexcept nogil
     cdef int record_entry(self) except -1 nogil
     cdef int try_bulk_exact(self, int64_t next_kernel) except -1 nogil
+    cdef int64_t walk_budgets(self, int64_t n, int64_t* counts, int64_t* cw, vector[int64_t]* seq,
+                              bint single, int64_t free_bit) noexcept nogil
     cdef int64_t closed_walk(self, int64_t n, int64_t* counts, int64_t* cw) noexcept nogil
     cdef int apply_entries(self, int64_t* counts, int64_t* seq, int64_t n_seq) except -1 nogil
     cdef int bulk_victims(self, int8_t d, int64_t left, bint vpf, int64_t* tl) except -1 nogil

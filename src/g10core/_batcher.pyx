@@ -1055,10 +1055,9 @@ cdef class Batcher:
         cdef int64_t cmax[N_QUEUES]
         cdef int64_t counts[NREC]
         cdef int64_t cw[N_PK]
-        cdef int64_t a[N_PK]
-        cdef int64_t walked, cc
+        cdef int64_t walked
         cdef int q, q_in, cycle = -1, e, b
-        cdef bint pf_nonempty = False, in_pf, single, same, closed, real, nothing_ok, stable
+        cdef bint pf_nonempty = False, in_pf, single, real
         cdef int64_t free_bit
         cdef vector[int64_t] seq
         if self.victim_src == 3 or (self.tick_victims and self.rec_vdest == -2) or self.seq_overflow:
@@ -1173,23 +1172,68 @@ cdef class Batcher:
                 m = (self.pt.host_line - 1 - self.pt.host_used - pmax) // dmax + 1
                 if m < n:
                     n = m
-        if vmax > 0:
-            need = n * vmax + 1 if n < HUGE_N else BIG
+        # walk the budgets: each slot repeats the table's slot of its key.  A slot may walk
+        # n = min(the bounds above, the victims' span), but the span costs a step per arrival
+        # run up to what it is asked for, and with short slots the walk often stops long before
+        # n: so walk first and ask the evictor only for the victims of the slots walked (the
+        # walk is a prefix: walking fewer slots gives the same first slots, see walk_budgets)
+        free_bit = (self.shp_qlen0_mask >> N_QUEUES) & 1
+        if vmax > 0 and 1 <= n < HUGE_N:
+            walked = self.walk_budgets(n, counts, cw, &seq, single, free_bit)
+            need = (walked if walked > 0 else 1) * vmax + 1
             span = self.ev.victim_span(self.shp_vpf, need, self.shp_vreq, self.shp_vdest)
             m = (span - 1) // vmax if span > 0 else 0
-            if m < n:
-                n = m
-        if n < 1 or n >= HUGE_N:
-            self.bulk_stat[B_LESS_THAN_ONE] += 1
+            if m < 1:
+                self.bulk_stat[B_LESS_THAN_ONE] += 1
+                return 0
+            if m < walked:
+                walked = self.walk_budgets(m, counts, cw, &seq, single, free_bit)
+        else:
+            if vmax > 0:
+                need = n * vmax + 1 if n < HUGE_N else BIG
+                span = self.ev.victim_span(self.shp_vpf, need, self.shp_vreq, self.shp_vdest)
+                m = (span - 1) // vmax if span > 0 else 0
+                if m < n:
+                    n = m
+            if n < 1 or n >= HUGE_N:
+                self.bulk_stat[B_LESS_THAN_ONE] += 1
+                return 0
+            walked = self.walk_budgets(n, counts, cw, &seq, single, free_bit)
+        if walked < 1:
+            self.bulk_stat[B_BUDGETS] += 1
             return 0
-        # walk the budgets: each slot repeats the table's slot of its key
+        for b in range(N_PK):
+            self.carry[b] = cw[b]
+        if self.debug_log:
+            self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(walked)
+            self.log.push_back(q_in * 1000 + (cmax[q_in] if q_in >= 0 else 0))
+            self.log.push_back(vmax * 10 + self.stalled)
+        if single:
+            self.apply_entries(counts, NULL, walked)
+            self.bulk_stat[B_MERGED] += 1
+        else:
+            self.apply_entries(counts, seq.data(), walked)
+            self.bulk_stat[B_TICKWISE] += 1
+        return 0
+
+    cdef int64_t walk_budgets(self, int64_t n, int64_t* counts, int64_t* cw, vector[int64_t]* seq,
+                              bint single, int64_t free_bit) noexcept nogil:
+        """The budget walk of ``try_bulk_exact`` over at most n slots from the carry: ``counts``
+        (slots of each table entry), ``cw`` (the carry after them) and, for a table that is
+        not single, ``seq`` (the entries slot by slot); returns the slots walked.  The walk
+        is a prefix: it stops at min(n, S) for an S that does not depend on n, with the same
+        first slots (``closed_walk`` applies or not whatever n is)."""
+        cdef int64_t walked, cc, m
+        cdef int64_t a[N_PK]
+        cdef int e, b
+        cdef bint same, closed, nothing_ok, stable
         for e in range(NREC):
             counts[e] = 0
+        seq.clear()
         for b in range(N_PK):
             cw[b] = self.carry[b]
         # a slot that moved nothing did so with the GPU full, or not: it repeats only while that
         # holds (a slot of the shape that frees frames ends it)
-        free_bit = (self.shp_qlen0_mask >> N_QUEUES) & 1
         nothing_ok = (self.pt.gpu_free > 0) == free_bit
         stable = nothing_ok
         for e in range(self.n_rec):
@@ -1239,22 +1283,7 @@ cdef class Batcher:
                 seq.push_back(e)
                 if walked >= TICKWISE_MAX:
                     break
-        if walked < 1:
-            self.bulk_stat[B_BUDGETS] += 1
-            return 0
-        for b in range(N_PK):
-            self.carry[b] = cw[b]
-        if self.debug_log:
-            self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(walked)
-            self.log.push_back(q_in * 1000 + (cmax[q_in] if q_in >= 0 else 0))
-            self.log.push_back(vmax * 10 + self.stalled)
-        if single:
-            self.apply_entries(counts, NULL, walked)
-            self.bulk_stat[B_MERGED] += 1
-        else:
-            self.apply_entries(counts, seq.data(), walked)
-            self.bulk_stat[B_TICKWISE] += 1
-        return 0
+        return walked
 
     cdef int64_t closed_walk(self, int64_t n, int64_t* counts, int64_t* cw) noexcept nogil:
         """The budget walk of ``try_bulk_exact`` in closed form, for its common case (0: it does not

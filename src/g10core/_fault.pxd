@@ -33,4 +33,5 @@ cdef class ProfileFaultModel(FaultModel):
     cdef int64_t l_sys_us, l_ssd_us
     cdef bint zero_fill_alloc              # never-allocated pages cost allocation, not link time
     cdef double alloc_cycles_per_page      # (outside g10-artifact; gpu.malloc_us_per_byte)
+    cdef bint link_shared_while_ssd        # host faults lose the SSD's share of the link only while it streams
     cdef object _keep

@@ -74,6 +74,32 @@ cdef class FaultModel:
         return {}
 
 
+cdef (double, double) shared_link_times(double ssd_bytes, double host_bytes, double bw_ssd,
+                                        double bw_host, double bw_link) noexcept nogil:
+    """(SSD time, host time) in ms of one direction's faults sharing the link (bytes, B/ms).
+
+    The SSD streams at min(bw_ssd, link) for ssd_bytes / that; meanwhile the host pages move
+    at min(bw_host, link - SSD stream), and after it at min(bw_host, link).  Both times are
+    finite for any positive bandwidths (docs/physics.md, "Fault time: the host share")."""
+    cdef double r_s = bw_ssd if bw_ssd < bw_link else bw_link
+    cdef double t_s = 0.0, c, h, t_h
+    if ssd_bytes > 0 and r_s > 0:
+        t_s = ssd_bytes / r_s
+    if host_bytes <= 0:
+        return t_s, 0.0
+    h = bw_host if bw_host < bw_link else bw_link
+    c = bw_link - r_s if t_s > 0 else bw_link
+    if c > bw_host:
+        c = bw_host
+    if c > 0 and host_bytes <= c * t_s:
+        t_h = host_bytes / c
+    else:
+        if c < 0:
+            c = 0
+        t_h = t_s + (host_bytes - c * t_s) / h
+    return t_s, t_h
+
+
 cdef class ProfileFaultModel(FaultModel):
     """ΔT_PF from the profiled t00/t10/t11 (``times``: dict of int64 cycle arrays;
     ``params``: freq_hz, page_bytes, bw_pcie_Bpms, bw_ssd_Bpms, l_sys_us, l_ssd_us)."""
@@ -93,6 +119,7 @@ cdef class ProfileFaultModel(FaultModel):
         self.l_ssd_us = params["l_ssd_us"]
         self.alloc_cycles_per_page = params.get("alloc_cycles_per_page", 0.0)
         self.zero_fill_alloc = params.get("zero_fill_alloc", False)
+        self.link_shared_while_ssd = params.get("link_shared_while_ssd", False)
 
     cdef int64_t fault_cycles(self, int64_t k, const int64_t* fin, const int64_t* fout) noexcept nogil:
         # Quirk kept (it moves every published number): profiled cycles become ms through
@@ -112,6 +139,7 @@ cdef class ProfileFaultModel(FaultModel):
         cdef double rs_out = (<double>fout[2]) / out_f if out_f else 0.0
         cdef double s_in = <double>(fin[0] * self.page_bytes), s_out = <double>(fout[0] * self.page_bytes)
         cdef double bw_cpu_in, bw_cpu_out, bw_ssd_in, bw_ssd_out, cap, ssd_in_t, ssd_out_t, cpu_t, dms
+        cdef double cpu_in_t, cpu_out_t
         if T00 <= T11:
             T00 = T11
         if T10 < T11:
@@ -130,6 +158,21 @@ cdef class ProfileFaultModel(FaultModel):
             bw_ssd_in = 0
         if rs_out == 0:
             bw_ssd_out = 0
+        if self.link_shared_while_ssd:
+            # outside g10-artifact: the SSD stream takes its share of the link only while it
+            # streams; the host pages get the rest then and the whole link after (never 0)
+            ssd_in_t, cpu_in_t = shared_link_times(r_in * rs_in * s_in, r_in * (1 - rs_in) * s_in,
+                                                   bw_ssd_in, bw_cpu_in, self.bw_pcie)
+            ssd_out_t, cpu_out_t = shared_link_times(r_out * rs_out * s_out, r_out * (1 - rs_out) * s_out,
+                                                     bw_ssd_out, bw_cpu_out, self.bw_pcie)
+            dms = ssd_in_t + ssd_out_t
+            if cpu_in_t + cpu_out_t > dms:
+                dms = cpu_in_t + cpu_out_t
+            cyc = artifact_ulong_cycles(dms / 1e3 * f)
+            alloc = <int64_t>(<double>(fin[1] + fout[1]) * self.alloc_cycles_per_page)
+            if self.zero_fill_alloc and alloc > cyc:
+                cyc = alloc
+            return cyc
         cap = self.bw_pcie - (bw_ssd_in if bw_ssd_in > bw_ssd_out else bw_ssd_out)
         if bw_cpu_in > cap:
             bw_cpu_in = cap

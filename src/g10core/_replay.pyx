@@ -200,6 +200,7 @@ cdef class Replay:
                                              "bw_pcie_Bpms": c["bw_pcie_Bpms"], "bw_ssd_Bpms": c["bw_ssd_Bpms"],
                                              "l_sys_us": c["l_sys_us"], "l_ssd_us": c["l_ssd_us"],
                                              "zero_fill_alloc": c.get("exact", False),
+                                             "link_shared_while_ssd": c.get("exact", False),
                                              "alloc_cycles_per_page": c.get("alloc_cycles_per_page", 0.0)})
         self.fm = fault_model
         self.runs_kernels = self.fm.runs_kernels()

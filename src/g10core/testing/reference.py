@@ -38,6 +38,22 @@ EVICT_LRU, EVICT_DEEPUM = 0, 1
 RD, WR, HI, HO = "ssd_in", "ssd_out", "host_in", "host_out"     # the paths of exact quotas
 
 
+def shared_link_times(ssd_bytes, host_bytes, bw_ssd, bw_host, bw_link):
+    """(SSD ms, host ms) of one direction's faults on a shared link (exact rules).
+
+    The SSD streams at min(bw_ssd, link); while it does, the host pages get
+    min(bw_host, link - that), and min(bw_host, link) after it."""
+    r_s = min(bw_ssd, bw_link)
+    t_s = ssd_bytes / r_s if ssd_bytes > 0 and r_s > 0 else 0.0
+    if host_bytes <= 0:
+        return t_s, 0.0
+    h = min(bw_host, bw_link)
+    c = min(bw_link - r_s if t_s > 0 else bw_link, bw_host)
+    if c > 0 and host_bytes <= c * t_s:
+        return t_s, host_bytes / c
+    return t_s, t_s + (host_bytes - max(c, 0.0) * t_s) / h
+
+
 def fault_model_cycles(c: ArtifactConstants, t00, t10, t11, in_faults, in_ssd, in_total,
                        out_faults, out_ssd, out_total, in_np=0, out_np=0) -> int:
     """Extra cycles a faulting kernel takes (the artifact's `performance_model`).
@@ -81,6 +97,14 @@ def fault_model_cycles(c: ArtifactConstants, t00, t10, t11, in_faults, in_ssd, i
         bw_ssd_in = 0.0
     if rs_out == 0:
         bw_ssd_out = 0.0
+    if c.exact:
+        # the SSD stream takes its share of the link only while it streams (docs/physics.md)
+        ssd_in_t, cpu_in_t = shared_link_times(r_in * rs_in * s_in, r_in * (1 - rs_in) * s_in,
+                                               bw_ssd_in, bw_cpu_in, bw_pcie)
+        ssd_out_t, cpu_out_t = shared_link_times(r_out * rs_out * s_out, r_out * (1 - rs_out) * s_out,
+                                                 bw_ssd_out, bw_cpu_out, bw_pcie)
+        delta_ms = max(ssd_in_t + ssd_out_t, cpu_in_t + cpu_out_t)
+        return max(_artifact_ulong(delta_ms / 1e3 * f), int(float(in_np + out_np) * c.alloc_cycles_per_page))
     cap = bw_pcie - max(bw_ssd_in, bw_ssd_out)
     bw_cpu_in = min(bw_cpu_in, cap)
     bw_cpu_out = min(bw_cpu_out, cap)
