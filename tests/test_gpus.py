@@ -211,3 +211,29 @@ def test_an_unknown_gpu_is_exit_2_with_one_line(capsys):
 def test_the_clock_warns_that_it_scales_no_kernel_time(capsys):
     code, out, err = run(capsys, "run", "bert_base-b256", "--policy", "ideal", "--set", "gpu.frequency_GHz=2.4")
     assert code == 0 and "simulation clock" in err and "gpu.model" in err
+
+
+def test_reproduce_and_sweep_take_gpu(capsys, tmp_path):
+    # --gpu on reproduce: the runs are retargeted and the text says the published column is the A100's
+    code, out, err = run(capsys, "reproduce", "fig11", "--gpu", "H100-SXM", "--models", "bert_base-b256",
+                         "--policies", "ideal", "--jobs", "1", "--no-progress", "--json", str(tmp_path / "f.json"))
+    assert code == 0, err
+    assert "GPU H100-SXM (gpu.model)" in out and "the paper's, on the A100-40GB" in out
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert doc["metadata"]["config"]["gpu"]["model"] == "H100-SXM"
+    (row,) = doc["rows"]
+    assert row["time_s"] < 0.5 * row["published_s"]            # bert_base-b256: x0.472 on the H100
+    code, out, err = run(capsys, "reproduce", "fig11", "--models", "bert_base-b256", "--policies", "ideal",
+                         "--jobs", "1", "--no-progress")
+    assert code == 0 and "GPU " not in out
+    # --gpu on sweep: the store's config hash is the H100's, the ideal time the retargeted one
+    (tmp_path / "s.toml").write_text('traces = ["bert_base-b256"]\npolicies = ["ideal"]\n')
+    for gpu in ("H100-SXM", None):
+        out_dir = tmp_path / f"out-{gpu}"
+        code, out, err = run(capsys, "sweep", str(tmp_path / "s.toml"), "--out", str(out_dir), "--jobs", "1",
+                             "--no-progress", *(("--gpu", gpu) if gpu else ()))
+        assert code == 0, err
+    (h100,) = [json.loads(x) for x in (tmp_path / "out-H100-SXM" / "runs.jsonl").read_text().splitlines()]
+    (a100,) = [json.loads(x) for x in (tmp_path / "out-None" / "runs.jsonl").read_text().splitlines()]
+    assert h100["config_hash"] != a100["config_hash"]
+    assert h100["time_s"] == pytest.approx(a100["time_s"] * 0.472, rel=2e-3)

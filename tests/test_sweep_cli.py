@@ -121,6 +121,46 @@ def test_reproduce_refuses_an_unknown_workload(capsys):
     assert "not a workload of fig16" in capsys.readouterr().err
 
 
+def _leaves(d: dict, prefix: str = "") -> dict:
+    """A record's values by path (``meta.phases_s.setup``); the grid is its own columns."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and not (prefix == "" and k == "grid"):
+            out.update(_leaves(v, f"{prefix}{k}."))
+        elif not (prefix == "" and k == "grid"):
+            out[prefix + k] = v
+    return out
+
+
+def test_sweep_export_has_every_value_the_store_holds(folder, tmp_path, capsys):
+    # "the export with every column the store holds": config_hash, trace_digest, the run's meta
+    # (wall and CPU seconds, phases, worker, version, finish time) and the record's schema_version too
+    out = tmp_path / "out"
+    assert main(["sweep", str(folder / "s.toml"), "--out", str(out), "--jobs", "1", "--no-progress",
+                 "--gpu", "H100-SXM"]) == 0
+    capsys.readouterr()
+    assert main(["sweep", "export", str(out), "-o", "-"]) == 0
+    rows = {r["run_key"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    recs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert len(rows) == len(recs) == 6
+    for rec in recs:
+        row = rows[rec["run_key"]]
+        values = sorted(str(v) for v in row.values())
+        for path, v in _leaves(rec).items():
+            want = "" if v is None else str(v)
+            assert want in values, (path, v)
+        assert row["config_hash"] == rec["config_hash"] and row["trace_digest"] == rec["trace_digest"]
+        assert float(row["wall_s"]) == rec["meta"]["wall_s"] and row["worker"] == rec["meta"]["worker"]
+        assert int(row["schema_version"]) == rec["schema_version"]
+    # the GPU given with --gpu is in the config hash: the same sweep on the default GPU differs there
+    base = tmp_path / "base"
+    assert main(["sweep", str(folder / "s.toml"), "--out", str(base), "--jobs", "1", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["sweep", "export", str(base), "-o", "-"]) == 0
+    other = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["config_hash"] for r in other}.isdisjoint({r["config_hash"] for r in rows.values()})
+
+
 def test_sweep_export_has_the_breakdown_traffic_and_fault_columns(folder, tmp_path, capsys):
     # runs.jsonl holds them; the CSV left them out
     out = tmp_path / "out"

@@ -889,13 +889,15 @@ class ResultStore:
         """``(columns, rows)``: one flat row per recorded run, in plan order, for ``export`` and
         :func:`to_pandas`: :data:`ROW_FIELDS` with the grid keys as columns after ``policy``, then
         :func:`metric_columns` (``best_iteration``, ``breakdown_*_s``, ``traffic_*_pages``,
-        ``faults_*_pages``, ``prefetched_*_pages``, ...; absent for a failed run)."""
+        ``faults_*_pages``, ``prefetched_*_pages``, ...; absent for a failed run), then
+        :func:`store_columns` (``config_hash``, ``trace_digest``, the run's ``meta`` and the record's
+        ``schema_version``): every value ``runs.jsonl`` holds is a column."""
         st = self.status()
         plan = self.plan()
         grid_keys = plan.get("grid_keys", []) if plan else sorted({k for r in st["rows"] for k in r}
                                                                    - set(ROW_FIELDS))
         recs = self.records()
-        metrics = [metric_columns(recs[r["run_key"]]) for r in st["rows"]]
+        metrics = [{**metric_columns(recs[r["run_key"]]), **store_columns(recs[r["run_key"]])} for r in st["rows"]]
         cols = list(ROW_FIELDS[:5]) + list(grid_keys) + list(ROW_FIELDS[5:])
         cols += list(dict.fromkeys(k for m in metrics for k in m))
         rows = []
@@ -959,6 +961,18 @@ def metric_columns(rec: dict) -> dict:
     they were added)."""
     out = {"best_iteration": rec["best_iteration"]} if "best_iteration" in rec else {}
     out.update(flat_columns({f: rec[f] for f in METRIC_FIELDS if isinstance(rec.get(f), dict)}))
+    return out
+
+
+def store_columns(rec: dict) -> dict:
+    """What else a record holds, as flat columns: ``config_hash`` and ``trace_digest`` (what the run
+    key is made of: a sweep run with ``--gpu`` or ``[set]`` keys differs from another only there),
+    the run's ``meta`` (``wall_s``, ``cpu_s``, ``phases_*_s``, ``worker``, ``g10core_version``,
+    ``finished_utc``; a run that raised before it ran has only the version) and the record's
+    ``schema_version``."""
+    out = {k: rec.get(k) for k in ("config_hash", "trace_digest")}
+    out.update(flat_columns(rec.get("meta") or {}))
+    out["schema_version"] = rec.get("schema_version")
     return out
 
 
