@@ -455,8 +455,12 @@ def test_synthetic_200_percent_is_not_ideal_without_the_4x_allocator():
     assert art.iteration_time_s == art.ideal_time_s and moved_s > 10 * art.iteration_time_s
     assert {q["name"] for q in art.quirks} >= {"gds_allocator_capacity_factor"}
     # on the GPU it has, 80 GiB cannot move in a 0.05 s iteration: G10's plan leaves more resident
-    # than fits, and the tensor-level simulator (no fault fallback) reports that it cannot fit
-    assert explore.failed and "cannot fit" in explore.failure_reason
+    # than fits, and G10 on UVM evicts on demand (the driver's fallback): the run takes at least
+    # the time its SSD traffic needs, one direction at a time through the shared SSD
+    assert not explore.failed, explore.failure_reason
+    assert explore.counters["demand_evictions"] > 0
+    ssd_s = (explore.traffic_pages["gpu_to_ssd"] + explore.traffic_pages["ssd_to_gpu"]) * 4096 / 3.2e9
+    assert explore.iteration_time_s >= ssd_s > 10 * explore.ideal_time_s
 
 
 def test_page_level_honours_host_bandwidth_below_the_link(trace_file):

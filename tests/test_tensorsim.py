@@ -481,3 +481,81 @@ def test_a_fragmented_gpu_fits_a_tensor_with_the_page_pool_not_with_extents():
     pages = run(tr, TensorSimSpec(**{**sp.__dict__, "allocator": "pages"}).check(), hints())
     assert not pages["failed"], pages["failure_reason"]
     assert pages["time_s"] == pytest.approx(pages["ideal_time_s"])
+
+
+# ---- demand eviction (a policy on UVM: G10-GDS, G10-Host outside g10-artifact) -------------
+
+def uvm_spec(tier, capacity_pages=2 * BIG_PAGES, ssd_GiBps=1.0, host_GiBps=2.0):
+    """A GPU with virtual memory (page allocator, no quirks) that evicts on demand to ``tier``."""
+    import dataclasses
+    sp = spec(capacity_pages=capacity_pages, quirks=False, ssd_GiBps=ssd_GiBps, host_GiBps=host_GiBps)
+    sp = dataclasses.replace(sp, allocator="pages")
+    return dataclasses.replace(sp, demand_eviction_tier=tier).check() if tier >= 0 else sp.check()
+
+
+def three_globals_trace():
+    # three 256 MiB globals, used by kernels 0, 1, 2 and A again by kernels 3 and 4; the GPU
+    # holds two (kernel 4 ends the iteration: the steady state's restore counts in its step)
+    return make_trace([BIG, BIG, BIG], [True, True, True],
+                      [(10, [0], []), (10, [1], []), (10, [2], []), (10, [0], []), (10, [0], [])])
+
+
+def steady_run(trace, sp, tiers):
+    return TensorLevelSimulator(trace, sp, tensorsim.check_hints(trace, hints(), sp.mode),
+                                initial_tier=np.array(tiers, np.int8)).run()
+
+
+def test_without_demand_eviction_a_full_gpu_fails():
+    from g10core.codes import TIER_GPU, TIER_SSD
+    res = steady_run(three_globals_trace(), uvm_spec(-1), [TIER_GPU, TIER_GPU, TIER_SSD])
+    assert res["failed"] and "cannot fit" in res["failure_reason"]
+
+
+@pytest.mark.parametrize("tier_name", ["ssd", "host"])
+def test_demand_eviction_evicts_in_arrival_order_with_closed_form_time(tier_name):
+    # A and B start on the GPU (A placed first), C on the SSD.  Kernel 2 needs C: nothing is in
+    # flight, so A (the earliest arrival, not kernel 2's) is evicted, then C is fetched.  Kernel 3
+    # needs A back: B (arrived before C) is evicted, then A is fetched.  After the last kernel the
+    # steady state moves every global back where it started (C out to the SSD, B in).
+    from g10core.codes import TIER_GPU, TIER_HOST, TIER_SSD
+    tier = TIER_SSD if tier_name == "ssd" else TIER_HOST
+    sp = uvm_spec(tier)
+    res = steady_run(three_globals_trace(), sp, [TIER_GPU, TIER_GPU, TIER_SSD])
+    assert not res["failed"], res["failure_reason"]
+    out_Bps = GiB * (1.0 if tier_name == "ssd" else 2.0)
+    write = math.ceil(BIG * HZ / out_Bps - 1e-6)          # a demand eviction
+    read_ssd = math.ceil(BIG * HZ / GiB - 1e-6)            # C from the SSD
+    read_back = math.ceil(BIG * HZ / out_Bps - 1e-6)       # A from where it was evicted to
+    k = cycles(0.010)
+    assert res["demand_evictions"] == 2
+    assert res["demand_evicted_bytes"] == 2 * BIG
+    assert res["traffic_bytes"]["gpu_to_" + tier_name] >= 2 * BIG
+    # kernel 2 waits for A's eviction, then C's fetch; kernel 3 for B's eviction, then A's fetch
+    assert res["kernel_time_s"][2] * HZ == pytest.approx(k + write + read_ssd, abs=2)
+    assert res["kernel_time_s"][3] * HZ == pytest.approx(k + write + read_back, abs=2)
+    # then the steady state puts the globals back where they started (its time counts)
+    assert res["time_cycles"] > 5 * k + 2 * write + read_ssd + read_back
+
+
+def test_demand_eviction_never_takes_the_running_kernels_tensors():
+    # kernel 1 reads A and needs B too: the GPU holds two tensors and the third, C, arrived
+    # last; the victim must be C, not A (arrived first but read by the running kernel)
+    from g10core.codes import TIER_GPU, TIER_SSD
+    tr = make_trace([BIG, BIG, BIG], [True, True, True], [(10, [0, 2], []), (10, [0, 1], [])])
+    res = steady_run(tr, uvm_spec(TIER_SSD), [TIER_GPU, TIER_SSD, TIER_GPU])
+    assert not res["failed"], res["failure_reason"]
+    assert res["demand_evictions"] == 1
+
+
+def test_a_kernel_larger_than_the_gpu_still_fails_with_demand_eviction():
+    from g10core.codes import TIER_GPU, TIER_SSD
+    tr = make_trace([BIG, BIG, BIG], [True, True, True], [(10, [0, 1, 2], [])])
+    res = steady_run(tr, uvm_spec(TIER_SSD), [TIER_GPU, TIER_GPU, TIER_SSD])
+    assert res["failed"] and "cannot fit" in res["failure_reason"]
+
+
+def test_demand_eviction_is_refused_under_the_artifacts_quirks():
+    cfg = preset("g10-artifact")
+    tr = three_globals_trace()
+    with pytest.raises(TensorSimError, match="demand_eviction"):
+        tensorsim.simulate(tr, cfg, hints(), mode="gds", demand_eviction="ssd")

@@ -908,7 +908,9 @@ def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:
                                   "failed_at_kernel", "mode", "visit_order",
                                   # runs with CPU kernels (the CPU tier)
                                   "cpu_busy_s", "gpu_wait_cpu_s", "n_cpu_kernels", "peak_host_bytes",
-                                  "pinned_host_bytes", "host_capacity_bytes") if k in d}
+                                  "pinned_host_bytes", "host_capacity_bytes",
+                                  # a policy on UVM (G10-GDS, G10-Host outside g10-artifact)
+                                  "demand_evictions", "demand_evicted_bytes") if k in d}
     counters["traffic_bytes"] = {k: int(v) for k, v in d.get("traffic_bytes", {}).items()}
     if d.get("steady_state"):
         # a run from a placement (tensorsim's initial_tier): where it started, what went back

@@ -187,6 +187,15 @@ class _G10TensorLevel(TensorPolicy):
             hints, n = with_stream_hints(hints, extra), int(extra.size)
         return hints, tier, n
 
+    @property
+    def _demand_eviction(self) -> str | None:
+        """G10 runs on UVM: outside ``g10-artifact`` (whose published simulator fails a plan that
+        overfills the GPU) a tensor that finds the GPU full evicts on demand, as the driver does,
+        to the tier the variant moves tensors to (G10-GDS: the SSD only)."""
+        if self.config.scheduler.artifact_quirks:
+            return None
+        return "ssd" if self.variant == "gds" else "host"
+
     def simulate(self, trace: Trace, hints=None) -> dict:
         if hints is not None:       # a given hint table replaces G10's schedule
             hints = np.asarray(hints)
@@ -195,13 +204,15 @@ class _G10TensorLevel(TensorPolicy):
                 # the same start as the policy's own plan (whose table, schedule(), holds the
                 # streaming hints when the globals do not fit)
                 tier, _ = initial_placement(trace, self.config, self.variant)
-            return tensorsim.simulate(trace, self.config, hints, mode="gds", initial_tier=tier)
+            return tensorsim.simulate(trace, self.config, hints, mode="gds", initial_tier=tier,
+                                      demand_eviction=self._demand_eviction)
         reason = tensorsim.working_set_check(trace, self.config)
         if reason is not None:
             failed = tensorsim.failed_result(reason, mode="gds", trace=trace, config=self.config)
             return tensorsim.with_policy(failed, self.name, {})
         hints, tier, n_stream = self._plan(trace)
-        res = tensorsim.simulate(trace, self.config, hints, mode="gds", initial_tier=tier)
+        res = tensorsim.simulate(trace, self.config, hints, mode="gds", initial_tier=tier,
+                                 demand_eviction=self._demand_eviction)
         counts = {ACTION_NAMES[a]: int((hints["action"] == a).sum()) for a in np.unique(hints["action"]).tolist()}
         info = {"n_hints": int(hints.size), "hints_by_action": counts}
         if tier is not None:

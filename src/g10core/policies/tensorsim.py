@@ -324,6 +324,10 @@ class TensorSimSpec:
     host_capacity_bytes: int = 0
     host_ssd_bandwidth_Bps: float = 0.0
     host_ssd_write_bandwidth_Bps: float = 0.0     # host->SSD (0: host_ssd_bandwidth_Bps)
+    # a policy on UVM (G10-GDS, G10-Host outside g10-artifact): when nothing in flight frees
+    # room, the driver evicts resident tensors in arrival order to this tier (TIER_HOST or
+    # TIER_SSD) instead of the run failing; -1: off
+    demand_eviction_tier: int = -1
 
     def check(self) -> "TensorSimSpec":
         if self.allocator not in ALLOCATORS:
@@ -643,6 +647,11 @@ class TensorLevelSimulator:
         self._ahead = 0
         self._max_local_pages = max_working_set_pages(trace, page, include_globals=False)
         self.leaked_pages = 0
+        # demand eviction (spec.demand_eviction): the order in which tensors got their GPU pages
+        self._arrival = [0] * T
+        self._n_arrivals = 0
+        self.n_demand_evictions = 0
+        self.demand_evicted_bytes = 0
 
         self.now = 0
         self._events: list = []           # heap of (time, seq, kind)
@@ -761,6 +770,8 @@ class TensorLevelSimulator:
             # second extent; the first stays allocated until the end.
             self.leaked_pages += n
         self.extent[tensor] = start
+        self._n_arrivals += 1
+        self._arrival[tensor] = self._n_arrivals
         used = self.alloc.used_pages
         if used > self.peak_used_pages:
             self.peak_used_pages = used
@@ -782,7 +793,48 @@ class TensorLevelSimulator:
                 if self.spec.mode == "gds":
                     self._start_waiting_prefetches()
                 return
+        if self.spec.demand_eviction_tier >= 0 and self._evict_on_demand(tensor, kernel):
+            while self._events:
+                self._serve_one()
+                if self._place(tensor, high):
+                    self._start_waiting_prefetches()
+                    return
         raise _CannotFit(self._no_room_message(tensor, kernel))
+
+    def _evict_on_demand(self, tensor: int, kernel: int) -> bool:
+        """Queue the evictions that make room for ``tensor`` when nothing in flight will.
+
+        What UVM's driver does when a GPU allocation finds memory full: it evicts resident
+        memory in the order it arrived (its root-chunk list; docs/guide/detailed.md), here
+        whole tensors, never those of the running kernel nor one being fetched.  They go to host
+        memory or the SSD (``spec.demand_eviction_tier``: G10-Host's host memory, G10-GDS's SSD),
+        and are fetched on demand at their next use.  Called with the queues idle; False when the evictable tensors cannot
+        free enough (the run then fails as before).
+        """
+        need = self.pages[tensor] - self.alloc.free_pages
+        keep = set(self.required[kernel])
+        keep.add(tensor)
+        ext, fetching, waiting = self.extent, self.fetching, self.waiting
+        resident = sorted((t for t in range(self.trace.n_tensors)
+                           if ext[t] >= 0 and t not in keep and not fetching[t] and not waiting[t]),
+                          key=self._arrival.__getitem__)
+        victims, got = [], 0
+        for t in resident:
+            if got >= need:
+                break
+            victims.append(t)
+            got += self.pages[t]
+        if got < need:
+            return False
+        tier = self.spec.demand_eviction_tier
+        if tier == TIER_HOST and self.spec.host_bandwidth_Bps <= 0:
+            tier = TIER_SSD                   # no host path
+        for t in victims:
+            self._evict_to(t, tier)
+            self.start_off[t] = True          # its data is off the GPU: the next use fetches it
+            self.n_demand_evictions += 1
+            self.demand_evicted_bytes += self.size_bytes[t]
+        return True
 
     def _no_room_message(self, tensor: int, kernel: int) -> str:
         page = self.spec.page_size_bytes
@@ -1069,6 +1121,16 @@ class TensorLevelSimulator:
                 while self.extent[tensor] < 0 and self._events:
                     self._serve_one()
                     self._start_waiting_prefetches()
+                if self.extent[tensor] < 0 and self.spec.demand_eviction_tier >= 0:
+                    # its prefetch cannot get room: the kernel's access faults it in instead,
+                    # evicting on demand
+                    self.fetch_wait.remove(tensor)
+                    self.waiting[tensor] = False
+                    self._place_or_wait(tensor, True, kernel)
+                    if self.absent[tensor]:
+                        self.absent[tensor] = False
+                    else:
+                        self._fetch_on_demand(tensor)
                 if self.extent[tensor] < 0:
                     raise _CannotFit(self._no_room_message(tensor, kernel))
                 if not self.spec.artifact_quirks:
@@ -1518,6 +1580,9 @@ class TensorLevelSimulator:
             "restore_bytes": int(self.restore_bytes),
             "restore_transfers": int(self.restore_transfers),
         }
+        if self.spec.demand_eviction_tier >= 0:
+            counters["demand_evictions"] = int(self.n_demand_evictions)
+            counters["demand_evicted_bytes"] = int(self.demand_evicted_bytes)
         if recompute_counters is not None:
             counters["recompute"] = recompute_counters
         if self.cpu_mode:
@@ -1650,7 +1715,7 @@ def check_initial_tier(trace: Trace, initial_tier, spec: TensorSimSpec) -> np.nd
 
 def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
              backward_start_kernel: int = -1, visit_order: str | None = None, initial_tier=None,
-             cpu_kernels=None, cpu_work: "CPUWork | None" = None) -> dict:
+             cpu_kernels=None, cpu_work: "CPUWork | None" = None, demand_eviction: str | None = None) -> dict:
     """Simulate one iteration of ``trace`` at tensor level under ``hints``.
 
     ``config`` is a :class:`~g10core.config.SimConfig` (preset ``g10-artifact``
@@ -1674,6 +1739,12 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     ``cpu_work`` (:class:`CPUWork`) giving their work and where the tensors start;
     see :func:`cpu_work_for` (``initial_tier`` then places the tensors as
     :class:`CPUWork` says).
+    ``demand_eviction`` (``"host"`` or ``"ssd"``; mode ``"gds"`` without
+    ``scheduler.artifact_quirks``, no CPU kernels): the policy runs on UVM, so a tensor that
+    finds the GPU full, with nothing in flight that would free room, evicts resident tensors
+    in arrival order (never the running kernel's) to that tier (the SSD where the host path
+    has no bandwidth) instead of failing; the result's counters
+    gain ``demand_evictions`` and ``demand_evicted_bytes``.
     Returns a plain dict; see the module docstring.
     """
     if not isinstance(trace, Trace):
@@ -1684,6 +1755,14 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
         raise TensorSimError(f"backward_start_kernel = {backward_start_kernel}: must be in [0, {trace.n_kernels}]")
     spec = TensorSimSpec.from_config(config, mode, backward_start_kernel=backward_start_kernel,
                                      visit_order=visit_order)
+    if demand_eviction is not None:
+        tiers = {"host": TIER_HOST, "ssd": TIER_SSD}
+        if demand_eviction not in tiers:
+            raise TensorSimError(f"demand_eviction = {demand_eviction!r}: must be None, 'host' or 'ssd'")
+        if spec.allocator != "pages" or cpu_kernels is not None:
+            raise TensorSimError("demand_eviction: only for mode 'gds' outside g10-artifact's quirks (a GPU "
+                                 "with virtual memory) and without CPU kernels")
+        spec = dataclasses.replace(spec, demand_eviction_tier=tiers[demand_eviction])
     end_hints = None
     if cpu_kernels is not None:
         h = np.asarray(hints)
