@@ -298,3 +298,17 @@ def test_the_replay_keeps_only_the_event_loop_and_the_kernel_state_machine():
     # issue 11: components live in their own modules; the replay stays small enough to read whole
     lines = (SRC / "_replay.pyx").read_text().count("\n")
     assert 0 < lines <= 600, lines
+
+
+def test_every_pyx_is_built_as_the_module_its_path_names():
+    # setup.py builds every .pyx below src/g10core by its path (issue 32): a compiled module moved
+    # into a wing (workload/_traceidx, policies/_g10sched) imports from there as an extension
+    import importlib.machinery
+    import importlib.util
+
+    pyx = sorted(name for name, path in MODULES.items() if path.suffix == ".pyx")
+    assert {"g10core.workload._traceidx", "g10core.policies._g10sched", "g10core._replay"} <= set(pyx)
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    not_built = [name for name in pyx
+                 if not (getattr(importlib.util.find_spec(name), "origin", None) or "").endswith(suffixes)]
+    assert not not_built, f"no compiled module for {not_built}"

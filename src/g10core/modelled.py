@@ -105,18 +105,6 @@ DEPENDENT_KEYS = {
 PRESET_KEYS = ("run.iterations", "scheduler.artifact_quirks", "run.iteration_rule", "run.breakdown_rule",
                "ssd.duplex")
 
-WHY = {
-    "tensor": "the tensor-level simulator moves whole tensors over FIFOs at ssd/host/link bandwidth: no transfer "
-              "slots, fault-time model, PCIe device or FTL, and one steady-state iteration",
-    "flashneuron": "FlashNeuron offloads to the SSD only and plans without the G10 scheduler",
-    "g10-gds": "G10-GDS moves tensors between GPU and SSD only",
-    "slots": "read only by the detailed devices (link.model = pcie, ssd.model = ftl)",
-    "handler": "read only by the far-fault handler (fault.handler = batched, preset detailed)",
-    "tlb": "read only by the TLB hierarchy (tlb.model = hierarchy, preset detailed)",
-    "batched": "superseded by the far-fault handler (fault.handler = batched): read only by a planner",
-    **{key: why for key, (_on, why) in DEPENDENT_KEYS.items()},
-}
-
 
 def _flat(cfg) -> dict:
     d = cfg.to_dict()
@@ -182,4 +170,5 @@ def warning_text(cfg, policy: str, keys: list[str]) -> str:
     now = _flat(cfg)
     vals = ", ".join(f"{k} = {now[k]!r}" for k in keys)
     return (f"policy {policy!r} does not model {vals}: the result is the same as without "
-            f"{'it' if len(keys) == 1 else 'them'} (README: Which parameters each policy models)")
+            f"{'it' if len(keys) == 1 else 'them'} (docs/guide/configuration.md: Which parameters each policy "
+            "models)")

@@ -279,6 +279,16 @@ def flat_columns(d: dict) -> dict:
     the order ``d`` holds them.  One function for every flat table g10core writes:
     :meth:`Result.to_pandas` (``"iterations"``), ``g10sim sweep export`` and
     :func:`g10core.experiments.sweep.to_pandas`.
+
+    Parameters
+    ----------
+    d : dict
+        A record whose values are numbers, strings or tables (dicts of them).
+
+    Returns
+    -------
+    dict
+        The flat record, one column per value and per table entry.
     """
     out = {}
     for key, value in d.items():
@@ -759,7 +769,19 @@ class Result:
         return out
 
     def to_json(self, kernels: bool = False, indent: int | None = 2) -> str:
-        """:meth:`to_dict` as JSON text (``indent`` as for :func:`json.dumps`), ending in a newline."""
+        """:meth:`to_dict` as JSON text, ending in a newline.
+
+        Parameters
+        ----------
+        kernels : bool
+            Include the per-kernel table (as :meth:`to_dict`).
+        indent : int or None
+            As for :func:`json.dumps` (None: one line).
+
+        Returns
+        -------
+        str
+        """
         return json.dumps(self.to_dict(kernels), indent=indent, allow_nan=False) + "\n"
 
     def write_json(self, path, kernels: bool = False) -> Path:

@@ -428,6 +428,15 @@ def read_timeline(path) -> dict:
     """A timeline file (:func:`write_timeline`'s, or any trace-event JSON of X, C and M events) as
     its JSON object; refuses a file that is not one, naming it and the event.
 
+    Parameters
+    ----------
+    path : str or path
+
+    Returns
+    -------
+    dict
+        The document, with its ``traceEvents`` list.
+
     Raises
     ------
     ValueError

@@ -262,6 +262,13 @@ class PlanResult:
         return sum(1 for r in self.runs if r["new"])
 
     def to_dict(self) -> dict:
+        """The plan as the JSON document ``g10sim plan --json`` writes (schema, question, answer, runs).
+
+        Returns
+        -------
+        dict
+            ``frontier`` is present only for a two-key plan.
+        """
         d = {"schema": PLAN_SCHEMA, "schema_version": PLAN_SCHEMA_VERSION, "g10core_version": __version__,
              "trace": self.trace, "policy": self.policy, "preset": self.preset, "config_hash": self.base_config_hash,
              "set": self.fixed, "key": self.key, "keys": list(self.keys), "target": self.target,
@@ -639,7 +646,17 @@ def _result(trace, policy, base, axes, searches, target, tolerance, rows, all_ru
 # ---- output --------------------------------------------------------------------------------
 
 def format_plan(r: PlanResult) -> str:
-    """The plan as text: the question, each run, the answer (and the frontier), the notes."""
+    """The plan as text: the question, each run, the answer (and the frontier), the notes.
+
+    Parameters
+    ----------
+    r : PlanResult
+
+    Returns
+    -------
+    str
+        Lines without a final newline, as ``g10sim plan`` prints them.
+    """
     pct = f"{r.tolerance * 100:g} %"
     setting = ", ".join(r.fixed.get("sets", [])) + (f", gpu {r.fixed['gpu']}" if r.fixed.get("gpu") else "")
     lo, hi = r.ranges[r.key]
@@ -678,7 +695,19 @@ def format_plan(r: PlanResult) -> str:
 
 def plot_plan(r: PlanResult, path) -> Path:
     """Draw the plan (matplotlib Agg, written atomically): one key, the fraction of ideal of each run
-    against the key with the target and the minimum; two keys, the frontier over every run."""
+    against the key with the target and the minimum; two keys, the frontier over every run.
+
+    Parameters
+    ----------
+    r : PlanResult
+    path : str or path
+        The image file; the format from its suffix.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     from .report import _new_figure, _save
 
     fig = _new_figure(5.0, 3.4)

@@ -1203,5 +1203,20 @@ def timeline_figure(doc, *, title: str | None = None):
 
 def plot_timeline(doc, path, *, title: str | None = None) -> Path:
     """Draw a timeline document (:func:`timeline_figure`) to ``path`` (matplotlib Agg, written
-    atomically; the format from the suffix, PNG by default)."""
+    atomically; the format from the suffix, PNG by default).
+
+    Parameters
+    ----------
+    doc : dict
+        A timeline document (:func:`g10core.timeline.read_timeline`, :meth:`Result.write_timeline`).
+    path : str or path
+        The image file.
+    title : str, optional
+        The figure's title (default: the document's trace, policy and preset).
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     return _save(timeline_figure(doc, title=title), path)

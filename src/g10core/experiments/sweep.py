@@ -907,7 +907,18 @@ class ResultStore:
         return cols, rows
 
     def export_csv(self, dest) -> Path:
-        """The rows of :meth:`export_rows` as CSV (an empty cell for a missing value), written atomically."""
+        """The rows of :meth:`export_rows` as CSV (an empty cell for a missing value), written atomically.
+
+        Parameters
+        ----------
+        dest : str or path
+            The CSV file to write.
+
+        Returns
+        -------
+        Path
+            The file written.
+        """
         from ..results import write_text_atomic
 
         cols, rows = self.export_rows()
@@ -926,6 +937,16 @@ class ResultStore:
 
     def export_parquet(self, dest) -> Path:
         """:meth:`to_pandas` written as Parquet (pyarrow), atomically.
+
+        Parameters
+        ----------
+        dest : str or path
+            The Parquet file to write.
+
+        Returns
+        -------
+        Path
+            The file written.
 
         Raises
         ------
@@ -996,6 +1017,16 @@ def _jsonable(obj):
 
 def sweep_status(path) -> dict:
     """The status of a sweep folder (read only): ``{"total", "done", "failed", "rows"}``.
+
+    Parameters
+    ----------
+    path : str or path
+        The sweep's output folder.
+
+    Returns
+    -------
+    dict
+        As :meth:`ResultStore.status`.
 
     Raises
     ------

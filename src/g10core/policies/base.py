@@ -161,7 +161,18 @@ class Policy:
 
     def hand_tuned_factors(self, trace) -> list[dict]:
         """The published artifact's hand-tuned factors this run applies (``scheduler.artifact_quirks``),
-        each ``{"name", "factor", "what"}``; a Result records them as ``quirks``."""
+        each ``{"name", "factor", "what"}``; a Result records them as ``quirks``.
+
+        Parameters
+        ----------
+        trace : Trace
+            The trace the run replays.
+
+        Returns
+        -------
+        list of dict
+            Empty for a policy without hand-tuned factors.
+        """
         return []
 
     def plan(self, trace, config=None, *, hints=None, eviction=None):
@@ -273,7 +284,26 @@ def check(cls) -> None:
 
 
 def register(cls: type[Policy]) -> type[Policy]:
-    """Add a policy class to the registry under its ``name`` (:func:`check` first)."""
+    """Add a policy class to the registry under its ``name`` (:func:`check` first).
+
+    Usable as a class decorator.
+
+    Parameters
+    ----------
+    cls : type of Policy
+        The class; its ``name``, ``level``, ``reads`` and ``eviction`` are checked.
+
+    Returns
+    -------
+    type of Policy
+        ``cls`` itself.
+
+    Raises
+    ------
+    ValueError
+        The name is missing or another class holds it, or a declaration is invalid
+        (an unknown level, eviction rule or configuration key).
+    """
     held = REGISTRY.get(getattr(cls, "name", None))
     if held is not None and (held.__module__, held.__qualname__) != (cls.__module__, cls.__qualname__):
         # (the same class of a module run again, e.g. a user's changed file, replaces the old one)

@@ -106,7 +106,18 @@ class HintFile:
     made_with: dict = field(default_factory=dict)   # preset, config_hash, keys (PLAN_KEYS values)
 
     def config_mismatch(self, config) -> dict:
-        """``{key: (planned, now)}`` for each recorded :data:`PLAN_KEYS` value that ``config`` differs in."""
+        """``{key: (planned, now)}`` for each recorded :data:`PLAN_KEYS` value that ``config`` differs in.
+
+        Parameters
+        ----------
+        config : SimConfig
+            The configuration a replay would run with.
+
+        Returns
+        -------
+        dict
+            Empty when the file records no keys or every recorded key matches.
+        """
         keys = self.made_with.get("keys") or {}
         now = plan_keys(config)
         return {k: (v, now[k]) for k, v in keys.items() if k in now and v != now[k]}

@@ -105,6 +105,15 @@ def forward_backward_boundary(trace) -> int:
     A captured trace records its phases (``capture_forward_kernels``); otherwise the loss
     kernel by :func:`g10core.policies.flashneuron.loss_kernel`'s rule (the G10 artifact's
     ``makeLoss`` writes the loss gradient, so it counts as the first backward kernel).
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Returns
+    -------
+    int
+        The kernel index, or -1.
     """
     phases = _phase_attrs(trace)
     if phases is not None:
@@ -134,6 +143,15 @@ def optimizer_kernels(trace) -> np.ndarray:
     A captured trace: its recorded optimizer phase.  Otherwise the kernels that write a
     parameter or optimizer state (by ``trace.tensor_role``; plain SGD has no state, its step
     writes the parameters).
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 kernel indices, ascending (empty when no kernel updates a parameter or state).
     """
     phases = _phase_attrs(trace)
     if phases is not None:
@@ -145,7 +163,17 @@ def optimizer_kernels(trace) -> np.ndarray:
 
 
 def bytes_by_role(trace) -> dict[str, int]:
-    """Bytes (``tensor_size_bytes``, not page-rounded) per role name, every role listed (0 if none)."""
+    """Bytes (``tensor_size_bytes``, not page-rounded) per role name, every role listed (0 if none).
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Returns
+    -------
+    dict of str to int
+        Role name (``g10core.codes.ROLE_NAMES``) -> bytes.
+    """
     sums = np.bincount(trace.tensor_role.astype(np.int64), weights=trace.tensor_size_bytes.astype(np.float64),
                        minlength=len(ROLE_NAMES))
     # float sums of int64 sizes are exact below 2**53; add exactly instead where they are not

@@ -177,17 +177,52 @@ class Trace:
 
     # ---- accesses ----------------------------------------------------------
     def kernel_accesses(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(tensor ids, modes) of kernel ``k``, in fault-queue order."""
+        """(tensor ids, modes) of kernel ``k``, in fault-queue order.
+
+        Parameters
+        ----------
+        k : int
+            Kernel index, ``0 <= k < n_kernels``.
+
+        Returns
+        -------
+        tensors : numpy.ndarray
+            Tensor ids (a view of ``access_tensor``).
+        modes : numpy.ndarray
+            Access modes (``ACCESS_READ``/``ACCESS_WRITE`` bits), one per tensor id.
+        """
         lo, hi = self.access_offsets[k], self.access_offsets[k + 1]
         return self.access_tensor[lo:hi], self.access_mode[lo:hi]
 
     def kernel_inputs(self, k: int) -> np.ndarray:
-        """Tensors read by kernel ``k`` (including those it also writes)."""
+        """Tensors read by kernel ``k`` (including those it also writes).
+
+        Parameters
+        ----------
+        k : int
+            Kernel index.
+
+        Returns
+        -------
+        numpy.ndarray
+            Tensor ids, in fault-queue order.
+        """
         t, m = self.kernel_accesses(k)
         return t[(m & ACCESS_READ) != 0]
 
     def kernel_outputs(self, k: int) -> np.ndarray:
-        """Tensors written by kernel ``k`` (including those it also reads)."""
+        """Tensors written by kernel ``k`` (including those it also reads).
+
+        Parameters
+        ----------
+        k : int
+            Kernel index.
+
+        Returns
+        -------
+        numpy.ndarray
+            Tensor ids, in fault-queue order.
+        """
         t, m = self.kernel_accesses(k)
         return t[(m & ACCESS_WRITE) != 0]
 
