@@ -315,3 +315,14 @@ def test_json_schema_and_plot(folder, tmp_path, capsys):
     doc2 = json.loads(capsys.readouterr().out)
     assert code == 0 and doc2["key"] == KEY and doc2["keys"] == ["gpu.memory_GiB", KEY]
     assert len(doc2["frontier"]) == 2 and set(doc2["frontier"][0]) >= {"gpu.memory_GiB", "minimum", "bracket"}
+
+
+def test_a_warning_every_run_shares_is_said_once(folder, tmp_path, capsys):
+    # link.generation is not modelled by G10 under default: every run warns the same
+    code = main(["plan", str(folder / "a.h5"), "--policy", "g10", "--target", "0.99", "--vary", KEY,
+                 "--range", "1:32", *sum((["--set", s] for s in SETS + ["link.generation=4"]), []),
+                 "--jobs", "1", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "5 runs (5 new)" in out
+    warns = [ln for ln in err.splitlines() if ln.startswith("g10sim: warning:")]
+    assert len(warns) == 1 and "link.generation" in warns[0] and len(err.splitlines()) == 1

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
+from ..errors import G10Warning
 from .common import (EXIT_OK, add_config_options, add_json_option, check_output_path, emit_json, human,
                      number_arg, policy_help, positive_int)
 
@@ -59,11 +61,14 @@ def _cmd_plan(args) -> int:
     if not args.vary:
         raise ValueError("give --vary KEY (e.g. --vary ssd.bandwidth_GBps --range 1:64)")
     log = None if args.no_progress else (lambda line: print(line, file=sys.stderr, flush=True))
-    r = plan(args.trace, args.policy, args.target, [tuple(v) for v in args.vary], preset=args.preset,
-             config_file=args.config_file, sets=args.sets, gpu=args.gpu, tolerance=args.tolerance,
-             samples=args.samples, points=args.points, out=args.out,
-             jobs=default_jobs() if args.jobs is None else args.jobs, dask=args.dask,
-             progress=not args.no_progress, log=log, traces_dir=args.traces)
+    with warnings.catch_warnings():
+        # every run of a plan has the same configuration but one key: say a warning once, not per run
+        warnings.simplefilter("once", G10Warning)
+        r = plan(args.trace, args.policy, args.target, [tuple(v) for v in args.vary], preset=args.preset,
+                 config_file=args.config_file, sets=args.sets, gpu=args.gpu, tolerance=args.tolerance,
+                 samples=args.samples, points=args.points, out=args.out,
+                 jobs=default_jobs() if args.jobs is None else args.jobs, dask=args.dask,
+                 progress=not args.no_progress, log=log, traces_dir=args.traces)
     if args.plot:
         plot_plan(r, args.plot)
     if human(args):
