@@ -148,26 +148,97 @@ def test_monotone_case_minimum_meets_and_095_of_it_does_not(folder, tmp_path):
     assert all(run["new"] for run in r.runs)
 
 
-def test_unreachable_range_is_null_and_exit_0(folder, tmp_path, capsys):
-    out = tmp_path / "p.json"
+def test_unreachable_range_is_one_line_exit_2_with_null_minimum_in_the_json(folder, tmp_path, capsys):
+    out, store = tmp_path / "p.json", tmp_path / "st"
     code = main(["plan", str(folder / "a.h5"), "--policy", "g10", "--target", "0.99", "--vary", KEY,
                  "--range", "1:32", *sum((["--set", s] for s in SETS), []), "--jobs", "1", "--no-progress",
-                 "--json", str(out)])
-    text = capsys.readouterr().out
-    assert code == 0
+                 "--json", str(out), "--out", str(store)])
+    text, err = capsys.readouterr()
+    assert code == 2
     doc = json.loads(out.read_text())
     assert doc["minimum"] is None and doc["bracket"] is None and doc["run_count"] == 5   # the scan alone
+    assert doc["bracketed"] is False and doc["minimum_is_upper_bound"] is False
+    assert (doc["key"], doc["target"]) == (KEY, 0.99) and len(doc["runs"]) == 5
+    best = max(doc["runs"], key=lambda r: (r["fraction"], -r["value"]))
+    line = (f"g10sim: error: --range 1:32 of {KEY} does not bracket the target 0.99: the best run reaches "
+            f"{best['fraction']:.3f} of ideal at {KEY} = {best['value']:g}; widen --range (a higher HI)")
+    assert err.splitlines() == [line] and doc["unbracketed"] == line.removeprefix("g10sim: error: ")
+    # the report still goes to stdout; the runs stay in the store (a second plan runs none again)
     lines = [ln for ln in text.splitlines() if "cannot reach" in ln]
     assert len(lines) == 1 and lines[0].startswith(f"the range {KEY} = 1 .. 32 cannot reach 0.99 of ideal")
+    assert len((store / sw.RUNS_FILE).read_text().splitlines()) == 5
+    r = pl.plan(folder / "a.h5", "g10", 0.99, {KEY: (1, 32)}, sets=SETS, out=store)    # the API does not raise
+    assert r.new_runs == 0 and not r.bracketed and r.minimum is None and r.unbracketed == doc["unbracketed"]
 
 
-def test_target_met_at_lo(folder, tmp_path, capsys):
+def test_target_met_at_lo_is_one_line_exit_2_with_lo_as_an_upper_bound(folder, tmp_path, capsys):
     code = main(["plan", str(folder / "a.h5"), "--policy", "g10", "--target", "50%", "--vary", KEY,
                  "--range", "20:32", *sum((["--set", s] for s in SETS), []), "--jobs", "1", "--no-progress",
                  "--json", "-"])
-    doc = json.loads(capsys.readouterr().out)
-    assert code == 0 and doc["minimum"] == 20.0 and doc["met_at_lo"] is True and doc["target"] == 0.5
+    text, err = capsys.readouterr()
+    doc = json.loads(text)
+    assert code == 2 and doc["minimum"] == 20.0 and doc["met_at_lo"] is True and doc["target"] == 0.5
+    assert doc["minimum_is_upper_bound"] is True and doc["bracketed"] is False and doc["key"] == KEY
+    assert doc["bracket"] is None and doc["runs"][0]["value"] == 20.0 and doc["runs"][0]["meets"]
     assert any("already met at the low end of the range" in n for n in doc["notes"])
+    line = (f"g10sim: error: --range 20:32 of {KEY} does not bracket the target 0.5: the low end, {KEY} = 20, "
+            f"already reaches {doc['runs'][0]['fraction']:.3f} of ideal (the least value may be lower); "
+            "widen --range (a lower LO)")
+    assert err.splitlines() == [line]
+    r = pl.plan(folder / "a.h5", "g10", 0.5, {KEY: (20, 32)}, sets=SETS)
+    assert (r.minimum, r.minimum_is_upper_bound, r.bracketed) == (20.0, True, False)
+
+
+def test_target_met_at_the_least_value_the_key_takes_is_an_answer_exit_0(folder, tmp_path, capsys):
+    # ssd.bandwidth_GBps takes values from 0.1 (inclusive): met there, no lower value to try
+    code = main(["plan", str(folder / "a.h5"), "--policy", "g10", "--target", "0.001", "--vary", KEY,
+                 "--range", "0.1:1", *sum((["--set", s] for s in SETS), []), "--jobs", "1", "--no-progress",
+                 "--json", "-"])
+    text, err = capsys.readouterr()
+    doc = json.loads(text)
+    assert code == 0 and err == "" and doc["minimum"] == 0.1 and doc["met_at_lo"] is True
+    assert doc["bracketed"] is True and doc["lo_is_floor"] is True and doc["minimum_is_upper_bound"] is False
+    assert any("the least value ssd.bandwidth_GBps takes: every value meets it" in n for n in doc["notes"])
+    from g10core import policies
+    assert pl.check_axis(KEY, (0.1, 1), preset("default"), policies.get("g10")).floor
+    assert not pl.check_axis(KEY, (0.2, 1), preset("default"), policies.get("g10")).floor
+
+
+def test_a_frontier_is_refused_only_where_no_point_brackets_the_target(folder, tmp_path, capsys):
+    argv = ["plan", str(folder / "a.h5"), "--policy", "g10", "--vary", "gpu.memory_GiB", "--range", "0.014:0.03",
+            "--vary", KEY, "--points", "2", "--tolerance", "0.05", "--set", "host.memory_GiB=0", "--jobs", "1",
+            "--no-progress", "--json", "-", "--out", str(tmp_path / "st")]
+    # no point reaches 0.99 in 1 .. 8 (at best 0.24 at 0.014 GiB, 0.63 at 0.03 GiB): nothing of the frontier found
+    code = main(argv + ["--target", "0.99", "--range", "1:8"])
+    text, err = capsys.readouterr()
+    doc = json.loads(text)
+    assert code == 2 and doc["bracketed"] is False and doc["minimum"] is None
+    assert [f["minimum"] for f in doc["frontier"]] == [None, None] and doc["run_count"] == 10
+    best = max(doc["runs"], key=lambda r: r["fraction"])
+    assert err.splitlines() == [
+        f"g10sim: error: --range 1:8 of {KEY} does not bracket the target 0.99 at any of the 2 values of "
+        f"gpu.memory_GiB in 0.014 .. 0.03: not reached at 2 (the best run reaches {best['fraction']:.3f} of ideal "
+        f"at gpu.memory_GiB = 0.03, {KEY} = 8); widen --range of {KEY} (a higher HI)"]
+    # not reached at 0.014 GiB (0.045 .. 0.09 in 1 .. 2), met at the low end at 0.03 GiB (0.127 at 1): refused
+    code = main(argv + ["--target", "0.1", "--range", "1:2"])
+    text, err = capsys.readouterr()
+    doc = json.loads(text)
+    assert code == 2 and doc["bracketed"] is False and [f["minimum"] for f in doc["frontier"]] == [None, 1.0]
+    assert len(err.splitlines()) == 1 and "not reached at 1" in err and "met at the low end at 1" in err
+    assert err.rstrip().endswith("(a lower LO and a higher HI)")
+    # both points met at the low end: refused too (the least values may be lower)
+    code = main(argv + ["--target", "0.01", "--range", "1:32"])
+    text, err = capsys.readouterr()
+    doc = json.loads(text)
+    assert code == 2 and doc["bracketed"] is False and doc["minimum"] == 1.0 and doc["minimum_is_upper_bound"]
+    assert len(err.splitlines()) == 1 and "met at the low end at 2" in err and "(a lower LO)" in err
+    # one point bracketed, the other not reached: a frontier (exit 0)
+    code = main(argv + ["--target", "0.5", "--range", "1:12"])
+    text, err = capsys.readouterr()
+    doc = json.loads(text)
+    reached = [f["minimum"] is not None for f in doc["frontier"]]
+    assert reached == [False, True], doc["frontier"]
+    assert code == 0 and doc["bracketed"] is True and doc["unbracketed"] is None and err == ""
 
 
 @pytest.mark.parametrize("args, message", [
@@ -315,3 +386,15 @@ def test_json_schema_and_plot(folder, tmp_path, capsys):
     doc2 = json.loads(capsys.readouterr().out)
     assert code == 0 and doc2["key"] == KEY and doc2["keys"] == ["gpu.memory_GiB", KEY]
     assert len(doc2["frontier"]) == 2 and set(doc2["frontier"][0]) >= {"gpu.memory_GiB", "minimum", "bracket"}
+
+
+def test_a_warning_every_run_shares_is_said_once(folder, tmp_path, capsys):
+    # link.generation is not modelled by G10 under default: every run warns the same
+    code = main(["plan", str(folder / "a.h5"), "--policy", "g10", "--target", "0.99", "--vary", KEY,
+                 "--range", "1:32", *sum((["--set", s] for s in SETS + ["link.generation=4"]), []),
+                 "--jobs", "1", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "5 runs (5 new)" in out           # 0.99 is not reached: the range does not bracket it
+    warns = [ln for ln in err.splitlines() if ln.startswith("g10sim: warning:")]
+    assert len(warns) == 1 and "link.generation" in warns[0] and len(err.splitlines()) == 2
+    assert "does not bracket the target 0.99" in err.splitlines()[1]

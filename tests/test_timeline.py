@@ -17,7 +17,7 @@ from g10core import codes
 from g10core.cli import main
 from g10core.config import resolve
 from g10core.simulator import Simulator
-from g10core.timeline import (CHANNEL_TRACKS, PID_GPU, PID_HANDLER, PID_LINK, PID_SSD, REQUIRED, TID_BATCHES,
+from g10core.timeline import (CHANNEL_TRACKS, PID_CPU, PID_GPU, PID_HANDLER, PID_LINK, PID_SSD, REQUIRED, TID_BATCHES,
                               TID_GC, TID_ITERATIONS, TID_KERNELS, Clock, merge_spans, read_timeline, us_text)
 from g10core.workload.synth import synthesize
 from g10core.workload.trace import kernel_working_set_bytes, write_trace
@@ -212,6 +212,47 @@ def test_a_tensor_level_result_has_its_kernels(synth, tmp_path):
     doc = read_timeline(r.write_timeline(tmp_path / "tensor.json"))
     kern = events(doc, "X", PID_GPU, TID_KERNELS)
     assert len(kern) == 40 and [e["name"] for e in kern] == [str(n) for n in synth.kernel_name]
+
+
+def test_the_cpu_tiers_kernels_have_their_own_track(tmp_path):
+    """ZeRO-Infinity runs the optimizer on the CPU: those kernels are on the CPU track, start to end
+    as the run timed them; the GPU track holds the rest, each from the previous GPU kernel's end."""
+    r = Simulator().run("gpt2-small-s1024-b5", "zero-infinity")
+    on_cpu = r.kernels["on_cpu"]
+    assert on_cpu.sum() == r.counters["n_cpu_kernels"] > 0
+    doc = read_timeline(r.write_timeline(tmp_path / "zero.json"))
+    cpu, gpu = events(doc, "X", PID_CPU, 1), events(doc, "X", PID_GPU, TID_KERNELS)
+    names = [str(n) for n in r.kernel_names]
+    assert [e["args"]["kernel"] for e in cpu] == np.flatnonzero(on_cpu).tolist()
+    assert [e["args"]["kernel"] for e in gpu] == np.flatnonzero(~on_cpu).tolist()
+    assert [e["name"] for e in cpu + gpu] == [names[e["args"]["kernel"]] for e in cpu + gpu]
+    assert all(e["cat"] == "cpu_kernel" for e in cpu)
+    clock = Clock(1_200_000_000)
+    start_c = np.rint(r.kernels["start_s"] * 1.2e9).astype(np.int64)
+    end_c = np.rint((r.kernels["start_s"] + r.kernels["time_s"]) * 1.2e9).astype(np.int64)
+    for e in cpu:       # the CPU's own start and end
+        kk = e["args"]["kernel"]
+        assert ns(e["ts"]) == clock.ns(start_c[kk]) and ns(e["ts"] + e["dur"]) == clock.ns(end_c[kk])
+    for a, b in zip(cpu, cpu[1:]):       # one CPU kernel at a time
+        assert ns(a["ts"] + a["dur"]) <= ns(b["ts"])
+    for a, b in zip(gpu, gpu[1:]):       # the GPU's kernels tile its time
+        assert ns(a["ts"] + a["dur"]) == ns(b["ts"])
+    assert ns(gpu[0]["ts"]) == 0
+    # the CPU track's busy time is the run's (up to rounding each span to whole ns)
+    assert sum(ns(e["dur"]) for e in cpu) == pytest.approx(r.counters["cpu_busy_s"] * 1e9, abs=len(cpu))
+    meta = {(e["pid"], e["name"]): e["args"] for e in events(doc, "M")}
+    assert meta[(PID_CPU, "process_name")] == {"name": "CPU"}
+    # the iteration is the run's time (which goes on after the last kernel while transfers drain)
+    (it,) = events(doc, "X", PID_GPU, TID_ITERATIONS)
+    assert ns(it["ts"]) == 0 and ns(it["dur"]) == clock.ns(r.iterations[0].time_cycles)
+    assert doc["otherData"]["iteration_time_ns"] == [ns(it["dur"])]
+    assert max(ns(e["ts"] + e["dur"]) for e in cpu + gpu) <= ns(it["dur"])
+
+
+def test_a_tensor_level_result_without_the_cpu_tier_has_no_cpu_track(synth, tmp_path):
+    r = Simulator(tight("default", synth, "host.memory_GiB=0.2")).run(synth, "g10-host")
+    doc = read_timeline(r.write_timeline(tmp_path / "tensor.json"))
+    assert "on_cpu" not in r.kernels and not [e for e in doc["traceEvents"] if e["pid"] == PID_CPU]
 
 
 # ---- the pieces, against hand-computed values -------------------------------------------------

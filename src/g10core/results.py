@@ -441,7 +441,8 @@ class Result:
         wall time, peak RSS and versions.
     kernels : dict
         Per-kernel numpy arrays (page level: the columns of :data:`KERNEL_COLUMNS` plus
-        ``compute/overlap/stall_cycles``; tensor level: ``start_s`` and ``time_s``); left
+        ``compute/overlap/stall_cycles``; tensor level: ``start_s`` and ``time_s``, ``ideal_s``,
+        and ``on_cpu`` where the CPU tier ran kernels); left
         out of the default JSON (``to_dict(kernels=True)`` puts them in).
     quirks : tuple of dict
         The artifact's hand-tuned factors that fired: ``name``, ``factor``, ``what``.
@@ -970,6 +971,9 @@ def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:
         kern = {"start_s": np.asarray(d["kernel_start_s"], float), "time_s": np.asarray(d["kernel_time_s"], float)}
         if "kernel_ideal_s" in d:
             kern["ideal_s"] = np.asarray(d["kernel_ideal_s"], float)
+        on_cpu = np.asarray(d.get("kernel_on_cpu", ()), bool)
+        if on_cpu.shape == kern["start_s"].shape and on_cpu.any():
+            kern["on_cpu"] = on_cpu          # the CPU tier's kernels (the timeline's CPU track)
     return Result(level="tensor", iterations=(it,), ideal_time_s=ideal, counters=counters,
                   kernels=kern, **common)
 

@@ -20,7 +20,10 @@ Tracks (``docs/guide/timeline.md`` says how exact each is):
   merged with the next where they touch or overlap (recorded runs only);
 * fault handler (``detailed``): every fault batch; hint transfers (merged where they overlap);
 * SSD (``detailed``): garbage collection per kernel execution, merged where they overlap;
-* memory: counters of GPU and host memory in use and of pages in flight.
+* memory: counters of GPU and host memory in use and of pages in flight;
+* CPU / ``kernels`` (tensor level, where the CPU tier ran kernels: ZeRO-Offload, ZeRO-Infinity):
+  one span per CPU kernel from its start to its end on the CPU; the GPU track then holds the
+  GPU's kernels only, each from the previous GPU kernel's end to its own.
 
 :func:`read_timeline` reads such a file back (``g10sim report timeline``); :func:`tracks` groups
 its events by track for a picture (``g10core.experiments.report.plot_timeline``).
@@ -43,9 +46,11 @@ SCHEMA_VERSION = 1
 GiB = float(1 << 30)
 
 # processes (pid) and their tracks (tid), in display order
-PID_GPU, PID_LINK, PID_HANDLER, PID_SSD, PID_MEMORY = 1, 2, 3, 4, 5
+PID_GPU, PID_LINK, PID_HANDLER, PID_SSD, PID_MEMORY, PID_CPU = 1, 2, 3, 4, 5, 6
 PROCESS_NAMES = {PID_GPU: "GPU", PID_LINK: "PCIe link", PID_HANDLER: "fault handler", PID_SSD: "SSD",
-                 PID_MEMORY: "memory"}
+                 PID_MEMORY: "memory", PID_CPU: "CPU"}
+TID_CPU_KERNELS = 1
+CPU_SORT = 2         # the CPU's kernels right below the GPU's
 TID_KERNELS, TID_ITERATIONS = 1, 2
 TID_BATCHES, TID_HINT_IN, TID_HINT_OUT = 1, 2, 3
 TID_GC = 1
@@ -185,6 +190,14 @@ def _kernel_rows(result) -> dict:
             "faults": np.asarray(faults, np.int64)}
 
 
+def _cpu_rows(result, n: int) -> np.ndarray:
+    """Per kernel row, whether it ran on the CPU tier (tensor level: ``Result.kernels["on_cpu"]``)."""
+    on = (result.kernels or {}).get("on_cpu") if result.level == "tensor" else None
+    if on is None or np.shape(on) != (n,):
+        return np.zeros(n, bool)
+    return np.asarray(on, bool)
+
+
 def timeline_events(result) -> tuple[list[str], dict]:
     """The events of ``result``'s timeline as JSON texts (one per event), and ``otherData``.
 
@@ -210,6 +223,12 @@ def timeline_events(result) -> tuple[list[str], dict]:
     # ---- track names ----
     ev += _meta(PID_GPU, None, PROCESS_NAMES[PID_GPU], PID_GPU)
     ev += _meta(PID_GPU, TID_KERNELS, "kernels", 1) + _meta(PID_GPU, TID_ITERATIONS, "iterations", 0)
+    k = _kernel_rows(result)
+    n = k["end"].size
+    on_cpu = _cpu_rows(result, n)
+    if on_cpu.any():
+        ev += _meta(PID_CPU, None, PROCESS_NAMES[PID_CPU], CPU_SORT)
+        ev += _meta(PID_CPU, TID_CPU_KERNELS, "kernels", 0)
     if recorded:
         ev += _meta(PID_LINK, None, PROCESS_NAMES[PID_LINK], PID_LINK)
         for i, ch in enumerate(CHANNEL_ORDER):
@@ -223,10 +242,11 @@ def timeline_events(result) -> tuple[list[str], dict]:
         ev += _meta(PID_SSD, TID_GC, "garbage collection", 0)
     ev += _meta(PID_MEMORY, None, PROCESS_NAMES[PID_MEMORY], PID_MEMORY)
 
-    # ---- kernels: from the previous kernel's end to their own ----
-    k = _kernel_rows(result)
-    n = k["end"].size
-    prev_end = np.concatenate(([0], k["end"][:-1])) if n else k["end"]
+    # ---- kernels: from the previous kernel's end to their own (GPU); from start to end (CPU) ----
+    gpu_rows = np.flatnonzero(~on_cpu)
+    g_end = k["end"][gpu_rows]
+    prev_end = k["start"].copy()
+    prev_end[gpu_rows] = np.concatenate(([0], g_end[:-1])) if gpu_rows.size else g_end
     a_ns, b_ns = clock.ns(prev_end), clock.ns(k["end"])
     names_json = [json.dumps(x) for x in names]
     for i in range(n):
@@ -238,11 +258,17 @@ def timeline_events(result) -> tuple[list[str], dict]:
             args["first_attempt_cycles"] = int(k["start"][i])
         if k["faults"][i]:
             args["faulted_pages"] = int(k["faults"][i])
-        ev.append(_x(name, "kernel", PID_GPU, TID_KERNELS, a_ns[i], b_ns[i], args))
+        if on_cpu[i]:
+            ev.append(_x(name, "cpu_kernel", PID_CPU, TID_CPU_KERNELS, a_ns[i], b_ns[i], args))
+        else:
+            ev.append(_x(name, "kernel", PID_GPU, TID_KERNELS, a_ns[i], b_ns[i], args))
     iteration_ns = []
     for it in (np.unique(k["iteration"]) if n else ()):
         sel = np.flatnonzero(k["iteration"] == it)
-        s, e = int(prev_end[sel[0]]), int(k["end"][sel[-1]])
+        s, e = int(prev_end[sel].min()), int(k["end"][sel].max())
+        if result.level == "tensor" and len(result.iterations) == 1 and result.iterations[0].time_cycles:
+            # the run's time can go on after the last kernel (transfers draining): the iteration is the run's
+            e = max(e, int(result.iterations[0].time_cycles))
         sn, en = int(clock.ns(s)), int(clock.ns(e))
         iteration_ns.append(en - sn)
         ev.append(_x(f'"iteration {int(it)}"', "iteration", PID_GPU, TID_ITERATIONS, sn, en,

@@ -5,15 +5,19 @@
                 [--preset ...] [--config ...] [--set ...] [--gpu NAME]
                 [--json FILE] [--plot FILE] [--jobs N] [--dask ADDRESS] [--out STORE]
 
-Exit 0 with an answer (``minimum`` null where the range cannot reach the target, said in one
-line); 2 for a key or range a plan cannot use (one line naming the key); 1 when a run raised.
+Exit 0 with an answer; 2 for a key or range a plan cannot use (one line naming the key, before
+any run), or a range that does not bracket the target (one line naming the key, the range and
+what the runs found, after them: the report, ``--json`` and ``--plot`` are still written, with
+``bracketed: false``, and the store keeps the runs); 1 when a run raised.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
-from .common import (EXIT_OK, add_config_options, add_json_option, check_output_path, emit_json, human,
+from ..errors import G10Warning
+from .common import (EXIT_BAD_INPUT, EXIT_OK, add_config_options, add_json_option, check_output_path, emit_json, human,
                      number_arg, policy_help, positive_int)
 
 
@@ -59,11 +63,14 @@ def _cmd_plan(args) -> int:
     if not args.vary:
         raise ValueError("give --vary KEY (e.g. --vary ssd.bandwidth_GBps --range 1:64)")
     log = None if args.no_progress else (lambda line: print(line, file=sys.stderr, flush=True))
-    r = plan(args.trace, args.policy, args.target, [tuple(v) for v in args.vary], preset=args.preset,
-             config_file=args.config_file, sets=args.sets, gpu=args.gpu, tolerance=args.tolerance,
-             samples=args.samples, points=args.points, out=args.out,
-             jobs=default_jobs() if args.jobs is None else args.jobs, dask=args.dask,
-             progress=not args.no_progress, log=log, traces_dir=args.traces)
+    with warnings.catch_warnings():
+        # every run of a plan has the same configuration but one key: say a warning once, not per run
+        warnings.simplefilter("once", G10Warning)
+        r = plan(args.trace, args.policy, args.target, [tuple(v) for v in args.vary], preset=args.preset,
+                 config_file=args.config_file, sets=args.sets, gpu=args.gpu, tolerance=args.tolerance,
+                 samples=args.samples, points=args.points, out=args.out,
+                 jobs=default_jobs() if args.jobs is None else args.jobs, dask=args.dask,
+                 progress=not args.no_progress, log=log, traces_dir=args.traces)
     if args.plot:
         plot_plan(r, args.plot)
     if human(args):
@@ -71,6 +78,10 @@ def _cmd_plan(args) -> int:
         if args.plot:
             print(f"wrote {args.plot}")
     emit_json(r.to_dict(), args.json_path)
+    if not r.bracketed:
+        # the runs are an answer of a kind (kept in the store, written above), but not to the question
+        print(f"g10sim: error: {' '.join(r.unbracketed.split())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return EXIT_OK
 
 
@@ -81,8 +92,11 @@ def add_parser(subparsers) -> None:
                     "--target of ideal (ideal time / time), by a scan of the range then bisection to --tolerance "
                     "(1 %% of the value); a non-monotone scan is said in one line. Two --vary: the frontier, the "
                     "least second key for each of --points values of the first. Runs go through the sweep "
-                    "executors into --out STORE (resumable). Exit 0 with an answer (minimum null where the range "
-                    "cannot reach the target), 2 for a key or range a plan cannot use, 1 when a run raised.")
+                    "executors into --out STORE (resumable). Exit 0 with an answer; 2 for a key or range a plan "
+                    "cannot use, or a range that does not bracket the target (no value in it reaches the target, "
+                    "or its low end already does; for a frontier, at no point): one line on stderr, the report "
+                    "and --json still written (minimum null, or LO with minimum_is_upper_bound; bracketed false); "
+                    "1 when a run raised.")
     p.add_argument("trace", metavar="TRACE",
                    help="trace file (.h5) or name, e.g. llama-7b-s2048-b1 (g10sim trace list)")
     p.add_argument("--policy", metavar="P", required=True, help=policy_help())

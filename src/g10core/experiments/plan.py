@@ -12,9 +12,14 @@ is at least ``target``:
    model is not monotone in the key here, and the plan says so (``monotone: false``, a note
    naming where, and whether a larger value falls below the target again); it still answers.
    A fall between the bisection's runs (the scan did not see it) is said the same way.
-2. **Answer from the scan.**  The target met at ``lo``: ``lo`` is the minimum (``met_at_lo``).
-   Met by no sample: the range cannot reach it (``minimum`` None).  Else the least sample
-   that meets it and the sample before it bracket the crossing.
+2. **Answer from the scan.**  The target met at ``lo``: ``lo`` is the minimum (``met_at_lo``),
+   only an upper bound of the least value (unless ``lo`` is the least value the key takes, 0
+   or its inclusive minimum: then every value meets it, an exact answer).  Met by no sample:
+   the range cannot reach it (``minimum`` None).  In both the range does not bracket the
+   target (``bracketed`` False: the result says so in :attr:`PlanResult.unbracketed`, one
+   line, which ``g10sim plan`` prints with exit 2; :func:`plan` returns the result, it does
+   not raise).  Else the least sample that meets it and the sample before it bracket the
+   crossing.
 3. **Bisection** of that bracket (geometric midpoints when ``lo > 0``) until it is narrower
    than ``tolerance`` (relative, 1 % by default) of its upper end; with ``jobs`` workers each
    step runs ``jobs`` points at once and cuts the bracket into ``jobs + 1`` parts.  The
@@ -28,7 +33,10 @@ have readable keys and a plan run twice asks for the same runs.
 
 With two keys (``vary`` of two entries) the plan is a **frontier**: for each of ``points``
 values of the first key on a grid across its range, the least value of the second by the
-search above; the searches advance in step, so their runs share the workers.
+search above; the searches advance in step, so their runs share the workers.  A frontier is
+bracketed when at least one of its points is: grid values where the second key's range is
+not reached, or met at its low end, are part of the answer (the frontier's shape) as long as
+one point locates a crossing; where none does, nothing of the frontier was found.
 
 Every run goes through the sweep executors (:func:`g10core.experiments.sweep.run_sweep`:
 this process, local processes or Dask) into a results store (``out``; a temporary one when
@@ -86,6 +94,7 @@ class Axis:
     lo: float
     hi: float
     integer: bool
+    floor: bool = False      # lo is the least value the key takes (0, or its inclusive minimum)
 
     @property
     def geometric(self) -> bool:
@@ -220,7 +229,19 @@ class PlanResult:
         every run / over the scan's.
     minimum : float or int or None
         The least value found (one key), or the least over the frontier (two keys); None where
-        the range cannot reach the target.
+        the range cannot reach the target; the range's low end where the target is met there
+        (``met_at_lo``: only an upper bound of the least value).
+    bracketed : bool
+        Whether the range brackets the target: a crossing was located inside it (two keys: at
+        one point of the frontier at least).  False where no value in the range reaches it, or
+        the low end already does.
+    unbracketed : str or None
+        Where not bracketed, one line saying so: the key, the range, the target and what the
+        runs found (the line ``g10sim plan`` prints on stderr with exit 2); else None.
+    lo_is_floor : bool
+        The low end of ``key``'s range is the least value the key takes (0, or its inclusive
+        minimum, e.g. 0.1 for ``ssd.bandwidth_GBps``): the target met there is an exact answer
+        (every value of the key meets it), bracketed, not an upper bound.
     runs : list of dict
         Every run of the plan: ``value`` (of ``key``), ``values`` (every varied key),
         ``fraction`` of ideal, ``meets``, ``failed``, ``time_s``, ``ideal_time_s``, ``run_key``
@@ -247,6 +268,9 @@ class PlanResult:
     runs: list
     frontier: list | None = None
     minimum_at: dict | None = None
+    bracketed: bool = True
+    unbracketed: str | None = None
+    lo_is_floor: bool = False
     store: str | None = None
     wall_s: float = 0.0
     jobs: int = 1
@@ -261,6 +285,12 @@ class PlanResult:
     def new_runs(self) -> int:
         return sum(1 for r in self.runs if r["new"])
 
+    @property
+    def minimum_is_upper_bound(self) -> bool:
+        """Is ``minimum`` the range's low end, where the target is already met, and the key
+        takes lower values (the least value may be lower)?"""
+        return self.minimum is not None and self.met_at_lo and not self.lo_is_floor
+
     def to_dict(self) -> dict:
         """The plan as the JSON document ``g10sim plan --json`` writes (schema, question, answer, runs).
 
@@ -273,8 +303,10 @@ class PlanResult:
              "trace": self.trace, "policy": self.policy, "preset": self.preset, "config_hash": self.base_config_hash,
              "set": self.fixed, "key": self.key, "keys": list(self.keys), "target": self.target,
              "tolerance": self.tolerance, "range": self.ranges[self.key], "ranges": self.ranges,
-             "minimum": self.minimum, "bracket": self.bracket, "monotone": self.monotone,
-             "scan_monotone": self.scan_monotone, "met_at_lo": self.met_at_lo,
+             "minimum": self.minimum, "minimum_is_upper_bound": self.minimum_is_upper_bound,
+             "bracketed": self.bracketed, "unbracketed": self.unbracketed, "lo_is_floor": self.lo_is_floor,
+             "bracket": self.bracket,
+             "monotone": self.monotone, "scan_monotone": self.scan_monotone, "met_at_lo": self.met_at_lo,
              "sampled_minimum": self.sampled_minimum, "notes": list(self.notes),
              "run_count": len(self.runs), "new_runs": self.new_runs, "wall_s": round(self.wall_s, 3),
              "jobs": self.jobs, "store": self.store, "runs": self.runs}
@@ -368,7 +400,8 @@ def check_axis(key: str, rng, base: SimConfig, policy_cls, *, sets=()) -> Axis:
         if key in unread or key in policy_cls.not_applicable:
             raise ConfigError(f"--vary {key}: policy {policy_cls.name!r} does not model it (its result is the same "
                               "at every value; docs/guide/configuration.md, Which parameters each policy models)")
-    return Axis(key, lo, hi, integer)
+    floor = lo == 0 or (p.min is not None and not p.min_exclusive and lo <= p.min)
+    return Axis(key, lo, hi, integer, floor)
 
 
 def _runs(base: SimConfig, section: str, name: str, value) -> bool:
@@ -428,6 +461,8 @@ def plan(trace, policy: str, target: float, vary, *, preset: str = DEFAULT_PRESE
     Returns
     -------
     PlanResult
+        Also where the range does not bracket the target (``bracketed`` False, ``unbracketed``
+        the one line saying why); the command line maps that to exit 2.
 
     Raises
     ------
@@ -602,7 +637,10 @@ def _notes(s: _Search, target: float, where: str = "") -> list:
                    + (f" ({len(s.run_falls)} such falls)" if len(s.run_falls) > 1 else "")
                    + (f"; {key} = {again[0]:g}, above the minimum, falls below {target:g} again" if again else
                       f"; every larger value run meets {target:g}"))
-    if s.met_at_lo:
+    if s.met_at_lo and ax.floor:
+        out.append(f"{where}the target {target:g} is already met at {key} = {ax.lo:g}, the least value {key} "
+                   "takes: every value meets it")
+    elif s.met_at_lo:
         out.append(f"{where}the target {target:g} is already met at the low end of the range, {key} = {ax.lo:g}: "
                    "the least value may be lower (give a lower LO)")
     elif s.minimum is None:
@@ -621,13 +659,15 @@ def _result(trace, policy, base, axes, searches, target, tolerance, rows, all_ru
     fixed = {"sets": list(sets)} | ({"gpu": gpu} if gpu else {})
     common = dict(trace=trace, policy=policy, preset=base.preset, keys=keys, target=target, tolerance=tolerance,
                   ranges=ranges, runs=runs, store=store, wall_s=wall, jobs=jobs, base_config_hash=base.hash,
-                  fixed=fixed)
+                  fixed=fixed, lo_is_floor=axes[-1].floor)
     if len(axes) == 1:
         s = searches[0]
         summ = _search_summary(s)
+        bracketed = _located(s)
         return PlanResult(minimum=s.minimum, bracket=summ["bracket"], monotone=s.monotone,
                           scan_monotone=not s.falls, met_at_lo=s.met_at_lo,
-                          sampled_minimum=s.sampled_minimum, notes=_notes(s, target), **common)
+                          sampled_minimum=s.sampled_minimum, notes=_notes(s, target), bracketed=bracketed,
+                          unbracketed=None if bracketed else _unbracketed([s], target), **common)
     frontier, notes = [], []
     for s in searches:
         (k1, v1), = s.fixed.items()
@@ -635,12 +675,51 @@ def _result(trace, policy, base, axes, searches, target, tolerance, rows, all_ru
         notes += _notes(s, target, where=f"at {k1} = {v1:g}: ")
     found = [f for f in frontier if f["minimum"] is not None]
     best = min(found, key=lambda f: (f["minimum"], f[keys[0]])) if found else None
+    bracketed = any(_located(s) for s in searches)
     return PlanResult(minimum=None if best is None else best["minimum"], bracket=None if best is None else
                       best["bracket"], monotone=all(s.monotone for s in searches),
                       scan_monotone=not any(s.falls for s in searches),
                       met_at_lo=bool(best and best["met_at_lo"]),
                       sampled_minimum=None if best is None else best["sampled_minimum"], notes=notes,
-                      frontier=frontier, minimum_at=None if best is None else {keys[0]: best[keys[0]]}, **common)
+                      frontier=frontier, minimum_at=None if best is None else {keys[0]: best[keys[0]]},
+                      bracketed=bracketed, unbracketed=None if bracketed else _unbracketed(searches, target),
+                      **common)
+
+
+def _located(s: _Search) -> bool:
+    """Did the search locate the least value: a crossing inside the range, or the target met at
+    the least value the key takes (nothing lower to try)?"""
+    return s.minimum is not None and (not s.met_at_lo or s.axis.floor)
+
+
+def _unbracketed(searches: list, target: float) -> str:
+    """One line: the range of the searched key does not bracket ``target`` (at any point of a
+    frontier); what the runs found, and which end of ``--range`` to move."""
+    ax = searches[0].axis
+    head = f"--range {ax.lo:g}:{ax.hi:g} of {ax.key} does not bracket the target {target:g}"
+    low = [s for s in searches if s.met_at_lo and not s.axis.floor]
+    high = [s for s in searches if s.minimum is None]
+    seen = [(f, v, s) for s in searches for v, f in s.seen.items()]
+    best_f, best_v, best_s = max(seen, key=lambda t: (t[0], -t[1])) if seen else (0.0, ax.hi, searches[0])
+    if len(searches) == 1:
+        s = searches[0]
+        if s.met_at_lo:
+            return (f"{head}: the low end, {ax.key} = {s.minimum:g}, already reaches {s.seen[s.minimum]:.3f} of "
+                    "ideal (the least value may be lower); widen --range (a lower LO)")
+        return (f"{head}: the best run reaches {best_f:.3f} of ideal at {ax.key} = {best_v:g}; widen --range "
+                + ("(a higher HI)" if best_v == s.scan[-1] else
+                   f"(a higher HI), or vary another key: the fraction does not grow above {ax.key} = {best_v:g}"))
+    (k1, _), = searches[0].fixed.items()
+    grid = [s.fixed[k1] for s in searches]
+    parts = []
+    if high:
+        parts.append(f"not reached at {len(high)} (the best run reaches {best_f:.3f} of ideal at {k1} = "
+                     f"{best_s.fixed[k1]:g}, {ax.key} = {best_v:g})")
+    if low:
+        parts.append(f"met at the low end at {len(low)} (the least value may be lower)")
+    move = "a higher HI" if not low else "a lower LO" if not high else "a lower LO and a higher HI"
+    return (f"{head} at any of the {len(searches)} values of {k1} in {min(grid):g} .. {max(grid):g}: "
+            f"{'; '.join(parts)}; widen --range of {ax.key} ({move})")
 
 
 # ---- output --------------------------------------------------------------------------------
@@ -678,13 +757,15 @@ def format_plan(r: PlanResult) -> str:
             else:
                 what = f">= {f['minimum']:g}" + (
                     f"  crossing in ({f['bracket'][0]:g}, {f['bracket'][1]:g}]" if f["bracket"] else
-                    "  (met at the low end)" if f["met_at_lo"] else "")
+                    ("  (met at the low end, the least value it takes)" if r.lo_is_floor else
+                     "  (met at the low end)") if f["met_at_lo"] else "")
             lines.append(f"  {keys[0]} = {f[keys[0]]:<10g} {keys[1]} {what}")
     elif r.minimum is not None and r.bracket:
         lines.append(f"minimum {r.key} = {r.minimum:g} (to {pct}: the target is crossed in "
                      f"({r.bracket[0]:g}, {r.bracket[1]:g}])")
     elif r.minimum is not None:
-        lines.append(f"minimum {r.key} = {r.minimum:g} (the low end of the range)")
+        lines.append(f"minimum {r.key} = {r.minimum:g} (the low end of the range"
+                     + (", the least value the key takes)" if r.lo_is_floor else "; the least value may be lower)"))
     else:
         lines.append(f"minimum {r.key}: none in {r.ranges[r.key][0]:g} .. {r.ranges[r.key][1]:g}")
     lines += r.notes

@@ -729,7 +729,22 @@ def _worker_init():
 
     from ..errors import G10Warning
 
-    warnings.filterwarnings("ignore", message="policy plug-in", category=G10Warning)
+    # a worker's runs share their configuration but the grid's keys: each warning once per worker, in
+    # one line as the command line prints it (not Python's two-line form naming this file)
+    warnings.filterwarnings("once", category=G10Warning)
+    warnings.showwarning = _show_worker_warning
+    warnings.filterwarnings("ignore", message="policy plug-in", category=G10Warning)   # (first: inserted last)
+
+
+def _show_worker_warning(message, category, filename, lineno, file=None, line=None):
+    import warnings
+
+    from ..errors import G10Warning
+
+    if issubclass(category, G10Warning):
+        print(f"g10sim: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 # ============================================================================
