@@ -60,7 +60,7 @@ cdef enum:
 cdef enum:
     CH_G2S = 0         # GPU->SSD budget: read by the forward walk over [start, off_mid]
     CH_S2G = 1         # SSD->GPU budget: read by the backward walk over [pre_mid, end-1]
-    CH_MAX = 8         # records per step (a step makes at most two)
+    CH_MAX = 8         # records per step (a step makes at most four)
 
 # why the greedy pass stopped (greedy_stats.end)
 cdef enum:
@@ -146,6 +146,7 @@ cdef struct greedy_params:
     double host_bytes_per_us   # host link (PCIe) bandwidth
     double delta               # safety margin, a fraction of the move time
     cbool exact_keys           # every key summed exactly (reference mode, slower), not only near ties
+    cbool looped_budgets       # a looped offload books the bandwidth budgets (False: the artifact's time test)
 
 # What the greedy pass did (greedy_pass returns it as a dict with these keys).
 cdef struct greedy_stats:
@@ -708,7 +709,7 @@ cdef inline bint crossed_in_range(const interval_table* iv, int64_t i, const int
 
 
 cdef inline int64_t record(int64_t* ch, int64_t nch, int64_t kind, int64_t lo, int64_t hi) noexcept nogil:
-    if nch >= CH_MAX:  # unreachable: a step records at most two changes
+    if nch >= CH_MAX:  # unreachable: a step records at most four changes
         return nch
     ch[3 * nch] = kind
     ch[3 * nch + 1] = lo
@@ -739,6 +740,145 @@ cdef int64_t record_wrapped_drops(int64_t* flips, int64_t nfl, int64_t K, const 
         return record_line_drops(flips, nfl, K, mem, line, size, lo - K, hi - K)
     nfl = record_line_drops(flips, nfl, K, mem, line, size, lo, K - 1)
     return record_line_drops(flips, nfl, K, mem, line, size, 0, hi - K)
+
+
+# Budget walks and bookings over a looped interval's two-iteration index range: index x is
+# kernel x % K (the budgets are one steady-state iteration's).  Not in the artifact, whose
+# looped offloads test time only (``looped_budgets``).
+
+cdef int64_t walk_forward_wrapped_c(const budgets* bud, int64_t d, int64_t size, int64_t start,
+                                    int64_t last) noexcept nogil:
+    """Index in [start, last] where ``size`` bytes are through direction ``d`` (``last`` if never)."""
+    cdef int64_t K = bud.K, o = d * bud.K, rest = size, x = start, i
+    while rest > 0 and x <= last:
+        i = x % K
+        if not bud.full[o + i]:
+            rest = <int64_t>(<double>rest - (bud.cap[o + i] - bud.est[o + i]))
+        if rest <= 0 or x == last:
+            break
+        x += 1
+    return x
+
+
+cdef int64_t walk_backward_wrapped_c(const budgets* bud, int64_t d, int64_t size, int64_t needed,
+                                     int64_t first) noexcept nogil:
+    """Index in [first, needed) where a transfer of ``size`` bytes must start to be in by
+    ``needed`` (``first`` if never)."""
+    cdef int64_t K = bud.K, o = d * bud.K, rest = size, x = needed - 1, i
+    while rest > 0 and x >= first:
+        i = x % K
+        if not bud.full[o + i]:
+            rest = <int64_t>(<double>rest - (bud.cap[o + i] - bud.est[o + i]))
+        if rest <= 0 or x == first:
+            break
+        x -= 1
+    return x
+
+
+cdef int64_t reserve_wrapped_c(budgets* bud, int64_t d, int64_t shadow, int64_t size, int64_t start,
+                               bint ssd) noexcept nogil:
+    """Book ``size`` bytes through ``d`` from index ``start`` on, over at most one iteration
+    (``reserve_ssd_c``'s buckets when ``ssd``, else ``reserve_pcie_c``'s).  Returns the last index."""
+    cdef int64_t K = bud.K, od = d * bud.K, osh = shadow * bud.K, rest = size, x = start, i
+    cdef const double* cap = bud.cap
+    cdef double* est = bud.est
+    cdef cbool* full = bud.full
+    cdef double room
+    while rest > 0:
+        i = x % K
+        if not full[od + i]:
+            if rest + est[od + i] > cap[od + i]:
+                room = cap[od + i] - est[od + i]
+                rest = <int64_t>(<double>rest - room)
+                if ssd:
+                    est[osh + i] += room
+                    if est[osh + i] >= cap[osh + i]:
+                        full[osh + i] = True
+                else:
+                    est[osh + i] = cap[osh + i]
+                    full[osh + i] = True
+                est[od + i] = cap[od + i]
+                full[od + i] = True
+            else:
+                est[od + i] += rest
+                if ssd:
+                    est[osh + i] += rest
+                    if est[osh + i] >= cap[osh + i]:
+                        full[osh + i] = True
+                elif est[od + i] >= cap[od + i] - cap[osh + i]:
+                    est[osh + i] += est[od + i] - (cap[od + i] - cap[osh + i])
+                    if est[osh + i] >= cap[osh + i]:
+                        est[osh + i] = cap[osh + i]
+                        full[osh + i] = True
+                rest = -1
+        if rest <= 0 or x == start + K - 1:
+            break
+        x += 1
+    return x
+
+
+cdef inline int64_t record_wrapped(int64_t* ch, int64_t nch, int64_t K, int64_t kind, int64_t lo,
+                                   int64_t hi) noexcept nogil:
+    """Record the changed index range [lo, hi] (at most K long) as one or two kernel ranges."""
+    hi -= lo - lo % K
+    lo %= K
+    if hi < K:
+        return record(ch, nch, kind, lo, hi)
+    nch = record(ch, nch, kind, lo, K - 1)
+    return record(ch, nch, kind, 0, hi - K)
+
+
+cdef bint looped_booked_c(int64_t c, int64_t s, int64_t e, int64_t size, int64_t clear, int64_t pidx,
+                          bint ssd_tier, double cpu_move, double cpu_lead, const double* ext,
+                          const double* table, budgets* bud, int64_t* cpu, int64_t cpu_line,
+                          int64_t* mem, int64_t line, int64_t* flips, int64_t* nfl, int64_t* ch,
+                          int64_t* nch, const interval_table* iv, cbool* really, greedy_stats* st,
+                          hint_out* h) noexcept nogil:
+    """A looped offload that books the bandwidth budgets (``looped_budgets``); the reference's
+    ``_looped_booked`` says what it does.  Returns whether it booked one."""
+    cdef int64_t K = bud.K, last = e + K - 1, x, pre, evf, out, back, hi
+    cdef bint to_host = not ssd_tier, ssd_open
+    if ssd_tier:
+        ssd_open = False
+        for x in range(s, clear):
+            if not bud.full[DIR_G2S * K + x % K]:
+                ssd_open = True
+                break
+        if not ssd_open and all_at_most(cpu, K, cpu_line - size):
+            to_host = True
+            clear = find_slot(ext, table[s] + cpu_move, s, e + K)
+            pidx = find_slot(ext, ext[e + K] - cpu_lead, s, e + K)
+    if to_host:
+        pre = walk_backward_wrapped_c(bud, DIR_H2G, size, e + K, s)
+        evf = walk_forward_wrapped_c(bud, DIR_G2H, size, s, last)
+    else:
+        pre = walk_backward_wrapped_c(bud, DIR_S2G, size, e + K, s)
+        evf = walk_forward_wrapped_c(bud, DIR_G2S, size, s, last)
+    out = evf if evf > clear else clear
+    back = pre if pre < pidx else pidx
+    if pre <= evf or back <= out:
+        st.dropped_for_bandwidth += 1
+        return False
+    push_hint(h, s, iv.tensor[c], HINT_TO_HOST if to_host else HINT_TO_SSD)
+    really[c] = True
+    push_hint(h, back % K, iv.tensor[c], HINT_TO_GPU)
+    if to_host:
+        hi = reserve_wrapped_c(bud, DIR_H2G, DIR_S2G, size, back, False)
+        nch[0] = record_wrapped(ch, nch[0], K, CH_S2G, back, hi)
+        hi = reserve_wrapped_c(bud, DIR_G2H, DIR_G2S, size, s, False)
+        nch[0] = record_wrapped(ch, nch[0], K, CH_G2S, s, hi)
+        if ssd_tier:  # the host tier books it after (as for every interval it takes)
+            add_wrapped(cpu, K, size, s, e)
+    else:
+        hi = reserve_wrapped_c(bud, DIR_S2G, DIR_H2G, size, back, True)
+        nch[0] = record_wrapped(ch, nch[0], K, CH_S2G, back, hi)
+        hi = reserve_wrapped_c(bud, DIR_G2S, DIR_G2H, size, s, True)
+        nch[0] = record_wrapped(ch, nch[0], K, CH_G2S, s, hi)
+    st.offloads_looped += 1
+    for x in range(out + 1, back):
+        mem[x % K] -= size
+    nfl[0] = record_wrapped_drops(flips, nfl[0], K, mem, line, size, out + 1, back - 1)
+    return True
 
 
 # ---------------------------------------------------------------------------
@@ -956,14 +1096,21 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                 if clear < 0 or pidx < 0:  # unreachable for valid traces (artifact asserts)
                     offloaded[c] = True
                     continue
-                if pidx != s:
-                    push_hint(h, s, iv.tensor[c], HINT_TO_SSD)
-                    really[c] = True
-                    push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
-                    st.offloads_looped += 1
-                for j in range(clear + 1, pidx):
-                    mem[j % K] -= size
-                nfl = record_wrapped_drops(flips, nfl, K, mem, line, size, clear + 1, pidx - 1)
+                if p.looped_budgets:
+                    offloaded[c] = True
+                    if not looped_booked_c(c, s, e, size, clear, pidx, True, cpu_move, cpu_lead, ext, table,
+                                           bud, cpu, cpu_line, mem, line, flips, &nfl, ch, &nch, iv,
+                                           really, &st, h):
+                        continue
+                else:
+                    if pidx != s:
+                        push_hint(h, s, iv.tensor[c], HINT_TO_SSD)
+                        really[c] = True
+                        push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
+                        st.offloads_looped += 1
+                    for j in range(clear + 1, pidx):
+                        mem[j % K] -= size
+                    nfl = record_wrapped_drops(flips, nfl, K, mem, line, size, clear + 1, pidx - 1)
                 offloaded[c] = True
         elif iv.time_us[c] > cpu_safe:
             if not all_at_most(cpu, K, cpu_line - size):
@@ -993,14 +1140,18 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                 if clear < 0 or pidx < 0:  # unreachable for valid traces (artifact asserts)
                     offloaded[c] = True
                     continue
-                if pidx != s:
-                    push_hint(h, s, iv.tensor[c], HINT_TO_HOST)
-                    really[c] = True
-                    push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
-                    st.offloads_looped += 1
-                for j in range(clear + 1, pidx):
-                    mem[j % K] -= size
-                nfl = record_wrapped_drops(flips, nfl, K, mem, line, size, clear + 1, pidx - 1)
+                if p.looped_budgets:
+                    looped_booked_c(c, s, e, size, clear, pidx, False, cpu_move, cpu_lead, ext, table,
+                                    bud, cpu, cpu_line, mem, line, flips, &nfl, ch, &nch, iv, really, &st, h)
+                else:
+                    if pidx != s:
+                        push_hint(h, s, iv.tensor[c], HINT_TO_HOST)
+                        really[c] = True
+                        push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
+                        st.offloads_looped += 1
+                    for j in range(clear + 1, pidx):
+                        mem[j % K] -= size
+                    nfl = record_wrapped_drops(flips, nfl, K, mem, line, size, clear + 1, pidx - 1)
                 offloaded[c] = True
             # quirk copied: host residency is booked even when no offload was emitted
             add_wrapped(cpu, K, size, s, e)

@@ -78,6 +78,7 @@ GREEDY_PARAMS = (
     "host_bytes_per_us",   # host link (PCIe) bandwidth
     "delta",               # safety margin, a fraction of the move time
     "exact_keys",          # every key summed exactly (slower), not only near ties
+    "looped_budgets",      # a looped offload books the bandwidth budgets (False: the artifact's time test)
 )
 GREEDY_STATS = (
     "steps",                  # greedy steps begun (each sorts the keys once)
@@ -342,6 +343,90 @@ def _find_slot(table, t, lo, hi):
         if table[j] <= t and table[j + 1] > t:
             return j
     return -1
+
+
+# Budget walks and bookings over a looped interval's two-iteration index range: index x is
+# kernel x % K (the budgets are one steady-state iteration's).  Not in the artifact, whose
+# looped offloads test time only (``looped_budgets``).
+
+def walk_forward_wrapped(cap, est, full, d, size, start, last):
+    """Index in [start, last] where ``size`` bytes are through direction ``d`` (``last`` if never)."""
+    K = cap.shape[1]
+    rest = size
+    x = start
+    while rest > 0 and x <= last:
+        i = x % K
+        if not full[d, i]:
+            rest = int(rest - (cap[d, i] - est[d, i]))
+        if rest <= 0 or x == last:
+            break
+        x += 1
+    return x
+
+
+def walk_backward_wrapped(cap, est, full, d, size, needed, first):
+    """Index in [first, needed) where a transfer of ``size`` bytes must start to be in by
+    ``needed`` (``first`` if never)."""
+    K = cap.shape[1]
+    rest = size
+    x = needed - 1
+    while rest > 0 and x >= first:
+        i = x % K
+        if not full[d, i]:
+            rest = int(rest - (cap[d, i] - est[d, i]))
+        if rest <= 0 or x == first:
+            break
+        x -= 1
+    return x
+
+
+def reserve_wrapped(cap, est, full, d, shadow, size, start, ssd):
+    """Book ``size`` bytes through ``d`` from index ``start`` on, over at most one iteration
+    (``reserve_ssd``'s buckets when ``ssd``, else ``reserve_pcie``'s).  Returns the last index touched."""
+    K = cap.shape[1]
+    rest = size
+    x = start
+    while rest > 0:
+        i = x % K
+        if not full[d, i]:
+            if rest + est[d, i] > cap[d, i]:
+                room = cap[d, i] - est[d, i]
+                rest = int(rest - room)
+                if ssd:
+                    est[shadow, i] += room
+                    if est[shadow, i] >= cap[shadow, i]:
+                        full[shadow, i] = True
+                else:
+                    est[shadow, i] = cap[shadow, i]
+                    full[shadow, i] = True
+                est[d, i] = cap[d, i]
+                full[d, i] = True
+            else:
+                est[d, i] += rest
+                if ssd:
+                    est[shadow, i] += rest
+                    if est[shadow, i] >= cap[shadow, i]:
+                        full[shadow, i] = True
+                elif est[d, i] >= cap[d, i] - cap[shadow, i]:
+                    est[shadow, i] += est[d, i] - (cap[d, i] - cap[shadow, i])
+                    if est[shadow, i] >= cap[shadow, i]:
+                        est[shadow, i] = cap[shadow, i]
+                        full[shadow, i] = True
+                rest = -1
+        if rest <= 0 or x == start + K - 1:
+            break
+        x += 1
+    return x
+
+
+def _record_wrapped(ch, nch, kind, lo, hi, K):
+    """Record the changed index range [lo, hi] (at most K long) as one or two kernel ranges."""
+    hi -= lo - lo % K
+    lo %= K
+    if hi < K:
+        return _record(ch, nch, kind, lo, hi)
+    nch = _record(ch, nch, kind, lo, K - 1)
+    return _record(ch, nch, kind, 0, hi - K)
 
 
 def _all_at_most(arr, line):
@@ -669,6 +754,62 @@ def _push_local(loc_iv, loc_pre, loc_evf, n_loc, c, pre, evf):
     n_loc[0] += 1
 
 
+def _looped_booked(c, s, e, size, clear, pidx, ssd_tier, cap, est, full, cpu, cpu_line, mem, line,
+                   flips, nfl, ch, nch, iv_tensor, really, stats, hk, ht, ha, nh, host_times):
+    """A looped offload that books the bandwidth budgets (``looped_budgets``), as a local one does:
+    over the index range [s, e + K), evicted from s on, prefetched to be in by e + K.  In the SSD
+    tier (``ssd_tier``) it goes to host memory instead when the GPU->SSD budget is full from s to
+    the ideal eviction end and host memory has room (``host_times``: the host tier's move and lead,
+    the extended and plain time tables).  The tensor is out of GPU memory between the later of the
+    budget walk's and the time test's eviction ends and the earlier of their prefetch starts.
+    Returns (nch, nfl, booked)."""
+    K = mem.shape[0]
+    last = e + K - 1
+    to_host = not ssd_tier
+    if ssd_tier:
+        ssd_open = False
+        for x in range(s, clear):
+            if not full[G2S, x % K]:
+                ssd_open = True
+                break
+        if not ssd_open and _all_at_most(cpu, cpu_line - size):
+            to_host = True
+            cpu_move, cpu_lead, ext, table = host_times
+            clear = _find_slot(ext, table[s] + cpu_move, s, e + K)
+            pidx = _find_slot(ext, ext[e + K] - cpu_lead, s, e + K)
+    if to_host:
+        pre = walk_backward_wrapped(cap, est, full, H2G, size, e + K, s)
+        evf = walk_forward_wrapped(cap, est, full, G2H, size, s, last)
+    else:
+        pre = walk_backward_wrapped(cap, est, full, S2G, size, e + K, s)
+        evf = walk_forward_wrapped(cap, est, full, G2S, size, s, last)
+    out = max(evf, clear)
+    back = min(pre, pidx)
+    if pre <= evf or back <= out:
+        stats["dropped_for_bandwidth"] += 1
+        return nch, nfl, False
+    _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_HOST if to_host else A_TO_SSD)
+    really[c] = True
+    _push_hint(hk, ht, ha, nh, back % K, iv_tensor[c], A_TO_GPU)
+    if to_host:
+        hi = reserve_wrapped(cap, est, full, H2G, S2G, size, back, False)
+        nch = _record_wrapped(ch, nch, CH_S2G, back, hi, K)
+        hi = reserve_wrapped(cap, est, full, G2H, G2S, size, s, False)
+        nch = _record_wrapped(ch, nch, CH_G2S, s, hi, K)
+        if ssd_tier:  # the host tier books it after (as for every interval it takes)
+            _add_wrapped(cpu, size, s, e)
+    else:
+        hi = reserve_wrapped(cap, est, full, S2G, H2G, size, back, True)
+        nch = _record_wrapped(ch, nch, CH_S2G, back, hi, K)
+        hi = reserve_wrapped(cap, est, full, G2S, G2H, size, s, True)
+        nch = _record_wrapped(ch, nch, CH_G2S, s, hi, K)
+    stats["offloads_looped"] += 1
+    for x in range(out + 1, back):
+        mem[x % K] -= size
+    nfl = _record_wrapped_drops(flips, nfl, mem, line, size, out + 1, back - 1, K)
+    return nch, nfl, True
+
+
 def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 iv_tensor, iv_start, iv_end, iv_looped, iv_time, iv_size,
                 params, perm, offloaded, really, loc_iv, loc_pre, loc_evf, n_loc,
@@ -685,6 +826,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
     ssd_lat_us, sys_lat_us = params["ssd_latency_us"], params["system_latency_us"]
     ssd_Bpus, host_Bpus = params["ssd_bytes_per_us"], params["host_bytes_per_us"]
     delta, exact_keys = params["delta"], bool(params["exact_keys"])
+    looped_budgets = bool(params["looped_budgets"])
     stats = dict.fromkeys(GREEDY_STATS, 0)
     if iv_tensor.shape[0] == 0:
         stats["end"] = GREEDY_FITS if _all_at_most(mem, target) else GREEDY_EXHAUSTED
@@ -840,14 +982,23 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 if clear < 0 or pidx < 0:  # unreachable for valid traces (artifact asserts)
                     offloaded[c] = True
                     continue
-                if pidx != s:
+                if looped_budgets:
+                    nch, nfl, ok = _looped_booked(c, s, e, size, clear, pidx, True, cap, est, full, cpu,
+                                                  cpu_line, mem, line, flips, nfl, ch, nch, iv_tensor,
+                                                  really, stats, hk, ht, ha, nh,
+                                                  (cpu_move, cpu_lead, ext, table))
+                    offloaded[c] = True
+                    if not ok:
+                        continue
+                elif pidx != s:
                     _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_SSD)
                     really[c] = True
                     _push_hint(hk, ht, ha, nh, pidx % K, iv_tensor[c], A_TO_GPU)
                     stats["offloads_looped"] += 1
-                for j in range(clear + 1, pidx):
-                    mem[j % K] -= size
-                nfl = _record_wrapped_drops(flips, nfl, mem, line, size, clear + 1, pidx - 1, K)
+                if not looped_budgets:
+                    for j in range(clear + 1, pidx):
+                        mem[j % K] -= size
+                    nfl = _record_wrapped_drops(flips, nfl, mem, line, size, clear + 1, pidx - 1, K)
                 offloaded[c] = True
         elif iv_time[c] > cpu_safe:
             if not _all_at_most(cpu, cpu_line - size):
@@ -877,14 +1028,19 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 if clear < 0 or pidx < 0:  # unreachable for valid traces (artifact asserts)
                     offloaded[c] = True
                     continue
-                if pidx != s:
-                    _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_HOST)
-                    really[c] = True
-                    _push_hint(hk, ht, ha, nh, pidx % K, iv_tensor[c], A_TO_GPU)
-                    stats["offloads_looped"] += 1
-                for j in range(clear + 1, pidx):
-                    mem[j % K] -= size
-                nfl = _record_wrapped_drops(flips, nfl, mem, line, size, clear + 1, pidx - 1, K)
+                if looped_budgets:
+                    nch, nfl, _ = _looped_booked(c, s, e, size, clear, pidx, False, cap, est, full, cpu,
+                                                 cpu_line, mem, line, flips, nfl, ch, nch, iv_tensor,
+                                                 really, stats, hk, ht, ha, nh, None)
+                else:
+                    if pidx != s:
+                        _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_HOST)
+                        really[c] = True
+                        _push_hint(hk, ht, ha, nh, pidx % K, iv_tensor[c], A_TO_GPU)
+                        stats["offloads_looped"] += 1
+                    for j in range(clear + 1, pidx):
+                        mem[j % K] -= size
+                    nfl = _record_wrapped_drops(flips, nfl, mem, line, size, clear + 1, pidx - 1, K)
                 offloaded[c] = True
             # quirk copied: host residency is booked even when no offload was emitted
             _add_wrapped(cpu, size, s, e)
