@@ -322,7 +322,7 @@ def test_a_range_set_across_two_tensors_keeps_each_tensors_counters_and_arrival_
     its own pages (they went to the first, and Belady's evictor later named page -1)."""
     from g10core._kernelrun import PageTableTiers
     from g10core._pagetable import PageTable
-    from g10core.uvm import TIERS
+    from g10core.fault_handler import TIERS
 
     pt = PageTable({"first": [0, 512, 1024], "pages": [512, 512, 100], "is_global": [0, 0, 0],
                     "birth": [0, 0, 0], "death": [5, 5, 5]}, 2048, 4096)
@@ -343,7 +343,7 @@ def test_tiers_without_the_arrival_list_keep_the_same_runs_counters_and_traffic(
     counters, occupancy and traffic must be those of a tier map that keeps it."""
     from g10core._kernelrun import PageTableTiers
     from g10core._pagetable import PageTable
-    from g10core.uvm import TIERS
+    from g10core.fault_handler import TIERS
 
     moves = [(480, 1050, "gpu"), (500, 1030, "host"), (0, 300, "gpu"), (100, 200, "ssd"),
              (520, 900, "gpu"), (0, 1124, "not_present"), (10, 20, "gpu"), (600, 1100, "gpu")]

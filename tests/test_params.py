@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import g10core
-from g10core import config, params, pcie, ssd, tlb, uvm
+from g10core import config, fault_handler, params, pcie, ssd, tlb
 from g10core.params import _KEY, SECTIONS, declaration, param_of
 
-SPECS = {"tlb": tlb.TLBSpec, "fault": uvm.FaultHandlerSpec, "link": pcie.PcieSpec, "ssd": ssd.SSDSpec}
-MODULES = [Path(m.__file__) for m in (tlb, uvm, pcie, ssd, config)]
+SPECS = {"tlb": tlb.TLBSpec, "fault": fault_handler.FaultHandlerSpec, "link": pcie.PcieSpec, "ssd": ssd.SSDSpec}
+MODULES = [Path(m.__file__) for m in (tlb, fault_handler, pcie, ssd, config)]
 
 
 def keyed_fields():
@@ -99,7 +99,7 @@ def test_the_scan_finds_a_second_declaration(snippet):
 
 def test_one_checker_for_every_spec():
     # the validation helpers each spec module had are gone; params.check_value is the one checker
-    for module in (tlb, uvm, pcie, ssd, config):
+    for module in (tlb, fault_handler, pcie, ssd, config):
         for helper in ("_int", "_pow2", "_real"):
             assert not hasattr(module, helper), f"{module.__name__}.{helper}"
     assert config.check_value is params.check_value and config.param_of is params.param_of
@@ -113,7 +113,7 @@ def test_a_component_built_alone_takes_the_declarations_ranges():
     with pytest.raises(g10core.errors.ConfigError, match=r"^tlb\.l1_entries = 0: must be >= 1 and <= 65536"):
         tlb.TLBSpec(l1_entries=0).check()
     with pytest.raises(g10core.errors.ConfigError, match=r"^fault\.clock_GHz = 50: must be >= 0\.1 and <= 10 GHz"):
-        uvm.FaultHandlerSpec(clock_GHz=50).check()
+        fault_handler.FaultHandlerSpec(clock_GHz=50).check()
 
 
 def test_a_spec_built_from_a_configuration_names_its_keys():
@@ -125,8 +125,8 @@ def test_name_lists_are_the_declared_choices():
     assert tuple(pcie.GENERATIONS) == declaration("link.generation").choices == declaration("ssd.link_generation").choices
     assert pcie.LANES == declaration("link.lanes").choices and pcie.PAYLOADS == declaration("link.max_payload_bytes").choices
     assert tuple(ssd.SSD_PRESETS) == declaration("ssd.device").choices
-    assert tuple(uvm.PREFETCHERS) == declaration("fault.prefetcher").choices
-    assert tuple(uvm.EVICT_DESTINATIONS) == declaration("fault.evict_destination").choices
+    assert tuple(fault_handler.PREFETCHERS) == declaration("fault.prefetcher").choices
+    assert tuple(fault_handler.EVICT_DESTINATIONS) == declaration("fault.evict_destination").choices
 
 
 def test_one_ssd_spec_and_the_old_name_warns():

@@ -31,6 +31,7 @@ MOVED = {
     "uvmmicro": "experiments.uvmmicro",
     "ssdbench": "experiments.ssdbench",
     "artifact_constants": "slot_model",
+    "uvm": "fault_handler",                     # the far-fault handler's spec and Python handle
     "capture.timing": "workload.kerneltime",   # the kernel-time model, below the simulator that retargets with it
 }
 

@@ -2,7 +2,7 @@
 # deduplication per migration unit, prefetchers (none, sequential, tree) inside the
 # 2 MiB VA block, least-recently-migrated eviction in 4 KiB pages or whole VA blocks,
 # host/SSD destinations, transfers through the PCIe link (and the SSD).
-# Spec, validation and the Python handle: g10core.uvm.
+# Spec, validation and the Python handle: g10core.fault_handler.
 from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
 from libcpp.deque cimport deque
 from libcpp.map cimport map as cmap

@@ -233,9 +233,9 @@ def check_cross(cfg: SimConfig) -> None:
 
 
 def fault_handler_spec(cfg: SimConfig):
-    """The far-fault handler of ``cfg`` (``uvm.FaultHandlerSpec``), checked: errors name ``fault.<key>``.
+    """The far-fault handler of ``cfg`` (``fault_handler.FaultHandlerSpec``), checked: errors name ``fault.<key>``.
     With ``fault.handler = batched`` the GPU must hold two VA blocks (a batch's and a victim's)."""
-    from .uvm import spec_from_config
+    from .fault_handler import spec_from_config
 
     spec = spec_from_config(cfg)
     if cfg.fault.handler == "batched":

@@ -3,7 +3,7 @@
 Every configuration key is declared once, here, with :func:`param`: its default,
 unit, allowed range (or choices), a rule beyond the range and a one-line description, in
 the dataclass field's metadata.  The component specs (``tlb.TLBSpec``,
-``uvm.FaultHandlerSpec``, ``pcie.PcieSpec``, ``ssd.SSDSpec``) take their fields from those
+``fault_handler.FaultHandlerSpec``, ``pcie.PcieSpec``, ``ssd.SSDSpec``) take their fields from those
 declarations with :func:`from_key` (default, unit, range and rule included) and declare
 with :func:`param` only what no configuration key holds (the PCIe link's TLP overheads, say).
 :func:`check_value` checks one value against its declaration; :func:`check_fields` checks

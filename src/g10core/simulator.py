@@ -336,7 +336,7 @@ def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace, u
     ``gpu.sms`` SMs, the devices' link and SSD, the translator; victims by the rule when
     ``use_evictor`` (:func:`victims_by_evictor`)."""
     from ._kernelrun import KernelRunner
-    from .uvm import spec_from_config
+    from .fault_handler import spec_from_config
 
     spec = spec_from_config(cfg)
     gpu_pages, host_pages = int(consts["gpu_pages"]), int(consts["host_pages"])

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import ConfigError
-from ..uvm import PAGE_BYTES, FaultHandler, FaultHandlerSpec
+from ..fault_handler import PAGE_BYTES, FaultHandler, FaultHandlerSpec
 
 __all__ = ["prefetch", "batching", "tlb", "oversub", "oversub_table", "PATTERNS", "DEFAULT_BLOCKS",
            "OVERSUB_PATTERNS", "OVERSUB_MODES", "OVERSUB_FACTORS", "OVERSUB_GPUS", "PUBLISHED_OVERSUB",
