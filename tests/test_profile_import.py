@@ -153,7 +153,11 @@ def test_cpu_profile_roles_and_sizes(recorded):
     lo, hi = trace.access_offsets[k], trace.access_offsets[k + 1]
     acc = {names[t]: int(m) for t, m in zip(trace.access_tensor[lo:hi], trace.access_mode[lo:hi])}
     assert sum(1 for n, m in acc.items() if n.startswith("param:") and m == ACCESS_READ) == 2
-    assert [m for n, m in acc.items() if n.startswith("fwd:")] == [ACCESS_WRITE]
+    # exactly one forward tensor is written: the product.  The input it reads is "input:" in most
+    # recordings, but the execution trace identifies tensors by storage, and when the batch's
+    # storage reuses a freed temporary's (seen once in three CI runs) it reads as "fwd:"
+    assert [m for n, m in acc.items() if n.startswith("fwd:") and m & ACCESS_WRITE] == [ACCESS_WRITE]
+    assert all(m == ACCESS_READ for n, m in acc.items() if not n.startswith("param:") and not m & ACCESS_WRITE)
     # the optimizer updates every parameter in place
     upd = {names[t] for t, m in zip(trace.access_tensor, trace.access_mode)
            if m == ACCESS_READ | ACCESS_WRITE and names[t].startswith("param:")}
