@@ -785,21 +785,22 @@ class TensorLevelSimulator:
 
     def _place_or_wait(self, tensor: int, high: bool, kernel: int) -> None:
         """Allocate, letting events happen until room appears; raise _CannotFit when none will."""
-        if self._place(tensor, high):
+        if self._place(tensor, high) or self._serve_until_placed(tensor, high):
             return
+        if (self.spec.demand_eviction_tier >= 0 and self._evict_on_demand(tensor, kernel)
+                and self._serve_until_placed(tensor, high)):
+            return
+        raise _CannotFit(self._no_room_message(tensor, kernel))
+
+    def _serve_until_placed(self, tensor: int, high: bool) -> bool:
+        """Let events happen until ``tensor`` can be placed (True) or none are left (False)."""
         while self._events:
             self._serve_one()
             if self._place(tensor, high):
                 if self.spec.mode == "gds":
                     self._start_waiting_prefetches()
-                return
-        if self.spec.demand_eviction_tier >= 0 and self._evict_on_demand(tensor, kernel):
-            while self._events:
-                self._serve_one()
-                if self._place(tensor, high):
-                    self._start_waiting_prefetches()
-                    return
-        raise _CannotFit(self._no_room_message(tensor, kernel))
+                return True
+        return False
 
     def _evict_on_demand(self, tensor: int, kernel: int) -> bool:
         """Queue the evictions that make room for ``tensor`` when nothing in flight will.
