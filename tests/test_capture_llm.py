@@ -40,12 +40,15 @@ def test_llm_trace_is_valid_and_carries_its_provenance(traces_dir, workload):
     # globals: parameters and AdamW's two states, fp32; mixed: bf16 parameters, fp32 master weights, m and v
     n = a["capture_n_parameters"]
     assert trace.global_bytes >= (14 if mixed else 12) * n
-    # roles as recorded (format version 2): 16 bytes of model state per parameter either way
-    assert a["schema_version"] == 2
+    # roles as recorded (format version 3): 16 bytes of model state per parameter either way
+    assert a["schema_version"] == 3
     b = roles.bytes_by_role(trace)
     assert b["parameter"] == (2 if mixed else 4) * n and b["gradient"] == (2 if mixed else 4) * n
     assert b["parameter"] + b["gradient"] + b["optimizer_state"] == 16 * n
-    assert b["activation"] > 0 and b["input"] > 0
+    assert b["activation"] > 0 and b["input"] > 0 and b["temporary"] > 0
+    # every tensor's role is told: what stays unknown is a buffer (LLaMA's rotary table), never a temporary
+    unknown = trace.tensor_name[trace.tensor_role == 0].tolist()
+    assert all(n.startswith("buffer:") for n in unknown) and b["unknown"] < 2**20
     assert (trace.tensor_layer[trace.tensor_role == 1] >= 0).all()
     assert trace.profiling_gpu == "NVIDIA A100-40GB (predicted)" and "a100-g10-v1" in trace.source
 

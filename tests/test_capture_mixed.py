@@ -12,7 +12,7 @@ from g10core.capture import capture_family  # noqa: E402
 from g10core.capture.families import family_config, parameter_count  # noqa: E402
 from g10core.cli import main  # noqa: E402
 from g10core.codes import (ROLE_ACTIVATION, ROLE_GRADIENT, ROLE_INPUT, ROLE_OPTIMIZER_STATE,  # noqa: E402
-                           ROLE_PARAMETER)
+                           ROLE_PARAMETER, ROLE_TEMPORARY, ROLE_UNKNOWN)
 from g10core.workload import roles  # noqa: E402
 from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, read_trace, write_trace  # noqa: E402
 
@@ -99,9 +99,30 @@ def test_inputs_and_activations_are_recorded(mixed):
     assert all(first_write[int(a)] < b for a in acts)
 
 
+def test_temporaries_are_recorded_by_phase(mixed):
+    # forward, backward and optimizer temporaries: every access of each within one recorded phase
+    role, n = mixed.tensor_role, mixed.attrs["capture_n_parameters"]
+    a = mixed.attrs
+    ends = np.cumsum([a["capture_forward_kernels"], a["capture_backward_kernels"], a["capture_optimizer_kernels"]])
+    phase = np.searchsorted(ends, mixed.access_kernel, side="right")
+    t = mixed.access_tensor
+    tmp = np.flatnonzero(role == ROLE_TEMPORARY)
+    lo, hi = np.full(mixed.n_tensors, 9), np.full(mixed.n_tensors, -1)
+    np.minimum.at(lo, t, phase)
+    np.maximum.at(hi, t, phase)
+    assert (lo[tmp] == hi[tmp]).all()
+    size = mixed.tensor_size_bytes
+    by_phase = [int(size[tmp[lo[tmp] == p]].sum()) for p in range(3)]
+    assert by_phase[0] > 0 and by_phase[1] > 0
+    # the step's fp32 temporaries (the widened gradient, the denominator, ...): 12 bytes per parameter
+    assert by_phase[2] == 12 * n
+    assert {nm.split(":")[0] for nm in mixed.tensor_name[tmp].tolist()} <= {"fwd", "bwd", "opt"}
+    assert all(nm.startswith("buffer:") for nm in mixed.tensor_name[role == ROLE_UNKNOWN].tolist())
+
+
 def test_roles_survive_the_file(mixed, tmp_path):
     back = read_trace(write_trace(mixed, tmp_path / "m.h5"))
-    assert back.attrs["schema_version"] == 2
+    assert back.attrs["schema_version"] == 3
     assert np.array_equal(back.tensor_role, mixed.tensor_role)
     assert np.array_equal(back.tensor_layer, mixed.tensor_layer)
 

@@ -1,4 +1,4 @@
-"""Tensor roles (trace format version 2): stored, read back, inferred for version-1 files."""
+"""Tensor roles (trace format version 2; temporary: 3): stored, read back, inferred for version-1 files."""
 import dataclasses
 import json
 
@@ -8,14 +8,14 @@ import pytest
 
 from g10core import codes
 from g10core.codes import (ROLE_ACTIVATION, ROLE_GRADIENT, ROLE_INPUT, ROLE_NAMES, ROLE_OPTIMIZER_STATE,
-                           ROLE_PARAMETER, ROLE_UNKNOWN, ROLE_WORKSPACE)
+                           ROLE_PARAMETER, ROLE_TEMPORARY, ROLE_UNKNOWN, ROLE_WORKSPACE)
 from g10core.workload import roles
 from g10core.workload.trace import (ACCESS_READ, ACCESS_WRITE, SCHEMA_VERSION, TENSOR_DTYPE_V1, Trace,
                                     TraceError, read_trace, validate_trace, write_trace)
 
 R, W = ACCESS_READ, ACCESS_WRITE
-U, P, G, S, A, WS, IN = (ROLE_UNKNOWN, ROLE_PARAMETER, ROLE_GRADIENT, ROLE_OPTIMIZER_STATE, ROLE_ACTIVATION,
-                         ROLE_WORKSPACE, ROLE_INPUT)
+U, P, G, S, A, WS, IN, TMP = (ROLE_UNKNOWN, ROLE_PARAMETER, ROLE_GRADIENT, ROLE_OPTIMIZER_STATE, ROLE_ACTIVATION,
+                              ROLE_WORKSPACE, ROLE_INPUT, ROLE_TEMPORARY)
 
 # A two-layer network, one iteration, by hand (tensor: name, bytes, global):
 #  0 x (input) 1 W1 2 a1 3 ws (workspace of kernel 0) 4 y 5 dy 6 gW2 7 da1 8 gW1 9 W2 10 m2 (Adam state of W2)
@@ -31,7 +31,8 @@ KERNELS = [  # name, workspace bytes, accesses
     ("Apply_Grad", 0, [(6, R), (10, R | W), (9, R | W)]),
     ("Apply_Grad", 0, [(8, R), (1, R | W)]),
 ]
-EXPECTED_ROLE = [IN, P, A, WS, A, U, G, U, G, P, S]
+# dy and da1: backward temporaries (made and last read in backward, not read by the optimizer)
+EXPECTED_ROLE = [IN, P, A, WS, A, TMP, G, TMP, G, P, S]
 EXPECTED_LAYER = [-1, 0, -1, -1, -1, -1, 1, -1, 0, 1, 1]
 
 
@@ -54,7 +55,7 @@ def hand_trace(**fields) -> Trace:
 
 def test_role_codes_are_the_shared_ones():
     assert ROLE_NAMES == {0: "unknown", 1: "parameter", 2: "gradient", 3: "optimizer_state", 4: "activation",
-                          5: "workspace", 6: "input"}
+                          5: "workspace", 6: "input", 7: "temporary"}
     for code, name in ROLE_NAMES.items():
         assert getattr(codes, "ROLE_" + name.upper()) == code
         assert roles.role_code(name) == code
@@ -76,8 +77,8 @@ def test_inference_on_a_hand_made_trace():
 
 def test_bytes_by_role_adds_unrounded_sizes():
     got = roles.bytes_by_role(hand_trace())
-    assert got == {"unknown": 8192, "parameter": 8192 + 12288, "gradient": 12288 + 8192, "optimizer_state": 12288,
-                   "activation": 8192, "workspace": 4096, "input": 4096}
+    assert got == {"unknown": 0, "parameter": 8192 + 12288, "gradient": 12288 + 8192, "optimizer_state": 12288,
+                   "activation": 8192, "workspace": 4096, "input": 4096, "temporary": 8192}
     assert sum(got.values()) == sum(s for _, s, _ in TENSORS)
 
 
@@ -110,19 +111,83 @@ def test_capture_names_decide_and_give_layers():
 
 
 def test_roles_written_and_read_back(tmp_path):
-    role = np.array([IN, P, A, WS, A, U, G, U, G, P, S], np.int8)
+    role = np.array([IN, P, A, WS, A, U, G, TMP, G, P, S], np.int8)
     role[5] = ROLE_GRADIENT   # stored roles are taken as given, not re-inferred
+    role[4] = U
     layer = np.array(EXPECTED_LAYER, np.int32)
     layer[1] = 7
     t = hand_trace(tensor_role=role, tensor_layer=layer)
     path = write_trace(t, tmp_path / "t.h5")
     with h5py.File(path) as f:
-        assert f.attrs["schema_version"] == SCHEMA_VERSION == 2
+        assert f.attrs["schema_version"] == SCHEMA_VERSION == 3
         assert f["tensors"].dtype.names == ("size_bytes", "is_global", "role", "layer")
     back = read_trace(path)
     assert back.tensor_role.dtype == np.int8 and back.tensor_layer.dtype == np.int32
-    assert back.tensor_role.tolist() == role.tolist()
+    assert back.tensor_role.tolist() == role.tolist()      # the unknown activation y stays unknown
+    assert back.tensor_role[7] == ROLE_TEMPORARY
     assert back.tensor_layer.tolist() == layer.tolist()
+
+
+def test_a_version_2_file_reads_its_temporaries_from_its_unknowns(tmp_path):
+    # version 2 had no temporary role: what the rules call one was stored unknown
+    role = np.array(EXPECTED_ROLE, np.int8)
+    role[role == TMP] = U
+    role[2] = U                   # an unknown the rules call an activation stays unknown (stored roles win)
+    path = write_trace(hand_trace(tensor_role=role, tensor_layer=np.array(EXPECTED_LAYER, np.int32)),
+                       tmp_path / "v2.h5")
+    with h5py.File(path, "r+") as f:
+        f.attrs["schema_version"] = 2
+    back = read_trace(path)
+    assert back.attrs["schema_version"] == 2
+    want = list(EXPECTED_ROLE)
+    want[2] = U
+    assert back.tensor_role.tolist() == want
+    assert back.tensor_layer.tolist() == EXPECTED_LAYER
+    # and a version-2 file cannot hold the code
+    with h5py.File(path, "r+") as f:
+        rows = f["tensors"][()]
+        rows["role"][5] = TMP
+        f["tensors"][...] = rows
+    with pytest.raises(TraceError, match="schema_version 2 allows role codes 0..6") as info:
+        read_trace(path)
+    assert info.value.row == 5
+
+
+def _phased_trace(extra_tensors, extra_accesses) -> Trace:
+    """The hand trace with more tensors and accesses (kernel -> [(tensor, mode)])."""
+    t = hand_trace()
+    tensors = TENSORS + extra_tensors
+    kernels = [(n, w, accs + extra_accesses.get(k, [])) for k, (n, w, accs) in enumerate(KERNELS)]
+    acc = [a for _, _, accs in kernels for a in accs]
+    return dataclasses.replace(
+        t, tensor_size_bytes=np.array([s for _, s, _ in tensors], np.int64),
+        tensor_is_global=np.array([g for _, _, g in tensors]), tensor_name=np.array([n for n, _, _ in tensors]),
+        access_offsets=np.cumsum([0] + [len(a) for _, _, a in kernels]).astype(np.int64),
+        access_tensor=np.array([x for x, _ in acc], np.int32), access_mode=np.array([m for _, m in acc], np.uint8),
+        tensor_role=None, tensor_layer=None)
+
+
+def test_temporaries_of_each_phase():
+    # 11 ft: forward temporary (kernel 0 -> kernel 1, dead before the loss)
+    # 12 ot: optimizer temporary (made and read by the Apply_Grad kernels)
+    # 13 dead: a backward output no kernel reads
+    # 14 cross: read in forward, written again in backward: no phase holds it, stays unknown
+    # 15 g: a global only a forward kernel writes (a running mean): unknown
+    t = _phased_trace([("ft", 4096, False), ("ot", 4096, False), ("dead", 4096, False), ("cross", 4096, False),
+                       ("g", 4096, True)],
+                      {0: [(11, W), (14, W), (15, R | W)], 1: [(11, R), (14, R)], 4: [(13, W), (14, W)],
+                       5: [(12, W)], 6: [(12, R)]})
+    validate_trace(t)
+    assert t.tensor_role.tolist() == EXPECTED_ROLE + [TMP, TMP, TMP, U, U]
+    assert t.tensor_role[2] == A            # a1: saved for backward, an activation
+    assert t.tensor_layer.tolist() == EXPECTED_LAYER + [-1] * 5
+    # the same from a capture's names and recorded phases: unnamed tensors take the graph's roles
+    names = ["input:0", "param:h.0.w", "fwd:mm#0", "workspace:mm#0", "fwd:mm#1", "bwd:loss#2", "grad:h.1.w",
+             "bwd:mm#3", "grad:h.0.w", "param:h.1.w", "optim:exp_avg:h.1.w", "fwd:mul#0", "opt:mul#5",
+             "bwd:mm#4", "fwd:x#0", "buffer:rm"]
+    c = dataclasses.replace(t, tensor_name=np.array(names), tensor_role=None, tensor_layer=None,
+                            attrs={"capture_forward_kernels": 2, "capture_backward_kernels": 3})
+    assert c.tensor_role.tolist() == EXPECTED_ROLE + [TMP, TMP, TMP, U, U]
 
 
 def _write_v1(t: Trace, path):
@@ -157,7 +222,7 @@ def test_a_version_2_file_without_roles_is_refused(tmp_path):
         read_trace(path)
 
 
-@pytest.mark.parametrize("col, value, words", [("tensor_role", 7, "role code"), ("tensor_role", -1, "role code"),
+@pytest.mark.parametrize("col, value, words", [("tensor_role", 8, "role code"), ("tensor_role", -1, "role code"),
                                                ("tensor_layer", -2, ">= -1")])
 def test_bad_roles_are_refused(col, value, words):
     t = hand_trace()
@@ -201,8 +266,9 @@ def test_trace_info_json_has_bytes_by_role(tmp_path, capsys):
     path = write_trace(hand_trace(), tmp_path / "t.h5")
     assert main(["trace", "info", str(path), "--json", "-"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["schema_version"] == 2
+    assert info["schema_version"] == 3
     assert info["bytes_by_role"] == roles.bytes_by_role(hand_trace())
+    assert info["bytes_by_role"]["temporary"] == 8192
     assert info["bytes_by_role"]["optimizer_state"] == 12288
     assert main(["trace", "info", str(path)]) == 0
     out = capsys.readouterr().out

@@ -30,8 +30,8 @@ ACTION_NAMES = {HINT_TO_GPU: "to_gpu", HINT_TO_SSD: "to_ssd", HINT_TO_HOST: "to_
                 HINT_RECOMPUTE: "recompute"}
 
 # TensorRole: what a tensor is in a training iteration (trace schema 2, ``Trace.tensor_role``;
-# Python only: no compiled module reads roles).  Optimizer state is what ZeRO counts as such:
-# Adam's m and v, and the fp32 master weights of a mixed-precision run.
+# ROLE_TEMPORARY from schema 3; Python only: no compiled module reads roles).  Optimizer state
+# is what ZeRO counts as such: Adam's m and v, and the fp32 master weights of a mixed-precision run.
 ROLE_UNKNOWN = 0
 ROLE_PARAMETER = 1
 ROLE_GRADIENT = 2
@@ -39,9 +39,13 @@ ROLE_OPTIMIZER_STATE = 3
 ROLE_ACTIVATION = 4
 ROLE_WORKSPACE = 5
 ROLE_INPUT = 6
+# a non-global tensor written, and read if at all, within one phase (forward, backward or the
+# optimizer step) that is none of the roles above: a forward temporary backward does not need, a
+# backward temporary (the gradient of an activation), an optimizer temporary (trace format 3)
+ROLE_TEMPORARY = 7
 ROLE_NAMES = {ROLE_UNKNOWN: "unknown", ROLE_PARAMETER: "parameter", ROLE_GRADIENT: "gradient",
               ROLE_OPTIMIZER_STATE: "optimizer_state", ROLE_ACTIVATION: "activation",
-              ROLE_WORKSPACE: "workspace", ROLE_INPUT: "input"}
+              ROLE_WORKSPACE: "workspace", ROLE_INPUT: "input", ROLE_TEMPORARY: "temporary"}
 # memory advice (cudaMemAdvise; issue 37): applied by the far-fault handler (fault.handler = batched)
 HINT_ADVISE_PREFER_GPU = 5    # cudaMemAdviseSetPreferredLocation, the GPU
 HINT_ADVISE_PREFER_HOST = 6   # cudaMemAdviseSetPreferredLocation, the host: GPU accesses map it remotely

@@ -104,7 +104,8 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
 
     Tensor roles (``Trace.tensor_role``) are exact: parameters, gradients, optimizer state
     (moments, master weights), inputs and workspaces as recorded; activations are the tensors
-    a forward kernel makes that a backward kernel reads (:mod:`g10core.workload.roles`).
+    a forward kernel makes that a backward kernel reads, temporaries the other tensors written
+    and last read within one recorded phase (:mod:`g10core.workload.roles`).
 
     Global tensors: parameters, buffers and optimizer state.  Kernel times come from
     the calibrated model (``calibration``: a :class:`~.timing.Calibration` or a path;

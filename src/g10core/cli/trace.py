@@ -77,7 +77,8 @@ def _print_info(i: dict) -> None:
          if i["profiled_gpu"] else "- (not in g10core.gpus: never retargeted)"),
     ]
     roles = ", ".join(f"{name.replace('_', ' ')} {fmt_bytes(n)}" for name, n in i["bytes_by_role"].items() if n)
-    inferred = " (inferred from the graph: a version-1 file)" if i["schema_version"] == 1 else ""
+    inferred = {1: " (inferred from the graph: a version-1 file)",
+                2: " (temporaries inferred from the graph: a version-2 file)"}.get(i["schema_version"], "")
     rows.append(("bytes by role", (roles or "-") + inferred))
     if i["n_hints"]:
         rows.append(("hints", f"{i['n_hints']} ({i['hints_policy'] or 'unnamed policy'})"))

@@ -5,7 +5,9 @@ A trace of format version 2 stores each tensor's role (``Trace.tensor_role``, a 
 index of the layer the parameter belongs to (``Trace.tensor_layer``, -1 for none).  Captured
 traces record them exactly; for a trace read from a version-1 file (the converted G10
 artifact traces, synthetic traces, old captures) :func:`infer_roles` derives them from the
-access graph where it can and leaves the rest ``unknown``.
+access graph where it can and leaves the rest ``unknown``.  A version-2 file stored no
+temporaries (format 3 added the role): its tensors stored ``unknown`` that the rules below call
+temporaries read as temporaries (:func:`refine_temporaries`).
 
 The rules (``b`` = :func:`forward_backward_boundary`, the first backward kernel; the
 optimizer kernels are the phase a capture recorded, else the kernels from ``b`` on that
@@ -24,11 +26,26 @@ write a global tensor):
   (page-rounded), is a **workspace**;
 * a non-global tensor a forward kernel reads before any kernel writes it, or that a forward
   kernel reading no tensor writes (a data-loading kernel), is an **input** (the batch: token
-  ids, images, labels).
+  ids, images, labels);
+* a non-global tensor none of the rules above names is a **temporary** when it is written, and
+  read if at all, within one phase (every access by forward kernels, before ``b``; or every one
+  by backward kernels, from ``b`` on and not the optimizer's; or every one by optimizer kernels)
+  and no kernel reads it before one writes it: a forward temporary that dies before the loss (a
+  tensor backward needs is an activation), a backward temporary (the gradient of an
+  activation; one the optimizer reads is a gradient), an optimizer temporary (a widened
+  gradient, Adam's denominator), or an output no kernel reads.  Without ``b`` (no loss kernel,
+  no recorded phases) there are no phases and no temporaries.
+
+What stays ``unknown`` is what these rules cannot tell: a global written outside the optimizer
+(a batch-norm running mean) or never written (a buffer, a constant), a tensor that lives across
+phases without being an activation or a gradient (read before the loss and written again after
+it), and everything in a trace without a forward/backward boundary.
 
 Tensors named by :mod:`g10core.capture` (``param:``, ``grad:``, ``optim:``, ``input:``,
 ``target:``, ``workspace:``, ``buffer:``; the imported profiles' ``optimizer_state:``) take
-the role their name records, and parameters the layer their module path gives (the first
+the role their name records, the unnamed ones (``fwd:``/``bwd:``/``opt:`` + the kernel that
+made them) what the graph tells of them with the recorded phases (activation, workspace,
+temporary), and parameters the layer their module path gives (the first
 numbered component: ``model.layers.3`` is one layer), numbered in forward order.  Without
 names, a layer is the set of parameters a forward kernel reads first, numbered in forward
 order; a gradient and an optimizer state take the layer of the parameter the optimizer
@@ -45,7 +62,7 @@ import re
 import numpy as np
 
 from ..codes import (ROLE_ACTIVATION, ROLE_GRADIENT, ROLE_INPUT, ROLE_NAMES, ROLE_OPTIMIZER_STATE,
-                     ROLE_PARAMETER, ROLE_UNKNOWN, ROLE_WORKSPACE)
+                     ROLE_PARAMETER, ROLE_TEMPORARY, ROLE_UNKNOWN, ROLE_WORKSPACE)
 
 PAGE_SIZE_BYTES = 4096
 ACCESS_READ = 1
@@ -240,6 +257,15 @@ def _graph_roles(trace, loads: bool = True) -> tuple[np.ndarray, np.ndarray]:
     updated = glob & written_opt & ~written_other
     role[updated & read_other] = ROLE_PARAMETER
     role[updated & ~read_other] = ROLE_OPTIMIZER_STATE
+    # temporary: what is left of the non-globals, when all its accesses lie in one phase
+    if b >= 0:
+        phase = np.where(opt, 2, np.where(np.arange(K) >= b, 1, 0)).astype(np.int8)[k]
+        lo = np.full(T, 3, np.int8)
+        hi = np.full(T, -1, np.int8)
+        np.minimum.at(lo, t, phase)
+        np.maximum.at(hi, t, phase)
+        written = first_write < K
+        role[(role == ROLE_UNKNOWN) & ~glob & written & (lo == hi) & (first_write <= first_read)] = ROLE_TEMPORARY
 
     # layers: parameters first read by one kernel form a layer, numbered in kernel order
     layer = np.full(T, -1, np.int32)
@@ -302,8 +328,9 @@ def _named_roles(trace, prefixes: list) -> tuple[np.ndarray, np.ndarray] | None:
     graph_role, graph_layer = _graph_roles(trace, loads=False)
     T = trace.n_tensors
     role = np.full(T, ROLE_UNKNOWN, np.int8)
-    # tensors the capture did not name: only what the graph alone tells (activations, workspaces)
-    keep = np.isin(graph_role, (ROLE_ACTIVATION, ROLE_WORKSPACE))
+    # tensors the capture did not name: only what the graph alone tells (activations, workspaces,
+    # temporaries: with the recorded phases, exact)
+    keep = np.isin(graph_role, (ROLE_ACTIVATION, ROLE_WORKSPACE, ROLE_TEMPORARY))
     role[keep] = graph_role[keep]
     layer = np.full(T, -1, np.int32)
     names = trace.tensor_name.tolist()
@@ -350,8 +377,8 @@ def infer_roles(trace) -> tuple[np.ndarray, np.ndarray]:
     Returns
     -------
     (role, layer) : (ndarray of int8, ndarray of int32)
-        T rows each: a :data:`g10core.codes.ROLE_NAMES` code (``ROLE_UNKNOWN`` where the
-        graph does not tell) and the layer index of a parameter, its gradient and its
+        T rows each: a :data:`g10core.codes.ROLE_NAMES` code (``ROLE_UNKNOWN`` where neither
+        the names nor the graph tell) and the layer index of a parameter, its gradient and its
         optimizer state (-1 for other tensors and where unknown).  Cost O(A log A).
 
     Examples
@@ -364,3 +391,27 @@ def infer_roles(trace) -> tuple[np.ndarray, np.ndarray]:
     if named is not None:
         return named
     return _graph_roles(trace)
+
+
+def refine_temporaries(trace, role: np.ndarray) -> np.ndarray:
+    """``role`` with each ``unknown`` tensor that :func:`infer_roles` calls a temporary made one.
+
+    For roles read from a version-2 file, which had no temporary role: every other stored role
+    is kept as it is.
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace the roles are of (its own ``tensor_role`` is not looked at).
+    role : ndarray of int8
+        T role codes.
+
+    Returns
+    -------
+    ndarray of int8
+        A new array (``role`` is not changed).
+    """
+    role = np.array(role, np.int8, copy=True)
+    inferred, _ = infer_roles(trace)
+    role[(role == ROLE_UNKNOWN) & (inferred == ROLE_TEMPORARY)] = ROLE_TEMPORARY
+    return role

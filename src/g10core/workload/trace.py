@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -70,9 +70,9 @@ class Trace:
         the policy that made them.
     tensor_role, tensor_layer : ndarray
         Per tensor (T rows): the role (int8, a ``g10core.codes.ROLE_NAMES`` code: parameter,
-        gradient, optimizer state, activation, workspace, input, or unknown) and the layer a
-        parameter, its gradient and its optimizer state belong to (int32, -1 for none).
-        Stored by format version 2; left out (None), they are inferred from the graph by
+        gradient, optimizer state, activation, workspace, input, temporary, or unknown) and the
+        layer a parameter, its gradient and its optimizer state belong to (int32, -1 for none).
+        Stored by format version 2 (temporary: 3); left out (None), they are inferred from the graph by
         :func:`g10core.workload.roles.infer_roles` when the trace is made.
 
     See Also
@@ -249,8 +249,8 @@ class Trace:
 # ============================================================================
 
 SCHEMA = "g10core-trace"
-SCHEMA_VERSION = 2                      # what write_trace writes
-SUPPORTED_SCHEMA_VERSIONS = (1, 2)      # what read_trace reads
+SCHEMA_VERSION = 3                      # what write_trace writes
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)   # what read_trace reads
 # Version history of the file format; every change of layout or meaning bumps the
 # version and adds a line here and in traces/README.md.
 SCHEMA_HISTORY = {
@@ -258,7 +258,12 @@ SCHEMA_HISTORY = {
        "workspace bytes), /kernel_names, /accesses/{offsets,tensor,mode} (CSR), optional /hints",
     2: "tensor roles: /tensors gains the fields role (int8, codes.ROLE_*) and layer (int32, -1 none); "
        "version-1 files are still read, their roles inferred (roles.infer_roles)",
+    3: "role code 7, temporary (codes.ROLE_TEMPORARY: written, and read if at all, within one phase); "
+       "same layout; a version-2 file's roles are read as stored, its unknown tensors that the rules "
+       "call temporaries as temporaries (roles.refine_temporaries)",
 }
+# The largest role code each format version allows (version 1 stores none).
+MAX_ROLE_CODE = {2: 6, 3: max(ROLE_NAMES)}
 
 # Packed record types of the two tables (the in-memory Trace keeps them as columns).
 TENSOR_DTYPE = np.dtype([("size_bytes", "<i8"), ("is_global", "u1"), ("role", "i1"), ("layer", "<i4")])
@@ -714,8 +719,13 @@ def read_trace(path) -> Trace:
         fields = read_safely(_read_file, path)   # in a child process if the file has no checksums
     except CorruptHDF5 as exc:
         raise TraceError(path, "/", str(exc)) from None
+    version = fields["attrs"].get("schema_version")
     trace = Trace(**fields)
     validate_trace(trace, path)
+    if version == 2:   # stored before the temporary role existed: its temporaries are unknown
+        from .roles import refine_temporaries
+
+        trace = replace(trace, tensor_role=refine_temporaries(trace, trace.tensor_role))
     return trace
 
 
@@ -788,6 +798,10 @@ def _read_fields(f, path) -> dict:
     if version >= 2:
         role = _column(tensors, "/tensors", "role", np.int8, path)
         layer = _column(tensors, "/tensors", "layer", np.int32, path)
+        bad = np.flatnonzero(role > MAX_ROLE_CODE[version])
+        if bad.size:
+            raise TraceError(path, "/tensors", f"got {int(role[bad[0]])}; schema_version {version} allows role codes "
+                             f"0..{MAX_ROLE_CODE[version]} only", bad[0], "role")
 
     kernels = _load(_dataset(f, path, "kernels"), path)
     cols = {fld: _column(kernels, "/kernels", fld, np.float64, path)
