@@ -47,6 +47,7 @@ VALUES = {
     "host.memory_GiB": 0.0, "host.bandwidth_GBps": 1.0,
     "cpu.cores": 8, "cpu.fp32_GFLOPs_per_core": 10.0, "cpu.bf16_GFLOPs_per_core": 10.0,
     "cpu.memory_bandwidth_GBps": 20.0, "scheduler.zero_infinity_device": "cpu",
+    "scheduler.zero_activation_checkpointing": "off",
     "ssd.bandwidth_GBps": 0.8,
     "ssd.write_bandwidth_GBps": 0.4,    # writes at half the reads' 0.8 GB/s
     "ssd.duplex": {"default": "full", "g10-artifact": "shared", "detailed": "full"},

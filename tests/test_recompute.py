@@ -172,3 +172,15 @@ def test_the_command_line_replays_recompute_hints_and_refuses_a_bad_one(tmp_path
     assert main(["run", str(trace), "--policy", "g10", "--hints", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bad.h5" in err[0] and "row 0" in err[0] and "not dropped" in err[0]
+
+
+def test_a_free_followed_by_a_transfer_hint_is_not_a_drop():
+    # a free that drops only the GPU copy of a tensor a later hint fetches again (the CPU tier's
+    # ZeRO policies free a parameter's GPU copy and fetch it back): a producer reading it uses it
+    tr = make_trace([4096] * 4, [False, False, False, True],
+                    [(1.0, [W], [A]), (2.0, [A, W], [B]), (3.0, [B], [C]), (1.0, [C], []), (4.0, [A, B], [])])
+    h = hints((2, W, HINT_FREE), (3, B, HINT_FREE), (3, W, HINT_TO_SSD), (4, B, HINT_RECOMPUTE))
+    exp = recompute.expand(tr, h)
+    assert exp.n_tensors == 1 and exp.source[exp.is_copy].tolist() == [1]     # k1 only: W is not regenerated
+    with pytest.raises(HintError, match="no kernel before kernel 1 writes tensor 3"):
+        recompute.expand(tr, hints((2, W, HINT_FREE), (3, B, HINT_FREE), (4, B, HINT_RECOMPUTE)))

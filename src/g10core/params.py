@@ -639,6 +639,13 @@ class SchedulerSpec:
         doc="where zero-infinity keeps parameters and optimizer state between uses (DeepSpeed's "
             "offload_param.device / offload_optimizer.device): nvme, the SSD (staged through host memory); "
             "cpu, host memory")
+    zero_activation_checkpointing: str = param(
+        "auto", choices=("auto", "off", "recompute", "cpu"),
+        doc="activation checkpointing of zero-offload and zero-infinity (DeepSpeed's activation_checkpointing): "
+            "off, every activation stays on the GPU; recompute, each layer keeps its input (the checkpoint) and "
+            "the rest is freed after its last forward use and recomputed at the layer's backward; cpu, as "
+            "recompute, the checkpoints moved to host memory after their forward use and back one layer ahead "
+            "(cpu_checkpointing); auto, recompute for zero-offload and cpu for zero-infinity (docs/guide/zero.md)")
 
 
 ITERATION_RULES = ("steady_mean", "fastest")

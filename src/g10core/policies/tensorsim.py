@@ -1596,10 +1596,12 @@ class TensorLevelSimulator:
                 "pinned_host_bytes": self.pinned_host_bytes,
                 "host_capacity_bytes": int(self.spec.host_capacity_bytes),
             })
+            # (recompute: the CPU kernels' indices are the expanded trace's; a CPU kernel is never a copy)
+            to_trace = (lambda k: k) if self.expansion is None else (lambda k: int(self.expansion.group[k]))
             for k, t in self.cpu_start.items():
-                start[k] = t
+                start[to_trace(k)] = t
             for k, t in self.cpu_finish.items():
-                finish[k] = t
+                finish[to_trace(k)] = t
         if failure is not None:
             return _failure(failure, self.spec.mode, ideal / hz, failed_at_kernel=int(last_kernel), **counters)
         total = self.now
@@ -1613,7 +1615,8 @@ class TensorLevelSimulator:
         breakdown = {"compute": compute / hz, "overlap": overlap / hz, "stall": stall / hz}
         if self.cpu_mode:
             breakdown.update(cpu_busy_s=counters["cpu_busy_s"], gpu_wait_cpu_s=counters["gpu_wait_cpu_s"])
-            counters["kernel_on_cpu"] = np.array(self.on_cpu, bool)
+            on_cpu = np.array(self.on_cpu, bool)
+            counters["kernel_on_cpu"] = on_cpu if self.expansion is None else on_cpu[~self.expansion.is_copy]
         return {
             "time_s": total / hz,
             "failed": False,
@@ -1786,10 +1789,20 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     elif initial_tier is not None:
         initial_tier = check_initial_tier(trace, initial_tier, spec)
     expansion = _recompute.expand(trace, hints) if _recompute.has_recompute(hints) else None
+    if expansion is not None and cpu is not None:
+        cpu = _expand_cpu_work(cpu, expansion)
     reason = working_set_check(trace, config)
     if reason is not None:
         return failed_result(reason, mode=mode, trace=trace, config=config)
     return TensorLevelSimulator(trace, spec, hints, initial_tier, expansion, cpu).run()
+
+
+def _expand_cpu_work(cpu: "CPUWork", exp) -> "CPUWork":
+    """``cpu`` (checked against the trace) for the trace expanded with recompute copies: a copy
+    runs on the GPU (its producer is a GPU kernel) and does no CPU work."""
+    src, copy = exp.source, exp.is_copy
+    return dataclasses.replace(cpu, on_cpu=cpu.on_cpu[src] & ~copy, flops=np.where(copy, 0.0, cpu.flops[src]),
+                               bytes=np.where(copy, 0.0, cpu.bytes[src]))
 
 
 @dataclass(frozen=True)

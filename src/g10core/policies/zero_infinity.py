@@ -47,16 +47,17 @@ from ..codes import (HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, ROLE_GRA
                      ROLE_PARAMETER, TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD)
 from ..workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 from . import tensorsim
-from ._zero import (OptimizerPlan, fetch_counts, hint_table, layer_steps, param_segments,  # noqa: F401 (API)
-                    refuse_artifact, require_roles, run_plan, tensor_uses)
+from ._zero import (CKPT_KEY, CheckpointPlan, OptimizerPlan, checkpoint_mode, fetch_counts, hint_table,  # noqa: F401
+                    layer_steps, param_segments, refuse_artifact, require_roles, run_plan, tensor_uses)
 from .base import CPU_KEYS, TENSOR_LEVEL_KEYS, TensorPolicy, register
 
 DEVICE_KEY = "scheduler.zero_infinity_device"
 
 
-def infinity_plan(trace: Trace, device: str) -> dict:
+def infinity_plan(trace: Trace, device: str, checkpointing: str = "off") -> dict:
     """ZeRO-Infinity's plan on ``device`` (``nvme`` or ``cpu``): ``{"hints", "on_cpu", "work",
-    "initial_tier", "info"}``."""
+    "initial_tier", "info"}``; ``checkpointing`` is ``off``, ``recompute`` or ``cpu``
+    (:class:`g10core.policies._zero.CheckpointPlan`)."""
     require_roles(trace, "zero-infinity")
     K, T = trace.n_kernels, trace.n_tensors
     role = trace.tensor_role
@@ -68,7 +69,8 @@ def infinity_plan(trace: Trace, device: str) -> dict:
     tier = np.where(glob, TIER_GPU, TIER_NOT_PRESENT).astype(np.int8)
     tier[glob & ((role == ROLE_OPTIMIZER_STATE) | (role == ROLE_PARAMETER))] = home
     rows = []
-    segments = param_segments(trace, opt.on_cpu)
+    ckpt = CheckpointPlan(trace, opt.on_cpu, checkpointing)
+    segments = param_segments(trace, opt.on_cpu, ckpt.param_uses)
     for t, segs in segments.items():
         for pre, _, last in segs:
             if nvme:
@@ -96,12 +98,12 @@ def infinity_plan(trace: Trace, device: str) -> dict:
                 if any(True for k in cpu_uses[t] if _writes(trace, k, t)):
                     rows.append((cpu_uses[t][-1] + 1, t, HINT_TO_SSD))   # pipeline_write
             prev_first = ks[0]
-    hints = hint_table(rows)
+    hints = hint_table(rows + ckpt.rows)
     work = tensorsim.CPUWork(flops=opt.flops, bytes=opt.bytes, dtype="fp32")
     info = {"device": device, "n_cpu_kernels": int(opt.on_cpu.sum()), "n_parameter_groups": len(opt.groups),
             "n_parameters": int(opt.n_elements), "n_hints": int(hints.size),
             "n_layer_steps": int(layer_steps(trace, opt.on_cpu).max() + 1),
-            "parameter_fetches": int(sum(len(s) for s in segments.values()))}
+            "parameter_fetches": int(sum(len(s) for s in segments.values())), **ckpt.info(trace)}
     return {"hints": hints, "on_cpu": opt.on_cpu, "work": work, "initial_tier": tier, "info": info}
 
 
@@ -114,16 +116,17 @@ def _writes(trace: Trace, k: int, t: int) -> bool:
 @register
 class ZeroInfinity(TensorPolicy):
     name = "zero-infinity"
-    reads = TENSOR_LEVEL_KEYS | CPU_KEYS | {"ssd.bandwidth_GBps", DEVICE_KEY}
+    reads = TENSOR_LEVEL_KEYS | CPU_KEYS | {"ssd.bandwidth_GBps", DEVICE_KEY, CKPT_KEY}
     description = ("ZeRO-Infinity (Rajbhandari et al., SC 2021): parameters and optimizer state on NVMe "
                    "(scheduler.zero_infinity_device), fetched layer by layer; CPU Adam streaming its state")
 
     def schedule(self, trace: Trace) -> np.ndarray:
-        return infinity_plan(trace, self.config.scheduler.zero_infinity_device)["hints"]
+        return infinity_plan(trace, self.config.scheduler.zero_infinity_device,
+                             checkpoint_mode(self.config, self.name))["hints"]
 
     def simulate(self, trace: Trace, hints=None) -> dict:
         refuse_artifact(self.name, self.config)
-        plan = infinity_plan(trace, self.config.scheduler.zero_infinity_device)
+        plan = infinity_plan(trace, self.config.scheduler.zero_infinity_device, checkpoint_mode(self.config, self.name))
         return run_plan(self, trace, plan["hints"] if hints is None else hints, plan["on_cpu"], plan["work"],
                         plan["initial_tier"], plan["info"])
 

@@ -45,12 +45,13 @@ from ..codes import (HINT_TO_GPU, HINT_TO_HOST, ROLE_GRADIENT, ROLE_OPTIMIZER_ST
                      TIER_HOST, TIER_NOT_PRESENT)
 from ..workload.trace import Trace
 from . import tensorsim
-from ._zero import (ADAM_FLOPS_PER_ELEMENT, OptimizerPlan, closed_form, hint_table,  # noqa: F401 (API)
-                    refuse_artifact, require_roles, run_plan, tensor_uses)
+from ._zero import (ADAM_FLOPS_PER_ELEMENT, CKPT_KEY, CheckpointPlan, OptimizerPlan, checkpoint_mode,  # noqa: F401
+                    closed_form, hint_table, refuse_artifact, require_roles, run_plan, tensor_uses)
 from .base import CPU_KEYS, TENSOR_LEVEL_KEYS, TensorPolicy, register
 
-def offload_plan(trace: Trace) -> dict:
-    """ZeRO-Offload's plan: ``{"hints", "on_cpu", "work" (CPUWork), "initial_tier", "info"}``."""
+def offload_plan(trace: Trace, checkpointing: str = "off") -> dict:
+    """ZeRO-Offload's plan: ``{"hints", "on_cpu", "work" (CPUWork), "initial_tier", "info"}``;
+    ``checkpointing`` is ``off``, ``recompute`` or ``cpu`` (:class:`CheckpointPlan`)."""
     require_roles(trace, "zero-offload")
     K, T = trace.n_kernels, trace.n_tensors
     role = trace.tensor_role
@@ -67,26 +68,27 @@ def offload_plan(trace: Trace) -> dict:
         elif role[t] == ROLE_PARAMETER and cpu_uses[t]:
             host_copies[t] = True
             rows.append((cpu_uses[t][-1] + 1, t, HINT_TO_GPU))       # up once the step wrote it (K: after the last kernel)
-    hints = hint_table(rows)
+    ckpt = CheckpointPlan(trace, opt.on_cpu, checkpointing)
+    hints = hint_table(rows + ckpt.rows)
     work = tensorsim.CPUWork(flops=opt.flops, bytes=opt.bytes, dtype="fp32", host_copies=host_copies)
     info = {"n_cpu_kernels": int(opt.on_cpu.sum()), "n_parameter_groups": len(opt.groups),
-            "n_parameters": int(opt.n_elements), "n_hints": int(hints.size)}
+            "n_parameters": int(opt.n_elements), "n_hints": int(hints.size), **ckpt.info(trace)}
     return {"hints": hints, "on_cpu": opt.on_cpu, "work": work, "initial_tier": tier, "info": info}
 
 
 @register
 class ZeroOffload(TensorPolicy):
     name = "zero-offload"
-    reads = TENSOR_LEVEL_KEYS | CPU_KEYS
+    reads = TENSOR_LEVEL_KEYS | CPU_KEYS | {CKPT_KEY}
     description = ("ZeRO-Offload (Ren et al., ATC 2021): parameters on the GPU, gradients to host memory as "
                    "backward produces them, Adam on the CPU, updated parameters back up")
 
     def schedule(self, trace: Trace) -> np.ndarray:
-        return offload_plan(trace)["hints"]
+        return offload_plan(trace, checkpoint_mode(self.config, self.name))["hints"]
 
     def simulate(self, trace: Trace, hints=None) -> dict:
         refuse_artifact(self.name, self.config)
-        plan = offload_plan(trace)
+        plan = offload_plan(trace, checkpoint_mode(self.config, self.name))
         return run_plan(self, trace, plan["hints"] if hints is None else hints, plan["on_cpu"], plan["work"],
                         plan["initial_tier"], plan["info"])
 

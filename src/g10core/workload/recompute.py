@@ -4,8 +4,10 @@ A hint ``(kernel k, tensor t, recompute)`` (:data:`g10core.codes.HINT_RECOMPUTE`
 ``t`` when kernel ``k`` begins by running again the kernel that last wrote ``t`` before ``k``
 in the iteration (its *producer*), with the producer's ideal time, on the GPU, once its
 inputs are resident (faulted or fetched in as any kernel's).  ``t`` must have been dropped by
-an earlier ``free`` hint (a row before this one, at a kernel ``<= k``) and not touched since;
-otherwise the hint table is refused, naming the row.  A recompute of a tensor that a chain
+an earlier ``free`` hint (a row before this one, at a kernel ``<= k``) and neither touched
+by a kernel nor named by a transfer hint since (a ``free`` that drops only the GPU copy of a
+tensor with a copy elsewhere, which a later ``to_gpu`` fetches, as the CPU tier's policies
+do, is not a drop); otherwise the hint table is refused, naming the row.  A recompute of a tensor that a chain
 (below) has regenerated since its free is a no-op.
 
 Chains: when an input of the producer was dropped too (freed and not touched since), it is
@@ -154,13 +156,14 @@ def expand(trace: Trace, hints: np.ndarray, path=None) -> Expansion:
 
     freed_at = {}          # tensor -> kernel of its latest free row so far
     regen_at = {}          # tensor -> kernel of its latest regeneration so far
+    revived = set()        # tensors a transfer hint named after their latest free (a copy elsewhere)
     copies: dict[int, dict[int, set]] = {}     # kernel -> producer -> tensors it regenerates
     n_tensors = 0
     n_hinted = 0
 
     def dropped(t: int, k: int) -> bool:
         kf = freed_at.get(t)
-        if kf is None or kf > k or touched_in(t, kf, k):
+        if kf is None or kf > k or t in revived or touched_in(t, kf, k):
             return False
         r = regen_at.get(t)
         return r is None or r < kf
@@ -170,8 +173,11 @@ def expand(trace: Trace, hints: np.ndarray, path=None) -> Expansion:
         if a == HINT_FREE:
             if k < K:
                 freed_at[t] = k
+                revived.discard(t)
             continue
         if a != HINT_RECOMPUTE:
+            if k < K and t in freed_at:
+                revived.add(t)      # fetched or moved again: a copy of its data exists elsewhere
             continue
         n_hinted += 1
         if k >= K:
