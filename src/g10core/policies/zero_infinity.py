@@ -18,6 +18,13 @@ One GPU, so the bandwidth-centric partitioning across GPUs does not apply.
   parameter stays on the GPU when its next use is in the very next layer step (the last layer of
   the forward pass is the first of the backward one).
 * Gradients go to host memory as the backward pass produces them, as in ZeRO-Offload.
+* Activations are checkpointed layer by layer and the checkpoints offloaded to host memory
+  (``scheduler.zero_activation_checkpointing``, ``auto``: ``cpu``; the paper's section 5.1,
+  "Design for Unprecedented Scale", offloads activation checkpoints to CPU memory; DeepSpeed's
+  ``activation_checkpointing.cpu_checkpointing``): each layer keeps its input, moved to host memory
+  after its forward use and fetched one layer ahead of its backward; the rest is freed and
+  recomputed when the layer's backward begins, its parameters fetched for that first use
+  (:class:`g10core.policies._zero.CheckpointPlan`).
 * CPU Adam runs on the CPU (:mod:`g10core.policies.zero_offload`'s fused model); the state and
   fp32 weights of each parameter are read from the SSD into host memory while the CPU works on
   the parameter before (DeepSpeed's ``pipeline_read``), and written back as soon as the step is
