@@ -19,7 +19,10 @@ an idle skip moves the pending slot instead of firing each one.  At kernel begin
 kernel's hints are applied, then its pages are checked: if all are on the GPU and none in
 transfer, it ends t11 later; otherwise every missing page is queued as a fault and the
 kernel waits until the batcher has brought them, then ends at the later of
-(first attempt + t11 + fault time) and now.
+(first attempt + t11 + fault time) and now.  Memory advice (``_batcher.pyx``; a run with
+advice hints under exact quotas): at its first attempt a kernel's pages that the GPU maps
+remotely (``prefer_host``, ``accessed_by``) are counted and not queued; when it runs, their
+time on the host path is added to it, and its outputs collapse ``read_mostly`` duplicates.
 
 Progress guard (``_progress.ProgressGuard``): while a kernel waits, only its own evicted pages re-enter the queues, so
 a slot that moves pages for good shrinks them.  The run stops when the queued pages reach
@@ -146,6 +149,7 @@ cdef class Replay:
     cdef int64_t tk, k_kernel              # time and execution index of the last kernel-begin event
     cdef int64_t rs_first, rs_pf           # a waiting kernel's first attempt and ideal + fault time
     cdef int64_t acc_intr, acc_cpu, acc_ssd, acc_un   # its faults, accumulated over its attempts
+    cdef int64_t rm_read, rm_write         # its pages read and written remotely (memory advice)
     cdef int64_t max_slots                 # livelock guard: slots without a kernel ending
     cdef int64_t waited_slots              # slots in which the SSD took no command (device-bound)
     cdef int64_t slots_at_advance          # slot count (less waited ones) when a kernel last ended
@@ -235,6 +239,7 @@ cdef class Replay:
         vi8 = arr("h_action", np.int8); self.h_action = &vi8[0] if self.n_hints else NULL
         self._keep = keep
         self.cur = self.iteration = 0
+        self.rm_read = self.rm_write = 0
         self.hint_idx = 0
         self.n_taken = 0
         # the timeline, only when asked: the components then record per kernel and batch
@@ -292,24 +297,34 @@ cdef class Replay:
                 if self.runs_kernels:
                     self.fm.apply_hint(self.h_tensor[self.hint_idx], self.h_action[self.hint_idx], now,
                                        self.iteration)
-                else:
+                elif not (self.bt.waiting and self.h_action[self.hint_idx] >= HINT_ADVISE_PREFER_GPU):
+                    # (a restart re-applies a kernel's hints when the table holds only that
+                    # kernel's; advice is applied, and counted, once)
                     self.bt.apply_hint(self.h_tensor[self.hint_idx], self.h_action[self.hint_idx])
                 self.hint_idx += 1
                 if self.hint_idx == self.n_hints:
                     self.hint_idx = 0
         if self.runs_kernels:
             return self.run_by_model(k, now)
+        if self.bt.advice_on and not self.bt.waiting:
+            # the first attempt: the pages the GPU maps remotely (memory advice), placed and
+            # counted once; they are not faults, and the kernel reads (writes) them when it runs
+            self.rm_read = self.rm_write = 0
+            for j in range(self.in_off[k], self.in_off[k + 1]):
+                self.rm_read += self.bt.remote_tensor(self.in_t[j], False)
+            for j in range(self.out_off[k], self.out_off[k + 1]):
+                self.rm_write += self.bt.remote_tensor(self.out_t[j], True)
         arrived = self.bt.faults_empty()
         if arrived:
             for j in range(self.in_off[k], self.in_off[k + 1]):
                 t = self.in_t[j]
-                if self.pt.cnt_ready[t] != self.pt.t_np[t]:
+                if self.pt.cnt_ready[t] != self.pt.t_np[t] and not (self.bt.advice_on and self.bt.tensor_ready(t)):
                     arrived = False
                     break
         if arrived:
             for j in range(self.out_off[k], self.out_off[k + 1]):
                 t = self.out_t[j]
-                if self.pt.cnt_ready[t] != self.pt.t_np[t]:
+                if self.pt.cnt_ready[t] != self.pt.t_np[t] and not (self.bt.advice_on and self.bt.tensor_ready(t)):
                     arrived = False
                     break
         if not arrived:
@@ -360,6 +375,12 @@ cdef class Replay:
         j = self.tr.kernel_cycles(k, now)
         end += j
         self.translation.push_back(j)
+        if self.bt.advice_on:
+            # its remote pages cross the link while it runs; its writes collapse read duplicates
+            end += self.bt.remote_cycles(self.rm_read, self.rm_write)
+            self.rm_read = self.rm_write = 0
+            for j in range(self.out_off[k], self.out_off[k + 1]):
+                self.bt.note_written(self.out_t[j])
         memset(&mv, 0, sizeof(moved_row))          # the slots fill it (take_moved)
         return self.kernel_end(&row, &mv, end)
 
@@ -564,6 +585,8 @@ cdef class Replay:
             # the progress guard: the largest share of its slot budget a waiting kernel used
             "guard_peak": self.guard.peak,
         }
+        if self.bt.advice_on:
+            out["advice"] = self.bt.advice_stats()
         if self.runs_kernels:
             out["runner"] = self.fm.stats()
             out["fault_batches"] = self.fm.handler_stats()
