@@ -187,6 +187,21 @@ def test_read_mostly_written_writes_back():
     assert out["final"]["host_used"] == N
 
 
+def test_a_kernel_that_reads_and_writes_the_tensor_collapses_the_duplicates():
+    # k3 updates X in place (read and write, as an optimizer step updates weights): a write
+    from dataclasses import replace as dc_replace
+    from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE
+
+    trace = make_trace([N, 1], [False, False], [([], [0]), ([1], []), ([0], []), ([0], []), ([1], [])],
+                       [1000.0, LONG, 1000.0, 1000.0, LONG])
+    mode = trace.access_mode.copy()
+    mode[int(trace.access_offsets[3])] = ACCESS_READ | ACCESS_WRITE
+    trace = dc_replace(trace, access_mode=mode)
+    hints = [(1, 0, HINT_TO_HOST), (2, 0, HINT_ADVISE_READ_MOSTLY), (4, 0, HINT_TO_HOST)]
+    out, _ = replay(trace, cfg_default(), hints)
+    assert traffic(out)[4] == 2 * N and out["advice"]["readdup_clean_pages"] == 0
+
+
 def test_read_mostly_victims_of_a_full_gpu_are_dropped():
     # the GPU holds 2N pages: X (N, read_mostly, fetched from host) is evicted by Y's and Z's
     # allocations without a write-back; W (written) by the same allocations is written back

@@ -137,6 +137,8 @@ cdef class Replay:
     cdef const int32_t* in_t
     cdef const int64_t* out_off
     cdef const int32_t* out_t
+    cdef const int64_t* w_off              # every tensor each kernel writes (memory advice only)
+    cdef const int32_t* w_t
     cdef const int32_t* h_kernel
     cdef const int32_t* h_tensor
     cdef const int8_t* h_action
@@ -233,6 +235,12 @@ cdef class Replay:
         v32 = arr("in_t", np.int32); self.in_t = &v32[0] if v32.shape[0] else NULL
         v64 = arr("out_off", np.int64); self.out_off = &v64[0]
         v32 = arr("out_t", np.int32); self.out_t = &v32[0] if v32.shape[0] else NULL
+        if self.bt.advice_on:
+            v64 = arr("w_off", np.int64); self.w_off = &v64[0]
+            v32 = arr("w_t", np.int32); self.w_t = &v32[0] if v32.shape[0] else NULL
+        else:
+            self.w_off = NULL
+            self.w_t = NULL
         self.n_hints = arrays["h_kernel"].shape[0]
         v32 = arr("h_kernel", np.int32); self.h_kernel = &v32[0] if self.n_hints else NULL
         v32 = arr("h_tensor", np.int32); self.h_tensor = &v32[0] if self.n_hints else NULL
@@ -379,8 +387,8 @@ cdef class Replay:
             # its remote pages cross the link while it runs; its writes collapse read duplicates
             end += self.bt.remote_cycles(self.rm_read, self.rm_write)
             self.rm_read = self.rm_write = 0
-            for j in range(self.out_off[k], self.out_off[k + 1]):
-                self.bt.note_written(self.out_t[j])
+            for j in range(self.w_off[k], self.w_off[k + 1]):
+                self.bt.note_written(self.w_t[j])
         memset(&mv, 0, sizeof(moved_row))          # the slots fill it (take_moved)
         return self.kernel_end(&row, &mv, end)
 

@@ -37,7 +37,8 @@ from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
 from .codes import HINT_ADVISE_PREFER_GPU, KERNEL_ROW_DTYPE, MOVED_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
-from .workload.trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
+from .workload.trace import (ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace,
+                             validate_trace)
 from .workload.tracestore import resolve_trace
 from .workload.retarget import retarget
 
@@ -220,6 +221,11 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
     out_t = trace.access_tensor[~reads].astype(np.int32)
     in_off = np.concatenate(([0], np.cumsum(np.bincount(k_of[reads], minlength=trace.n_kernels))))
     out_off = np.concatenate(([0], np.cumsum(np.bincount(k_of[~reads], minlength=trace.n_kernels))))
+    # CSR of every tensor a kernel writes (outputs and tensors it reads and writes): the writes
+    # that collapse read_mostly duplicates
+    writes = (trace.access_mode & ACCESS_WRITE) != 0
+    w_t = trace.access_tensor[writes].astype(np.int32)
+    w_off = np.concatenate(([0], np.cumsum(np.bincount(k_of[writes], minlength=trace.n_kernels))))
     if hints is None or not apply_hints:
         hints = np.zeros(0, dtype=[("kernel", "<i4"), ("tensor", "<i4"), ("action", "i1")])
     consts = dict(
@@ -251,6 +257,7 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
         s_start=first[order], s_tensor=order.astype(np.int32),
         t11=t11, t10=t10, t00=t00,
         in_off=in_off.astype(np.int64), in_t=in_t, out_off=out_off.astype(np.int64), out_t=out_t,
+        w_off=w_off.astype(np.int64), w_t=w_t,
         h_kernel=np.asarray(hints["kernel"], np.int32), h_tensor=np.asarray(hints["tensor"], np.int32),
         h_action=np.asarray(hints["action"], np.int8),
     )
@@ -349,7 +356,7 @@ def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace, u
     params = spec.compiled_params(gpu_pages, host_pages, batch_pin_limit=gpu_pages)
     ssd, link = devices
     runner = KernelRunner(params, link.core, ssd.core, tlb.core,
-                          {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t")},
+                          {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t", "w_off", "w_t")},
                           int(cfg.gpu.sms), use_evictor, int(consts["iterations"]),
                           lpn_first=ssd_first_pages(trace, ssd.spec.page_size_bytes)[0])
     runner.set_thrashing(spec.thrashing_params())
