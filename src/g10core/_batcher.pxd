@@ -206,6 +206,13 @@ cdef class Batcher:
     cdef int8_t* written                   # per tensor: a kernel wrote it since its read_mostly advice
     cdef int64_t page_bytes
     cdef int64_t adv_st[N_AS]
+    cdef int64_t rm_read, rm_write         # the waiting (or starting) kernel's remote pages
+    cdef const int64_t* k_in_off           # the replay's kernel table (advice runs only)
+    cdef const int32_t* k_in_t
+    cdef const int64_t* k_out_off
+    cdef const int32_t* k_out_t
+    cdef const int64_t* k_w_off            # every tensor each kernel writes
+    cdef const int32_t* k_w_t
 
     # queues
     cdef int push(self, int q, int64_t start, int64_t count, int32_t t, int8_t src) except -1 nogil
@@ -220,8 +227,15 @@ cdef class Batcher:
     # memory advice (the slot model's meanings of _uvm.pyx's advice, per tensor)
     cdef int advise(self, int32_t t, int8_t action) except -1 nogil
     cdef int64_t remote_tensor(self, int32_t t, bint write) except -1 nogil
-    cdef int tensor_ready(self, int32_t t) except -1 nogil
+    cdef int remote_ready(self, int32_t t) except -1 nogil
     cdef int64_t remote_cycles(self, int64_t read_pages, int64_t write_pages) except -1 nogil
+    cdef int kernel_check(self, int64_t k) except -1 nogil
+    cdef int64_t kernel_runs(self, int64_t k) except -1 nogil
+    cdef inline int ready(self, int32_t t) except -1 nogil:
+        """1 when t's pages are all on the GPU (not in transfer), or mapped remotely (advice)."""
+        if self.pt.cnt_ready[t] == self.pt.t_np[t]:
+            return 1
+        return self.remote_ready(t) if self.advice_on else 0
     cdef inline bint clean(self, int32_t t) noexcept nogil:
         """t's pages have a valid host copy (read_mostly, unwritten): evicting one to host is a drop."""
         return self.advice_on and (self.adv[t] & ADV_READ_MOSTLY) != 0 and not self.written[t]

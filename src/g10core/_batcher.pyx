@@ -20,9 +20,10 @@ rule mirrors ``testing/reference.py``, the page-by-page specification; tests req
 results.
 
 Memory advice (issue 37; exact quotas only, the ``default`` preset): a per-tensor byte of advice
-bits.  ``prefer_host`` / ``accessed_by`` tensors' host pages are not queued as faults (the
-replay's kernel reads them over the link: ``remote_tensor``, ``remote_cycles``, which books the
-time as a debt on the host path's budget); an unwritten ``read_mostly`` tensor's pages evicted
+bits.  ``prefer_host`` / ``accessed_by`` tensors' host pages are not queued as faults
+(``kernel_check`` counts them at a kernel's first attempt, ``ready`` accepts them) and the kernel
+reads them over the link (``kernel_runs`` adds their time and books it as a debt on the host
+path's budget; the kernel's writes collapse read duplicates); an unwritten ``read_mostly`` tensor's pages evicted
 to host are a drop (no slot time, no ``gpu_to_host`` traffic: ``clean``).  A run with advice
 makes no bulk repeats (``simulator.replay_inputs``), so the slots need no rule for it.
 ``testing/reference.py`` has no advice: ``tests/test_advice_default.py`` checks it against
@@ -78,10 +79,12 @@ cdef inline int fault_queue_of(int8_t tier) noexcept nogil:
 
 cdef class Batcher:
     """Queues and slots.  ``quotas``: tick_cycles, gpu_batch, host_batch, ssd_batch,
-    alloc_batch (validated by the Python layer); ``link``/``ssd``: Devices."""
+    alloc_batch (validated by the Python layer); ``link``/``ssd``: Devices; ``arrays``: the
+    replay's kernel table (``in_off``, ``in_t``, ``out_off``, ``out_t``, ``w_off``, ``w_t``), read
+    when ``quotas["advice"]`` (memory advice)."""
 
     def __init__(self, PageTable pt, Evictor ev, Device link, Device ssd, dict quotas,
-                 int64_t iterations, bint debug_log=False):
+                 int64_t iterations, bint debug_log=False, dict arrays=None):
         self.pt = pt
         self.ev = ev
         self.link = link
@@ -153,6 +156,11 @@ cdef class Batcher:
         for i in range(N_AS):
             self.adv_st[i] = 0
         cdef int8_t[::1] v8
+        cdef int64_t[::1] o64
+        cdef int32_t[::1] t32
+        self.rm_read = self.rm_write = 0
+        self.k_in_off = self.k_out_off = self.k_w_off = NULL
+        self.k_in_t = self.k_out_t = self.k_w_t = NULL
         if self.advice_on:
             if not self.exact:
                 raise ValueError("memory advice needs exact quotas (the g10-artifact rules ignore it)")
@@ -160,6 +168,16 @@ cdef class Batcher:
             keep["written"] = np.zeros(max(pt.n_tensors, 1), np.int8)
             v8 = keep["adv"]; self.adv = &v8[0]
             v8 = keep["written"]; self.written = &v8[0]
+            for name in ("in", "out", "w"):
+                keep[name + "_off"] = np.ascontiguousarray(arrays[name + "_off"], np.int64)
+                t = np.ascontiguousarray(arrays[name + "_t"], np.int32)
+                keep[name + "_t"] = t if t.size else np.zeros(1, np.int32)
+            o64 = keep["in_off"]; self.k_in_off = &o64[0]
+            o64 = keep["out_off"]; self.k_out_off = &o64[0]
+            o64 = keep["w_off"]; self.k_w_off = &o64[0]
+            t32 = keep["in_t"]; self.k_in_t = &t32[0]
+            t32 = keep["out_t"]; self.k_out_t = &t32[0]
+            t32 = keep["w_t"]; self.k_w_t = &t32[0]
         else:
             self.adv = self.written = NULL
         self._keep = keep
@@ -233,7 +251,9 @@ cdef class Batcher:
         cdef int8_t l
         cdef vector[int64_t] segs
         if self.advice_on and action >= HINT_ADVISE_PREFER_GPU:
-            return self.advise(t, action)
+            # (a restart re-applies a kernel's hints when the table holds only that kernel's:
+            # advice is applied, and counted, once)
+            return 0 if self.waiting else self.advise(t, action)
         self.pt.idle_runs(t, segs)
         cdef size_t i = 0
         while i < segs.size():
@@ -348,15 +368,13 @@ cdef class Batcher:
         self.adv_st[AS_REMOTE_WRITE_BYTES if write else AS_REMOTE_READ_BYTES] += n * self.page_bytes
         return n
 
-    cdef int tensor_ready(self, int32_t t) except -1 nogil:
+    cdef int remote_ready(self, int32_t t) except -1 nogil:
         """1 when every page of t is on the GPU (not in transfer) or, under prefer_host or
         accessed_by, in host memory (mapped remotely)."""
         cdef vector[int64_t] segs
         cdef size_t i = 0
         cdef int8_t l
-        if self.pt.cnt_ready[t] == self.pt.t_np[t]:
-            return 1
-        if not self.advice_on or not (self.adv[t] & (ADV_PREFER_HOST | ADV_ACCESSED_BY)):
+        if not (self.adv[t] & (ADV_PREFER_HOST | ADV_ACCESSED_BY)):
             return 0
         if self.pt.idle_runs(t, segs):
             return 0
@@ -377,6 +395,30 @@ cdef class Batcher:
         self.carry[self.bucket[PK_HOST_IN]] -= ur
         self.carry[self.bucket[PK_HOST_OUT]] -= uw
         return (ur + upc - 1) // upc + (uw + upc - 1) // upc
+
+    cdef int kernel_check(self, int64_t k) except -1 nogil:
+        """faults_empty(), at kernel k's begin; with advice, at its first attempt, its pages the
+        GPU maps remotely are placed and counted once (they are not faults)."""
+        cdef int64_t j
+        if self.advice_on and not self.waiting:
+            self.rm_read = self.rm_write = 0
+            for j in range(self.k_in_off[k], self.k_in_off[k + 1]):
+                self.rm_read += self.remote_tensor(self.k_in_t[j], False)
+            for j in range(self.k_out_off[k], self.k_out_off[k + 1]):
+                self.rm_write += self.remote_tensor(self.k_out_t[j], True)
+        return self.faults_empty()
+
+    cdef int64_t kernel_runs(self, int64_t k) except -1 nogil:
+        """Kernel k runs: the cycles its remote pages add (0 without advice); its writes collapse
+        read duplicates."""
+        cdef int64_t j, cyc
+        if not self.advice_on:
+            return 0
+        cyc = self.remote_cycles(self.rm_read, self.rm_write)
+        self.rm_read = self.rm_write = 0
+        for j in range(self.k_w_off[k], self.k_w_off[k + 1]):
+            self.note_written(self.k_w_t[j])
+        return cyc
 
     def advice_stats(self):
         """The remote-access and read-duplication counters (the names detailed's handler uses)."""

@@ -19,10 +19,7 @@ an idle skip moves the pending slot instead of firing each one.  At kernel begin
 kernel's hints are applied, then its pages are checked: if all are on the GPU and none in
 transfer, it ends t11 later; otherwise every missing page is queued as a fault and the
 kernel waits until the batcher has brought them, then ends at the later of
-(first attempt + t11 + fault time) and now.  Memory advice (``_batcher.pyx``; a run with
-advice hints under exact quotas): at its first attempt a kernel's pages that the GPU maps
-remotely (``prefer_host``, ``accessed_by``) are counted and not queued; when it runs, their
-time on the host path is added to it, and its outputs collapse ``read_mostly`` duplicates.
+(first attempt + t11 + fault time) and now.
 
 Progress guard (``_progress.ProgressGuard``): while a kernel waits, only its own evicted pages re-enter the queues, so
 a slot that moves pages for good shrinks them.  The run stops when the queued pages reach
@@ -93,7 +90,6 @@ def layout():
                   "gpu": TIER_GPU},
         "actions": {"to_gpu": HINT_TO_GPU, "to_ssd": HINT_TO_SSD, "to_host": HINT_TO_HOST, "free": HINT_FREE,
                     "recompute": HINT_RECOMPUTE,
-
                     "prefer_gpu": HINT_ADVISE_PREFER_GPU, "prefer_host": HINT_ADVISE_PREFER_HOST,
                     "accessed_by": HINT_ADVISE_ACCESSED_BY, "read_mostly": HINT_ADVISE_READ_MOSTLY},
         "queues": [Q_FAULT_SSD, Q_FAULT_HOST, Q_FAULT_ALLOC, Q_PREFETCH_SSD, Q_PREFETCH_HOST, Q_PREALLOC,
@@ -137,8 +133,6 @@ cdef class Replay:
     cdef const int32_t* in_t
     cdef const int64_t* out_off
     cdef const int32_t* out_t
-    cdef const int64_t* w_off              # every tensor each kernel writes (memory advice only)
-    cdef const int32_t* w_t
     cdef const int32_t* h_kernel
     cdef const int32_t* h_tensor
     cdef const int8_t* h_action
@@ -151,7 +145,6 @@ cdef class Replay:
     cdef int64_t tk, k_kernel              # time and execution index of the last kernel-begin event
     cdef int64_t rs_first, rs_pf           # a waiting kernel's first attempt and ideal + fault time
     cdef int64_t acc_intr, acc_cpu, acc_ssd, acc_un   # its faults, accumulated over its attempts
-    cdef int64_t rm_read, rm_write         # its pages read and written remotely (memory advice)
     cdef int64_t max_slots                 # livelock guard: slots without a kernel ending
     cdef int64_t waited_slots              # slots in which the SSD took no command (device-bound)
     cdef int64_t slots_at_advance          # slot count (less waited ones) when a kernel last ended
@@ -199,7 +192,7 @@ cdef class Replay:
         self.ssd = ssd if isinstance(ssd, Device) else (SSDDevice(ssd) if ssd is not None else Device())
         self.link.attach(&self.events, 0)
         self.ssd.attach(&self.events, 1)
-        self.bt = Batcher(self.pt, self.ev, self.link, self.ssd, c, self.n_iter, c.get("debug_log", False))
+        self.bt = Batcher(self.pt, self.ev, self.link, self.ssd, c, self.n_iter, c.get("debug_log", False), arrays)
         if fault_model is None:
             fault_model = ProfileFaultModel({"t11": arrays["t11"], "t10": arrays["t10"], "t00": arrays["t00"]},
                                             {"freq_hz": c["freq_hz"], "page_bytes": c.get("page_bytes", 4096),
@@ -235,19 +228,12 @@ cdef class Replay:
         v32 = arr("in_t", np.int32); self.in_t = &v32[0] if v32.shape[0] else NULL
         v64 = arr("out_off", np.int64); self.out_off = &v64[0]
         v32 = arr("out_t", np.int32); self.out_t = &v32[0] if v32.shape[0] else NULL
-        if self.bt.advice_on:
-            v64 = arr("w_off", np.int64); self.w_off = &v64[0]
-            v32 = arr("w_t", np.int32); self.w_t = &v32[0] if v32.shape[0] else NULL
-        else:
-            self.w_off = NULL
-            self.w_t = NULL
         self.n_hints = arrays["h_kernel"].shape[0]
         v32 = arr("h_kernel", np.int32); self.h_kernel = &v32[0] if self.n_hints else NULL
         v32 = arr("h_tensor", np.int32); self.h_tensor = &v32[0] if self.n_hints else NULL
         vi8 = arr("h_action", np.int8); self.h_action = &vi8[0] if self.n_hints else NULL
         self._keep = keep
         self.cur = self.iteration = 0
-        self.rm_read = self.rm_write = 0
         self.hint_idx = 0
         self.n_taken = 0
         # the timeline, only when asked: the components then record per kernel and batch
@@ -305,34 +291,24 @@ cdef class Replay:
                 if self.runs_kernels:
                     self.fm.apply_hint(self.h_tensor[self.hint_idx], self.h_action[self.hint_idx], now,
                                        self.iteration)
-                elif not (self.bt.waiting and self.h_action[self.hint_idx] >= HINT_ADVISE_PREFER_GPU):
-                    # (a restart re-applies a kernel's hints when the table holds only that
-                    # kernel's; advice is applied, and counted, once)
+                else:
                     self.bt.apply_hint(self.h_tensor[self.hint_idx], self.h_action[self.hint_idx])
                 self.hint_idx += 1
                 if self.hint_idx == self.n_hints:
                     self.hint_idx = 0
         if self.runs_kernels:
             return self.run_by_model(k, now)
-        if self.bt.advice_on and not self.bt.waiting:
-            # the first attempt: the pages the GPU maps remotely (memory advice), placed and
-            # counted once; they are not faults, and the kernel reads (writes) them when it runs
-            self.rm_read = self.rm_write = 0
-            for j in range(self.in_off[k], self.in_off[k + 1]):
-                self.rm_read += self.bt.remote_tensor(self.in_t[j], False)
-            for j in range(self.out_off[k], self.out_off[k + 1]):
-                self.rm_write += self.bt.remote_tensor(self.out_t[j], True)
-        arrived = self.bt.faults_empty()
+        arrived = self.bt.kernel_check(k)      # faults_empty(); memory advice: remote pages (_batcher.pyx)
         if arrived:
             for j in range(self.in_off[k], self.in_off[k + 1]):
                 t = self.in_t[j]
-                if self.pt.cnt_ready[t] != self.pt.t_np[t] and not (self.bt.advice_on and self.bt.tensor_ready(t)):
+                if not self.bt.ready(t):
                     arrived = False
                     break
         if arrived:
             for j in range(self.out_off[k], self.out_off[k + 1]):
                 t = self.out_t[j]
-                if self.pt.cnt_ready[t] != self.pt.t_np[t] and not (self.bt.advice_on and self.bt.tensor_ready(t)):
+                if not self.bt.ready(t):
                     arrived = False
                     break
         if not arrived:
@@ -381,14 +357,8 @@ cdef class Replay:
             row.in_transfer_pages = row.host_faults_pages = row.ssd_faults_pages = 0
             row.unallocated_faults_pages = 0
         j = self.tr.kernel_cycles(k, now)
-        end += j
+        end += j + self.bt.kernel_runs(k)      # + memory advice's remote time (_batcher.pyx; 0 without)
         self.translation.push_back(j)
-        if self.bt.advice_on:
-            # its remote pages cross the link while it runs; its writes collapse read duplicates
-            end += self.bt.remote_cycles(self.rm_read, self.rm_write)
-            self.rm_read = self.rm_write = 0
-            for j in range(self.w_off[k], self.w_off[k + 1]):
-                self.bt.note_written(self.w_t[j])
         memset(&mv, 0, sizeof(moved_row))          # the slots fill it (take_moved)
         return self.kernel_end(&row, &mv, end)
 
