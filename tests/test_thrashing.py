@@ -221,12 +221,16 @@ def test_the_read_mostly_example_advises_every_weight_and_saves_write_backs():
     assert th["readdup_clean_pages"] > 0            # weight pages evicted without a write-back
 
 
-def test_advice_under_the_slot_model_warns_that_it_is_ignored():
+def test_advice_under_the_artifact_rules_warns_that_it_is_ignored():
+    # the slot model applies advice under default (tests/test_advice_default.py); the published
+    # rules (g10-artifact) have no remote access or read duplicates: they warn and keep their numbers
     trace = synthesize(6, 32 << 20, seed=1)
     hints = np.array([(0, 0, HINT_ADVISE_PREFER_HOST)], HINT_DTYPE)
     with pytest.warns(Warning, match="memory advice"):
-        r = Simulator(preset("default")).run(trace, "g10", hints=hints)
-    assert not r.failed
+        r = Simulator(preset("g10-artifact")).run(trace, "g10", hints=hints)
+    assert not r.failed and "thrashing" not in r.counters
+    r = Simulator(preset("default")).run(trace, "g10", hints=hints)
+    assert not r.failed and r.counters["thrashing"]["advice_ranges"] == preset("default").run.iterations
 
 
 def test_largest_tensor_first_offered_the_running_kernel_finishes_under_detailed(monkeypatch, tmp_path):

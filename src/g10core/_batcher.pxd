@@ -60,6 +60,21 @@ cdef enum:                     # BulkReason
     B_TICKWISE
     B_COUNT
 
+# Memory advice in the slot model (issue 37): a tensor's advice bits, and its counters.
+cdef enum:
+    ADV_PREFER_GPU = 1
+    ADV_PREFER_HOST = 2
+    ADV_ACCESSED_BY = 4
+    ADV_READ_MOSTLY = 8
+    AS_REMOTE_ACCESSES = 0         # host runs of a tensor a kernel read or wrote over the link
+    AS_REMOTE_PAGES = 1
+    AS_REMOTE_READ_BYTES = 2
+    AS_REMOTE_WRITE_BYTES = 3
+    AS_REMOTE_POPULATED = 4        # never-touched pages placed in host memory (prefer_host)
+    AS_READDUP_CLEAN = 5           # read_mostly pages evicted to host without a write-back
+    AS_ADVICE_RANGES = 6           # advice hints applied
+    N_AS = 7
+
 cimport cython
 
 
@@ -185,6 +200,19 @@ cdef class Batcher:
     cdef int64_t* rq_pages
     cdef int64_t* rq_mark
     cdef object _keep
+    # ---- memory advice (issue 37): exact quotas only (simulator.replay_inputs sets c["advice"]) ----
+    cdef readonly bint advice_on           # the run applies advice hints (else they are never read)
+    cdef int8_t* adv                       # per tensor: ADV_* bits
+    cdef int8_t* written                   # per tensor: a kernel wrote it since its read_mostly advice
+    cdef int64_t page_bytes
+    cdef int64_t adv_st[N_AS]
+    cdef int64_t rm_read, rm_write         # the waiting (or starting) kernel's remote pages
+    cdef const int64_t* k_in_off           # the replay's kernel table (advice runs only)
+    cdef const int32_t* k_in_t
+    cdef const int64_t* k_out_off
+    cdef const int32_t* k_out_t
+    cdef const int64_t* k_w_off            # every tensor each kernel writes
+    cdef const int32_t* k_w_t
 
     # queues
     cdef int push(self, int q, int64_t start, int64_t count, int32_t t, int8_t src) except -1 nogil
@@ -195,6 +223,26 @@ cdef class Batcher:
     cdef int64_t queued(self) noexcept nogil
     cdef void note_requeue(self, int32_t t, int64_t k) noexcept nogil
     cdef int fault_tensor(self, int32_t t, int64_t* info) except -1 nogil
+
+    # memory advice (the slot model's meanings of _uvm.pyx's advice, per tensor)
+    cdef int advise(self, int32_t t, int8_t action) except -1 nogil
+    cdef int64_t remote_tensor(self, int32_t t, bint write) except -1 nogil
+    cdef int remote_ready(self, int32_t t) except -1 nogil
+    cdef int64_t remote_cycles(self, int64_t read_pages, int64_t write_pages) except -1 nogil
+    cdef int kernel_check(self, int64_t k) except -1 nogil
+    cdef int64_t kernel_runs(self, int64_t k) except -1 nogil
+    cdef inline int ready(self, int32_t t) except -1 nogil:
+        """1 when t's pages are all on the GPU (not in transfer), or mapped remotely (advice)."""
+        if self.pt.cnt_ready[t] == self.pt.t_np[t]:
+            return 1
+        return self.remote_ready(t) if self.advice_on else 0
+    cdef inline bint clean(self, int32_t t) noexcept nogil:
+        """t's pages have a valid host copy (read_mostly, unwritten): evicting one to host is a drop."""
+        return self.advice_on and (self.adv[t] & ADV_READ_MOSTLY) != 0 and not self.written[t]
+    cdef inline void note_written(self, int32_t t) noexcept nogil:
+        """A kernel writes t: the write collapses its read duplicates."""
+        if self.advice_on and self.adv[t] & ADV_READ_MOSTLY:
+            self.written[t] = 1
 
     # the slot
     cdef int slot(self, int64_t now) except -1 nogil

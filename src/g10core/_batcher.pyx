@@ -18,12 +18,25 @@ start state recurs and the next pages are treated alike, the next n slots do exa
 same; their effect is applied at once (or slot by slot when streams interleave).  Every
 rule mirrors ``testing/reference.py``, the page-by-page specification; tests require identical
 results.
+
+Memory advice (issue 37; exact quotas only, the ``default`` preset): a per-tensor byte of advice
+bits.  ``prefer_host`` / ``accessed_by`` tensors' host pages are not queued as faults
+(``kernel_check`` counts them at a kernel's first attempt, ``ready`` accepts them) and the kernel
+reads them over the link (``kernel_runs`` adds their time and books it as a debt on the host
+path's budget; the kernel's writes collapse read duplicates); an unwritten ``read_mostly`` tensor's pages evicted
+to host are a drop (no slot time, no ``gpu_to_host`` traffic: ``clean``).  A run with advice
+makes no bulk repeats (``simulator.replay_inputs``), so the slots need no rule for it.
+``testing/reference.py`` has no advice: ``tests/test_advice_default.py`` checks it against
+closed forms.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t
+from libcpp.vector cimport vector
 
 from ._types cimport (queue_run, victim_t, traffic_row,
                       TIER_NONE, TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
                       HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE,
+                      HINT_ADVISE_PREFER_GPU, HINT_ADVISE_PREFER_HOST, HINT_ADVISE_ACCESSED_BY,
+                      HINT_ADVISE_READ_MOSTLY,
                       Q_FAULT_SSD, Q_FAULT_HOST, Q_FAULT_ALLOC, Q_PREFETCH_SSD, Q_PREFETCH_HOST,
                       Q_PREALLOC, Q_EVICT_SSD, Q_EVICT_HOST, N_QUEUES,
                       TL_N, TL_HOST_FAULT, TL_HOST_PREFETCH, TL_SSD_FAULT, TL_SSD_PREFETCH,
@@ -66,10 +79,12 @@ cdef inline int fault_queue_of(int8_t tier) noexcept nogil:
 
 cdef class Batcher:
     """Queues and slots.  ``quotas``: tick_cycles, gpu_batch, host_batch, ssd_batch,
-    alloc_batch (validated by the Python layer); ``link``/``ssd``: Devices."""
+    alloc_batch (validated by the Python layer); ``link``/``ssd``: Devices; ``arrays``: the
+    replay's kernel table (``in_off``, ``in_t``, ``out_off``, ``out_t``, ``w_off``, ``w_t``), read
+    when ``quotas["advice"]`` (memory advice)."""
 
     def __init__(self, PageTable pt, Evictor ev, Device link, Device ssd, dict quotas,
-                 int64_t iterations, bint debug_log=False):
+                 int64_t iterations, bint debug_log=False, dict arrays=None):
         self.pt = pt
         self.ev = ev
         self.link = link
@@ -135,6 +150,36 @@ cdef class Batcher:
         cdef int64_t[::1] v64
         v64 = keep["rq_pages"]; self.rq_pages = &v64[0]
         v64 = keep["rq_mark"]; self.rq_mark = &v64[0]
+        # memory advice: only when the run applies advice hints (exact quotas, no devices)
+        self.advice_on = quotas.get("advice", False)
+        self.page_bytes = quotas.get("page_bytes", 4096)
+        for i in range(N_AS):
+            self.adv_st[i] = 0
+        cdef int8_t[::1] v8
+        cdef int64_t[::1] o64
+        cdef int32_t[::1] t32
+        self.rm_read = self.rm_write = 0
+        self.k_in_off = self.k_out_off = self.k_w_off = NULL
+        self.k_in_t = self.k_out_t = self.k_w_t = NULL
+        if self.advice_on:
+            if not self.exact:
+                raise ValueError("memory advice needs exact quotas (the g10-artifact rules ignore it)")
+            keep["adv"] = np.zeros(max(pt.n_tensors, 1), np.int8)
+            keep["written"] = np.zeros(max(pt.n_tensors, 1), np.int8)
+            v8 = keep["adv"]; self.adv = &v8[0]
+            v8 = keep["written"]; self.written = &v8[0]
+            for name in ("in", "out", "w"):
+                keep[name + "_off"] = np.ascontiguousarray(arrays[name + "_off"], np.int64)
+                t = np.ascontiguousarray(arrays[name + "_t"], np.int32)
+                keep[name + "_t"] = t if t.size else np.zeros(1, np.int32)
+            o64 = keep["in_off"]; self.k_in_off = &o64[0]
+            o64 = keep["out_off"]; self.k_out_off = &o64[0]
+            o64 = keep["w_off"]; self.k_w_off = &o64[0]
+            t32 = keep["in_t"]; self.k_in_t = &t32[0]
+            t32 = keep["out_t"]; self.k_out_t = &t32[0]
+            t32 = keep["w_t"]; self.k_w_t = &t32[0]
+        else:
+            self.adv = self.written = NULL
         self._keep = keep
         self.rq_wait = 0
         self.pf_cpu = self.pf_ssd = self.pre_cpu = self.pre_ssd = 0
@@ -205,6 +250,10 @@ cdef class Batcher:
         cdef int64_t s, e
         cdef int8_t l
         cdef vector[int64_t] segs
+        if self.advice_on and action >= HINT_ADVISE_PREFER_GPU:
+            # (a restart re-applies a kernel's hints when the table holds only that kernel's:
+            # advice is applied, and counted, once)
+            return 0 if self.waiting else self.advise(t, action)
         self.pt.idle_runs(t, segs)
         cdef size_t i = 0
         while i < segs.size():
@@ -255,6 +304,8 @@ cdef class Batcher:
             i += 3
             if l == TIER_GPU:
                 continue
+            if l == TIER_HOST and self.advice_on and self.adv[t] & (ADV_PREFER_HOST | ADV_ACCESSED_BY):
+                continue                    # mapped remotely: read over the link, not migrated
             if l == TIER_NOT_PRESENT:
                 info[1] += e - s
             elif l == TIER_SSD:
@@ -264,6 +315,119 @@ cdef class Batcher:
             self.push(fault_queue_of(l), s, e - s, t, l)
             self.pt.assign(t, s, e, l, 1)
         return 0
+
+    # ======================================================================
+    # memory advice (issue 37): _uvm.pyx's meanings, per tensor
+    # ======================================================================
+    cdef int advise(self, int32_t t, int8_t action) except -1 nogil:
+        """Advice on tensor t (it stays until other advice replaces it); nothing moves now."""
+        if action == HINT_ADVISE_PREFER_GPU:
+            self.adv[t] = (self.adv[t] & ~ADV_PREFER_HOST) | ADV_PREFER_GPU
+        elif action == HINT_ADVISE_PREFER_HOST:
+            self.adv[t] = (self.adv[t] & ~ADV_PREFER_GPU) | ADV_PREFER_HOST
+        elif action == HINT_ADVISE_ACCESSED_BY:
+            self.adv[t] |= ADV_ACCESSED_BY
+        elif action == HINT_ADVISE_READ_MOSTLY:
+            self.adv[t] |= ADV_READ_MOSTLY
+            self.written[t] = 0
+        self.adv_st[AS_ADVICE_RANGES] += 1
+        return 0
+
+    cdef int64_t remote_tensor(self, int32_t t, bint write) except -1 nogil:
+        """A kernel's first attempt reads (``write``: writes) tensor t: the pages the GPU maps
+        remotely (prefer_host, accessed_by: t's pages in host memory, and under prefer_host its
+        never-touched pages, placed in host memory while it has room), counted; returns them."""
+        cdef vector[int64_t] segs
+        cdef int64_t s, e, m, n = 0
+        cdef int8_t l
+        cdef size_t i = 0
+        if not self.advice_on or not (self.adv[t] & (ADV_PREFER_HOST | ADV_ACCESSED_BY)):
+            return 0
+        self.pt.idle_runs(t, segs)
+        while i < segs.size():
+            s = segs[i]
+            e = segs[i + 1]
+            l = <int8_t>segs[i + 2]
+            i += 3
+            if l == TIER_NOT_PRESENT and self.adv[t] & ADV_PREFER_HOST:
+                # first touch of a host-preferred page: populated in host memory
+                m = self.pt.host_line - self.pt.host_used
+                if m > e - s:
+                    m = e - s
+                if m <= 0:
+                    continue                # host memory is full: it faults in as usual
+                e = s + m
+                self.pt.assign(t, s, e, TIER_HOST, 0)
+                self.pt.host_used += m
+                self.adv_st[AS_REMOTE_POPULATED] += m
+                l = TIER_HOST
+            if l == TIER_HOST:
+                n += e - s
+                self.adv_st[AS_REMOTE_ACCESSES] += 1
+        self.adv_st[AS_REMOTE_PAGES] += n
+        self.adv_st[AS_REMOTE_WRITE_BYTES if write else AS_REMOTE_READ_BYTES] += n * self.page_bytes
+        return n
+
+    cdef int remote_ready(self, int32_t t) except -1 nogil:
+        """1 when every page of t is on the GPU (not in transfer) or, under prefer_host or
+        accessed_by, in host memory (mapped remotely)."""
+        cdef vector[int64_t] segs
+        cdef size_t i = 0
+        cdef int8_t l
+        if not (self.adv[t] & (ADV_PREFER_HOST | ADV_ACCESSED_BY)):
+            return 0
+        if self.pt.idle_runs(t, segs):
+            return 0
+        while i < segs.size():
+            l = <int8_t>segs[i + 2]
+            if l != TIER_GPU and l != TIER_HOST:
+                return 0
+            i += 3
+        return 1
+
+    cdef int64_t remote_cycles(self, int64_t read_pages, int64_t write_pages) except -1 nogil:
+        """A kernel that starts reads ``read_pages`` and writes ``write_pages`` remotely: the
+        cycles they add to it, each page at the host path's rate (``host_units``, a direction
+        each); the path is busy for that time, so its budget carries the debt (no migration on
+        it until the slots have paid it back)."""
+        cdef int64_t upc = self.slot_units // self.tick     # units per cycle
+        cdef int64_t ur = read_pages * self.cost[PK_HOST_IN], uw = write_pages * self.cost[PK_HOST_OUT]
+        self.carry[self.bucket[PK_HOST_IN]] -= ur
+        self.carry[self.bucket[PK_HOST_OUT]] -= uw
+        return (ur + upc - 1) // upc + (uw + upc - 1) // upc
+
+    cdef int kernel_check(self, int64_t k) except -1 nogil:
+        """faults_empty(), at kernel k's begin; with advice, at its first attempt, its pages the
+        GPU maps remotely are placed and counted once (they are not faults)."""
+        cdef int64_t j
+        if self.advice_on and not self.waiting:
+            self.rm_read = self.rm_write = 0
+            for j in range(self.k_in_off[k], self.k_in_off[k + 1]):
+                self.rm_read += self.remote_tensor(self.k_in_t[j], False)
+            for j in range(self.k_out_off[k], self.k_out_off[k + 1]):
+                self.rm_write += self.remote_tensor(self.k_out_t[j], True)
+        return self.faults_empty()
+
+    cdef int64_t kernel_runs(self, int64_t k) except -1 nogil:
+        """Kernel k runs: the cycles its remote pages add (0 without advice); its writes collapse
+        read duplicates."""
+        cdef int64_t j, cyc
+        if not self.advice_on:
+            return 0
+        cyc = self.remote_cycles(self.rm_read, self.rm_write)
+        self.rm_read = self.rm_write = 0
+        for j in range(self.k_w_off[k], self.k_w_off[k + 1]):
+            self.note_written(self.k_w_t[j])
+        return cyc
+
+    def advice_stats(self):
+        """The remote-access and read-duplication counters (the names detailed's handler uses)."""
+        return {"remote_accesses": self.adv_st[AS_REMOTE_ACCESSES], "remote_pages": self.adv_st[AS_REMOTE_PAGES],
+                "remote_read_bytes": self.adv_st[AS_REMOTE_READ_BYTES],
+                "remote_write_bytes": self.adv_st[AS_REMOTE_WRITE_BYTES],
+                "remote_populated": self.adv_st[AS_REMOTE_POPULATED],
+                "readdup_clean_pages": self.adv_st[AS_READDUP_CLEAN],
+                "advice_ranges": self.adv_st[AS_ADVICE_RANGES]}
 
     # ======================================================================
     # victims
@@ -472,6 +636,7 @@ cdef class Batcher:
         cdef int8_t d0 = -2, d
         cdef bint need_victim = self.pt.gpu_free == 0
         cdef bint pf_eff = is_pf
+        cdef bint v_clean = False
         if kmax > f.count:
             kmax = f.count
         if need_victim:
@@ -485,6 +650,7 @@ cdef class Batcher:
                     raise RuntimeError("no eviction candidate in GPU memory")
             if kmax > v.seglen:
                 kmax = v.seglen
+            v_clean = self.clean(v.tensor)
         elif kmax > self.pt.gpu_free:
             kmax = self.pt.gpu_free
         # step the scalar state page by page (cheap) to find how many pages share a treatment
@@ -517,7 +683,10 @@ cdef class Batcher:
                         self.host_peak = self.pt.host_used
                     if self.pt.host_used > self.pt.host_line:
                         self.pt.host_overflow = True
-                self.rec_evict(d)
+                if d == TIER_HOST and v_clean:
+                    self.adv_st[AS_READDUP_CLEAN] += 1     # its host copy is valid: a drop, no write-back
+                else:
+                    self.rec_evict(d)
             if src == TIER_HOST:
                 self.pt.host_used -= 1
                 if self.forced_evict == TIER_SSD:
@@ -589,7 +758,7 @@ cdef class Batcher:
         cdef queue_run f
         cdef int8_t d
         cdef int64_t k, kmax, n
-        cdef bint requeue
+        cdef bint requeue, f_clean
         while self.qlen[q]:
             if self.exact:
                 f = self.qs[q].front()
@@ -599,15 +768,21 @@ cdef class Batcher:
                 kmax = f.count
                 if kmax > self.gpu_batch - self.out_n:
                     kmax = self.gpu_batch - self.out_n
+                f_clean = d == TIER_HOST and self.clean(f.tensor)
                 k = 0
                 while k < kmax and self.exact_pre_dest(q) == d:
                     if d == TIER_HOST:
                         self.pt.host_used += 1
                         if self.pt.host_used > self.host_peak:
                             self.host_peak = self.pt.host_used
-                    self.rec_evict(d)
+                    if not f_clean:
+                        self.rec_evict(d)
                     k += 1
                 self.evicted(q, &f, d, k)
+                if f_clean:
+                    # read duplicates with a valid host copy: dropped, no write-back
+                    self.adv_st[AS_READDUP_CLEAN] += k
+                    self.pre_cpu -= k
                 continue
             if q == Q_EVICT_SSD:
                 if not (self.out_ssd < self.ssd_q and self.out_n < self.gpu_batch):

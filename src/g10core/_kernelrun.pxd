@@ -67,6 +67,8 @@ cdef class KernelRunner(FaultModel):
     cdef const int32_t* in_t
     cdef const int64_t* out_off
     cdef const int32_t* out_t
+    cdef const int64_t* w_off          # every tensor each kernel writes (read_mostly collapses)
+    cdef const int32_t* w_t
     cdef object _keep
     cdef int32_t sms                       # SMs sweeping each kernel's tensors
     cdef readonly int64_t max_idle_steps   # livelock guard: steps in a row with no progress

@@ -269,7 +269,8 @@ cdef class KernelRunner(FaultModel):
 
     ``params``: the handler's ``uvm_params`` (``uvm.FaultHandlerSpec.compiled_params``);
     ``link``, ``ssd``: the devices' compiled cores; ``translator``: the TLB's core (or None);
-    ``arrays``: ``t11``, ``in_off``, ``in_t``, ``out_off``, ``out_t`` (the replay's);
+    ``arrays``: ``t11``, ``in_off``, ``in_t``, ``out_off``, ``out_t``, and ``w_off``, ``w_t`` (every
+    tensor a kernel writes; default: its outputs) (the replay's);
     ``sms``: SMs per kernel; ``use_evictor``: the policy's evictor names the victims (else
     the handler's least-recently-migrated rule); ``iterations``: for the traffic table;
     ``max_idle_steps``: livelock guard; ``lpn_first``: per tensor its first logical page on
@@ -296,6 +297,11 @@ cdef class KernelRunner(FaultModel):
         v32 = arr("in_t", np.int32); self.in_t = &v32[0]
         v64 = arr("out_off", np.int64); self.out_off = &v64[0]
         v32 = arr("out_t", np.int32); self.out_t = &v32[0]
+        # the tensors each kernel writes (outputs and tensors read and written); without them, its outputs
+        if "w_off" not in arrays:
+            arrays = dict(arrays, w_off=arrays["out_off"], w_t=arrays["out_t"])
+        v64 = arr("w_off", np.int64); self.w_off = &v64[0]
+        v32 = arr("w_t", np.int32); self.w_t = &v32[0]
         self._keep = keep
         self.sms = sms
         self.max_idle_steps = max_idle_steps
@@ -635,10 +641,10 @@ cdef class KernelRunner(FaultModel):
         self.start = now
         self.work = self.t11[k] + x
         self.n_kin = self.in_off[k + 1] - self.in_off[k]
-        for j in range(self.out_off[k], self.out_off[k + 1]):
+        for j in range(self.w_off[k], self.w_off[k + 1]):
             # a write collapses read duplicates (read_mostly advice)
-            self.handler.note_written(self.pt.t_first[self.out_t[j]],
-                                      self.pt.t_first[self.out_t[j]] + self.pt.t_np[self.out_t[j]])
+            self.handler.note_written(self.pt.t_first[self.w_t[j]],
+                                      self.pt.t_first[self.w_t[j]] + self.pt.t_np[self.w_t[j]])
         if self._all_ready(k, now):
             self.n_fast += 1
             return now + self.work

@@ -90,7 +90,6 @@ def layout():
                   "gpu": TIER_GPU},
         "actions": {"to_gpu": HINT_TO_GPU, "to_ssd": HINT_TO_SSD, "to_host": HINT_TO_HOST, "free": HINT_FREE,
                     "recompute": HINT_RECOMPUTE,
-
                     "prefer_gpu": HINT_ADVISE_PREFER_GPU, "prefer_host": HINT_ADVISE_PREFER_HOST,
                     "accessed_by": HINT_ADVISE_ACCESSED_BY, "read_mostly": HINT_ADVISE_READ_MOSTLY},
         "queues": [Q_FAULT_SSD, Q_FAULT_HOST, Q_FAULT_ALLOC, Q_PREFETCH_SSD, Q_PREFETCH_HOST, Q_PREALLOC,
@@ -193,7 +192,7 @@ cdef class Replay:
         self.ssd = ssd if isinstance(ssd, Device) else (SSDDevice(ssd) if ssd is not None else Device())
         self.link.attach(&self.events, 0)
         self.ssd.attach(&self.events, 1)
-        self.bt = Batcher(self.pt, self.ev, self.link, self.ssd, c, self.n_iter, c.get("debug_log", False))
+        self.bt = Batcher(self.pt, self.ev, self.link, self.ssd, c, self.n_iter, c.get("debug_log", False), arrays)
         if fault_model is None:
             fault_model = ProfileFaultModel({"t11": arrays["t11"], "t10": arrays["t10"], "t00": arrays["t00"]},
                                             {"freq_hz": c["freq_hz"], "page_bytes": c.get("page_bytes", 4096),
@@ -299,17 +298,17 @@ cdef class Replay:
                     self.hint_idx = 0
         if self.runs_kernels:
             return self.run_by_model(k, now)
-        arrived = self.bt.faults_empty()
+        arrived = self.bt.kernel_check(k)      # faults_empty(); memory advice: remote pages (_batcher.pyx)
         if arrived:
             for j in range(self.in_off[k], self.in_off[k + 1]):
                 t = self.in_t[j]
-                if self.pt.cnt_ready[t] != self.pt.t_np[t]:
+                if not self.bt.ready(t):
                     arrived = False
                     break
         if arrived:
             for j in range(self.out_off[k], self.out_off[k + 1]):
                 t = self.out_t[j]
-                if self.pt.cnt_ready[t] != self.pt.t_np[t]:
+                if not self.bt.ready(t):
                     arrived = False
                     break
         if not arrived:
@@ -358,7 +357,7 @@ cdef class Replay:
             row.in_transfer_pages = row.host_faults_pages = row.ssd_faults_pages = 0
             row.unallocated_faults_pages = 0
         j = self.tr.kernel_cycles(k, now)
-        end += j
+        end += j + self.bt.kernel_runs(k)      # + memory advice's remote time (_batcher.pyx; 0 without)
         self.translation.push_back(j)
         memset(&mv, 0, sizeof(moved_row))          # the slots fill it (take_moved)
         return self.kernel_end(&row, &mv, end)
@@ -564,6 +563,8 @@ cdef class Replay:
             # the progress guard: the largest share of its slot budget a waiting kernel used
             "guard_peak": self.guard.peak,
         }
+        if self.bt.advice_on:
+            out["advice"] = self.bt.advice_stats()
         if self.runs_kernels:
             out["runner"] = self.fm.stats()
             out["fault_batches"] = self.fm.handler_stats()

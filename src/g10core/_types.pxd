@@ -24,7 +24,8 @@ cdef enum:                     # HintAction
     HINT_FREE = 3              # pre-deallocate (drop, no transfer)
     HINT_RECOMPUTE = 4         # regenerate a dropped tensor by re-running its producer (the
                                # simulators expand it into a kernel: workload/recompute.py)
-    # memory advice (cudaMemAdvise, issue 37): the far-fault handler (detailed) applies them
+    # memory advice (cudaMemAdvise, issue 37): the far-fault handler (detailed) applies them, and
+    # the slot model with exact quotas (default) per tensor (_batcher.pyx)
     HINT_ADVISE_PREFER_GPU = 5     # preferred location the GPU (clears prefer_host)
     HINT_ADVISE_PREFER_HOST = 6    # preferred location host memory: GPU accesses map it remotely
     HINT_ADVISE_ACCESSED_BY = 7    # the GPU maps the pages wherever they are (host: remote, no migration)

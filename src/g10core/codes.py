@@ -47,6 +47,7 @@ ROLE_NAMES = {ROLE_UNKNOWN: "unknown", ROLE_PARAMETER: "parameter", ROLE_GRADIEN
               ROLE_OPTIMIZER_STATE: "optimizer_state", ROLE_ACTIVATION: "activation",
               ROLE_WORKSPACE: "workspace", ROLE_INPUT: "input", ROLE_TEMPORARY: "temporary"}
 # memory advice (cudaMemAdvise; issue 37): applied by the far-fault handler (fault.handler = batched)
+# and, per tensor, by the slot model with exact quotas (the default preset); g10-artifact ignores it
 HINT_ADVISE_PREFER_GPU = 5    # cudaMemAdviseSetPreferredLocation, the GPU
 HINT_ADVISE_PREFER_HOST = 6   # cudaMemAdviseSetPreferredLocation, the host: GPU accesses map it remotely
 HINT_ADVISE_ACCESSED_BY = 7   # cudaMemAdviseSetAccessedBy, the GPU: host pages mapped remotely, not migrated

@@ -37,7 +37,8 @@ from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import HINT_FREE, IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
 from .codes import HINT_ADVISE_PREFER_GPU, KERNEL_ROW_DTYPE, MOVED_ROW_DTYPE, TRAFFIC_ROW_DTYPE, as_columns
-from .workload.trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace, validate_trace
+from .workload.trace import (ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes, read_trace,
+                             validate_trace)
 from .workload.tracestore import resolve_trace
 from .workload.retarget import retarget
 
@@ -197,13 +198,14 @@ def noisy_tensor_plan(pol: TensorPolicy, trace: Trace, cfg) -> TensorPlan:
 
 
 def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hints=False, bulk=True,
-                  devices=None, first_pages=None):
+                  devices=None, first_pages=None, advice=False):
     """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated).
 
     ``eviction``: an :class:`~g10core.evictors.EvictionRule` (or a name ``evictors.resolve``
     takes), recorded as ``consts["eviction"]``;
     ``devices``: the ``(ssd, link)`` of :func:`detailed_devices` for the detailed preset;
-    ``first_pages``: the tensors' first pages when not the trace's (:func:`aligned_first_pages`).
+    ``first_pages``: the tensors' first pages when not the trace's (:func:`aligned_first_pages`);
+    ``advice``: the slot model applies the memory-advice hints (:func:`slot_model_applies_advice`).
     The kernel times are :func:`run_kernel_cycles` (``noise.*`` applied).
     """
     c = ArtifactConstants.from_config(cfg)
@@ -219,6 +221,11 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
     out_t = trace.access_tensor[~reads].astype(np.int32)
     in_off = np.concatenate(([0], np.cumsum(np.bincount(k_of[reads], minlength=trace.n_kernels))))
     out_off = np.concatenate(([0], np.cumsum(np.bincount(k_of[~reads], minlength=trace.n_kernels))))
+    # CSR of every tensor a kernel writes (outputs and tensors it reads and writes): the writes
+    # that collapse read_mostly duplicates
+    writes = (trace.access_mode & ACCESS_WRITE) != 0
+    w_t = trace.access_tensor[writes].astype(np.int32)
+    w_off = np.concatenate(([0], np.cumsum(np.bincount(k_of[writes], minlength=trace.n_kernels))))
     if hints is None or not apply_hints:
         hints = np.zeros(0, dtype=[("kernel", "<i4"), ("tensor", "<i4"), ("action", "i1")])
     consts = dict(
@@ -239,12 +246,18 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
     if devices is not None:
         consts.update(detailed_quotas(cfg, *devices))
         consts["bulk"] = False
+    if advice:
+        # memory advice in the slot model (exact quotas, no devices: slot_model_applies_advice);
+        # its remote accesses and read duplicates change slots that a bulk repeat would copy
+        consts["advice"] = True
+        consts["bulk"] = False
     arrays = dict(
         t_first=first, t_np=npages, t_global=trace.tensor_is_global.astype(np.uint8),
         t_birth=birth, t_death=death,
         s_start=first[order], s_tensor=order.astype(np.int32),
         t11=t11, t10=t10, t00=t00,
         in_off=in_off.astype(np.int64), in_t=in_t, out_off=out_off.astype(np.int64), out_t=out_t,
+        w_off=w_off.astype(np.int64), w_t=w_t,
         h_kernel=np.asarray(hints["kernel"], np.int32), h_tensor=np.asarray(hints["tensor"], np.int32),
         h_action=np.asarray(hints["action"], np.int8),
     )
@@ -343,7 +356,7 @@ def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace, u
     params = spec.compiled_params(gpu_pages, host_pages, batch_pin_limit=gpu_pages)
     ssd, link = devices
     runner = KernelRunner(params, link.core, ssd.core, tlb.core,
-                          {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t")},
+                          {k: arrays[k] for k in ("t11", "in_off", "in_t", "out_off", "out_t", "w_off", "w_t")},
                           int(cfg.gpu.sms), use_evictor, int(consts["iterations"]),
                           lpn_first=ssd_first_pages(trace, ssd.spec.page_size_bytes)[0])
     runner.set_thrashing(spec.thrashing_params())
@@ -617,12 +630,19 @@ def no_progress_reason(info: dict, trace: Trace, rule, consts: dict, given_hints
     return text
 
 
-# the first memory-advice hint action: 5-8 need the far-fault handler
+# the first memory-advice hint action (5-8)
 ADVICE_FIRST = HINT_ADVISE_PREFER_GPU
 
 
+def slot_model_applies_advice(cfg: SimConfig) -> bool:
+    """The slot model applies memory advice with exact quotas and no devices (the ``default``
+    preset's model); the artifact's rules (``g10-artifact``) and the slot model with devices
+    ignore it (a run warns).  The far-fault handler (``fault.handler = batched``) always applies it."""
+    return not cfg.scheduler.artifact_quirks and not is_detailed(cfg)
+
+
 def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: int | None,
-                                exact_host: bool, host_populated: int = 0) -> list[str]:
+                                exact_host: bool, host_populated: int = 0, readdup_clean: int = 0) -> list[str]:
     """What a finished page-level replay must satisfy; returns one message per broken rule.
 
     * every kernel of every iteration ran, in order, back to back, and no faster than
@@ -633,7 +653,10 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
     * conservation over the run, from the PCIe counters and the final residency.
       Host: pages evicted to host = pages fetched from host + pages still on host +
       pages freed there by hints (0 when no free hint is applied: ``exact_host``,
-      otherwise >= 0).  GPU, when ``fresh_pages`` (pages allocated from nothing) is
+      otherwise >= 0); memory advice adds to the host pages those placed there
+      (``host_populated``) and read-mostly pages evicted without a write-back
+      (``readdup_clean``; the slot model counts no transfer for them, so the GPU's
+      balance subtracts them too).  GPU, when ``fresh_pages`` (pages allocated from nothing) is
       known: fresh + fetched = evicted + still resident.  It is known for a policy that
       never drops or frees a page (LRU, no hints): every page of every non-global
       tensor a kernel touches, once.  (The artifact's ``alloc`` counter cannot close
@@ -693,19 +716,24 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
     if allocated >= 0:
         # exact for every policy: the replay counts allocations, dropped and freed pages
         dropped, freed_gpu = int(final["dropped_pages"]), int(final["freed_gpu_pages"])
-        balance = allocated + in_ssd + in_host - out_ssd - out_host - dropped - freed_gpu - gpu_end
+        balance = (allocated + in_ssd + in_host - out_ssd - out_host - readdup_clean - dropped - freed_gpu
+                   - gpu_end)
         if balance != 0:
             out.append(f"GPU pages not conserved: {allocated} allocated + {in_ssd + in_host} fetched - "
-                       f"{out_ssd + out_host} evicted - {dropped} dropped - {freed_gpu} freed - "
+                       f"{out_ssd + out_host} evicted - "
+                       + (f"{readdup_clean} evicted without a write-back - " if readdup_clean else "")
+                       + f"{dropped} dropped - {freed_gpu} freed - "
                        f"{gpu_end} resident = {balance} (must be 0)")
         if fresh_pages is not None and allocated != fresh_pages:
             out.append(f"GPU pages not conserved: {allocated} pages allocated, but the trace has {fresh_pages} "
                        "pages to allocate once each")
         freed_host = int(final["freed_host_pages"])
         # host_populated: pages first placed in host memory (prefer_host advice, read remotely)
-        balance = out_host + host_populated - in_host - freed_host - host_end
+        balance = out_host + readdup_clean + host_populated - in_host - freed_host - host_end
         if balance != 0:
-            out.append(f"host pages not conserved: {out_host} evicted to host + {host_populated} placed there - "
+            out.append(f"host pages not conserved: {out_host} evicted to host + "
+                       + (f"{readdup_clean} evicted there without a write-back + " if readdup_clean else "")
+                       + f"{host_populated} placed there - "
                        f"{in_host} fetched from host - "
                        f"{freed_host} freed - {host_end} resident = {balance} (must be 0)")
         return out
@@ -958,12 +986,17 @@ class Simulator:
             # recompute: replay the trace expanded with the producers' copies, fold the rows back
             expansion = recompute.expand(trace, hints, hint_info.get("path") or f"<hints of policy {name}>")
             full_trace, trace, hints = trace, expansion.trace, expansion.hints
+        advice = False
         if plan.apply_hints and not is_batched(cfg) and np.any(hints["action"] >= ADVICE_FIRST):
-            # memory advice needs the far-fault handler (remote mappings, read duplicates)
-            warnings.warn(G10Warning(
-                f"{name}: memory advice (hint actions prefer_gpu, prefer_host, accessed_by, read_mostly) is "
-                "applied only by the far-fault handler (fault.handler = batched, --preset detailed); this run "
-                "ignores it"), stacklevel=3)
+            advice = slot_model_applies_advice(cfg)
+            if not advice:
+                # the artifact's rules (and the slot model with devices) have no remote access or copies
+                warnings.warn(G10Warning(
+                    f"{name}: memory advice (hint actions prefer_gpu, prefer_host, accessed_by, read_mostly) is "
+                    "applied by the slot model with exact quotas (--preset default) and by the far-fault "
+                    "handler (--preset detailed); this run "
+                    f"({'scheduler.artifact_quirks = true' if cfg.scheduler.artifact_quirks else 'link.model = pcie'}"
+                    ") ignores it"), stacklevel=3)
         t1 = time.perf_counter()
         first_pages = None
         if is_batched(cfg):
@@ -973,7 +1006,7 @@ class Simulator:
         rule = evictors.resolve(plan.eviction)
         consts, arrays, (t11, t00) = replay_inputs(trace, cfg, hints, eviction=rule,
                                                    apply_hints=plan.apply_hints, devices=devices,
-                                                   first_pages=first_pages)
+                                                   first_pages=first_pages, advice=advice)
         if expansion is not None:
             # a copy runs its producer's times, with the noise of the trace's kernel (not of its new index)
             times = run_kernel_cycles(full_trace, cfg)
@@ -1015,8 +1048,11 @@ class Simulator:
             fresh = int(trace.tensor_pages[touched & ~trace.tensor_is_global].sum())
         if stopped is None:
             populated = runner.fault_handler.remote_stats()["remote_populated"] if runner is not None else 0
+            clean = 0
+            if "advice" in raw:           # the slot model's advice: pages placed in host, evictions dropped
+                populated, clean = raw["advice"]["remote_populated"], raw["advice"]["readdup_clean_pages"]
             problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees,
-                                                   host_populated=populated)
+                                                   host_populated=populated, readdup_clean=clean)
             if problems:
                 raise SimulationError(f"{trace.model}-b{trace.batch_size} under {name}: " + "; ".join(problems))
         recompute_counters = None
@@ -1043,6 +1079,10 @@ class Simulator:
             counters["tlb"] = tlb.stats()
         if runner is not None:
             counters.update(handler_counters(raw, runner, cfg, use_evictor))
+        if "advice" in raw:
+            # the names of the far-fault handler's counters (detailed); the slot model detects no thrashing
+            counters["thrashing"] = {"thrashing_events": 0, "throttles": 0, "pins": 0, "pinned_pages": 0,
+                                     **raw["advice"], "thrashing_enabled": False}
         if stopped is not None:
             counters["no_progress"] = stopped
             return results.stopped(

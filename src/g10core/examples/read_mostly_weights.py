@@ -1,16 +1,17 @@
 """A policy in a file that gives memory advice: weights read-mostly, evict by arrival.
 
     g10sim run bert_base-b256 --preset detailed --policy read_mostly_weights.py:ReadMostlyWeights
+    g10sim run bert_base-b256 --policy read_mostly_weights.py:ReadMostlyWeights
 
 Memory advice (``cudaMemAdvise``) is a hint action like a prefetch, applied when its kernel
 begins to every page of its tensor, and kept until other advice replaces it: here, at kernel 0,
-``read_mostly`` on every global tensor (the weights).  Under the ``detailed`` preset the
-far-fault handler then keeps the host copy of a weight page it brings to the GPU, so evicting
-that page is a drop with no write-back, until a kernel writes the weights (the optimizer step
-collapses the duplicates).  ``counters.thrashing.readdup_clean_pages`` counts the saved
-write-backs.  The other advice actions are ``prefer_gpu``, ``prefer_host`` and ``accessed_by``
-(docs: guide/thrashing.md); the slot model of the ``default`` preset ignores advice (a run
-warns).
+``read_mostly`` on every global tensor (the weights).  The replay then keeps the host copy of
+a weight page it brings to the GPU, so evicting that page is a drop with no write-back, until a
+kernel writes the weights (the optimizer step collapses the duplicates): page by page under the
+``detailed`` preset (the far-fault handler), per tensor under ``default`` (the slot model).
+``counters.thrashing.readdup_clean_pages`` counts the saved write-backs.  The other advice
+actions are ``prefer_gpu``, ``prefer_host`` and ``accessed_by`` (docs: guide/thrashing.md); the
+``g10-artifact`` preset ignores advice (a run warns).
 """
 import numpy as np
 

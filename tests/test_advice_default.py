@@ -1,0 +1,267 @@
+"""Memory advice in the slot model (the ``default`` preset; issue 37), against closed forms.
+
+The far-fault handler (``detailed``) gives advice its meaning page by page
+(``tests/test_thrashing.py``); the slot model gives it the same meaning per tensor:
+
+* ``prefer_host`` / ``accessed_by``: a kernel's pages of the tensor that are in host memory are
+  not migrated; it reads (writes) them over the link, which adds their pages at the host path's
+  rate to its time and keeps that path busy as long; ``prefer_host`` also places never-touched
+  pages in host memory, ``accessed_by`` lets them be allocated on the GPU;
+* ``read_mostly``: evicting the tensor to host before a kernel writes it is a drop (no
+  write-back); after a write, evictions write back;
+* ``prefer_gpu`` clears ``prefer_host``.
+
+Rows come from a replay whose fault model adds nothing (``test_slot_physics``), so a kernel's
+time is its ideal time, its waits for transfers and its remote accesses, and nothing else.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from g10core._fault import FaultModel
+from g10core._replay import Replay
+from g10core.codes import (HINT_ADVISE_ACCESSED_BY, HINT_ADVISE_PREFER_GPU, HINT_ADVISE_PREFER_HOST,
+                           HINT_ADVISE_READ_MOSTLY, HINT_DTYPE, HINT_TO_HOST)
+from g10core.config import preset
+from g10core.simulator import Simulator, replay_inputs
+from g10core.slot_model import UNITS_PER_CYCLE, ArtifactConstants, page_units
+from test_slot_physics import PAGE, config, make_trace
+
+N = 5_000                                 # pages of the advised tensor (20 MB)
+LONG = 1e9                                # ns: a kernel long enough for any pre-eviction to end
+HOST_GBPS = 15.754
+
+
+def cfg_default(name="default", **kw):
+    return config(name, link=HOST_GBPS, host_GBps=HOST_GBPS, gpu_pages=4 * N, host_pages=4 * N, **kw)
+
+
+def replay(trace, cfg, hints):
+    c, a, _ = replay_inputs(trace, cfg, np.array(hints, HINT_DTYPE), eviction="arrival", apply_hints=True,
+                            advice=True)
+    out = Replay(c, a, fault_model=FaultModel()).run()
+    return out, a["t11"]
+
+
+def remote_cycles(pages, cfg):
+    """Cycles ``pages`` pages take over the host path: the slot model's integer form."""
+    ac = ArtifactConstants.from_config(cfg)
+    units = page_units(PAGE, ac.freq_hz, HOST_GBPS)
+    assert units == ac.host_units
+    return -(-pages * units // UNITS_PER_CYCLE)
+
+
+def extra(out, t11, k):
+    """Cycles kernel row k took beyond its ideal time."""
+    rows = out["kernels"]
+    return int(rows[k, 3] - rows[k, 2] - t11[int(rows[k, 1])])
+
+
+def traffic(out):
+    """(alloc, ssd->gpu, host->gpu, gpu->ssd, gpu->host) pages over the run."""
+    return tuple(int(x) for x in out["pcie"].sum(axis=0))
+
+
+def test_the_remote_time_is_the_pages_over_the_link():
+    cfg = cfg_default()
+    cyc = remote_cycles(N, cfg)
+    freq = ArtifactConstants.from_config(cfg).freq_hz
+    # the integer form is N pages * 4096 B over the link's bandwidth, in cycles, to 1e-4
+    assert math.isclose(cyc, N * PAGE / (HOST_GBPS * 1e9) * freq, rel_tol=1e-4)
+
+
+def test_prefer_host_places_never_touched_pages_in_host_memory_and_reads_them_remotely():
+    # k0 reads X (never touched) under prefer_host: X is placed in host memory, read over the link
+    trace = make_trace([N], [False], [([0], [])], [1000.0])
+    out, t11 = replay(trace, cfg_default(), [(0, 0, HINT_ADVISE_PREFER_HOST)])
+    assert extra(out, t11, 0) == remote_cycles(N, cfg_default())
+    assert traffic(out) == (0, 0, 0, 0, 0)                  # nothing migrated, nothing allocated on the GPU
+    assert out["final"]["host_used"] == N and out["final"]["gpu_free"] == 4 * N
+    assert out["advice"] == {"remote_accesses": 1, "remote_pages": N, "remote_read_bytes": N * PAGE,
+                             "remote_write_bytes": 0, "remote_populated": N, "readdup_clean_pages": 0,
+                             "advice_ranges": 1}
+
+
+def test_prefer_host_writes_go_over_the_link_gpu_to_host():
+    # k0 writes X under prefer_host: placed in host memory, written remotely (GPU -> host)
+    trace = make_trace([N], [False], [([], [0])], [1000.0])
+    out, t11 = replay(trace, cfg_default(), [(0, 0, HINT_ADVISE_PREFER_HOST)])
+    assert extra(out, t11, 0) == remote_cycles(N, cfg_default())
+    assert out["advice"]["remote_write_bytes"] == N * PAGE and out["advice"]["remote_read_bytes"] == 0
+
+
+def host_resident_then_read(advice, at=2):
+    """X (N pages) written by k0, pre-evicted to host at k1 (a long kernel), read by k2, with
+    ``advice`` on X given at kernel ``at``."""
+    trace = make_trace([N, 1], [False, False], [([], [0]), ([1], []), ([0], [])], [1000.0, LONG, 1000.0])
+    hints = [(1, 0, HINT_TO_HOST)]
+    if advice is not None:
+        hints = sorted(hints + [(at, 0, advice)], key=lambda h: h[0])
+    return replay(trace, cfg_default(), hints)
+
+
+def test_accessed_by_reads_host_pages_remotely_without_migrating_them():
+    base, t11 = host_resident_then_read(None)
+    out, _ = host_resident_then_read(HINT_ADVISE_ACCESSED_BY)
+    cyc = remote_cycles(N, cfg_default())
+    # without advice k2 waits for N pages from host; with it, k2 reads them over the link
+    assert traffic(base)[2] == N and traffic(out)[2] == 0
+    assert extra(out, t11, 2) == cyc
+    assert out["final"]["host_used"] == N                   # X stays in host memory
+    assert out["advice"]["remote_pages"] == N and out["advice"]["remote_populated"] == 0
+    # the same link time as the migration it replaces, within a slot's rounding
+    assert abs(extra(base, t11, 2) - cyc) <= 2 * int(ArtifactConstants.from_config(cfg_default()).tick_cycles)
+
+
+def test_accessed_by_lets_never_touched_pages_populate_on_the_gpu():
+    # advice at k0, which writes X for the first time: X is allocated on the GPU as without advice
+    out, t11 = host_resident_then_read(HINT_ADVISE_ACCESSED_BY, at=0)
+    base, _ = host_resident_then_read(None)
+    assert out["final"]["allocated_pages"] == base["final"]["allocated_pages"] == N + 1
+    assert out["advice"]["remote_populated"] == 0
+    assert extra(out, t11, 0) == extra(base, t11, 0)
+    # ... and later read remotely from host memory, where the hint at k1 put it
+    assert out["advice"]["remote_pages"] == N and extra(out, t11, 2) == remote_cycles(N, cfg_default())
+
+
+def test_pages_on_the_gpu_stay_there():
+    # X written by k0, read by k1 with prefer_host: its pages are on the GPU, nothing is remote
+    trace = make_trace([N], [False], [([], [0]), ([0], [])], [1000.0, 1000.0])
+    out, t11 = replay(trace, cfg_default(), [(1, 0, HINT_ADVISE_PREFER_HOST)])
+    assert extra(out, t11, 1) == 0 and out["advice"]["remote_pages"] == 0 and traffic(out)[4] == 0
+
+
+def test_prefer_gpu_clears_prefer_host():
+    # prefer_host at k0 (X placed in host, read remotely), prefer_gpu at k1: k2 migrates X as usual
+    trace = make_trace([N, 1], [False, False], [([0], []), ([1], []), ([0], [])], [1000.0, 1000.0, 1000.0])
+    out, t11 = replay(trace, cfg_default(), [(0, 0, HINT_ADVISE_PREFER_HOST), (1, 0, HINT_ADVISE_PREFER_GPU)])
+    assert out["advice"]["remote_pages"] == N and out["advice"]["remote_populated"] == N
+    assert traffic(out)[2] == N                             # k2 fetched X from host memory
+    assert out["advice"]["advice_ranges"] == 2
+
+
+def test_the_link_is_busy_while_a_kernel_reads_remotely():
+    # k2 reads X (host, accessed_by) remotely; a prefetch of Y (M pages in host) at k2 waits for the
+    # link: it ends no earlier than X's and Y's pages over the link after k2 begins
+    M = N // 2
+    trace = make_trace([N, M, 1], [False, False, False],
+                       [([], [0, 1]), ([2], []), ([0], []), ([2], [])], [1000.0, LONG, 1000.0, LONG])
+    from g10core.codes import HINT_TO_GPU
+    hints = [(1, 0, HINT_TO_HOST), (1, 1, HINT_TO_HOST), (2, 0, HINT_ADVISE_ACCESSED_BY), (2, 1, HINT_TO_GPU)]
+    out, t11 = replay(trace, cfg_default(), hints)
+    cfg = cfg_default()
+    k2 = int(out["kernels"][2, 2])
+    b = out["boundaries"]
+    busy_end = int(b[(b[:, 1] == 0) & (b[:, 0] > k2)][0, 0])
+    tick = ArtifactConstants.from_config(cfg).tick_cycles
+    assert busy_end - k2 >= remote_cycles(N + M, cfg) - tick
+    assert busy_end - k2 <= remote_cycles(N + M, cfg) + 2 * tick
+    assert traffic(out)[2] == M
+
+
+def read_mostly_round_trip(write):
+    """X written by k0, pre-evicted to host at k1, read by k2 under read_mostly (fetched back),
+    written by k3 when ``write``, pre-evicted to host again at k4."""
+    trace = make_trace([N, 1], [False, False],
+                       [([], [0]), ([1], []), ([0], []), ([], [0] if write else [1]), ([1], [])],
+                       [1000.0, LONG, 1000.0, 1000.0, LONG])
+    hints = [(1, 0, HINT_TO_HOST), (2, 0, HINT_ADVISE_READ_MOSTLY), (4, 0, HINT_TO_HOST)]
+    return replay(trace, cfg_default(), hints)
+
+
+def test_read_mostly_evicted_unwritten_makes_no_write_back():
+    out, _ = read_mostly_round_trip(write=False)
+    # one write-back (k1's, before the advice), the second eviction is a drop
+    assert traffic(out)[4] == N and traffic(out)[2] == N
+    assert out["advice"]["readdup_clean_pages"] == N
+    assert out["final"]["host_used"] == N
+
+
+def test_read_mostly_written_writes_back():
+    out, _ = read_mostly_round_trip(write=True)
+    assert traffic(out)[4] == 2 * N and out["advice"]["readdup_clean_pages"] == 0
+    assert out["final"]["host_used"] == N
+
+
+def test_a_kernel_that_reads_and_writes_the_tensor_collapses_the_duplicates():
+    # k3 updates X in place (read and write, as an optimizer step updates weights): a write
+    from dataclasses import replace as dc_replace
+    from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE
+
+    trace = make_trace([N, 1], [False, False], [([], [0]), ([1], []), ([0], []), ([0], []), ([1], [])],
+                       [1000.0, LONG, 1000.0, 1000.0, LONG])
+    mode = trace.access_mode.copy()
+    mode[int(trace.access_offsets[3])] = ACCESS_READ | ACCESS_WRITE
+    trace = dc_replace(trace, access_mode=mode)
+    hints = [(1, 0, HINT_TO_HOST), (2, 0, HINT_ADVISE_READ_MOSTLY), (4, 0, HINT_TO_HOST)]
+    out, _ = replay(trace, cfg_default(), hints)
+    assert traffic(out)[4] == 2 * N and out["advice"]["readdup_clean_pages"] == 0
+
+
+def test_read_mostly_victims_of_a_full_gpu_are_dropped():
+    # the GPU holds 2N pages: X (N, read_mostly, fetched from host) is evicted by Y's and Z's
+    # allocations without a write-back; W (written) by the same allocations is written back
+    trace = make_trace([N, N, N, N, 1], [False] * 5,
+                       [([], [0]), ([4], []), ([0], []), ([], [1]), ([], [2]), ([], [3])],
+                       [1000.0, LONG, 1000.0, 1000.0, 1000.0, 1000.0])
+    cfg = config(link=HOST_GBPS, host_GBps=HOST_GBPS, gpu_pages=2 * N, host_pages=8 * N)
+    outs = []
+    for advice in (HINT_ADVISE_READ_MOSTLY, HINT_ADVISE_PREFER_GPU):       # prefer_gpu: no effect here
+        hints = np.array([(1, 0, HINT_TO_HOST), (2, 0, advice)], HINT_DTYPE)
+        c, a, _ = replay_inputs(trace, cfg, hints, eviction="arrival", apply_hints=True, advice=True)
+        outs.append(Replay(c, a, fault_model=FaultModel()).run())
+    out, base = outs
+    # k4 allocates Z over X (clean: dropped), k5 allocates W over Y (written by k3: written back)
+    assert out["advice"]["readdup_clean_pages"] == N and base["advice"]["readdup_clean_pages"] == 0
+    assert traffic(base)[4] - traffic(out)[4] == N          # exactly X's write-back saved
+    assert traffic(out)[4] >= 2 * N                         # k1's pre-eviction of X, and Y's eviction
+    assert out["final"]["host_used"] == base["final"]["host_used"]
+
+
+# ---- the simulator: counters, invariants, presets ---------------------------------------------
+
+def test_the_simulator_applies_advice_under_default_with_detaileds_counter_names():
+    trace = make_trace([N], [False], [([0], [])], [1000.0])
+    hints = np.array([(0, 0, HINT_ADVISE_PREFER_HOST)], HINT_DTYPE)
+    cfg = cfg_default().with_overrides({"run": {"iterations": 2}})
+    r = Simulator(cfg).run(trace, "g10", hints=hints)
+    assert not r.failed
+    th = r.counters["thrashing"]
+    detailed = Simulator(preset("detailed").with_overrides({"run": {"iterations": 2}})).run(
+        trace, "g10", hints=hints).counters["thrashing"]
+    assert set(th) == set(detailed)
+    # both iterations read X over the link; it was placed in host memory once
+    assert th["remote_pages"] == 2 * N and th["remote_populated"] == N and th["advice_ranges"] == 2
+    # the Result's JSON carries them where detailed's has them
+    assert json.loads(r.to_json())["counters"]["thrashing"]["remote_read_bytes"] == 2 * N * PAGE
+
+
+def test_the_artifact_rules_ignore_advice_and_keep_their_numbers():
+    trace = make_trace([N], [False], [([0], [])], [1000.0])
+    hints = np.array([(0, 0, HINT_ADVISE_PREFER_HOST)], HINT_DTYPE)
+    cfg = cfg_default("g10-artifact").with_overrides({"run": {"iterations": 2}})
+    with pytest.warns(Warning, match="memory advice"):
+        r = Simulator(cfg).run(trace, "g10", hints=hints)
+    plain = Simulator(cfg).run(trace, "g10", hints=np.zeros(0, HINT_DTYPE))
+    assert r.iteration_time_s == plain.iteration_time_s and "thrashing" not in r.counters
+
+
+def test_the_read_mostly_example_saves_write_backs_under_default():
+    from g10core.workload.synth import synthesize
+    from g10core.workload.trace import kernel_working_set_bytes
+
+    trace = synthesize(12, 96 << 20, seed=2)
+    gpu = max(int(kernel_working_set_bytes(trace).max()) * 5 // 4, 48 << 20)     # oversubscribed
+    cfg = preset("default").with_overrides({"gpu": {"memory_GiB": gpu / 2**30}})
+    r = Simulator(cfg).run(trace, "read_mostly_weights.py:ReadMostlyWeights")
+    plain = Simulator(cfg).run(trace, "base-uvm")
+    assert not r.failed
+    th = r.counters["thrashing"]
+    assert th["advice_ranges"] == int(trace.tensor_is_global.sum()) * cfg.run.iterations
+    assert th["readdup_clean_pages"] > 0
+    # the drops are the write-backs saved: fewer pages to host than without advice
+    assert r.traffic_pages["gpu_to_host"] < plain.traffic_pages["gpu_to_host"]
