@@ -662,6 +662,14 @@ cdef int64_t resolve_near_ties(const interval_table* iv, area_keys* ks, const in
             if hi[order[q]] > top:
                 top = hi[order[q]]
             q += 1
+        # a cluster whose keys are all exact has nothing to resolve (the offloaded
+        # intervals, all 0, make one large cluster at every step)
+        for t in range(r, q):
+            if not ks.exact[order[t]]:
+                break
+        else:
+            r = q
+            continue
         mixed = False
         if q - r > 1:
             for t in range(r, q):
@@ -936,7 +944,7 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                                 hint_out* h) noexcept nogil:
     cdef int64_t K = bud.K, I = iv.n
     cdef int64_t step, i, c, r, j, nch, nfl, s, e, size, span, om, pm, pre, evf, last, clear, pidx
-    cdef int64_t kind, lo, hi
+    cdef int64_t kind, lo, hi, over
     cdef bint looped, ssd_open
     cdef double ssd_safe, ssd_move, d_ssd, ssd_lead, cpu_safe, cpu_move, d_cpu, cpu_lead
     # the three lines by the names the helpers (and the reference) give them
@@ -971,8 +979,13 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
         ks.step_us[j] = table[j + 1] - table[j]
     rebuild_prefix(mem, K, line, ks)
     st.end = END_EXHAUSTED
+    # the first kernel over the target: mem only decreases in this pass, so the search
+    # resumes where it stopped (all_at_most(mem, K, target) at every step, in O(K) overall)
+    over = 0
     for step in range(I):
-        if all_at_most(mem, K, target):
+        while over < K and mem[over] <= target:
+            over += 1
+        if over == K:
             st.end = END_FITS
             break
         st.steps += 1
