@@ -1,5 +1,9 @@
 """Memory advice in the slot model (the ``default`` preset; issue 37), against closed forms.
 
+Every replay here runs twice, with bulk repeats of identical slots and without (slot by slot,
+the oracle): the numbers must be identical (``replay``, ``assert_bulk_identical``; the bulk
+path's guards for advice are in ``_batcher.pyx``).
+
 The far-fault handler (``detailed``) gives advice its meaning page by page
 (``tests/test_thrashing.py``); the slot model gives it the same meaning per tensor:
 
@@ -40,11 +44,37 @@ def cfg_default(name="default", **kw):
     return config(name, link=HOST_GBPS, host_GBps=HOST_GBPS, gpu_pages=4 * N, host_pages=4 * N, **kw)
 
 
+# what a replay's output says about how it ran its slots, not what they did
+SLOT_KEYS = ("bulk", "ticks", "events")
+
+
+def assert_same_replay(on, off):
+    """Two replays' outputs (bulk repeats on, off) agree on everything the slots did."""
+    assert set(on) == set(off)
+    for key in set(on) - set(SLOT_KEYS):
+        a, b = on[key], off[key]
+        if isinstance(a, dict):
+            assert set(a) == set(b), key
+            for col in a:
+                assert np.array_equal(np.asarray(a[col]), np.asarray(b[col])), (key, col)
+        else:
+            assert np.array_equal(np.asarray(a), np.asarray(b)), key
+
+
+def replay_both(trace, cfg, hints, eviction="arrival"):
+    """The replay with bulk repeats, checked against the one without; returns the first."""
+    outs = []
+    for bulk in (True, False):
+        c, a, _ = replay_inputs(trace, cfg, np.array(hints, HINT_DTYPE), eviction=eviction, apply_hints=True,
+                                advice=True, bulk=bulk)
+        assert c["bulk"] is bulk
+        outs.append(Replay(c, a, fault_model=FaultModel()).run())
+    assert_same_replay(*outs)
+    return outs[0], a["t11"]
+
+
 def replay(trace, cfg, hints):
-    c, a, _ = replay_inputs(trace, cfg, np.array(hints, HINT_DTYPE), eviction="arrival", apply_hints=True,
-                            advice=True)
-    out = Replay(c, a, fault_model=FaultModel()).run()
-    return out, a["t11"]
+    return replay_both(trace, cfg, hints)
 
 
 def remote_cycles(pages, cfg):
@@ -202,6 +232,16 @@ def test_a_kernel_that_reads_and_writes_the_tensor_collapses_the_duplicates():
     assert traffic(out)[4] == 2 * N and out["advice"]["readdup_clean_pages"] == 0
 
 
+def test_a_bulk_repeat_of_pre_evictions_stops_before_a_clean_tensor():
+    # k1 pre-evicts X (written: write-backs, slot after slot, repeated in bulk) and then Y (read_mostly,
+    # unwritten: a drop); a repeat of X's slots must not run on into Y's pages
+    trace = make_trace([N, N, 1], [False] * 3, [([], [0, 1]), ([2], []), ([0, 1], [])], [1000.0, LONG, 1000.0])
+    hints = [(1, 1, HINT_ADVISE_READ_MOSTLY), (1, 0, HINT_TO_HOST), (1, 1, HINT_TO_HOST)]
+    out, _ = replay(trace, cfg_default(), hints)
+    assert out["ticks"]["bulk"] > 0
+    assert traffic(out)[4] == N and out["advice"]["readdup_clean_pages"] == N
+
+
 def test_read_mostly_victims_of_a_full_gpu_are_dropped():
     # the GPU holds 2N pages: X (N, read_mostly, fetched from host) is evicted by Y's and Z's
     # allocations without a write-back; W (written) by the same allocations is written back
@@ -211,9 +251,7 @@ def test_read_mostly_victims_of_a_full_gpu_are_dropped():
     cfg = config(link=HOST_GBPS, host_GBps=HOST_GBPS, gpu_pages=2 * N, host_pages=8 * N)
     outs = []
     for advice in (HINT_ADVISE_READ_MOSTLY, HINT_ADVISE_PREFER_GPU):       # prefer_gpu: no effect here
-        hints = np.array([(1, 0, HINT_TO_HOST), (2, 0, advice)], HINT_DTYPE)
-        c, a, _ = replay_inputs(trace, cfg, hints, eviction="arrival", apply_hints=True, advice=True)
-        outs.append(Replay(c, a, fault_model=FaultModel()).run())
+        outs.append(replay(trace, cfg, [(1, 0, HINT_TO_HOST), (2, 0, advice)])[0])
     out, base = outs
     # k4 allocates Z over X (clean: dropped), k5 allocates W over Y (written by k3: written back)
     assert out["advice"]["readdup_clean_pages"] == N and base["advice"]["readdup_clean_pages"] == 0
@@ -265,3 +303,65 @@ def test_the_read_mostly_example_saves_write_backs_under_default():
     assert th["readdup_clean_pages"] > 0
     # the drops are the write-backs saved: fewer pages to host than without advice
     assert r.traffic_pages["gpu_to_host"] < plain.traffic_pages["gpu_to_host"]
+
+
+# ---- bulk repeats of identical slots: the same numbers as slot by slot -------------------------
+
+def results_without_slot_counts(r):
+    """A Result's JSON without what depends on how its slots ran (counts of detailed and bulk
+    slots, events) or on the machine (metadata), and its kernel table."""
+    j = json.loads(r.to_json())
+    del j["metadata"], j["counters"]["ticks"], j["counters"]["events"]
+    return j, {c: np.asarray(v) for c, v in r.kernel_table().items()}
+
+
+def assert_bulk_identical(monkeypatch, trace, cfg, policy, **kw):
+    """``policy`` on ``trace`` with bulk repeats and without (``replay_inputs(bulk=False)``):
+    identical iteration times, traffic, counters and kernel rows; returns the bulk run."""
+    import g10core.simulator as simulator
+    orig = simulator.replay_inputs
+    runs = []
+    for bulk in (True, False):
+        monkeypatch.setattr(simulator, "replay_inputs",
+                            lambda *a, _bulk=bulk, **k: orig(*a, **{**k, "bulk": _bulk and k.get("bulk", True)}))
+        runs.append(Simulator(cfg).run(trace, policy, **kw))
+    monkeypatch.setattr(simulator, "replay_inputs", orig)
+    on, off = runs
+    assert not on.failed and not off.failed
+    assert off.counters["ticks"].get("bulk", 0) == 0
+    (j_on, k_on), (j_off, k_off) = results_without_slot_counts(on), results_without_slot_counts(off)
+    assert j_on == j_off
+    assert set(k_on) == set(k_off) and all(np.array_equal(k_on[c], k_off[c]) for c in k_on)
+    return on
+
+
+def test_bulk_repeats_keep_the_read_mostly_example_identical_on_a_shipped_trace(monkeypatch, load_shipped):
+    # bert_base-b256 (~2 s slot by slot): clean weight victims, drops, in bulk
+    r = assert_bulk_identical(monkeypatch, load_shipped("bert_base-b256"), preset("default"),
+                              "read_mostly_weights.py:ReadMostlyWeights")
+    assert r.counters["thrashing"]["readdup_clean_pages"] > 0
+    assert r.counters["ticks"]["bulk"] > r.counters["ticks"]["detailed"]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_bulk_repeats_keep_random_advice_on_synthetic_traces_identical(monkeypatch, seed):
+    # random advice (all four), prefetches and pre-evictions on oversubscribed synthetic traces,
+    # tight or ample host memory, each eviction rule; without the bulk path's guards for advice
+    # most of these seeds differ or break page conservation
+    from g10core.workload.synth import synthesize
+    from g10core.workload.vitality import kernel_working_set_bytes
+
+    rng = np.random.default_rng(seed)
+    trace = synthesize(int(rng.integers(12, 40)), int(rng.integers(48, 128)) << 20,
+                       pattern=("training", "random")[seed % 2], seed=seed)
+    ws = int(kernel_working_set_bytes(trace).max())
+    cfg = preset("default").with_overrides({"gpu": {"memory_GiB": float(rng.uniform(1.05, 1.6)) * ws / 2**30},
+                                            "host": {"memory_GiB": float(rng.choice([0.05, 0.2, 4.0]))},
+                                            "run": {"iterations": 2}})
+    actions = [0, 1, 2, HINT_ADVISE_PREFER_GPU, HINT_ADVISE_PREFER_HOST, HINT_ADVISE_ACCESSED_BY] + \
+        [HINT_ADVISE_READ_MOSTLY] * 3
+    hints = np.array(sorted((int(rng.integers(0, trace.n_kernels)), int(rng.integers(0, trace.n_tensors)),
+                             int(rng.choice(actions))) for _ in range(int(rng.integers(5, 60)))), HINT_DTYPE)
+    r = assert_bulk_identical(monkeypatch, trace, cfg, "g10", hints=hints,
+                              eviction=("arrival", "deepum", "belady")[seed % 3])
+    assert r.counters["ticks"]["bulk"] > 0

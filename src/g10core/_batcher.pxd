@@ -117,6 +117,7 @@ cdef class Batcher:
     cdef int8_t shp_sq_preq[SEQ_MAX]
     cdef int8_t shp_sq_predest[SEQ_MAX]
     cdef int8_t shp_vdest, shp_d_vict, shp_in_req
+    cdef int8_t shp_vclean                 # its victims are clean read duplicates (memory advice)
     cdef bint shp_vpf, shp_vreq, shp_victims, shp_single, shp_cycle
     cdef int shp_dfree, shp_dhost          # signs of the change of free frames, host pages
     cdef int64_t shp_qlen0_mask            # queues not empty at the start of the table's slots
@@ -162,6 +163,7 @@ cdef class Batcher:
     cdef int8_t rec_vdest                  # natural destination of the slot's first victims (-2: mixed)
     cdef bint rec_vpf                      # were they chosen as page-fault victims
     cdef bint rec_vreq                     # did they belong to the running kernel
+    cdef int8_t rec_vclean                 # were they clean read duplicates (memory advice: clean())
     cdef int8_t rec_in_req                 # did the pages brought in (-1 none yet, -2 mixed)
     cdef int n_sq_v, n_sq_in, n_sq_pre
     cdef int8_t sq_vdest[SEQ_MAX]
@@ -203,7 +205,7 @@ cdef class Batcher:
     # ---- memory advice (issue 37): exact quotas only (simulator.replay_inputs sets c["advice"]) ----
     cdef readonly bint advice_on           # the run applies advice hints (else they are never read)
     cdef int8_t* adv                       # per tensor: ADV_* bits
-    cdef int8_t* written                   # per tensor: a kernel wrote it since its read_mostly advice
+    cdef int8_t* clean_t                   # per tensor: read_mostly and no kernel wrote it since (clean())
     cdef int64_t page_bytes
     cdef int64_t adv_st[N_AS]
     cdef int64_t rm_read, rm_write         # the waiting (or starting) kernel's remote pages
@@ -238,11 +240,11 @@ cdef class Batcher:
         return self.remote_ready(t) if self.advice_on else 0
     cdef inline bint clean(self, int32_t t) noexcept nogil:
         """t's pages have a valid host copy (read_mostly, unwritten): evicting one to host is a drop."""
-        return self.advice_on and (self.adv[t] & ADV_READ_MOSTLY) != 0 and not self.written[t]
+        return self.advice_on and self.clean_t[t] != 0
     cdef inline void note_written(self, int32_t t) noexcept nogil:
         """A kernel writes t: the write collapses its read duplicates."""
-        if self.advice_on and self.adv[t] & ADV_READ_MOSTLY:
-            self.written[t] = 1
+        if self.advice_on:
+            self.clean_t[t] = 0
 
     # the slot
     cdef int slot(self, int64_t now) except -1 nogil

@@ -24,8 +24,14 @@ bits.  ``prefer_host`` / ``accessed_by`` tensors' host pages are not queued as f
 (``kernel_check`` counts them at a kernel's first attempt, ``ready`` accepts them) and the kernel
 reads them over the link (``kernel_runs`` adds their time and books it as a debt on the host
 path's budget; the kernel's writes collapse read duplicates); an unwritten ``read_mostly`` tensor's pages evicted
-to host are a drop (no slot time, no ``gpu_to_host`` traffic: ``clean``).  A run with advice
-makes no bulk repeats (``simulator.replay_inputs``), so the slots need no rule for it.
+to host are a drop (no slot time, no ``gpu_to_host`` traffic: ``clean``).  Bulk repeats stay on
+with advice: a slot's remote time is a debt on the host path's budget carry, which the budget walk
+of ``try_bulk_exact`` follows as any carry; a repeat's victims are all clean or none (the slot's
+``rec_vclean``, part of its shape; the evictor's ``victim_span`` stops at a tensor whose
+``clean_t`` differs); a slot that drops clean pre-evictions is not repeated, and ``queue_span`` stops
+a repeat of the host pre-eviction queue before a clean tensor's run.  ``kernel_check`` and
+``kernel_runs`` (remote pages, host placement, written tensors) run at kernel events, where the
+table of recorded slots starts again.
 ``testing/reference.py`` has no advice: ``tests/test_advice_default.py`` checks it against
 closed forms.
 """
@@ -165,9 +171,10 @@ cdef class Batcher:
             if not self.exact:
                 raise ValueError("memory advice needs exact quotas (the g10-artifact rules ignore it)")
             keep["adv"] = np.zeros(max(pt.n_tensors, 1), np.int8)
-            keep["written"] = np.zeros(max(pt.n_tensors, 1), np.int8)
+            keep["clean_t"] = np.zeros(max(pt.n_tensors, 1), np.int8)
             v8 = keep["adv"]; self.adv = &v8[0]
-            v8 = keep["written"]; self.written = &v8[0]
+            v8 = keep["clean_t"]; self.clean_t = &v8[0]
+            ev.span_cl = self.clean_t     # a bulk repeat's victims: all clean, or none (try_bulk_exact)
             for name in ("in", "out", "w"):
                 keep[name + "_off"] = np.ascontiguousarray(arrays[name + "_off"], np.int64)
                 t = np.ascontiguousarray(arrays[name + "_t"], np.int32)
@@ -179,7 +186,7 @@ cdef class Batcher:
             t32 = keep["out_t"]; self.k_out_t = &t32[0]
             t32 = keep["w_t"]; self.k_w_t = &t32[0]
         else:
-            self.adv = self.written = NULL
+            self.adv = self.clean_t = NULL
         self._keep = keep
         self.rq_wait = 0
         self.pf_cpu = self.pf_ssd = self.pre_cpu = self.pre_ssd = 0
@@ -329,7 +336,7 @@ cdef class Batcher:
             self.adv[t] |= ADV_ACCESSED_BY
         elif action == HINT_ADVISE_READ_MOSTLY:
             self.adv[t] |= ADV_READ_MOSTLY
-            self.written[t] = 0
+            self.clean_t[t] = 1
         self.adv_st[AS_ADVICE_RANGES] += 1
         return 0
 
@@ -451,7 +458,9 @@ cdef class Batcher:
                 self.rec_vdest = v.dest
                 self.rec_vpf = is_pf
                 self.rec_vreq = requeue
-            elif v.dest != self.rec_vdest or is_pf != self.rec_vpf or requeue != self.rec_vreq:
+                self.rec_vclean = self.clean(v.tensor)
+            elif (v.dest != self.rec_vdest or is_pf != self.rec_vpf or requeue != self.rec_vreq
+                  or self.clean(v.tensor) != self.rec_vclean):
                 self.rec_vdest = -2          # mixed: a bulk repeat cannot copy this slot
         self.victim_src |= self.ev.taken(v, k, is_pf, nxt)
         if not self.replaying:
@@ -780,9 +789,11 @@ cdef class Batcher:
                     k += 1
                 self.evicted(q, &f, d, k)
                 if f_clean:
-                    # read duplicates with a valid host copy: dropped, no write-back
+                    # read duplicates with a valid host copy: dropped, no write-back (bulk
+                    # repeats copy no such slot: queue_span stops before them)
                     self.adv_st[AS_READDUP_CLEAN] += k
                     self.pre_cpu -= k
+                    self.irregular = True
                 continue
             if q == Q_EVICT_SSD:
                 if not (self.out_ssd < self.ssd_q and self.out_n < self.gpu_batch):
@@ -1053,6 +1064,8 @@ cdef class Batcher:
                 break
             if check_req and self.pt.pinned_now(r.tensor) != req:
                 break
+            if q == Q_EVICT_HOST and self.clean(r.tensor):
+                break                       # a clean pre-eviction (memory advice) is a drop: evict_queue
             got += r.count
             j += 1
         return got if got < need else need
@@ -1137,7 +1150,7 @@ cdef class Batcher:
             sh[n + 2] = (d_host > 0) - (d_host < 0)
             sh[n + 3] = self.tick_victims > 0
             sh[n + 4] = q_in >= 0 and self.tick_victims == self.consumed[q_in]
-            sh[n + 5] = self.rec_vdest; sh[n + 6] = self.rec_vpf; sh[n + 7] = self.rec_vreq
+            sh[n + 5] = self.rec_vdest * 2 + self.rec_vclean; sh[n + 6] = self.rec_vpf; sh[n + 7] = self.rec_vreq
             sh[n + 8] = self.rec_in_req; sh[n + 9] = self.victim_src; sh[n + 10] = self.stalled
             sh[n + 11] = self.in_n > 0 or self.out_n > 0
             sh[n + 12] = blocked
@@ -1164,6 +1177,7 @@ cdef class Batcher:
                     self.shp_sq_preq[i] = self.sq_preq[i]
                     self.shp_sq_predest[i] = self.sq_predest[i]
                 self.shp_vdest = self.rec_vdest
+                self.shp_vclean = self.rec_vclean
                 self.shp_vpf = self.rec_vpf
                 self.shp_vreq = self.rec_vreq
                 self.shp_in_req = self.rec_in_req
@@ -1353,6 +1367,7 @@ cdef class Batcher:
         # n: so walk first and ask the evictor only for the victims of the slots walked (the
         # walk is a prefix: walking fewer slots gives the same first slots, see walk_budgets)
         free_bit = (self.shp_qlen0_mask >> N_QUEUES) & 1
+        self.ev.span_want = self.shp_vclean      # (memory advice: victims as clean as the recorded ones)
         if vmax > 0 and 1 <= n < HUGE_N:
             walked = self.walk_budgets(n, counts, cw, &seq, single, free_bit)
             need = (walked if walked > 0 else 1) * vmax + 1
@@ -1581,6 +1596,8 @@ cdef class Batcher:
             k = v.seglen if v.seglen < left else left
             if d == TIER_HOST:
                 self.pt.host_used += k
+                if self.clean(v.tensor):
+                    self.adv_st[AS_READDUP_CLEAN] += k     # drops, as bring_in counts them
             if tl != NULL:
                 if d == TIER_HOST:
                     tl[TL_EVICT_HOST] += k

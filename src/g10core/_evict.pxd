@@ -15,7 +15,14 @@ cdef class Evictor:
     cdef PageTable pt
     cdef int64_t kernel                    # the running kernel (index within the iteration)
     cdef int64_t iteration
+    # memory advice (the batcher's, _batcher.pyx): victim_span stops at a tensor whose byte in
+    # span_cl is not span_want (NULL: no such rule), so a bulk repeat's victims are all clean
+    # read duplicates, or none is
+    cdef const int8_t* span_cl
+    cdef int8_t span_want
 
+    cdef inline bint span_ok(self, int32_t t) noexcept nogil:
+        return self.span_cl == NULL or self.span_cl[t] == self.span_want
     cdef int kernel_begin(self, int64_t k, int64_t iteration) except -1 nogil
     cdef victim_t find_victim(self, bint is_pf) noexcept nogil
     cdef int taken(self, const victim_t* v, int64_t k, bint is_pf, int64_t next_page) noexcept nogil

@@ -70,6 +70,8 @@ cdef class Evictor:
         self.pt = pt
         self.kernel = 0
         self.iteration = 0
+        self.span_cl = NULL
+        self.span_want = 0
 
     cdef int kernel_begin(self, int64_t k, int64_t iteration) except -1 nogil:
         """Kernel k begins (its tensors are already pinned in the page table)."""
@@ -148,11 +150,11 @@ cdef class ArrivalOrderEvictor(Evictor):
 
     cdef int64_t victim_span(self, bint is_pf, int64_t need, bint pinned, int8_t dest) noexcept nogil:
         if self.pt.gpu_intr == 0:
-            return arrival_span(self.pt, self.pt.cursor, need, pinned)
-        return idle_span(self.pt, self.pt.skip_in_transfer(self.pt.cursor), need, pinned)
+            return arrival_span(self.pt, self.pt.cursor, need, pinned, self)
+        return idle_span(self.pt, self.pt.skip_in_transfer(self.pt.cursor), need, pinned, self)
 
 
-cdef int64_t idle_span(PageTable pt, int64_t c, int64_t need, bint pinned) noexcept nogil:
+cdef int64_t idle_span(PageTable pt, int64_t c, int64_t need, bint pinned, Evictor ev) noexcept nogil:
     """Pages from c on (arrival order) up to the first one in transfer, whose tensors' pinned
     flag equals `pinned`: the victims find_victim yields one after another from c."""
     cdef int64_t got = 0, e, node_end
@@ -160,7 +162,7 @@ cdef int64_t idle_span(PageTable pt, int64_t c, int64_t need, bint pinned) noexc
     cdef g10_runmap.iterator it
     while c >= 0 and got < need:
         i = pt.node_of(c)
-        if pt.pinned_now(pt.nodes[i].tensor) != pinned:
+        if pt.pinned_now(pt.nodes[i].tensor) != pinned or not ev.span_ok(pt.nodes[i].tensor):
             break
         it = pt.run_at(c)
         if deref(it).second.intr:
@@ -178,7 +180,7 @@ cdef int64_t idle_span(PageTable pt, int64_t c, int64_t need, bint pinned) noexc
     return got if got < need else need
 
 
-cdef int64_t arrival_span(PageTable pt, int64_t c, int64_t need, bint pinned) noexcept nogil:
+cdef int64_t arrival_span(PageTable pt, int64_t c, int64_t need, bint pinned, Evictor ev) noexcept nogil:
     """Pages from c on (arrival order) whose tensors' pinned flag equals `pinned`."""
     cdef int64_t got = 0
     cdef int32_t i
@@ -186,7 +188,7 @@ cdef int64_t arrival_span(PageTable pt, int64_t c, int64_t need, bint pinned) no
         return 0
     i = pt.node_of(c)
     while i >= 0 and got < need:
-        if pt.pinned_now(pt.nodes[i].tensor) != pinned:
+        if pt.pinned_now(pt.nodes[i].tensor) != pinned or not ev.span_ok(pt.nodes[i].tensor):
             break
         got += pt.nodes[i].start + pt.nodes[i].count - c
         i = pt.nodes[i].next
@@ -339,7 +341,7 @@ cdef class DeepUMWindowEvictor(Evictor):
         i = self.pt.node_of(c)
         while i >= 0 and got < need:
             t = self.pt.nodes[i].tensor
-            if self.pt.pinned_now(t) != pinned:
+            if self.pt.pinned_now(t) != pinned or not self.span_ok(t):
                 break
             if not is_pf and self.in_window(t):
                 break
@@ -511,7 +513,7 @@ cdef class ScoreEvictor(Evictor):
     cdef int64_t victim_span(self, bint is_pf, int64_t need, bint pinned, int8_t dest) noexcept nogil:
         cdef int32_t t = self.chosen
         cdef int64_t got
-        if t < 0 or self.pt.pinned_now(t) != pinned or self.pt.cnt_intr[t]:
+        if t < 0 or self.pt.pinned_now(t) != pinned or self.pt.cnt_intr[t] or not self.span_ok(t):
             return 0
         if (TIER_HOST if self.pt.alive(t, self.kernel) else TIER_NOT_PRESENT) != dest:
             return 0

@@ -248,9 +248,9 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
         consts["bulk"] = False
     if advice:
         # memory advice in the slot model (exact quotas, no devices: slot_model_applies_advice);
-        # its remote accesses and read duplicates change slots that a bulk repeat would copy
+        # bulk repeats stop where a slot's victims or pre-evictions change between clean read
+        # duplicates and others (_batcher.pyx)
         consts["advice"] = True
-        consts["bulk"] = False
     arrays = dict(
         t_first=first, t_np=npages, t_global=trace.tensor_is_global.astype(np.uint8),
         t_birth=birth, t_death=death,
