@@ -836,6 +836,39 @@ cdef inline int64_t record_wrapped(int64_t* ch, int64_t nch, int64_t K, int64_t 
     return record(ch, nch, kind, 0, hi - K)
 
 
+cdef inline int64_t lower_span(int64_t* mem, int64_t K, int64_t line, int64_t size, int64_t lo, int64_t hi,
+                              int64_t* flips, int64_t nfl) noexcept nogil:
+    """The tensor is off the GPU over kernels [lo, hi): lower the estimate there and append
+    the kernels that fell to ``line``."""
+    cdef int64_t j
+    for j in range(lo, hi):
+        mem[j] -= size
+    return record_line_drops(flips, nfl, K, mem, line, size, lo, hi - 1)
+
+
+cdef inline int64_t lower_wrapped(int64_t* mem, int64_t K, int64_t line, int64_t size, int64_t lo, int64_t hi,
+                                 int64_t* flips, int64_t nfl) noexcept nogil:
+    """Same over the two-iteration index range [lo, hi) of a looped offload."""
+    cdef int64_t j
+    for j in range(lo, hi):
+        mem[j % K] -= size
+    return record_wrapped_drops(flips, nfl, K, mem, line, size, lo, hi - 1)
+
+
+cdef inline int64_t looped_time_only_c(int64_t c, int64_t s, int64_t size, int64_t clear, int64_t pidx,
+                                       int64_t action, int64_t* mem, int64_t K, int64_t line, int64_t* flips,
+                                       int64_t nfl, const interval_table* iv, cbool* really,
+                                       greedy_stats* st, hint_out* h) noexcept nogil:
+    """The published looped offload (time-based only, no budgets) to the tier of ``action``;
+    returns the new count of line drops."""
+    if pidx != s:
+        push_hint(h, s, iv.tensor[c], action)
+        really[c] = True
+        push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
+        st.offloads_looped += 1
+    return lower_wrapped(mem, K, line, size, clear + 1, pidx, flips, nfl)
+
+
 cdef bint looped_booked_c(int64_t c, int64_t s, int64_t e, int64_t size, int64_t clear, int64_t pidx,
                           bint ssd_tier, double cpu_move, double cpu_lead, const double* ext,
                           const double* table, budgets* bud, int64_t* cpu, int64_t cpu_line,
@@ -883,9 +916,7 @@ cdef bint looped_booked_c(int64_t c, int64_t s, int64_t e, int64_t size, int64_t
         hi = reserve_wrapped_c(bud, DIR_G2S, DIR_G2H, size, s, True)
         nch[0] = record_wrapped(ch, nch[0], K, CH_G2S, s, hi)
     st.offloads_looped += 1
-    for x in range(out + 1, back):
-        mem[x % K] -= size
-    nfl[0] = record_wrapped_drops(flips, nfl[0], K, mem, line, size, out + 1, back - 1)
+    nfl[0] = lower_wrapped(mem, K, line, size, out + 1, back, flips, nfl[0])
     return True
 
 
@@ -1098,9 +1129,7 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                         offloaded[c] = True
                         st.dropped_for_bandwidth += 1
                         continue
-                for j in range(evf + 1, pre):
-                    mem[j] -= size
-                nfl = record_line_drops(flips, nfl, K, mem, line, size, evf + 1, pre - 1)
+                nfl = lower_span(mem, K, line, size, evf + 1, pre, flips, nfl)
                 offloaded[c] = True
             else:
                 # a global tensor idle across the iteration boundary: time-based only
@@ -1116,14 +1145,8 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                                            really, &st, h):
                         continue
                 else:
-                    if pidx != s:
-                        push_hint(h, s, iv.tensor[c], HINT_TO_SSD)
-                        really[c] = True
-                        push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
-                        st.offloads_looped += 1
-                    for j in range(clear + 1, pidx):
-                        mem[j % K] -= size
-                    nfl = record_wrapped_drops(flips, nfl, K, mem, line, size, clear + 1, pidx - 1)
+                    nfl = looped_time_only_c(c, s, size, clear, pidx, HINT_TO_SSD, mem, K, line, flips, nfl, iv,
+                                             really, &st, h)
                 offloaded[c] = True
         elif iv.time_us[c] > cpu_safe:
             if not all_at_most(cpu, K, cpu_line - size):
@@ -1141,9 +1164,7 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                     last = reserve_pcie_c(bud, DIR_G2H, DIR_G2S, size, s)
                     nch = record(ch, nch, CH_G2S, s, last)
                     st.offloads_host += 1
-                    for j in range(evf + 1, pre):
-                        mem[j] -= size
-                    nfl = record_line_drops(flips, nfl, K, mem, line, size, evf + 1, pre - 1)
+                    nfl = lower_span(mem, K, line, size, evf + 1, pre, flips, nfl)
                 else:
                     st.dropped_for_bandwidth += 1
                 offloaded[c] = True
@@ -1157,14 +1178,8 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                     looped_booked_c(c, s, e, size, clear, pidx, False, cpu_move, cpu_lead, ext, table,
                                     bud, cpu, cpu_line, mem, line, flips, &nfl, ch, &nch, iv, really, &st, h)
                 else:
-                    if pidx != s:
-                        push_hint(h, s, iv.tensor[c], HINT_TO_HOST)
-                        really[c] = True
-                        push_hint(h, pidx % K, iv.tensor[c], HINT_TO_GPU)
-                        st.offloads_looped += 1
-                    for j in range(clear + 1, pidx):
-                        mem[j % K] -= size
-                    nfl = record_wrapped_drops(flips, nfl, K, mem, line, size, clear + 1, pidx - 1)
+                    nfl = looped_time_only_c(c, s, size, clear, pidx, HINT_TO_HOST, mem, K, line, flips, nfl, iv,
+                                             really, &st, h)
                 offloaded[c] = True
             # quirk copied: host residency is booked even when no offload was emitted
             add_wrapped(cpu, K, size, s, e)
