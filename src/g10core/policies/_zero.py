@@ -245,19 +245,15 @@ class CheckpointPlan:
         # candidates: non-global, not a parameter, gradient, optimizer state or input, first
         # touched by a forward kernel that writes it without reading it
         big = np.iinfo(np.int64).max
-        first_k = np.full(T, big)
-        np.minimum.at(first_k, tens[gpu], kern[gpu])
+        first_k = troles.first_kernel(kern[gpu], tens[gpu], T, big)
         wr = gpu & ((mode_a & ACCESS_WRITE) != 0)
-        first_w = np.full(T, big)
-        np.minimum.at(first_w, tens[wr], kern[wr])
+        first_w = troles.first_kernel(kern[wr], tens[wr], T, big)
         rd = gpu & ((mode_a & ACCESS_READ) != 0)
-        first_r = np.full(T, big)
-        np.minimum.at(first_r, tens[rd], kern[rd])
+        first_r = troles.first_kernel(kern[rd], tens[rd], T, big)
         last_f = np.full(T, -1)
         np.maximum.at(last_f, tens[fwd], kern[fwd])
         bwd = gpu & (kern >= b)
-        first_b = np.full(T, big)
-        np.minimum.at(first_b, tens[bwd], kern[bwd])
+        first_b = troles.first_kernel(kern[bwd], tens[bwd], T, big)
         cand = (~glob & ~np.isin(role, (ROLE_PARAMETER, ROLE_GRADIENT, ROLE_OPTIMIZER_STATE, ROLE_INPUT))
                 & (first_w < b) & (first_w == first_k) & (first_r > first_w))
         # activation bytes crossing a cut before kernel j: written before j, read in forward at or after j

@@ -201,7 +201,24 @@ def bytes_by_role(trace) -> dict[str, int]:
     return out
 
 
-def _first(k: np.ndarray, t: np.ndarray, T: int, none: int) -> np.ndarray:
+def first_kernel(k: np.ndarray, t: np.ndarray, T: int, none: int) -> np.ndarray:
+    """Per tensor (``T`` of them), the smallest kernel of the accesses ``(k, t)``; ``none`` for a
+    tensor not among them.
+
+    Parameters
+    ----------
+    k, t : numpy.ndarray
+        Kernel and tensor of each access (same length).
+    T : int
+        Number of tensors.
+    none : int
+        The value of a tensor with no access.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, one per tensor.
+    """
     out = np.full(T, none, np.int64)
     np.minimum.at(out, t, k)
     return out
@@ -230,8 +247,8 @@ def _graph_roles(trace, loads: bool = True) -> tuple[np.ndarray, np.ndarray]:
     read_opt = _any(t[rd & ko], T)
     written_bwd = _any(t[wr & bwd], T)
     read_bwd = _any(t[rd & bwd], T)
-    first_write = _first(k[wr], t[wr], T, K)
-    first_read = _first(k[rd], t[rd], T, K)
+    first_write = first_kernel(k[wr], t[wr], T, K)
+    first_read = first_kernel(k[rd], t[rd], T, K)
     n_access = np.bincount(t, minlength=T)
 
     role = np.full(T, ROLE_UNKNOWN, np.int8)
