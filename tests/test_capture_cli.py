@@ -39,7 +39,7 @@ def test_capture_human_output_has_units(tmp_path, capsys):
     code, stdout, _ = run(capsys, "trace", "capture", "bert-base", "--batch", "1", "--seq-len", "8", "--optimizer",
                           "sgd", "-o", str(tmp_path / "b.h5"))
     assert code == 0
-    assert "bert-base (109,483,778 parameters)" in stdout and "GiB" in stdout and "calibration a100-g10-v1" in stdout
+    assert "bert-base (109,483,778 parameters)" in stdout and "GiB" in stdout and "(physical-v1)" in stdout
 
 
 @pytest.mark.parametrize("argv,words", [
@@ -59,7 +59,7 @@ def test_capture_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, words)
 
 
 def test_capture_unknown_family_is_a_usage_error(tmp_path, capsys):
-    code, _, err = run(capsys, "trace", "capture", "resnet", "--batch", "1", "--seq-len", "8", "-o",
+    code, _, err = run(capsys, "trace", "capture", "no-such-family", "--batch", "1", "--seq-len", "8", "-o",
                        str(tmp_path / "x.h5"))
     assert code == 2 and "invalid choice" in err
 

@@ -119,7 +119,7 @@ def test_roles_written_and_read_back(tmp_path):
     t = hand_trace(tensor_role=role, tensor_layer=layer)
     path = write_trace(t, tmp_path / "t.h5")
     with h5py.File(path) as f:
-        assert f.attrs["schema_version"] == SCHEMA_VERSION == 3
+        assert f.attrs["schema_version"] == SCHEMA_VERSION == 4
         assert f["tensors"].dtype.names == ("size_bytes", "is_global", "role", "layer")
     back = read_trace(path)
     assert back.tensor_role.dtype == np.int8 and back.tensor_layer.dtype == np.int32
@@ -266,7 +266,7 @@ def test_trace_info_json_has_bytes_by_role(tmp_path, capsys):
     path = write_trace(hand_trace(), tmp_path / "t.h5")
     assert main(["trace", "info", str(path), "--json", "-"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["schema_version"] == 3
+    assert info["schema_version"] == 4
     assert info["bytes_by_role"] == roles.bytes_by_role(hand_trace())
     assert info["bytes_by_role"]["temporary"] == 8192
     assert info["bytes_by_role"]["optimizer_state"] == 12288

@@ -12,6 +12,8 @@ from ..workload.roles import infer_roles
 from ..workload.trace import Trace, validate_trace
 from .recorder import CaptureError, KernelRecorder, storage_key
 from ..workload.kerneltime import Calibration, KernelFeatures, KernelTimeModel, ProfilingGPU, load_calibration
+from ..workload import physical as _ph
+from ..gpus import DEFAULT_GPU, GPUModel, gpu_model
 
 META = torch.device("meta")
 
@@ -32,6 +34,43 @@ def resolve_calibration(calibration) -> Calibration:
     if isinstance(calibration, (str, os.PathLike)):
         return load_calibration(calibration)
     raise ValueError(f"calibration: expected a Calibration, a path or None, got {type(calibration).__name__}")
+
+
+CALIBRATION_NAME = "a100-g10-v1"   # the shipped fitted calibration, selectable by name
+
+
+def resolve_time_model(time_model):
+    """The kernel-time model a capture predicts with.
+
+    ``None``, ``"physical"`` or ``"physical-v1"``: the physical model
+    (:func:`g10core.workload.physical.physical_model`, the default); a
+    :class:`~g10core.workload.physical.PhysicalModel` as given; ``"a100-g10-v1"``: the calibration
+    fitted on the G10 artifact's A100 profiles (for comparisons with the paper's traces); a
+    :class:`Calibration`, or the path of a calibration JSON file.
+    """
+    if time_model is None or (isinstance(time_model, str) and time_model in ("physical", _ph.PHYSICAL_VERSION)):
+        return _ph.physical_model()
+    if isinstance(time_model, _ph.PhysicalModel):
+        return time_model
+    if isinstance(time_model, str) and time_model == CALIBRATION_NAME:
+        return load_calibration()
+    return resolve_calibration(time_model)
+
+
+def resolve_gpu(gpu) -> GPUModel:
+    """The table GPU a capture's times are for: None (A100-40GB), a name, a GPUModel or a ProfilingGPU."""
+    if gpu is None:
+        return gpu_model(DEFAULT_GPU)
+    if isinstance(gpu, GPUModel):
+        return gpu
+    if isinstance(gpu, ProfilingGPU):
+        if not gpu.model:
+            raise ValueError(f"gpu: {gpu.name!r} is not a GPU of g10core.gpus; the physical kernel-time model "
+                             "needs a table GPU (its SMs and peaks)")
+        return gpu_model(gpu.model)
+    if isinstance(gpu, str):
+        return gpu_model(gpu)
+    raise ValueError(f"gpu: expected a GPU name, a GPUModel or a ProfilingGPU, got {type(gpu).__name__}")
 
 
 def _make_optimizer(optimizer, params, master_weights=None):
@@ -84,7 +123,7 @@ def _default_loss(output, *targets):
 def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None, *, targets=(),
             name: str | None = None, batch_size: int | None = None, gpu: ProfilingGPU | None = None,
             calibration=None, attrs: dict | None = None, source: str | None = None,
-            master_weights: str | None = None) -> Trace:
+            master_weights: str | None = None, tf32: bool = False) -> Trace:
     """Capture one training iteration (forward, loss, backward, optimizer step) as a Trace.
 
     ``model``: any ``nn.Module``; build it on the meta device (``with torch.device("meta"):``)
@@ -107,6 +146,10 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
     a forward kernel makes that a backward kernel reads, temporaries the other tensors written
     and last read within one recorded phase (:mod:`g10core.workload.roles`).
 
+    ``tf32``: fp32 matrix products run on TF32 tensor cores too (``torch.backends.cuda.matmul.
+    allow_tf32``; False, PyTorch's default since 1.12; fp32 convolutions use TF32 either way, as
+    cuDNN's default ``torch.backends.cudnn.allow_tf32 = True``).
+
     Global tensors: parameters, buffers and optimizer state.  Kernel times come from
     the calibrated model (``calibration``: a :class:`~.timing.Calibration` or a path;
     default the shipped one) on ``gpu`` (default: the calibration's GPU).  The trace is
@@ -114,7 +157,17 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
     """
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
-    time_model = KernelTimeModel(resolve_calibration(calibration), gpu)
+    model_of_time = resolve_time_model(calibration)
+    if isinstance(model_of_time, _ph.PhysicalModel):
+        table_gpu = resolve_gpu(gpu)
+        time_model = model_of_time
+        profiling = ProfilingGPU.of_model(table_gpu.name)
+        workspace_model = KernelTimeModel(load_calibration(), profiling)   # cuDNN workspace sizes only
+    else:
+        time_model = KernelTimeModel(model_of_time, gpu)
+        table_gpu = None
+        profiling = time_model.gpu
+        workspace_model = time_model
 
     if isinstance(example_inputs, dict):
         args, kwargs = (), {k: _to_meta(v) for k, v in example_inputs.items()}
@@ -183,10 +236,11 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
         feat = KernelFeatures(op=np.array([op]), kernel_class=np.array([cls]), flops=np.zeros(1),
                               bytes=np.zeros(1), peak_flops_per_s=np.ones(1), in_bytes=np.zeros(1),
                               out_bytes=np.zeros(1))
-        return int(time_model.workspace_bytes(feat, np.array([float(read_bytes)]))[0])
+        return int(workspace_model.workspace_bytes(feat, np.array([float(read_bytes)]))[0])
 
     rec = KernelRecorder(META, roles, {storage_key(p) for p in trainable},
-                         {tuple(p.shape) for p in trainable}, workspace)
+                         {tuple(p.shape) for p in trainable}, workspace, allow_tf32_matmul=bool(tf32),
+                         sms=(table_gpu.sms if table_gpu is not None else gpu_model(DEFAULT_GPU).sms))
     try:
         with rec:
             rec.set_phase("forward")
@@ -214,7 +268,7 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
     if not rec.kernel_name:
         raise CaptureError("the iteration ran no kernel")
 
-    trace = _build_trace(rec, time_model, model, name, batch_size, args, kwargs)
+    trace = _build_trace(rec, time_model, model, name, batch_size, args, kwargs, table_gpu, profiling)
     if source:
         trace = replace(trace, source=source)
     n_params = sum(p.numel() for p in trainable)
@@ -223,6 +277,7 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
         "capture_torch_version": torch.__version__.split("+")[0],
         "capture_optimizer": type(opt).__name__,
         "capture_master_weights": master_weights or "",
+        "capture_tf32_matmul": bool(tf32),
         "capture_optimizer_defaults": json.dumps({k: v for k, v in opt.defaults.items()
                                                   if isinstance(v, (int, float, bool, str, type(None)))},
                                                  sort_keys=True),
@@ -231,8 +286,9 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
         "capture_forward_kernels": int(rec.phase_start["backward"]),
         "capture_backward_kernels": int(rec.phase_start["optimizer"] - rec.phase_start["backward"]),
         "capture_optimizer_kernels": int(len(rec.kernel_name) - rec.phase_start["optimizer"]),
-        "calibration_version": time_model.calibration.version,
-        "calibration_gpu": json.dumps(time_model.gpu.to_dict(), sort_keys=True),
+        "calibration_version": _time_model_version(time_model),
+        "kernel_time_model": _time_model_version(time_model),
+        "calibration_gpu": json.dumps(profiling.to_dict(), sort_keys=True),
     }
     trace.attrs.update(provenance)
     trace.attrs.update(attrs or {})
@@ -243,7 +299,12 @@ def capture(model: torch.nn.Module, example_inputs, loss_fn=None, optimizer=None
     return trace
 
 
-def _build_trace(rec: KernelRecorder, time_model: KernelTimeModel, model, name, batch_size, args, kwargs) -> Trace:
+def _time_model_version(time_model) -> str:
+    return time_model.version if isinstance(time_model, _ph.PhysicalModel) else time_model.calibration.version
+
+
+def _build_trace(rec: KernelRecorder, time_model, model, name, batch_size, args, kwargs,
+                 table_gpu: GPUModel | None, profiling: ProfilingGPU) -> Trace:
     K = len(rec.kernel_name)
     size = np.array(rec.tensor_size, np.int64)
     offsets = np.array(rec.access_offsets, np.int64)
@@ -255,18 +316,36 @@ def _build_trace(rec: KernelRecorder, time_model: KernelTimeModel, model, name, 
         cum = np.concatenate(([0.0], np.cumsum(values)))
         return cum[offsets[1:]] - cum[offsets[:-1]]
 
-    feat = KernelFeatures(
-        op=np.array(rec.kernel_op, dtype=str),
-        kernel_class=np.array(rec.kernel_class, dtype=str),
+    in_bytes = per_kernel(np.where(a_mode & 1, acc_size, 0.0))
+    out_bytes = per_kernel(np.where(a_mode & 2, acc_size, 0.0))
+    work = _ph.KernelWork(
         flops=np.array(rec.kernel_flops, np.float64),
         bytes=np.array(rec.kernel_bytes, np.float64),
-        peak_flops_per_s=np.array([time_model.gpu.peak_flops_per_s(d, matrix=c in (
-            "linear", "linear_bwd_input", "bmm", "conv_fwd", "conv_bwd_input", "conv_bwd_weight"))
-            for d, c in zip(rec.kernel_dtype, rec.kernel_class)], np.float64),
-        in_bytes=per_kernel(np.where(a_mode & 1, acc_size, 0.0)),
-        out_bytes=per_kernel(np.where(a_mode & 2, acc_size, 0.0)),
+        unit=np.array(rec.kernel_unit, np.uint8),
+        kind=np.array(rec.kernel_kind, np.uint8),
+        tiles=np.array(rec.kernel_tiles, np.int64),
+        fill=np.array(rec.kernel_fill, np.float32),
     )
-    t11, t10, t00 = time_model.times_ns(feat)
+    if isinstance(time_model, _ph.PhysicalModel):
+        t11 = time_model.ideal_ns(work, table_gpu)
+        t10, t00 = _ph.fault_times_ns(t11, in_bytes, out_bytes, _ph.link_GBps(table_gpu))
+        how = f"kernel times from the physical model {time_model.version} on the {table_gpu.full_name}"
+        profiled_gpu = table_gpu.name
+    else:
+        feat = KernelFeatures(
+            op=np.array(rec.kernel_op, dtype=str),
+            kernel_class=np.array(rec.kernel_class, dtype=str),
+            flops=work.flops,
+            bytes=work.bytes,
+            peak_flops_per_s=np.array([time_model.gpu.peak_flops_per_s(d, matrix=c in (
+                "linear", "linear_bwd_input", "bmm", "conv_fwd", "conv_bwd_input", "conv_bwd_weight"))
+                for d, c in zip(rec.kernel_dtype, rec.kernel_class)], np.float64),
+            in_bytes=in_bytes,
+            out_bytes=out_bytes,
+        )
+        t11, t10, t00 = time_model.times_ns(feat)
+        how = f"kernel times predicted by the calibrated model {time_model.calibration.version}"
+        profiled_gpu = time_model.gpu.model   # the table GPU the calibration's roofline is for ("" if none)
     if batch_size is None:
         first = next((t for t in list(args) + list(kwargs.values()) if isinstance(t, torch.Tensor) and t.dim()), None)
         batch_size = int(first.shape[0]) if first is not None else 1
@@ -284,20 +363,25 @@ def _build_trace(rec: KernelRecorder, time_model: KernelTimeModel, model, name, 
         access_offsets=offsets,
         access_tensor=a_tensor,
         access_mode=a_mode,
-        source=f"g10core.capture: one training iteration of {type(model).__name__} recorded on the meta device; "
-               f"kernel times predicted by the calibrated model {time_model.calibration.version}",
-        profiling_gpu=f"{time_model.gpu.name} (predicted)",
-        profiled_gpu=time_model.gpu.model,     # the table GPU the calibration's roofline is for ("" if none)
+        source=f"g10core.capture: one training iteration of {type(model).__name__} recorded on the meta device; {how}",
+        profiling_gpu=f"{profiling.name} (predicted)",
+        profiled_gpu=profiled_gpu,
         attrs={},
+        kernel_work=work,
     )
 
 
 def capture_family(family: str, size: str | None = None, *, batch: int, seq_len: int, dtype: str = "float32",
                    optimizer="adamw", calibration=None, gpu: ProfilingGPU | None = None, name: str | None = None,
-                   master_weights: str | None = None, **overrides) -> Trace:
+                   master_weights: str | None = None, tf32: bool = False, **overrides) -> Trace:
     """Capture one of the built-in model families (:mod:`.families`) at ``batch`` x ``seq_len``.
 
     ``master_weights="fp32"`` with ``dtype="bfloat16"``: mixed precision (see :func:`capture`).
+    For the image families (``resnet``, ``resnext``, ``se-resnext``, ``senet``) ``seq_len`` is the
+    side of the square input image (224 for ImageNet).  ``calibration``: the kernel-time model
+    (default ``physical-v1``; ``"a100-g10-v1"`` the calibration fitted on the G10 artifact's
+    profiles); ``gpu``: the GPU the times are for (default the A100-40GB).  Attention is fused
+    unless ``attention="eager"`` is given.
     ``overrides`` change configuration fields (e.g. ``dropout=0.0``, ``layers=2``).  The
     trace's model name is ``name`` (default ``<family>-<size>``, ``bert-base`` for BERT); its attributes
     record the configuration and the capture settings.
@@ -308,6 +392,7 @@ def capture_family(family: str, size: str | None = None, *, batch: int, seq_len:
     size = DEFAULT_SIZE.get(family) if size is None else size
     model, inputs, targets, loss_fn, config = family_workload(family, size, batch, seq_len, dtype, **overrides)
     name = name or (family if family == "bert-base" else f"{family}-{size}")
+    model_kind = "image" if type(config).__name__ == "ResNetConfig" else "sequence"
     attrs = {
         "capture_family": family,
         "capture_size": str(size),
@@ -315,13 +400,19 @@ def capture_family(family: str, size: str | None = None, *, batch: int, seq_len:
         "capture_batch_size": int(batch),
         "capture_seq_len": int(seq_len),
         "capture_dtype": dtype,
+        "capture_attention": getattr(config, "attention", "none"),
     }
     trace = capture(model, inputs, loss_fn, optimizer, targets=targets, name=name, batch_size=batch,
-                    gpu=gpu, calibration=calibration, attrs=attrs, master_weights=master_weights)
+                    gpu=gpu, calibration=calibration, attrs=attrs, master_weights=master_weights, tf32=tf32)
     opt = trace.attrs["capture_optimizer"]
+    shape = f"images {seq_len} x {seq_len}" if model_kind == "image" else f"sequence length {seq_len}"
+    attention = "" if model_kind == "image" else f", {config.attention} attention"
+    version = trace.attrs["kernel_time_model"]
+    how = (f"the physical model {version} on the {trace.profiling_gpu.replace(' (predicted)', '')}"
+           if version.startswith("physical") else f"calibration {version} (fitted on the G10 artifact's A100 profiles)")
     source = (f"g10core.capture: {family} {size} ({type(model).__name__}, {trace.attrs['capture_n_parameters']:,} "
-              f"parameters), batch {batch}, sequence length {seq_len}, {dtype}"
-              f"{f' with {master_weights} master weights' if master_weights else ''}, {opt}; one training iteration "
-              f"recorded on the meta device with torch {trace.attrs['capture_torch_version']}; kernel times from "
-              f"calibration {trace.attrs['calibration_version']} (fitted on the G10 artifact's A100 profiles)")
+              f"parameters), batch {batch}, {shape}, {dtype}"
+              f"{f' with {master_weights} master weights' if master_weights else ''}{attention}, {opt}; one training "
+              f"iteration recorded on the meta device with torch {trace.attrs['capture_torch_version']}; kernel times "
+              f"from {how}")
     return replace(trace, source=source)

@@ -29,6 +29,7 @@ class BertConfig:
     dropout: float = 0.1
     layer_norm_eps: float = 1e-12
     layer_norm: str = "fused"      # "decomposed": from elementary operators, as the published G10 graph
+    attention: str = "fused"       # "eager": scores, softmax and weighted sum as separate kernels
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class GPT2Config:
     max_positions: int = 1024
     dropout: float = 0.1
     layer_norm_eps: float = 1e-5   # LM head tied to the token embedding
+    attention: str = "fused"       # "eager": scores, softmax and weighted sum as separate kernels
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,43 @@ class LlamaConfig:
     rms_norm_eps: float = 1e-5
     rope_theta: float = 10000.0
     tie_embeddings: bool = False
+    attention: str = "fused"       # "eager": scores, softmax and weighted sum as separate kernels
+
+
+@dataclass(frozen=True)
+class ResNetConfig:
+    """A bottleneck ResNet (He et al. 2016; v1.5: the stride in the 3x3 convolution), its ResNeXt
+    form (Xie et al. 2017: ``groups`` x ``width_per_group`` grouped 3x3 convolutions) and
+    squeeze-and-excitation (Hu et al. 2018: ``se_reduction``)."""
+
+    layers: tuple = (3, 4, 6, 3)   # bottleneck blocks per stage
+    groups: int = 1                # cardinality of the grouped 3x3 convolution
+    width_per_group: int = 64      # bottleneck width = planes * width_per_group / 64 * groups
+    se_reduction: int = 0          # squeeze-and-excitation: channels / reduction in the gate (0: none)
+    stem: str = "7x7"              # "7x7": one 7x7 convolution; "3x3": three 3x3 ones (SENet-154)
+    num_classes: int = 1000
+    image_size: int = 224          # the input's side (capture's seq_len, when given, overrides it)
 
 
 FAMILIES = {
     "bert-base": {"base": BertConfig()},
+    # BERT-Base and -Large (Devlin et al. 2019, table of model sizes: 12 x 768, 24 x 1024 with 16 heads)
+    "bert": {"base": BertConfig(), "large": BertConfig(hidden=1024, layers=24, heads=16, intermediate=4096)},
+    # GPT-3's shapes (Brown et al. 2020, table 2.1) at 2,048 tokens, as FlashAttention trains them
+    # (Dao-AILab/flash-attention training/README.md: GPT3-125M to 2.7B; its 2.7B has head dim 128)
+    "gpt3": {
+        "125m": GPT2Config(hidden=768, layers=12, heads=12, max_positions=2048),
+        "355m": GPT2Config(hidden=1024, layers=24, heads=16, max_positions=2048),
+        "760m": GPT2Config(hidden=1536, layers=24, heads=16, max_positions=2048),
+        "1.3b": GPT2Config(hidden=2048, layers=24, heads=16, max_positions=2048),
+        "2.7b": GPT2Config(hidden=2560, layers=32, heads=20, max_positions=2048),
+    },
+    "resnet": {"50": ResNetConfig(), "101": ResNetConfig(layers=(3, 4, 23, 3)),
+               "152": ResNetConfig(layers=(3, 8, 36, 3))},
+    "resnext": {"101-32x4d": ResNetConfig(layers=(3, 4, 23, 3), groups=32, width_per_group=4)},
+    "se-resnext": {"101-32x4d": ResNetConfig(layers=(3, 4, 23, 3), groups=32, width_per_group=4, se_reduction=16)},
+    # SENet-154 (Hu et al. 2018): 3-8-36-3 bottlenecks of cardinality 64 with SE, the three-convolution stem
+    "senet": {"154": ResNetConfig(layers=(3, 8, 36, 3), groups=64, width_per_group=4, se_reduction=16, stem="3x3")},
     "gpt2": {"small": GPT2Config(), "medium": GPT2Config(hidden=1024, layers=24, heads=16)},
     "llama": {
         "1b": LlamaConfig(hidden=2048, layers=22, heads=32, kv_heads=4, intermediate=5632, max_positions=2048),
@@ -65,7 +100,9 @@ FAMILIES = {
         "13b": LlamaConfig(hidden=5120, layers=40, heads=40, kv_heads=40, intermediate=13824),
     },
 }
-DEFAULT_SIZE = {"bert-base": "base", "gpt2": "small", "llama": "1b"}
+DEFAULT_SIZE = {"bert-base": "base", "bert": "base", "gpt2": "small", "gpt3": "125m", "llama": "1b",
+                "resnet": "50", "resnext": "101-32x4d", "se-resnext": "101-32x4d", "senet": "154"}
+ATTENTION_KINDS = ("fused", "eager")
 
 
 def family_config(family: str, size: str | None = None, **overrides):
@@ -101,4 +138,33 @@ def parameter_count(config) -> int:
         layer = h + (h * h + 2 * h * kv + h * h) + h + 3 * h * f
         head = 0 if config.tie_embeddings else config.vocab_size * h
         return config.vocab_size * h + config.layers * layer + h + head
+    if isinstance(config, ResNetConfig):
+        return _resnet_parameters(config)
     raise ValueError(f"not a family configuration: {type(config).__name__}")
+
+
+def bottleneck_width(config: ResNetConfig, planes: int) -> int:
+    """Channels of a bottleneck's grouped 3x3 convolution."""
+    return planes * config.width_per_group // 64 * config.groups
+
+
+def _resnet_parameters(c: ResNetConfig) -> int:
+    def bn(ch):
+        return 2 * ch
+
+    if c.stem == "7x7":
+        n, cin = 3 * 64 * 49 + bn(64), 64
+    else:  # three 3x3 convolutions: 3 -> 64 -> 64 -> 128
+        n, cin = 3 * 64 * 9 + bn(64) + 64 * 64 * 9 + bn(64) + 64 * 128 * 9 + bn(128), 128
+    for stage, blocks in enumerate(c.layers):
+        planes = 64 << stage
+        width, out = bottleneck_width(c, planes), planes * 4
+        for b in range(blocks):
+            n += cin * width + bn(width) + width * (width // c.groups) * 9 + bn(width) + width * out + bn(out)
+            if c.se_reduction:
+                mid = out // c.se_reduction
+                n += out * mid + mid + mid * out + out
+            if b == 0 and (stage > 0 or cin != out):
+                n += cin * out + bn(out)
+            cin = out
+    return n + cin * c.num_classes + c.num_classes

@@ -1,8 +1,11 @@
 """The model families of :mod:`.families` as plain ``torch.nn`` modules (needs torch).
 
-Written from the papers' descriptions, not from any library's code.  Attention is the
-eager formulation (scores, softmax, weighted sum), which is what runs where no fused
-attention kernel is available and what the published G10 graphs contain.
+Written from the papers' descriptions, not from any library's code.  Attention is fused by
+default (``attention = "fused"``: one forward and one backward kernel per layer, as PyTorch's
+``scaled_dot_product_attention`` runs training on a GPU: FlashAttention-2 for bf16/fp16,
+the memory-efficient kernel for fp32); ``attention = "eager"`` is the unfused formulation
+(scores, softmax, weighted sum), what runs where no fused kernel is available and what the
+published G10 graphs contain.
 """
 from __future__ import annotations
 
@@ -12,11 +15,51 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .families import BertConfig, GPT2Config, LlamaConfig, family_config
+from .families import ATTENTION_KINDS, BertConfig, GPT2Config, LlamaConfig, ResNetConfig, bottleneck_width, family_config
 
 
-def _attention(q, k, v, mask, dropout: float, training: bool):
-    """softmax(q k^T / sqrt(d) + mask) v over (batch, heads, seq, head_dim) tensors."""
+class FusedAttention(torch.autograd.Function):
+    """softmax(q k^T / sqrt(d)) v as one fused kernel forward and one backward (ATen's flash
+    kernels for bf16/fp16, its memory-efficient kernels for fp32), which is what
+    ``F.scaled_dot_product_attention`` dispatches to on a CUDA GPU; on the meta device that
+    function takes the unfused path, so the kernels are called here by name."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, dropout_p: float, causal: bool):
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        if q.dtype in (torch.bfloat16, torch.float16):
+            out, lse, cum_q, cum_k, max_q, max_k, seed, offset, _ = \
+                torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, causal, False, scale=scale)
+            ctx.flash = True
+            ctx.lengths = (cum_q, cum_k, max_q, max_k)
+        else:
+            out, lse, seed, offset = torch.ops.aten._scaled_dot_product_efficient_attention(
+                q, k, v, None, True, dropout_p, causal, scale=scale)
+            ctx.flash = False
+        ctx.save_for_backward(q, k, v, out, lse, seed, offset)
+        ctx.dropout_p, ctx.causal, ctx.scale = dropout_p, causal, scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, out, lse, seed, offset = ctx.saved_tensors
+        if ctx.flash:
+            cum_q, cum_k, max_q, max_k = ctx.lengths
+            dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_backward(
+                grad_out, q, k, v, out, lse, cum_q, cum_k, max_q, max_k, ctx.dropout_p, ctx.causal, seed, offset,
+                scale=ctx.scale)
+        else:
+            dq, dk, dv, _ = torch.ops.aten._scaled_dot_product_efficient_attention_backward(
+                grad_out, q, k, v, None, out, lse, seed, offset, ctx.dropout_p, [True, True, True, False],
+                ctx.causal, scale=ctx.scale)
+        return dq, dk, dv, None, None
+
+
+def _attention(q, k, v, mask, dropout: float, training: bool, fused: bool = False, causal: bool = False):
+    """softmax(q k^T / sqrt(d) + mask) v over (batch, heads, seq, head_dim) tensors; ``fused``: one
+    kernel each way (:class:`FusedAttention`, ``causal`` instead of ``mask``)."""
+    if fused:
+        return FusedAttention.apply(q, k, v, dropout if training else 0.0, causal)
     scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = scores + mask
@@ -75,7 +118,7 @@ def _merge_heads(x):
 class BertLayer(nn.Module):
     def __init__(self, c: BertConfig):
         super().__init__()
-        self.heads, self.p = c.heads, c.dropout
+        self.heads, self.p, self.fused = c.heads, c.dropout, c.attention == "fused"
         self.query = nn.Linear(c.hidden, c.hidden)
         self.key = nn.Linear(c.hidden, c.hidden)
         self.value = nn.Linear(c.hidden, c.hidden)
@@ -87,7 +130,7 @@ class BertLayer(nn.Module):
 
     def forward(self, x):
         q, k, v = (_split_heads(f(x), self.heads) for f in (self.query, self.key, self.value))
-        a = self.attn_out(_merge_heads(_attention(q, k, v, None, self.p, self.training)))
+        a = self.attn_out(_merge_heads(_attention(q, k, v, None, self.p, self.training, self.fused)))
         x = self.attn_norm(x + _dropout(a, self.p, self.training))
         f = self.ffn_out(F.gelu(self.ffn_in(x)))
         return self.ffn_norm(x + _dropout(f, self.p, self.training))
@@ -122,7 +165,7 @@ class Bert(nn.Module):
 class GPT2Block(nn.Module):
     def __init__(self, c: GPT2Config):
         super().__init__()
-        self.heads, self.p = c.heads, c.dropout
+        self.heads, self.p, self.fused = c.heads, c.dropout, c.attention == "fused"
         self.norm1 = nn.LayerNorm(c.hidden, eps=c.layer_norm_eps)
         self.qkv = nn.Linear(c.hidden, 3 * c.hidden)
         self.proj = nn.Linear(c.hidden, c.hidden)
@@ -132,7 +175,7 @@ class GPT2Block(nn.Module):
 
     def forward(self, x, mask):
         q, k, v = (_split_heads(t, self.heads) for t in self.qkv(self.norm1(x)).split(x.shape[-1], dim=-1))
-        a = self.proj(_merge_heads(_attention(q, k, v, mask, self.p, self.training)))
+        a = self.proj(_merge_heads(_attention(q, k, v, mask, self.p, self.training, self.fused, causal=True)))
         x = x + _dropout(a, self.p, self.training)
         f = self.fc_proj(F.gelu(self.fc(self.norm2(x)), approximate="tanh"))
         return x + _dropout(f, self.p, self.training)
@@ -153,7 +196,7 @@ class GPT2(nn.Module):
         s = input_ids.shape[1]
         positions = torch.arange(s, device=input_ids.device)
         x = _dropout(self.token(input_ids) + self.position(positions), self.p, self.training)
-        mask = _causal_mask(s, x.device, x.dtype)
+        mask = None if self.config.attention == "fused" else _causal_mask(s, x.device, x.dtype)
         for block in self.blocks:
             x = block(x, mask)
         return F.linear(self.norm(x), self.token.weight)
@@ -179,7 +222,7 @@ def _rotate_half(x):
 class LlamaBlock(nn.Module):
     def __init__(self, c: LlamaConfig):
         super().__init__()
-        self.heads, self.kv_heads = c.heads, c.kv_heads
+        self.heads, self.kv_heads, self.fused = c.heads, c.kv_heads, c.attention == "fused"
         self.head_dim = c.hidden // c.heads
         kv = c.kv_heads * self.head_dim
         self.attn_norm = RMSNorm(c.hidden, c.rms_norm_eps)
@@ -203,7 +246,7 @@ class LlamaBlock(nn.Module):
             group = self.heads // self.kv_heads
             k = k.repeat_interleave(group, dim=1)
             v = v.repeat_interleave(group, dim=1)
-        x = x + self.o(_merge_heads(_attention(q, k, v, mask, 0.0, self.training)))
+        x = x + self.o(_merge_heads(_attention(q, k, v, mask, 0.0, self.training, self.fused, causal=True)))
         h = self.mlp_norm(x)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
 
@@ -228,16 +271,83 @@ class Llama(nn.Module):
         angles = torch.outer(torch.arange(s, device=x.device, dtype=torch.float32), self.inv_freq)
         angles = torch.cat((angles, angles), dim=-1)
         cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-        mask = _causal_mask(s, x.device, x.dtype)
+        mask = None if self.config.attention == "fused" else _causal_mask(s, x.device, x.dtype)
         for block in self.blocks:
             x = block(x, cos, sin, mask)
         x = self.norm(x)
         return F.linear(x, self.token.weight) if self.lm_head is None else self.lm_head(x)
 
 
+# ---- ResNet, ResNeXt, SE-ResNeXt, SENet -----------------------------------------------
+
+class SqueezeExcite(nn.Module):
+    """Channel gate: global average pool, 1x1 reduce, ReLU, 1x1 expand, sigmoid, scale."""
+
+    def __init__(self, channels: int, reduction: int):
+        super().__init__()
+        self.reduce = nn.Conv2d(channels, channels // reduction, 1)
+        self.expand = nn.Conv2d(channels // reduction, channels, 1)
+
+    def forward(self, x):
+        g = F.adaptive_avg_pool2d(x, 1)
+        return x * torch.sigmoid(self.expand(F.relu(self.reduce(g), inplace=True)))
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, cin: int, planes: int, stride: int, c: ResNetConfig):
+        super().__init__()
+        width, out = bottleneck_width(c, planes), planes * 4
+        self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, groups=c.groups, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3, self.bn3 = nn.Conv2d(width, out, 1, bias=False), nn.BatchNorm2d(out)
+        self.se = SqueezeExcite(out, c.se_reduction) if c.se_reduction else None
+        self.down = None
+        if stride != 1 or cin != out:
+            self.down = nn.Sequential(nn.Conv2d(cin, out, 1, stride, bias=False), nn.BatchNorm2d(out))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)), inplace=True)
+        y = F.relu(self.bn2(self.conv2(y)), inplace=True)
+        y = self.bn3(self.conv3(y))
+        if self.se is not None:
+            y = self.se(y)
+        return F.relu(y + (x if self.down is None else self.down(x)), inplace=True)
+
+
+class ResNet(nn.Module):
+    """Bottleneck ResNet / ResNeXt / SE-ResNeXt / SENet image classifier; returns logits."""
+
+    def __init__(self, c: ResNetConfig):
+        super().__init__()
+        self.config = c
+        if c.stem == "7x7":
+            self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True))
+            cin = 64
+        else:
+            self.stem = nn.Sequential(
+                nn.Conv2d(3, 64, 3, 2, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+                nn.Conv2d(64, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+                nn.Conv2d(64, 128, 3, 1, 1, bias=False), nn.BatchNorm2d(128), nn.ReLU(inplace=True))
+            cin = 128
+        blocks = []
+        for stage, n in enumerate(c.layers):
+            planes = 64 << stage
+            for b in range(n):
+                blocks.append(Bottleneck(cin, planes, 2 if (b == 0 and stage > 0) else 1, c))
+                cin = planes * 4
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(cin, c.num_classes)
+
+    def forward(self, images):
+        x = F.max_pool2d(self.stem(images), 3, 2, 1)
+        x = F.adaptive_avg_pool2d(self.blocks(x), 1).flatten(1)
+        return self.fc(x)
+
+
 def build_model(config, dtype=torch.float32, device="meta") -> nn.Module:
     """The module for ``config``, on ``device`` (meta: nothing is allocated), in training mode."""
-    cls = {BertConfig: Bert, GPT2Config: GPT2, LlamaConfig: Llama}.get(type(config))
+    cls = {BertConfig: Bert, GPT2Config: GPT2, LlamaConfig: Llama, ResNetConfig: ResNet}.get(type(config))
     if cls is None:
         raise ValueError(f"not a family configuration: {type(config).__name__}")
     with torch.device(device):
@@ -256,10 +366,21 @@ def family_workload(family: str, size: str | None, batch: int, seq_len: int, dty
     if torch_dtype is None:
         raise ValueError(f"dtype = {dtype!r}: one of float32, bfloat16, float16")
     config = family_config(family, size, **overrides)
+    if getattr(config, "attention", "fused") not in ATTENTION_KINDS:
+        raise ValueError(f"attention = {config.attention!r}: one of {', '.join(ATTENTION_KINDS)}")
+    meta = torch.device("meta")
+    if isinstance(config, ResNetConfig):
+        side = seq_len
+        model = build_model(config, torch_dtype)
+        inputs = (torch.empty((batch, 3, side, side), dtype=torch_dtype, device=meta),)
+        targets = (torch.empty((batch,), dtype=torch.long, device=meta),)
+
+        def loss_fn(logits, labels):
+            return F.cross_entropy(logits, labels)
+        return model, inputs, targets, loss_fn, config
     if hasattr(config, "max_positions") and not isinstance(config, LlamaConfig) and seq_len > config.max_positions:
         raise ValueError(f"seq_len = {seq_len}: {family} has learned positions up to {config.max_positions}")
     model = build_model(config, torch_dtype)
-    meta = torch.device("meta")
     ids = torch.empty((batch, seq_len), dtype=torch.long, device=meta)
     if isinstance(config, BertConfig):
         inputs = (ids, torch.empty((batch, seq_len), dtype=torch.long, device=meta))

@@ -37,6 +37,7 @@ from ..workload.trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES
 from ..workload.kerneltime import ALLOC_OPS as _ALLOC_OPS
 from ..workload.kerneltime import OVERWRITE_OPS as _OVERWRITE_OPS
 from ..workload.kerneltime import aten_kernel_class
+from ..workload import physical as _ph
 
 
 PHASES = ("forward", "backward", "optimizer")
@@ -62,8 +63,15 @@ class KernelRecorder(TorchDispatchMode):
     """
 
     def __init__(self, device: torch.device, roles: dict, param_keys: set, param_shapes: set,
-                 workspace_fn=None):
+                 workspace_fn=None, allow_tf32_matmul: bool = False, allow_tf32_conv: bool = True,
+                 sms: int = 108):
         super().__init__()
+        self.sms = sms             # the capture GPU's SMs: the GEMM tiles a library would pick for it
+        # PyTorch's defaults on Ampere and later: cuDNN convolutions in fp32 run on TF32 tensor cores
+        # (torch.backends.cudnn.allow_tf32 = True), fp32 matrix products do not
+        # (torch.backends.cuda.matmul.allow_tf32 = False since PyTorch 1.12)
+        self.allow_tf32_matmul = allow_tf32_matmul
+        self.allow_tf32_conv = allow_tf32_conv
         self.device = torch.device(device)
         self.roles = roles
         self.param_keys = param_keys
@@ -84,6 +92,10 @@ class KernelRecorder(TorchDispatchMode):
         self.kernel_flops = []
         self.kernel_bytes = []
         self.kernel_dtype = []
+        self.kernel_unit = []      # physical.UNIT_*
+        self.kernel_kind = []      # physical.KIND_*
+        self.kernel_tiles = []     # GEMM output tiles (0: none)
+        self.kernel_fill = []      # share of those tiles' area that is real output (tile quantization)
         self.kernel_workspace = []
         self.access_tensor = []
         self.access_mode = []
@@ -199,6 +211,11 @@ class KernelRecorder(TorchDispatchMode):
                 pass
         floats = [t for t in tensors.values() if t.is_floating_point()]
         dtype = str(max(floats, key=lambda x: x.numel()).dtype if floats else largest.dtype).replace("torch.", "")
+        unit, kind, tiles, fill = kernel_unit_kind_tiles(packet, cls, dtype, out, self.allow_tf32_matmul,
+                                                         self.allow_tf32_conv, self.sms)
+        nbytes += _second_pass_bytes(packet, args)
+        if kind in (_ph.KIND_ATTENTION_FWD, _ph.KIND_ATTENTION_BWD) and _is_causal(func, args, kwargs):
+            flops /= 2.0   # a causal fused kernel skips the masked half of its blocks (FlashAttention)
 
         k = len(self.kernel_name)
         label = f"{'fwd' if self.phase == 'forward' else 'bwd' if self.phase == 'backward' else 'opt'}:{packet}"
@@ -231,4 +248,126 @@ class KernelRecorder(TorchDispatchMode):
         self.kernel_flops.append(flops if math.isfinite(flops) else 0.0)
         self.kernel_bytes.append(float(nbytes))
         self.kernel_dtype.append(dtype)
+        self.kernel_unit.append(unit)
+        self.kernel_kind.append(kind)
+        self.kernel_tiles.append(tiles)
+        self.kernel_fill.append(fill)
         self.kernel_workspace.append(workspace)
+
+
+# ---- the unit, kind and GEMM tiles of a kernel (the physical kernel-time model's inputs) -------------
+
+GEMM_CLASSES = frozenset({"linear", "linear_bwd_input", "bmm", "conv_fwd", "conv_bwd_input", "conv_bwd_weight"})
+ATTENTION_FWD_OPS = frozenset({"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                               "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
+                               "_efficient_attention_forward"})
+ATTENTION_BWD_OPS = frozenset({p + "_backward" for p in ATTENTION_FWD_OPS})
+CONV_OPS = frozenset({"convolution", "_convolution", "convolution_backward", "cudnn_convolution"})
+
+
+def _shape(x):
+    return tuple(x.shape) if isinstance(x, torch.Tensor) else None
+
+
+def _is_causal(func, args, kwargs) -> bool:
+    for i, a in enumerate(func._schema.arguments):
+        if a.name == "is_causal":
+            value = args[i] if i < len(args) else kwargs.get("is_causal", False)
+            return bool(value)
+    return False
+
+
+BATCH_NORM_FWD = frozenset({"native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_functional",
+                            "cudnn_batch_norm"})
+BATCH_NORM_BWD = frozenset({"native_batch_norm_backward", "cudnn_batch_norm_backward"})
+
+
+def _second_pass_bytes(packet: str, args) -> int:
+    """Bytes a training batch normalisation reads a second time.
+
+    Its statistics are per channel over the whole batch (N x H x W values), so the input is
+    read once for them and once more to normalise it (forward), and the input and output
+    gradient once for the two reductions and once more for the input gradient (backward): the
+    activations, hundreds of MB, do not stay in the L2 cache (40 MiB on an A100) between the
+    passes.  Layer normalisation reduces over one row, which stays on chip: one pass."""
+    base = packet[:-1] if packet.endswith("_") else packet
+    if base in BATCH_NORM_FWD:
+        reread = args[:1]
+    elif base in BATCH_NORM_BWD:
+        reread = args[:2]
+    else:
+        return 0
+    return sum(_view_bytes(t) for t in reread if isinstance(t, torch.Tensor))
+
+
+def kernel_unit_kind_tiles(packet: str, cls: str, dtype: str, out, allow_tf32_matmul: bool = False,
+                           allow_tf32_conv: bool = True, sms: int = 108) -> tuple[int, int, int, float]:
+    """(unit, kind, output tiles, tile fill) of a kernel for :mod:`g10core.workload.physical`.
+
+    ``sms``: the SMs of the GPU the library picks its tiles for (the capture's GPU).
+    Matrix products, convolutions and fused attention run on tensor cores in bf16 and fp16 (and
+    in TF32 for fp32 convolutions, and fp32 matrix products with ``allow_tf32_matmul``); everything
+    else runs on the CUDA cores.  Tiles: a GEMM's output tiles of 128 x 128 (a convolution is the
+    implicit GEMM of its output pixels by its output channels; its backward that of the input
+    gradient); fused attention, one tile of 128 queries (forward) or keys (backward) per head.
+    The fill is the share of the tiles' area that holds real output (tile quantization: an
+    output of 64 channels fills half of a 128-wide tile).
+    """
+    base = packet[:-1] if packet.endswith("_") else packet
+    attention = 1 if base in ATTENTION_FWD_OPS else 2 if base in ATTENTION_BWD_OPS else 0
+    gemm = attention == 0 and (cls in GEMM_CLASSES or base in CONV_OPS)
+    if dtype in ("float64",):
+        unit = _ph.UNIT_CUDA_FP64
+    elif not (gemm or attention):
+        unit = _ph.UNIT_CUDA_FP32
+    elif dtype == "bfloat16":
+        unit = _ph.UNIT_TENSOR_BF16
+    elif dtype == "float16":
+        unit = _ph.UNIT_TENSOR_FP16
+    elif (base in CONV_OPS and allow_tf32_conv) or (base not in CONV_OPS and allow_tf32_matmul):
+        unit = _ph.UNIT_TENSOR_TF32
+    else:
+        unit = _ph.UNIT_CUDA_FP32
+    if attention:
+        kind = _ph.KIND_ATTENTION_FWD if attention == 1 else _ph.KIND_ATTENTION_BWD
+    else:
+        kind = _ph.KIND_GEMM if gemm else _ph.KIND_OTHER
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    if attention:
+        o = _shape(outs[0] if attention == 1 else (outs[1] if len(outs) > 1 else None))
+        if not o or len(o) != 4:
+            return unit, kind, 0, 1.0
+        b, h, rows, d = o     # one tile of 128 queries (forward) or keys (backward) per head
+        tiles = _ph.gemm_tiles(rows, d, b * h, _ph.ATTENTION_TILE, max(d, 1))
+        return unit, kind, int(tiles), float(b * h * rows / (tiles * _ph.ATTENTION_TILE))
+    if not gemm:
+        return unit, kind, 0, 1.0
+    tensors = [x for x in outs if isinstance(x, torch.Tensor)]
+    if base == "convolution_backward":
+        # two GEMMs in one kernel: the input gradient (pixels x input channels) and the weight
+        # gradient (output channels x input channels x kernel area, its long reduction split over
+        # the SMs); their combined efficiency goes in the fill, with no separate wave term
+        grad_in = outs[0] if isinstance(outs[0], torch.Tensor) else None
+        grad_w = outs[1] if len(outs) > 1 and isinstance(outs[1], torch.Tensor) else None
+        parts = []
+        if grad_in is not None and grad_in.dim() >= 3:
+            pixels = math.prod(grad_in.shape[2:]) * grad_in.shape[0]
+            t, f = _ph.best_tile(pixels, grad_in.shape[1], 1, sms)
+            parts.append(f * _ph.wave_fraction(t, sms))
+        if grad_w is not None and grad_w.dim() >= 2:
+            t, f = _ph.best_tile(grad_w.shape[0], math.prod(grad_w.shape[1:]), 1, sms, split_k=True)
+            parts.append(f)
+        if not parts:
+            return unit, kind, 0, 1.0
+        return unit, kind, 0, float(len(parts) / sum(1.0 / p for p in parts))
+    s = _shape(tensors[0]) if tensors else None
+    if s is None:
+        return unit, kind, 0, 1.0
+    if base in CONV_OPS and len(s) >= 3:        # (N, C, *spatial): output pixels x output channels
+        m, n, batch = math.prod(s[2:]) * s[0], s[1], 1
+    elif len(s) >= 2:
+        m, n, batch = s[-2], s[-1], math.prod(s[:-2])
+    else:
+        m, n, batch = s[0], 1, 1
+    tiles, fill = _ph.best_tile(m, n, batch, sms)
+    return unit, kind, int(tiles), float(fill)

@@ -22,9 +22,14 @@ def _cmd_trace_capture(args) -> int:
     from ..capture.api import capture_family
 
     overrides = {}
+    image = args.family in ("resnet", "resnext", "se-resnext", "senet")
+    if args.attention is not None:
+        if image:
+            raise ValueError(f"--attention: the {args.family} family has no attention")
+        overrides["attention"] = args.attention
     if args.dropout is not None:
-        if args.family == "llama":
-            raise ValueError("--dropout: the llama family has no dropout")
+        if args.family == "llama" or image:
+            raise ValueError(f"--dropout: the {args.family} family has no dropout")
         if not 0.0 <= args.dropout < 1.0:
             raise ValueError(f"--dropout {args.dropout}: must be in [0, 1)")
         overrides["dropout"] = args.dropout
@@ -35,7 +40,8 @@ def _cmd_trace_capture(args) -> int:
         raise ValueError(f"--master-weights fp32: the step is adamw or adam, not {args.optimizer}")
     t0 = time.perf_counter()
     trace = capture_family(args.family, args.size, batch=args.batch, seq_len=args.seq_len, dtype=args.dtype,
-                           optimizer=args.optimizer, master_weights=args.master_weights, **overrides)
+                           optimizer=args.optimizer, master_weights=args.master_weights, gpu=args.gpu,
+                           calibration=args.time_model, tf32=args.tf32, **overrides)
     capture_s = time.perf_counter() - t0
     path = write_trace(trace, args.output)
     info = {"path": str(path), "file_size_bytes": path.stat().st_size, "capture_s": capture_s}
@@ -48,7 +54,7 @@ def _cmd_trace_capture(args) -> int:
               f"{' + fp32 master weights' if args.master_weights else ''}, {a['capture_optimizer']}; {trace.n_kernels} kernels, "
               f"{trace.n_tensors} tensors, footprint {cli.fmt_bytes(trace.footprint_bytes)} "
               f"({info['memory_ratio_percent']:.0f} % of 40 GiB), ideal {cli.fmt_seconds(info['ideal_time_s'])} "
-              f"(calibration {a['calibration_version']}); captured in {capture_s:.1f} s")
+              f"on the {trace.profiled_gpu or 'profiling GPU'} ({a['kernel_time_model']}); captured in {capture_s:.1f} s")
     cli.emit_json(info, args.json_path)
     return cli.EXIT_OK
 
@@ -59,13 +65,15 @@ def add_capture_command(trace_subparsers) -> None:
     c = trace_subparsers.add_parser(
         "capture", help="capture a training iteration of a model family (needs the capture extra)",
         description="Run one training iteration (forward, loss, backward, optimizer step) of a model built "
-                    "from its configuration on PyTorch's meta device and write it as a trace; kernel times "
-                    "come from the kernel-time model calibrated on the shipped A100 profiles. Needs PyTorch: "
-                    "pip install 'g10core[capture]'.")
+                    "from its configuration on PyTorch's meta device and write it as a trace with each kernel's "
+                    "FLOPs, bytes and unit; kernel times come from the physical kernel-time model (physical-v1: "
+                    "the GPU's peaks at published achievable fractions, docs/validation.md) on --gpu. Needs "
+                    "PyTorch: pip install 'g10core[capture]'.")
     c.add_argument("family", choices=sorted(FAMILIES), help="model family")
     c.add_argument("--size", metavar="S", help=f"model size ({sizes})")
     c.add_argument("--batch", type=cli.positive_int, required=True, metavar="B", help="batch size")
-    c.add_argument("--seq-len", type=cli.positive_int, required=True, metavar="L", help="sequence length (tokens)")
+    c.add_argument("--seq-len", type=cli.positive_int, required=True, metavar="L",
+                   help="sequence length (tokens); for resnet, resnext, se-resnext, senet: the image side (224)")
     c.add_argument("-o", "--output", metavar="PATH", required=True, help="trace file to write")
     c.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
                    help="parameter and activation dtype (default float32, as the published profiles)")
@@ -74,7 +82,18 @@ def add_capture_command(trace_subparsers) -> None:
     c.add_argument("--master-weights", choices=("fp32",), default=None,
                    help="mixed precision: with --dtype bfloat16 (or float16), keep fp32 master weights and fp32 "
                         "Adam moments in the optimizer (16 bytes of model state per parameter, as ZeRO counts it)")
-    c.add_argument("--dropout", type=float, metavar="P", help="dropout probability (bert-base, gpt2; default 0.1)")
+    c.add_argument("--dropout", type=float, metavar="P", help="dropout probability (bert, gpt2, gpt3; default 0.1)")
+    c.add_argument("--attention", choices=("fused", "eager"), default=None,
+                   help="fused: one attention kernel each way, as PyTorch trains on a GPU (default); eager: scores, "
+                        "softmax and weighted sum as separate kernels")
+    c.add_argument("--gpu", metavar="NAME", default=None,
+                   help="GPU model the kernel times are for (g10core.gpus; default A100-40GB)")
+    c.add_argument("--time-model", metavar="NAME|FILE", default=None,
+                   help="kernel-time model: physical-v1 (default), a100-g10-v1 (fitted on the G10 artifact's "
+                        "profiles, for comparisons with the paper's traces) or a calibration JSON file")
+    c.add_argument("--tf32", action="store_true",
+                   help="fp32 matrix products on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32; fp32 "
+                        "convolutions use TF32 either way, cuDNN's default)")
     cli.add_json_option(c)
     c.set_defaults(func=_cmd_trace_capture)
 

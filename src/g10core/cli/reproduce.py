@@ -112,6 +112,43 @@ def _cmd_reproduce_all(args) -> int:
     return EXIT_OK
 
 
+def _cmd_reproduce_validation(args) -> int:
+    import sys
+    import time
+
+    from ..capture import INSTALL_HINT, torch_available
+    from .common import emit_json
+
+    if not torch_available():
+        raise ValueError(f"reproduce validation captures workloads and needs PyTorch: {INSTALL_HINT}")
+    from ..experiments.validation import MEASUREMENTS, format_ratios, format_table, ratio_table, summary, \
+        validation_table
+
+    check_output_path(args.json_path, "--json")
+    t0 = time.perf_counter()
+    done = []
+
+    def progress(key):
+        done.append(key)
+        if not args.no_progress:
+            print(f"\r{len(done)}/{len(MEASUREMENTS)} {key:<30}", end="", file=sys.stderr, flush=True)
+
+    rows = validation_table(progress=progress)
+    if not args.no_progress:
+        print(file=sys.stderr)
+    ratios = ratio_table()
+    wall = time.perf_counter() - t0
+    if human(args):
+        print("Training throughput per GPU: published beside ours (physical-v1, ideal iteration)")
+        print(format_table(rows))
+        print()
+        print(format_ratios(ratios))
+        print(f"{len(rows)} settings and {len(ratios)} speed-ups in {wall:.1f} s")
+    emit_json({"rows": rows, "ratios": ratios, "summary": summary(rows), "wall_s": wall,
+               "g10core_version": __version__}, args.json_path)
+    return EXIT_OK
+
+
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("reproduce", help="reproduce the paper's figures",
                               description="Re-run the experiments of the G10 paper and compare with its numbers.")
@@ -158,3 +195,12 @@ def add_parser(subparsers) -> None:
 
     from .capture import add_llm_command       # `reproduce llm`: every policy on the captured LLM traces
     add_llm_command(sub)
+    v = sub.add_parser(
+        "validation", help="the physical kernel-time model beside published real-GPU training throughput",
+        description="Capture each published training measurement's workload (g10core.experiments.validation: "
+                    "ResNet-50, ResNeXt-101, SE-ResNeXt-101, BERT-Large, GPT-3 shapes on A100s, and two H100/A100 "
+                    "speed-ups) on the meta device with the physical kernel-time model and print our throughput "
+                    "beside the published one, with the error. Needs PyTorch (the capture extra).")
+    v.add_argument("--no-progress", action="store_true", help="no progress on stderr")
+    add_json_option(v)
+    v.set_defaults(func=_cmd_reproduce_validation)

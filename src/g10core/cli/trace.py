@@ -71,6 +71,7 @@ def _print_info(i: dict) -> None:
         ("largest kernel", f"{fmt_bytes(i['max_kernel_working_set_bytes'])} touched "
                            f"(kernel {i['max_kernel_working_set_kernel']})"),
         ("ideal time", f"{fmt_seconds(i['ideal_time_s'])} (sum of kernel times, all resident)"),
+        ("times", f"{i['time_family']}: {i['time_validity']}"),
         ("source", i["source"] or "-"),
         ("profiled on", i["profiling_gpu"] or "-"),
         ("GPU model", (i["profiled_gpu"] + " (g10core.gpus; runs on another gpu.model retarget the kernel times)")

@@ -119,6 +119,11 @@ SHIPPED_OP = {
     "_adaptive_avg_pool2d": ("reduction", "AdaptiveAvgPool2d_Forward", "AdaptiveAvgPool2d_Forward"),
     "_adaptive_avg_pool2d_backward": ("pool_bwd", "AdaptiveAvgPool2d_Backward", "AdaptiveAvgPool2d_Backward"),
     "avg_pool2d": ("reduction", None, None),
+    # fused attention (scores, softmax and weighted sum in one kernel): batched matrix products
+    "_scaled_dot_product_flash_attention": ("bmm", "BatchMatMul_Forward", "BatchMatMul_Forward"),
+    "_scaled_dot_product_flash_attention_backward": ("bmm", "BatchMatMul_Backward", "BatchMatMul_Backward"),
+    "_scaled_dot_product_efficient_attention": ("bmm", "BatchMatMul_Forward", "BatchMatMul_Forward"),
+    "_scaled_dot_product_efficient_attention_backward": ("bmm", "BatchMatMul_Backward", "BatchMatMul_Backward"),
     "avg_pool2d_backward": ("pool_bwd", None, None),
 }
 # everything the optimizer step runs

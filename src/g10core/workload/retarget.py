@@ -1,4 +1,16 @@
-"""Retarget a trace's kernel times to another GPU with the calibrated roofline.
+"""Retarget a trace's kernel times to another GPU: the physical model on its stored work, or the
+calibrated roofline on the shipped traces' names and sizes.
+
+A trace that records each kernel's work (trace format 4, ``Trace.kernel_work``: the captured
+traces) is retargeted by the physical kernel-time model (:mod:`g10core.workload.physical`):
+each kernel scales by the ratio of its physical times on the two GPUs, on the unit that runs
+it (tensor cores by dtype for matrix products, convolutions and fused attention; CUDA cores
+otherwise; HBM for memory-bound kernels), with wave quantization on each GPU's SMs::
+
+    t11' = max(1, round(t11 * P_target / P_source))       (P: physical.PhysicalModel.ideal_ns)
+
+so a trace whose times are the physical model's own gets exactly the model's times on the
+target.  The rest of this docstring is the rule for traces without recorded work.
 
 A trace's kernel times were measured (or predicted) on one GPU, its ``profiled_gpu``
 (a :mod:`g10core.gpus` model; the shipped traces: the A100-40GB of the G10 artifact).  A run
@@ -56,6 +68,7 @@ from .kerneltime import Calibration, KernelTimeModel, ProfilingGPU, load_calibra
 from .trace import Trace
 
 METHOD = "calibrated roofline ratio"
+PHYSICAL_METHOD = "physical model ratio (stored kernel work)"
 
 
 def _roofline_parts(feat, coeffs, gpu: ProfilingGPU):
@@ -71,6 +84,8 @@ def retarget_times(trace: Trace, source: str, target: str, calibration: Calibrat
 
     ``compute_bound``: bool per kernel (on the source GPU).  See the module docstring.
     """
+    if trace.kernel_work is not None:
+        return _physical_retarget_times(trace, source, target)
     cal = load_calibration() if calibration is None else calibration
     src = ProfilingGPU.of_model(gpu_model(source).name, allow_tf32=cal.gpu.allow_tf32)
     tgt = ProfilingGPU.of_model(gpu_model(target).name, allow_tf32=cal.gpu.allow_tf32)
@@ -86,6 +101,22 @@ def retarget_times(trace: Trace, source: str, target: str, calibration: Calibrat
     new11 = np.maximum(np.round(t11 * ratio), 1.0)
     delta = new11 - t11
     return new11, t10 + delta, t00 + delta, c_src >= m_src
+
+
+def _physical_retarget_times(trace: Trace, source: str, target: str):
+    from .physical import physical_model
+
+    model = physical_model()
+    work = trace.kernel_work
+    src, tgt = gpu_model(source), gpu_model(target)
+    ratio = model.ideal_ns(work, tgt) / model.ideal_ns(work, src)
+    t11 = np.maximum(trace.kernel_time_ideal_ns, 1.0)
+    new11 = np.maximum(np.round(t11 * ratio), 1.0)
+    delta = new11 - t11
+    compute_s, memory_s = model.parts_s(work, src)
+    t10 = np.maximum(trace.kernel_time_fault_outputs_ns, t11)
+    t00 = np.maximum(trace.kernel_time_fault_all_ns, t10)
+    return new11, t10 + delta, t00 + delta, compute_s >= memory_s
 
 
 def retarget(trace: Trace, target: str, calibration: Calibration | None = None) -> tuple[Trace, dict | None]:
@@ -107,7 +138,9 @@ def retarget(trace: Trace, target: str, calibration: Calibration | None = None) 
         trace, kernel_time_ideal_ns=t11, kernel_time_fault_outputs_ns=t10, kernel_time_fault_all_ns=t00,
         profiled_gpu=target, profiling_gpu=f"{trace.profiling_gpu} retargeted to NVIDIA {target}".strip(),
         attrs={**trace.attrs, "retargeted_from": source})
-    info = {"from": source, "to": target, "method": METHOD, "calibration": cal.version,
+    info = {"from": source, "to": target,
+            "method": PHYSICAL_METHOD if trace.kernel_work is not None else METHOD,
+            "calibration": "physical-v1" if trace.kernel_work is not None else cal.version,
             "ideal_time_ratio": float(np.sum(t11)) / old if old > 0 else 1.0,
             "compute_bound_kernels": int(np.sum(compute)), "memory_bound_kernels": int(np.sum(~compute))}
     return new, info

@@ -74,6 +74,10 @@ class Trace:
         layer a parameter, its gradient and its optimizer state belong to (int32, -1 for none).
         Stored by format version 2 (temporary: 3); left out (None), they are inferred from the graph by
         :func:`g10core.workload.roles.infer_roles` when the trace is made.
+    kernel_work : KernelWork or None
+        Per kernel (format version 4, optional): its FLOPs, the bytes it reads and writes, the
+        unit that runs it, its kind and its GEMM tiles (:class:`g10core.workload.physical.KernelWork`),
+        what the physical kernel-time model and retargeting read; None where not recorded.
 
     See Also
     --------
@@ -109,6 +113,9 @@ class Trace:
     # roles (format version 2): None -> inferred from the graph (roles.infer_roles)
     tensor_role: np.ndarray | None = None     # int8, T: codes.ROLE_* of each tensor
     tensor_layer: np.ndarray | None = None    # int32, T: layer of a parameter/gradient/state, -1 none
+    # the work of every kernel (format version 4; workload.physical.KernelWork): FLOPs, bytes, unit,
+    # kind, GEMM tiles; None: not recorded (the published profiles, imported profiles)
+    kernel_work: "object | None" = None
 
     def __post_init__(self):
         if self.tensor_role is None or self.tensor_layer is None:
@@ -249,8 +256,8 @@ class Trace:
 # ============================================================================
 
 SCHEMA = "g10core-trace"
-SCHEMA_VERSION = 3                      # what write_trace writes
-SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)   # what read_trace reads
+SCHEMA_VERSION = 4                         # what write_trace writes
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4)   # what read_trace reads
 # Version history of the file format; every change of layout or meaning bumps the
 # version and adds a line here and in traces/README.md.
 SCHEMA_HISTORY = {
@@ -261,9 +268,12 @@ SCHEMA_HISTORY = {
     3: "role code 7, temporary (codes.ROLE_TEMPORARY: written, and read if at all, within one phase); "
        "same layout; a version-2 file's roles are read as stored, its unknown tensors that the rules "
        "call temporaries as temporaries (roles.refine_temporaries)",
+    4: "optional /kernel_work (K rows: flops f8, bytes f8, unit u1, kind u1, tiles i8, fill f4): each kernel's work, "
+       "which the physical kernel-time model (workload.physical) and retargeting read; same layout otherwise, "
+       "version-3 files read unchanged",
 }
 # The largest role code each format version allows (version 1 stores none).
-MAX_ROLE_CODE = {2: 6, 3: max(ROLE_NAMES)}
+MAX_ROLE_CODE = {2: 6, 3: max(ROLE_NAMES), 4: max(ROLE_NAMES)}
 
 # Packed record types of the two tables (the in-memory Trace keeps them as columns).
 TENSOR_DTYPE = np.dtype([("size_bytes", "<i8"), ("is_global", "u1"), ("role", "i1"), ("layer", "<i4")])
@@ -283,6 +293,11 @@ UNITS = {
     "kernels.time_fault_outputs_ns": "ns",
     "kernels.workspace_bytes": "bytes",
 }
+# units of the optional /kernel_work fields (format 4), stored with the dataset as its attribute ``units``
+KERNEL_WORK_DTYPE = np.dtype([("flops", "<f8"), ("bytes", "<f8"), ("unit", "u1"), ("kind", "u1"), ("tiles", "<i8"),
+                              ("fill", "<f4")])
+KERNEL_WORK_UNITS = {"flops": "FLOP", "bytes": "bytes", "unit": "code", "kind": "code", "tiles": "tiles",
+                     "fill": "fraction"}
 # Root attributes the writer sets itself; any of these in ``Trace.attrs`` is ignored.
 _RESERVED_ATTRS = ("schema", "schema_version", "model", "batch_size", "source",
                    "profiling_gpu", "profiled_gpu", "units", "creator")
@@ -461,6 +476,41 @@ def validate_trace(trace: Trace, path=None) -> None:
 
     if trace.hints is not None:
         _validate_hints(trace.hints, K, T, path)
+    if trace.kernel_work is not None:
+        _validate_kernel_work(trace.kernel_work, K, path)
+
+
+def _validate_kernel_work(work, K: int, path) -> None:
+    from .physical import KIND_NAMES, UNIT_NAMES, KernelWork
+
+    if not isinstance(work, KernelWork):
+        raise TraceError(path, "/kernel_work", f"must be a KernelWork, got {type(work).__name__}")
+    for fld in KERNEL_WORK_DTYPE.names:
+        col = getattr(work, fld)
+        want = KERNEL_WORK_DTYPE[fld]
+        if not isinstance(col, np.ndarray) or col.ndim != 1 or col.dtype != want:
+            got = f"{type(col).__name__} {getattr(col, 'dtype', '')} {getattr(col, 'shape', '')}"
+            raise TraceError(path, "/kernel_work", f"must be a 1-D {want} array, got {got.strip()}", field=fld)
+        if col.shape[0] != K:
+            raise TraceError(path, "/kernel_work", f"has {col.shape[0]} rows, expected {K} (kernels)", field=fld)
+    for fld in ("flops", "bytes"):
+        col = getattr(work, fld)
+        bad = np.flatnonzero(~(np.isfinite(col) & (col >= 0)))
+        if bad.size:
+            raise TraceError(path, "/kernel_work", f"got {float(col[bad[0]])!r}; must be finite and >= 0",
+                             bad[0], fld)
+    for fld, names in (("unit", UNIT_NAMES), ("kind", KIND_NAMES)):
+        col = getattr(work, fld)
+        bad = np.flatnonzero(col > max(names))
+        if bad.size:
+            raise TraceError(path, "/kernel_work", f"got {int(col[bad[0]])}; must be a code 0..{max(names)} "
+                             f"({', '.join(f'{c} {n}' for c, n in names.items())})", bad[0], fld)
+    bad = np.flatnonzero(work.tiles < 0)
+    if bad.size:
+        raise TraceError(path, "/kernel_work", f"got {int(work.tiles[bad[0]])}; must be >= 0", bad[0], "tiles")
+    bad = np.flatnonzero(~((work.fill > 0) & (work.fill <= 1)))
+    if bad.size:
+        raise TraceError(path, "/kernel_work", f"got {float(work.fill[bad[0]])!r}; must be in (0, 1]", bad[0], "fill")
 
 
 def _validate_hints(hints, K: int, T: int, path) -> None:
@@ -581,6 +631,12 @@ def write_trace(trace: Trace, path) -> Path:
         if trace.hints is not None:
             ds = _create(f, "hints", trace.hints)
             ds.attrs["policy"] = trace.hints_policy
+        if trace.kernel_work is not None:
+            work = np.empty(trace.n_kernels, KERNEL_WORK_DTYPE)
+            for fld in KERNEL_WORK_DTYPE.names:
+                work[fld] = getattr(trace.kernel_work, fld)
+            ds = _create(f, "kernel_work", work)
+            ds.attrs["units"] = json.dumps(KERNEL_WORK_UNITS, sort_keys=True)
     return path
 
 
@@ -828,6 +884,24 @@ def _read_fields(f, path) -> dict:
         policy = ds.attrs.get("policy", "")
         hints_policy = policy.decode() if isinstance(policy, bytes) else str(policy)
 
+    kernel_work = None
+    if version >= 4 and "kernel_work" in f:
+        from .physical import KernelWork
+
+        ds = _dataset(f, path, "kernel_work")
+        units_attr = ds.attrs.get("units", "")
+        units_attr = units_attr.decode() if isinstance(units_attr, bytes) else str(units_attr)
+        try:
+            work_units = json.loads(units_attr)
+        except ValueError:
+            work_units = None
+        if work_units != KERNEL_WORK_UNITS:
+            raise TraceError(path, "/kernel_work", f"units {units_attr!r}; this reader expects "
+                             f"{json.dumps(KERNEL_WORK_UNITS, sort_keys=True)}", field="units")
+        raw = _load(ds, path)
+        kernel_work = KernelWork(**{fld: _column(raw, "/kernel_work", fld, KERNEL_WORK_DTYPE[fld], path)
+                                    for fld in KERNEL_WORK_DTYPE.names})
+
     return dict(
         model=model,
         batch_size=batch_size,
@@ -850,6 +924,7 @@ def _read_fields(f, path) -> dict:
         hints_policy=hints_policy,
         tensor_role=role,
         tensor_layer=layer,
+        kernel_work=kernel_work,
     )
 
 
@@ -881,6 +956,7 @@ def summarize(trace: Trace, gpu_memory_GiB: float = 40.0) -> dict:
         Plain JSON-able values, units in the keys (``footprint_GiB``, ``ideal_time_s``, ...).
     """
     from .roles import bytes_by_role
+    from .validity import trace_family, validity_line
 
     if not (gpu_memory_GiB > 0 and np.isfinite(gpu_memory_GiB)):
         raise ValueError(f"gpu_memory_GiB = {gpu_memory_GiB}: must be > 0")
@@ -906,6 +982,8 @@ def summarize(trace: Trace, gpu_memory_GiB: float = 40.0) -> dict:
         "source": trace.source,
         "profiling_gpu": trace.profiling_gpu,
         "profiled_gpu": trace.profiled_gpu,
+        "time_family": trace_family(trace),
+        "time_validity": validity_line(trace),
         "n_hints": 0 if trace.hints is None else int(trace.hints.shape[0]),
         "hints_policy": trace.hints_policy,
         # tensor bytes (not page-rounded) per role; a version-1 file's roles are inferred
