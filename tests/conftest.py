@@ -6,7 +6,8 @@
 * ``small_trace``: a 64-kernel synthetic training trace (256 MiB footprint).
 * ``host_overflow``: every replay of the test reports a host-memory overflow (the published
   simulator's abort, forced).
-* ``SHIPPED_WORKLOADS``, ``SHIPPED_NAMES``, ``SHIPPED_LLM_NAMES``, ``assert_same_trace``: plain names,
+* ``SHIPPED_WORKLOADS``, ``SHIPPED_NAMES``, ``SHIPPED_LLM_NAMES``, ``SHIPPED_TWIN_NAMES``, ``SHIPPED_ALL_NAMES``,
+  ``assert_same_trace``: plain names,
   ``from conftest import ...``.
 * ``artifact_dir`` (and ``artifact_path()`` for module-level use): the published G10
   inputs the tests compare with: the copy of the parts the tests read that ships in
@@ -49,6 +50,11 @@ SHIPPED_LLM_NAMES = [
     "llama-7b-s2048-bf16-b1", "llama-7b-s2048-bf16-b6", "llama-13b-s2048-bf16-b1", "llama-13b-s2048-bf16-b8",
     "llama-13b-s1024-bf16-b4",
 ]
+# the physical twins of the five Fig. 11 workloads (g10core.capture.twins)
+SHIPPED_TWIN_NAMES = ["bert_base-twin-b256", "vit-twin-b1280", "inceptionv3-twin-b1536", "resnet152-twin-b1280",
+                      "senet154-twin-b1024"]
+# every shipped trace
+SHIPPED_ALL_NAMES = SHIPPED_NAMES + SHIPPED_LLM_NAMES + SHIPPED_TWIN_NAMES
 
 
 TRACE_ARRAY_FIELDS = [

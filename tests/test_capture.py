@@ -256,6 +256,9 @@ PUBLISHED_PARAMETERS = {
     ("resnet", "152"): 60_192_808,         # torchvision resnet152
     ("resnext", "101-32x4d"): 44_177_704,  # ResNeXt-101 32x4d (NVIDIA DeepLearningExamples: 44.18 M)
     ("se-resnext", "101-32x4d"): 48_955_416,  # SE-ResNeXt-101 32x4d (DeepLearningExamples: 48.96 M)
+    ("vit", "s32"): 22_878_952,            # ViT-S/32 (timm vit_small_patch32_224)
+    ("vit", "b16"): 86_567_656,            # ViT-B/16 (Dosovitskiy et al. 2021: 86 M; timm vit_base_patch16_224)
+    ("inception", "v3"): 23_834_568,       # torchvision inception_v3 without its auxiliary head
 }
 # the GPT-3 paper's nominal sizes (table 2.1) and SENet-154's published count, which ours approximates:
 # (published, relative tolerance, why)

@@ -3,7 +3,7 @@ import json
 import shutil
 
 import pytest
-from conftest import SHIPPED_LLM_NAMES, SHIPPED_NAMES
+from conftest import SHIPPED_ALL_NAMES, SHIPPED_LLM_NAMES, SHIPPED_NAMES
 
 from g10core.workload import tracestore
 from g10core.cli import main
@@ -19,7 +19,7 @@ def elsewhere(tmp_path, monkeypatch):
 def test_trace_list_json_has_every_shipped_trace(elsewhere, capsys):
     assert main(["trace", "list", "--json", "-"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in rows] == sorted(SHIPPED_NAMES + SHIPPED_LLM_NAMES)
+    assert [r["name"] for r in rows] == sorted(SHIPPED_ALL_NAMES)
     bert = next(r for r in rows if r["name"] == "bert_base-b256")
     assert (bert["model"], bert["batch_size"], bert["n_kernels"], bert["n_tensors"]) == ("bert_base", 256, 1369, 1463)
     assert round(bert["footprint_bytes"] / 2**30, 1) == 148.0 and bert["shipped"] is True
@@ -32,7 +32,7 @@ def test_trace_list_text_and_user_traces(elsewhere, capsys, monkeypatch):
     assert main(["trace", "list"]) == 0
     out = capsys.readouterr().out
     assert "bert_base-b256" in out and "1369" in out and "148.0 GiB" in out
-    assert f"mine-b7 " in out and str(elsewhere / "mine-b7.h5") in out and f"{len(SHIPPED_NAMES) + len(SHIPPED_LLM_NAMES) + 1} traces" in out
+    assert f"mine-b7 " in out and str(elsewhere / "mine-b7.h5") in out and f"{len(SHIPPED_ALL_NAMES) + 1} traces" in out
 
 
 @pytest.mark.parametrize("argv", [["trace", "info", "bert_base-b256", "--json", "-"],
@@ -67,7 +67,7 @@ def test_the_docs_count_the_shipped_traces_as_trace_list_does():
     import re
     from pathlib import Path
 
-    total, published, llms = len(SHIPPED_NAMES) + len(SHIPPED_LLM_NAMES), len(SHIPPED_NAMES), len(SHIPPED_LLM_NAMES)
+    total, published, llms = len(SHIPPED_ALL_NAMES), len(SHIPPED_NAMES), len(SHIPPED_LLM_NAMES)
     texts = {"README.md": (Path(__file__).resolve().parents[1] / "README.md").read_text(),
              "tracestore.py": tracestore.__doc__}
     for name, text in texts.items():

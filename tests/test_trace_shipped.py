@@ -6,7 +6,7 @@ import re
 
 import h5py
 import pytest
-from conftest import SHIPPED_LLM_NAMES, SHIPPED_NAMES, SHIPPED_WORKLOADS
+from conftest import SHIPPED_ALL_NAMES, SHIPPED_LLM_NAMES, SHIPPED_NAMES, SHIPPED_TWIN_NAMES, SHIPPED_WORKLOADS
 
 from g10core.cli import main
 from g10core.workload.g10artifact import ARTIFACT_FOLDERS
@@ -16,8 +16,8 @@ GiB = 2**30
 
 def test_exactly_the_expected_files_are_shipped(traces_dir):
     names = {p.name for p in traces_dir.iterdir()}
-    assert names == {f"{n}.h5" for n in SHIPPED_NAMES + SHIPPED_LLM_NAMES} | {"LICENSE", "NOTICE", "README.md"}
-    assert len(SHIPPED_NAMES) == 30 and len(SHIPPED_LLM_NAMES) == 17
+    assert names == {f"{n}.h5" for n in SHIPPED_ALL_NAMES} | {"LICENSE", "NOTICE", "README.md"}
+    assert len(SHIPPED_NAMES) == 30 and len(SHIPPED_LLM_NAMES) == 17 and len(SHIPPED_TWIN_NAMES) == 5
 
 
 def test_license_and_notice(traces_dir):

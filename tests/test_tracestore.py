@@ -3,7 +3,7 @@ import os
 import shutil
 
 import pytest
-from conftest import SHIPPED_LLM_NAMES, SHIPPED_NAMES
+from conftest import SHIPPED_ALL_NAMES, SHIPPED_LLM_NAMES, SHIPPED_NAMES
 
 from g10core.workload import tracestore
 from g10core.experiments.reproduce import fig11_tasks
@@ -16,10 +16,10 @@ def no_user_dir(monkeypatch):
 
 
 def test_the_thirty_workloads_are_package_data(no_user_dir):
-    assert tracestore.shipped_traces() == sorted(SHIPPED_NAMES + SHIPPED_LLM_NAMES)
+    assert tracestore.shipped_traces() == sorted(SHIPPED_ALL_NAMES)
     folder = tracestore.shipped_dir()
     assert folder.parent.name == "workload" and folder.parent.parent.name == "g10core" and (folder / "LICENSE").is_file() and (folder / "NOTICE").is_file()
-    assert set(tracestore.available_traces()) == set(SHIPPED_NAMES + SHIPPED_LLM_NAMES)
+    assert set(tracestore.available_traces()) == set(SHIPPED_ALL_NAMES)
 
 
 @pytest.mark.parametrize("asked", ["bert_base-b256", "bert_base-b256.h5"])
@@ -44,8 +44,8 @@ def test_user_dir_comes_first_and_adds_names(tmp_path, monkeypatch):
     assert tracestore.resolve_trace("mine-b1") == tmp_path / "mine-b1.h5"
     assert tracestore.resolve_trace("vit-b1280") == tracestore.shipped_dir() / "vit-b1280.h5"
     names = tracestore.available_traces()
-    assert names["mine-b1"] == tmp_path / "mine-b1.h5" and len(names) == len(SHIPPED_NAMES) + len(SHIPPED_LLM_NAMES) + 1
-    assert tracestore.shipped_traces() == sorted(SHIPPED_NAMES + SHIPPED_LLM_NAMES)     # the shipped ones only
+    assert names["mine-b1"] == tmp_path / "mine-b1.h5" and len(names) == len(SHIPPED_ALL_NAMES) + 1
+    assert tracestore.shipped_traces() == sorted(SHIPPED_ALL_NAMES)     # the shipped ones only
 
 
 def test_a_missing_path_with_folders_is_no_such_file(no_user_dir, tmp_path):

@@ -92,7 +92,8 @@ def test_recompute_adds_exactly_the_producers_ideal_time(gpt2, plan):
     assert on["recompute"]["ideal_s"] == pytest.approx(ideal, rel=1e-6)     # (kernel times in whole cycles)
     assert on["time_s"] - off["time_s"] == pytest.approx(ideal, rel=1e-6)
     assert on["traffic_bytes"] == off["traffic_bytes"]
-    assert on["peak_gpu_bytes"] < off["peak_gpu_bytes"] / 3          # 12.6 GiB -> 3.5 GiB
+    # 6.3 GiB -> 3.5 GiB (fused attention keeps no score matrices: 12.6 GiB -> 3.5 GiB with eager attention)
+    assert on["peak_gpu_bytes"] < off["peak_gpu_bytes"] * 0.6
     cf = closed_form(gpt2, config("recompute"), "zero-offload")
     assert cf["recompute_ideal_s"] == pytest.approx(ideal, rel=1e-6) and cf["checkpoint_offloaded_bytes"] == 0
 
@@ -126,12 +127,13 @@ def test_off_is_the_earlier_behaviour(gpt2):
 
 
 def test_a_trace_whose_activations_did_not_fit_now_runs():
-    tr = read_trace(resolve_trace("gpt2-medium-s1024-b8"))
+    # llama-7b-s2048-b3 (with fused attention the smaller traces' activations fit a 40 GiB GPU)
+    tr = read_trace(resolve_trace("llama-7b-s2048-b3"))
     for policy in ("zero-offload", "zero-infinity"):
         off = get(policy)(config("off")).simulate(tr)
         assert off["failed"] and "keeps the activations on the GPU (scheduler.zero_activation_checkpointing = off)" \
             in off["failure_reason"]
         on = get(policy)(preset("default")).simulate(tr)
         assert not on["failed"], on["failure_reason"]
-        assert on["peak_gpu_bytes"] < on["gpu_capacity_bytes"] / 4
+        assert on["peak_gpu_bytes"] <= on["gpu_capacity_bytes"]
         assert on["time_s"] >= on["ideal_time_s"] + on["recompute"]["ideal_s"] * (1 - 1e-9)

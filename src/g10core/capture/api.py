@@ -386,13 +386,13 @@ def capture_family(family: str, size: str | None = None, *, batch: int, seq_len:
     trace's model name is ``name`` (default ``<family>-<size>``, ``bert-base`` for BERT); its attributes
     record the configuration and the capture settings.
     """
-    from .families import DEFAULT_SIZE, config_json
+    from .families import DEFAULT_SIZE, IMAGE_FAMILIES, config_json
     from .models import family_workload
 
     size = DEFAULT_SIZE.get(family) if size is None else size
     model, inputs, targets, loss_fn, config = family_workload(family, size, batch, seq_len, dtype, **overrides)
     name = name or (family if family == "bert-base" else f"{family}-{size}")
-    model_kind = "image" if type(config).__name__ == "ResNetConfig" else "sequence"
+    model_kind = "image" if family in IMAGE_FAMILIES else "sequence"
     attrs = {
         "capture_family": family,
         "capture_size": str(size),

@@ -74,6 +74,31 @@ class ResNetConfig:
     image_size: int = 224          # the input's side (capture's seq_len, when given, overrides it)
 
 
+@dataclass(frozen=True)
+class ViTConfig:
+    """A Vision Transformer (Dosovitskiy et al. 2021): patches of ``patch`` pixels embedded to
+    ``hidden``, a class token, pre-norm encoder layers, a linear head on the class token."""
+
+    image_size: int = 224
+    patch: int = 32
+    hidden: int = 384
+    layers: int = 12
+    heads: int = 6
+    mlp: int = 1536
+    num_classes: int = 1000
+    dropout: float = 0.0
+    attention: str = "fused"       # "eager": scores, softmax and weighted sum as separate kernels
+
+
+@dataclass(frozen=True)
+class InceptionConfig:
+    """Inception-v3 (Szegedy et al. 2016, "Rethinking the Inception Architecture", table 1 and
+    figures 5-7; every convolution followed by batch normalisation and ReLU; no auxiliary head)."""
+
+    num_classes: int = 1000
+    image_size: int = 299
+
+
 FAMILIES = {
     "bert-base": {"base": BertConfig()},
     # BERT-Base and -Large (Devlin et al. 2019, table of model sizes: 12 x 768, 24 x 1024 with 16 heads)
@@ -93,6 +118,9 @@ FAMILIES = {
     "se-resnext": {"101-32x4d": ResNetConfig(layers=(3, 4, 23, 3), groups=32, width_per_group=4, se_reduction=16)},
     # SENet-154 (Hu et al. 2018): 3-8-36-3 bottlenecks of cardinality 64 with SE, the three-convolution stem
     "senet": {"154": ResNetConfig(layers=(3, 8, 36, 3), groups=64, width_per_group=4, se_reduction=16, stem="3x3")},
+    # ViT-S/32 (the G10 artifact's ViT: 50 tokens of width 384, 6 heads) and ViT-B/16
+    "vit": {"s32": ViTConfig(), "b16": ViTConfig(patch=16, hidden=768, heads=12, mlp=3072)},
+    "inception": {"v3": InceptionConfig()},
     "gpt2": {"small": GPT2Config(), "medium": GPT2Config(hidden=1024, layers=24, heads=16)},
     "llama": {
         "1b": LlamaConfig(hidden=2048, layers=22, heads=32, kv_heads=4, intermediate=5632, max_positions=2048),
@@ -101,7 +129,9 @@ FAMILIES = {
     },
 }
 DEFAULT_SIZE = {"bert-base": "base", "bert": "base", "gpt2": "small", "gpt3": "125m", "llama": "1b",
-                "resnet": "50", "resnext": "101-32x4d", "se-resnext": "101-32x4d", "senet": "154"}
+                "resnet": "50", "resnext": "101-32x4d", "se-resnext": "101-32x4d", "senet": "154", "vit": "s32",
+                "inception": "v3"}
+IMAGE_FAMILIES = ("resnet", "resnext", "se-resnext", "senet", "vit", "inception")
 ATTENTION_KINDS = ("fused", "eager")
 
 
@@ -140,6 +170,14 @@ def parameter_count(config) -> int:
         return config.vocab_size * h + config.layers * layer + h + head
     if isinstance(config, ResNetConfig):
         return _resnet_parameters(config)
+    if isinstance(config, ViTConfig):
+        h, m = config.hidden, config.mlp
+        tokens = (config.image_size // config.patch) ** 2 + 1
+        embed = 3 * config.patch ** 2 * h + h + h + tokens * h          # patch conv, class token, positions
+        layer = 2 * h + (h * 3 * h + 3 * h) + (h * h + h) + 2 * h + (h * m + m) + (m * h + h)
+        return embed + config.layers * layer + 2 * h + h * config.num_classes + config.num_classes
+    if isinstance(config, InceptionConfig):
+        return _inception_parameters(config)
     raise ValueError(f"not a family configuration: {type(config).__name__}")
 
 
@@ -168,3 +206,44 @@ def _resnet_parameters(c: ResNetConfig) -> int:
                 n += cin * out + bn(out)
             cin = out
     return n + cin * c.num_classes + c.num_classes
+
+
+# Inception-v3's modules: (kind, input channels, its branch widths); see models.Inception
+INCEPTION_MODULES = (
+    ("A", 192, 32), ("A", 256, 64), ("A", 288, 64),   # 35 x 35 (figure 5), pool branch width
+    ("B", 288, 0),                                     # grid reduction to 17 x 17
+    ("C", 768, 128), ("C", 768, 160), ("C", 768, 160), ("C", 768, 192),   # 17 x 17 (figure 6), 7x7 width
+    ("D", 768, 0),                                     # grid reduction to 8 x 8
+    ("E", 1280, 0), ("E", 2048, 0),                    # 8 x 8 (figure 7)
+)
+
+
+def inception_convs(kind: str, cin: int, width: int) -> list:
+    """(in, out, kernel height, kernel width) of every convolution of one Inception-v3 module."""
+    if kind == "A":
+        return [(cin, 64, 1, 1), (cin, 48, 1, 1), (48, 64, 5, 5), (cin, 64, 1, 1), (64, 96, 3, 3), (96, 96, 3, 3),
+                (cin, width, 1, 1)]
+    if kind == "B":
+        return [(cin, 384, 3, 3), (cin, 64, 1, 1), (64, 96, 3, 3), (96, 96, 3, 3)]
+    if kind == "C":
+        w = width
+        return [(cin, 192, 1, 1), (cin, w, 1, 1), (w, w, 1, 7), (w, 192, 7, 1), (cin, w, 1, 1), (w, w, 7, 1),
+                (w, w, 1, 7), (w, w, 7, 1), (w, 192, 1, 7), (cin, 192, 1, 1)]
+    if kind == "D":
+        return [(cin, 192, 1, 1), (192, 320, 3, 3), (cin, 192, 1, 1), (192, 192, 1, 7), (192, 192, 7, 1),
+                (192, 192, 3, 3)]
+    if kind == "E":
+        return [(cin, 320, 1, 1), (cin, 384, 1, 1), (384, 384, 1, 3), (384, 384, 3, 1), (cin, 448, 1, 1),
+                (448, 384, 3, 3), (384, 384, 1, 3), (384, 384, 3, 1), (cin, 192, 1, 1)]
+    raise ValueError(kind)
+
+
+INCEPTION_STEM = ((3, 32, 3, 3), (32, 32, 3, 3), (32, 64, 3, 3), (64, 80, 1, 1), (80, 192, 3, 3))
+
+
+def _inception_parameters(c: InceptionConfig) -> int:
+    convs = list(INCEPTION_STEM)
+    for kind, cin, width in INCEPTION_MODULES:
+        convs += inception_convs(kind, cin, width)
+    n = sum(i * o * kh * kw + 2 * o for i, o, kh, kw in convs)   # bias-free convolutions, BN scale and shift
+    return n + 2048 * c.num_classes + c.num_classes

@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .families import ATTENTION_KINDS, BertConfig, GPT2Config, LlamaConfig, ResNetConfig, bottleneck_width, family_config
+from .families import (ATTENTION_KINDS, INCEPTION_MODULES, BertConfig, GPT2Config, InceptionConfig, LlamaConfig,
+                       ResNetConfig, ViTConfig, bottleneck_width, family_config)
 
 
 class FusedAttention(torch.autograd.Function):
@@ -345,9 +346,129 @@ class ResNet(nn.Module):
         return self.fc(x)
 
 
+# ---- Vision Transformer ----------------------------------------------------------------
+
+class ViTBlock(nn.Module):
+    def __init__(self, c: ViTConfig):
+        super().__init__()
+        self.heads, self.p, self.fused = c.heads, c.dropout, c.attention == "fused"
+        self.norm1 = nn.LayerNorm(c.hidden, eps=1e-6)
+        self.qkv = nn.Linear(c.hidden, 3 * c.hidden)
+        self.proj = nn.Linear(c.hidden, c.hidden)
+        self.norm2 = nn.LayerNorm(c.hidden, eps=1e-6)
+        self.fc1 = nn.Linear(c.hidden, c.mlp)
+        self.fc2 = nn.Linear(c.mlp, c.hidden)
+
+    def forward(self, x):
+        q, k, v = (_split_heads(t, self.heads) for t in self.qkv(self.norm1(x)).split(x.shape[-1], dim=-1))
+        x = x + _dropout(self.proj(_merge_heads(_attention(q, k, v, None, self.p, self.training, self.fused))),
+                         self.p, self.training)
+        return x + _dropout(self.fc2(F.gelu(self.fc1(self.norm2(x)))), self.p, self.training)
+
+
+class ViT(nn.Module):
+    """Vision Transformer classifier (class token, pre-norm layers); returns logits."""
+
+    def __init__(self, c: ViTConfig):
+        super().__init__()
+        self.config = c
+        tokens = (c.image_size // c.patch) ** 2
+        self.patch = nn.Conv2d(3, c.hidden, c.patch, c.patch)
+        self.cls = nn.Parameter(torch.zeros(1, 1, c.hidden))
+        self.position = nn.Parameter(torch.zeros(1, tokens + 1, c.hidden))
+        self.blocks = nn.ModuleList(ViTBlock(c) for _ in range(c.layers))
+        self.norm = nn.LayerNorm(c.hidden, eps=1e-6)
+        self.head = nn.Linear(c.hidden, c.num_classes)
+
+    def forward(self, images):
+        x = self.patch(images).flatten(2).transpose(1, 2)
+        x = torch.cat((self.cls.expand(x.shape[0], -1, -1), x), dim=1) + self.position
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x)[:, 0])
+
+
+# ---- Inception-v3 ------------------------------------------------------------------------
+
+class ConvBN(nn.Sequential):
+    def __init__(self, cin, cout, kernel, stride=1, padding=0):
+        super().__init__(nn.Conv2d(cin, cout, kernel, stride, padding, bias=False), nn.BatchNorm2d(cout, eps=1e-3),
+                         nn.ReLU(inplace=True))
+
+
+def _same(kh, kw):
+    return (kh // 2, kw // 2)
+
+
+class InceptionModule(nn.Module):
+    """One module of Inception-v3 (kind A, B, C, D or E): parallel branches, concatenated."""
+
+    def __init__(self, kind: str, cin: int, width: int):
+        super().__init__()
+        self.kind = kind
+        if kind == "A":
+            self.branches = nn.ModuleList([
+                ConvBN(cin, 64, 1),
+                nn.Sequential(ConvBN(cin, 48, 1), ConvBN(48, 64, 5, padding=2)),
+                nn.Sequential(ConvBN(cin, 64, 1), ConvBN(64, 96, 3, padding=1), ConvBN(96, 96, 3, padding=1)),
+                nn.Sequential(nn.AvgPool2d(3, 1, 1), ConvBN(cin, width, 1))])
+        elif kind == "B":
+            self.branches = nn.ModuleList([
+                ConvBN(cin, 384, 3, stride=2),
+                nn.Sequential(ConvBN(cin, 64, 1), ConvBN(64, 96, 3, padding=1), ConvBN(96, 96, 3, stride=2)),
+                nn.MaxPool2d(3, 2)])
+        elif kind == "C":
+            w = width
+            self.branches = nn.ModuleList([
+                ConvBN(cin, 192, 1),
+                nn.Sequential(ConvBN(cin, w, 1), ConvBN(w, w, (1, 7), padding=_same(1, 7)),
+                              ConvBN(w, 192, (7, 1), padding=_same(7, 1))),
+                nn.Sequential(ConvBN(cin, w, 1), ConvBN(w, w, (7, 1), padding=_same(7, 1)),
+                              ConvBN(w, w, (1, 7), padding=_same(1, 7)), ConvBN(w, w, (7, 1), padding=_same(7, 1)),
+                              ConvBN(w, 192, (1, 7), padding=_same(1, 7))),
+                nn.Sequential(nn.AvgPool2d(3, 1, 1), ConvBN(cin, 192, 1))])
+        elif kind == "D":
+            self.branches = nn.ModuleList([
+                nn.Sequential(ConvBN(cin, 192, 1), ConvBN(192, 320, 3, stride=2)),
+                nn.Sequential(ConvBN(cin, 192, 1), ConvBN(192, 192, (1, 7), padding=_same(1, 7)),
+                              ConvBN(192, 192, (7, 1), padding=_same(7, 1)), ConvBN(192, 192, 3, stride=2)),
+                nn.MaxPool2d(3, 2)])
+        else:  # E: the 3x3 branches end in a 1x3 and a 3x1 convolution side by side
+            self.b1 = ConvBN(cin, 320, 1)
+            self.b3 = ConvBN(cin, 384, 1)
+            self.b3a, self.b3b = ConvBN(384, 384, (1, 3), padding=(0, 1)), ConvBN(384, 384, (3, 1), padding=(1, 0))
+            self.d1, self.d2 = ConvBN(cin, 448, 1), ConvBN(448, 384, 3, padding=1)
+            self.d3a, self.d3b = ConvBN(384, 384, (1, 3), padding=(0, 1)), ConvBN(384, 384, (3, 1), padding=(1, 0))
+            self.pool = nn.Sequential(nn.AvgPool2d(3, 1, 1), ConvBN(cin, 192, 1))
+
+    def forward(self, x):
+        if self.kind != "E":
+            return torch.cat([b(x) for b in self.branches], 1)
+        b3 = self.b3(x)
+        d = self.d2(self.d1(x))
+        return torch.cat([self.b1(x), self.b3a(b3), self.b3b(b3), self.d3a(d), self.d3b(d), self.pool(x)], 1)
+
+
+class InceptionV3(nn.Module):
+    """Inception-v3 image classifier (no auxiliary head); returns logits."""
+
+    def __init__(self, c: InceptionConfig):
+        super().__init__()
+        self.config = c
+        self.stem = nn.Sequential(ConvBN(3, 32, 3, stride=2), ConvBN(32, 32, 3), ConvBN(32, 64, 3, padding=1),
+                                  nn.MaxPool2d(3, 2), ConvBN(64, 80, 1), ConvBN(80, 192, 3), nn.MaxPool2d(3, 2))
+        self.modules_ = nn.Sequential(*(InceptionModule(k, cin, w) for k, cin, w in INCEPTION_MODULES))
+        self.fc = nn.Linear(2048, c.num_classes)
+
+    def forward(self, images):
+        x = self.modules_(self.stem(images))
+        return self.fc(_dropout(F.adaptive_avg_pool2d(x, 1).flatten(1), 0.5, self.training))
+
+
 def build_model(config, dtype=torch.float32, device="meta") -> nn.Module:
     """The module for ``config``, on ``device`` (meta: nothing is allocated), in training mode."""
-    cls = {BertConfig: Bert, GPT2Config: GPT2, LlamaConfig: Llama, ResNetConfig: ResNet}.get(type(config))
+    cls = {BertConfig: Bert, GPT2Config: GPT2, LlamaConfig: Llama, ResNetConfig: ResNet, ViTConfig: ViT,
+           InceptionConfig: InceptionV3}.get(type(config))
     if cls is None:
         raise ValueError(f"not a family configuration: {type(config).__name__}")
     with torch.device(device):
@@ -369,7 +490,7 @@ def family_workload(family: str, size: str | None, batch: int, seq_len: int, dty
     if getattr(config, "attention", "fused") not in ATTENTION_KINDS:
         raise ValueError(f"attention = {config.attention!r}: one of {', '.join(ATTENTION_KINDS)}")
     meta = torch.device("meta")
-    if isinstance(config, ResNetConfig):
+    if isinstance(config, (ResNetConfig, ViTConfig, InceptionConfig)):
         side = seq_len
         model = build_model(config, torch_dtype)
         inputs = (torch.empty((batch, 3, side, side), dtype=torch_dtype, device=meta),)

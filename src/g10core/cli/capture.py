@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 
-from ..capture.families import DEFAULT_SIZE, FAMILIES
+from ..capture.families import DEFAULT_SIZE, FAMILIES, IMAGE_FAMILIES
 from ..config import DEFAULT_PRESET
 from . import common as cli
 
@@ -22,7 +22,7 @@ def _cmd_trace_capture(args) -> int:
     from ..capture.api import capture_family
 
     overrides = {}
-    image = args.family in ("resnet", "resnext", "se-resnext", "senet")
+    image = args.family in IMAGE_FAMILIES
     if args.attention is not None:
         if image:
             raise ValueError(f"--attention: the {args.family} family has no attention")

@@ -27,7 +27,16 @@ def _cmd_reproduce_fig11(args) -> int:
     from ..experiments.published import FIG11_POLICIES, FIG11_WORKLOADS
     from ..experiments.reproduce import default_jobs, default_traces_dir, reproduce_fig11
 
-    workloads = FIG11_WORKLOADS
+    from ..config import DEFAULT_PRESET
+
+    physical = args.workloads == "physical"
+    if args.preset is None:    # the paper's traces reproduce under g10-artifact; the twins explore under default
+        args.preset = DEFAULT_PRESET if physical else ARTIFACT_PRESET
+    if physical:
+        from ..capture.twins import TWIN_WORKLOADS
+        workloads = TWIN_WORKLOADS
+    else:
+        workloads = FIG11_WORKLOADS
     if args.models:
         workloads = []
         for item in args.models:
@@ -48,6 +57,11 @@ def _cmd_reproduce_fig11(args) -> int:
     meta = {"wall_s": wall, "jobs": jobs, "traces": str(args.traces or default_traces_dir()),
             "preset": cfg.preset, "config": cfg.to_dict(), "config_hash": cfg.hash, "g10core_version": __version__}
     fig11_outputs(args, rows, meta)
+    if human(args) and physical:
+        from ..capture.twins import format_twin_comparison
+
+        print()
+        print(format_twin_comparison(rows))
     if human(args):
         if gpu_note(cfg):
             print(gpu_note(cfg))
@@ -121,7 +135,7 @@ def _cmd_reproduce_validation(args) -> int:
 
     if not torch_available():
         raise ValueError(f"reproduce validation captures workloads and needs PyTorch: {INSTALL_HINT}")
-    from ..experiments.validation import MEASUREMENTS, format_ratios, format_table, ratio_table, summary, \
+    from ..capture.validation import MEASUREMENTS, format_ratios, format_table, ratio_table, summary, \
         validation_table
 
     check_output_path(args.json_path, "--json")
@@ -166,9 +180,14 @@ def add_parser(subparsers) -> None:
     f.add_argument("--models", nargs="+", metavar="MODEL-bB", help="only these workloads, e.g. bert_base-b256")
     f.add_argument("--policies", nargs="+", metavar="P", help="only these policies")
     f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    f.add_argument("--workloads", choices=("paper", "physical"), default="paper",
+                   help="paper: the artifact's profiled traces (default); physical: their physical twins "
+                        "(<model>-twin-b<batch>: the same models and batches captured with the physical kernel-time "
+                        "model), run under the default preset unless --preset says otherwise, each cell beside the "
+                        "paper's fraction of ideal")
     add_config_options(f, default_preset=ARTIFACT_PRESET)
     add_json_option(f)
-    f.set_defaults(func=_cmd_reproduce_fig11)
+    f.set_defaults(func=_cmd_reproduce_fig11, preset=None)
 
     from ..experiments.reproduce import FIGURES, SWEEP_FIGURES
 
@@ -197,7 +216,7 @@ def add_parser(subparsers) -> None:
     add_llm_command(sub)
     v = sub.add_parser(
         "validation", help="the physical kernel-time model beside published real-GPU training throughput",
-        description="Capture each published training measurement's workload (g10core.experiments.validation: "
+        description="Capture each published training measurement's workload (g10core.capture.validation: "
                     "ResNet-50, ResNeXt-101, SE-ResNeXt-101, BERT-Large, GPT-3 shapes on A100s, and two H100/A100 "
                     "speed-ups) on the meta device with the physical kernel-time model and print our throughput "
                     "beside the published one, with the error. Needs PyTorch (the capture extra).")

@@ -215,7 +215,7 @@ def link_GBps(gpu: GPUModel) -> float:
 
 
 # Where each constant comes from.  Measurements only: none of them was fitted to the training
-# throughputs of the validation table (g10core.experiments.validation).
+# throughputs of the validation table (g10core.capture.validation).
 SOURCES: dict = {
     "tensor_core_fraction_by_gpu": (
         "Maximum achievable matmul FLOPS (BF16, best shape, mean of 100 iterations after 50 warm-up): A100 SXM "

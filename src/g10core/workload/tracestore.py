@@ -1,6 +1,6 @@
 """Where traces are found: the ones shipped inside the package, and trace names.
 
-The 47 shipped traces are package data (``g10core/workload/traces/``), so every installed copy
+The 52 shipped traces are package data (``g10core/workload/traces/``), so every installed copy
 has them: the 30 published workloads of the G10 evaluation and 17 captured LLMs.  Commands and :class:`~g10core.simulator.Simulator`
 take either a path or a *trace name*: ``bert_base-b256`` (or ``bert_base-b256.h5``)
 is looked up in

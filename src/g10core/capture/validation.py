@@ -128,10 +128,11 @@ RATIOS: tuple[Ratio, ...] = (
 
 def capture_for(m: Measurement, gpu: str | None = None):
     """The trace that stands for ``m`` (captured on the meta device; needs torch)."""
-    from ..capture.api import capture_family
+    from .api import capture_family
+    from .families import IMAGE_FAMILIES
 
     mixed = m.precision != "TF32"
-    overrides = {} if m.family in ("resnet", "resnext", "se-resnext", "senet") else {"attention": m.attention}
+    overrides = {} if m.family in IMAGE_FAMILIES else {"attention": m.attention}
     return capture_family(m.family, m.size, batch=m.batch, seq_len=m.seq_len, dtype=m.dtype,
                           optimizer="adamw" if mixed else m.optimizer, master_weights="fp32" if mixed else None,
                           tf32=not mixed, gpu=gpu or m.gpu, **overrides)
