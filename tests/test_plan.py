@@ -4,7 +4,9 @@ fraction of ideal.
 The search is checked on closed-form fraction curves (no simulator); the planner end to end on a
 small synthetic trace whose runs take a few hundredths of a second.  On it, under G10 with 14 MiB
 of GPU memory and no host memory, the fraction of ideal rises with ssd.bandwidth_GBps from 0.05
-at 1 GB/s to 0.73 at 32 GB/s.
+at 1 GB/s to 0.70 at 32 GB/s with the profile fault time (``fault.handler = profile``), which these
+runs set: under the default physical fault time the driver's costs cap it near 0.51 from 24 GB/s
+on, too flat a curve for the planner's cases around 0.5.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from g10core.workload.synth import synthesize
 from g10core.workload.trace import write_trace
 
 KEY = "ssd.bandwidth_GBps"
-SETS = ["gpu.memory_GiB=0.014", "host.memory_GiB=0"]
+SETS = ["gpu.memory_GiB=0.014", "host.memory_GiB=0", "fault.handler=profile"]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +36,7 @@ def folder(tmp_path_factory):
 
 def fraction_at(trace, value, key=KEY, extra=None):
     """The fraction of ideal of one run, made without the planner."""
-    over = {"gpu": {"memory_GiB": 0.014}, "host": {"memory_GiB": 0}}
+    over = {"gpu": {"memory_GiB": 0.014}, "host": {"memory_GiB": 0}, "fault": {"handler": "profile"}}
     for k, v in {key: value, **(extra or {})}.items():
         s, n = k.split(".")
         over.setdefault(s, {})[n] = v
@@ -206,8 +208,9 @@ def test_target_met_at_the_least_value_the_key_takes_is_an_answer_exit_0(folder,
 
 def test_a_frontier_is_refused_only_where_no_point_brackets_the_target(folder, tmp_path, capsys):
     argv = ["plan", str(folder / "a.h5"), "--policy", "g10", "--vary", "gpu.memory_GiB", "--range", "0.014:0.03",
-            "--vary", KEY, "--points", "2", "--tolerance", "0.05", "--set", "host.memory_GiB=0", "--jobs", "1",
-            "--no-progress", "--json", "-", "--out", str(tmp_path / "st")]
+            "--vary", KEY, "--points", "2", "--tolerance", "0.05", "--set", "host.memory_GiB=0",
+            "--set", "fault.handler=profile", "--jobs", "1", "--no-progress", "--json", "-",
+            "--out", str(tmp_path / "st")]
     # no point reaches 0.99 in 1 .. 8 (at best 0.24 at 0.014 GiB, 0.63 at 0.03 GiB): nothing of the frontier found
     code = main(argv + ["--target", "0.99", "--range", "1:8"])
     text, err = capsys.readouterr()
@@ -348,7 +351,8 @@ def test_resumable_a_second_plan_runs_nothing_new(folder, tmp_path, capsys):
 
 def test_two_keys_frontier_on_a_tiny_grid(folder, tmp_path):
     trace = folder / "a.h5"
-    r = pl.plan(trace, "g10", 0.5, [("gpu.memory_GiB", (0.014, 0.03)), (KEY, (1, 32))], sets=["host.memory_GiB=0"],
+    r = pl.plan(trace, "g10", 0.5, [("gpu.memory_GiB", (0.014, 0.03)), (KEY, (1, 32))],
+                sets=["host.memory_GiB=0", "fault.handler=profile"],
                 points=2, out=tmp_path / "st", tolerance=0.02)
     assert r.keys == ("gpu.memory_GiB", KEY) and len(r.frontier) == 2
     assert [f["gpu.memory_GiB"] for f in r.frontier] == [0.014, 0.03]
@@ -382,7 +386,8 @@ def test_json_schema_and_plot(folder, tmp_path, capsys):
     # two keys add the frontier
     code = main(["plan", str(folder / "a.h5"), "--policy", "g10", "--target", "0.5", "--vary", "gpu.memory_GiB",
                  "--range", "0.014:0.03", "--vary", KEY, "--range", "1:32", "--points", "2", "--tolerance", "0.05",
-                 "--set", "host.memory_GiB=0", "--jobs", "1", "--no-progress", "--json", "-"])
+                 "--set", "host.memory_GiB=0", "--set", "fault.handler=profile", "--jobs", "1", "--no-progress",
+                 "--json", "-"])
     doc2 = json.loads(capsys.readouterr().out)
     assert code == 0 and doc2["key"] == KEY and doc2["keys"] == ["gpu.memory_GiB", KEY]
     assert len(doc2["frontier"]) == 2 and set(doc2["frontier"][0]) >= {"gpu.memory_GiB", "minimum", "bracket"}

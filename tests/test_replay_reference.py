@@ -320,3 +320,17 @@ def test_bulk_repeats_equal_slot_by_slot_exact_quotas(case):
     assert np.array_equal(out["kernels"], ref["kernels"])
     assert np.array_equal(out["pcie"], ref["pcie"])
     assert np.array_equal(out["boundaries"], ref["boundaries"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(exact_cases(), st.sampled_from([{}, {"batch_faults": 1, "migration_unit_bytes": 4096, "va_block_bytes": 65536},
+                                       {"batch_fixed_us": 45.0, "batch_per_block_us": 0.0, "batch_per_page_us": 0.0,
+                                        "batch_unmap_us": 0.0}, {"batch_per_page_us": 50.0}]))
+def test_compiled_replay_equals_reference_physical_fault_time(case, driver):
+    """The physical fault time (fault.handler = physical, the default preset; docs/physics.md)
+    under the exact quotas: the compiled replay with and without bulk repeats against the
+    reference, with the driver's costs as measured, one batch per 4 KiB fault, G10's single
+    45 us latency per batch, and a dear page."""
+    trace, cfg, eviction, hints, apply_hints = case
+    cfg = cfg.with_overrides({"fault": {"handler": "physical", **driver}})
+    test_compiled_replay_equals_reference_exact_quotas.hypothesis.inner_test((trace, cfg, eviction, hints, apply_hints))

@@ -35,3 +35,20 @@ cdef class ProfileFaultModel(FaultModel):
     cdef double alloc_cycles_per_page      # (outside g10-artifact; gpu.malloc_us_per_byte)
     cdef bint link_shared_while_ssd        # host faults lose the SSD's share of the link only while it streams
     cdef object _keep
+
+
+cdef class PhysicalFaultModel(FaultModel):
+    cdef int64_t freq_hz                   # cycles per second
+    cdef int64_t page_bytes
+    cdef double bw_link                    # bytes per ms: the GPU's link (per direction)
+    cdef double bw_ssd                     # bytes per ms: the SSD's reads
+    cdef double bw_host                    # bytes per ms: host memory
+    cdef double alloc_cycles_per_page      # zero-fill of one never-allocated page (gpu.malloc_us_per_byte)
+    cdef int64_t unit_pages                # pages per migration unit (fault.migration_unit_bytes)
+    cdef int64_t block_pages               # pages per VA block (fault.va_block_bytes)
+    cdef int64_t batch_faults              # migration units per batch (fault.batch_faults)
+    cdef int64_t batch_fixed               # cycles per batch (fault.batch_fixed_us)
+    cdef int64_t batch_per_block           # cycles per VA block (fault.batch_per_block_us)
+    cdef int64_t batch_per_page            # cycles per page (fault.batch_per_page_us)
+    cdef int64_t batch_unmap               # cycles per host VA block (fault.batch_unmap_us)
+    cdef int64_t driver_cycles(self, int64_t pages, int64_t host_pages) noexcept nogil

@@ -9,7 +9,14 @@ arrival of its last faulted page.
 * ``FaultModel``: no extra time (faults cost only the transfers themselves).
 * ``ProfileFaultModel``: the published simulator's ``performance_model``, derived from
   the three profiled times (``g10_artifact_model.md`` §4; ``reference.fault_model_cycles``
-  is its Python specification).
+  is its Python specification); ``fault.handler = profile`` (``g10-artifact``).
+* ``PhysicalFaultModel``: the faulting pages over the bandwidths of their paths, the
+  zero-fill of never-allocated pages, plus the driver's batch costs (docs/physics.md,
+  "Fault time: the physical rule"; ``reference.physical_fault_cycles`` is its Python
+  specification); ``fault.handler = physical`` (``default``).
+
+In the slot model the pages themselves still arrive by the transfer slots: a fault model's
+time is the kernel's fault-handling time, and the kernel waits for whichever is later.
 
 An event-driven model (``runs_kernels``: ``_kernelrun.KernelRunner``, the detailed
 preset's far-fault handler) runs each kernel itself instead: the replay hands it the
@@ -197,9 +204,130 @@ cdef class ProfileFaultModel(FaultModel):
 
     def py_fault_cycles(self, int64_t k, fin, fout):
         """fault_cycles for Python (tests): fin/fout are 5-sequences."""
-        cdef int64_t a[5]
-        cdef int64_t b[5]
-        for i in range(5):
-            a[i] = fin[i]
-            b[i] = fout[i]
-        return self.fault_cycles(k, a, b)
+        return _py_fault_cycles(self, k, fin, fout)
+
+
+def configured_fault_model(dict c, dict arrays):
+    """The slot model's fault model of the replay's constants ``c`` (``simulator.replay_inputs``).
+
+    Parameters
+    ----------
+    c : dict
+        The replay's constants: with ``physical_fault`` (``slot_model.physical_fault_params``,
+        ``fault.handler = physical``) the physical model, else the profile model of ``freq_hz``,
+        ``page_bytes``, ``bw_pcie_Bpms``, ``bw_ssd_Bpms``, ``l_sys_us``, ``l_ssd_us`` and, with
+        ``exact`` (outside ``g10-artifact``), its zero-fill and link-share rules.
+    arrays : dict
+        The replay's arrays: the profiled ``t11``, ``t10``, ``t00`` (cycles) of each kernel.
+
+    Returns
+    -------
+    FaultModel
+        A ``PhysicalFaultModel`` or a ``ProfileFaultModel``.
+    """
+    if c.get("physical_fault") is not None:
+        return PhysicalFaultModel(c["physical_fault"])
+    return ProfileFaultModel({"t11": arrays["t11"], "t10": arrays["t10"], "t00": arrays["t00"]},
+                             {"freq_hz": c["freq_hz"], "page_bytes": c.get("page_bytes", 4096),
+                              "bw_pcie_Bpms": c["bw_pcie_Bpms"], "bw_ssd_Bpms": c["bw_ssd_Bpms"],
+                              "l_sys_us": c["l_sys_us"], "l_ssd_us": c["l_ssd_us"],
+                              "zero_fill_alloc": c.get("exact", False),
+                              "link_shared_while_ssd": c.get("exact", False),
+                              "alloc_cycles_per_page": c.get("alloc_cycles_per_page", 0.0)})
+
+
+cdef int64_t _py_fault_cycles(FaultModel model, int64_t k, fin, fout) except? -1:
+    """``model.fault_cycles`` of Python 5-sequences (the tests' entry point)."""
+    cdef int64_t a[5]
+    cdef int64_t b[5]
+    cdef int i
+    for i in range(5):
+        a[i] = fin[i]
+        b[i] = fout[i]
+    return model.fault_cycles(k, a, b)
+
+
+cdef inline int64_t ceil_div(int64_t a, int64_t b) noexcept nogil:
+    """ceil(a / b) for a >= 0, b >= 1."""
+    return (a + b - 1) // b
+
+
+cdef class PhysicalFaultModel(FaultModel):
+    """The physical fault time: a faulting kernel's pages over their paths' bandwidths, plus the
+    driver's batch costs (``fault.handler = physical``; docs/physics.md, "Fault time: the
+    physical rule"; ``reference.physical_fault_cycles`` is its specification).
+
+    ``params`` (``slot_model.physical_fault_params``): ``freq_hz``, ``page_bytes``;
+    ``bw_link_Bpms``, ``bw_ssd_Bpms``, ``bw_host_Bpms`` (bytes per ms); ``alloc_cycles_per_page``
+    (zero-fill of one page, cycles); ``unit_pages`` (pages per migration unit), ``batch_faults``
+    (migration units per batch), ``block_pages`` (pages per VA block); ``batch_fixed_cycles``,
+    ``batch_per_block_cycles``, ``batch_per_page_cycles``, ``batch_unmap_cycles`` (the driver's
+    costs in whole cycles, ``fault.batch_*``).
+
+    Every faulting page migrates into the GPU, an output's too.  For the kernel's faulting
+    pages, inputs and outputs together (``fin``/``fout``: [total, never allocated, SSD, host,
+    in transfer]):
+
+    * transfer: the SSD pages stream at min(SSD, link) while the host pages share the link with
+      them, then take the whole link (``shared_link_times``); the longer of the two;
+    * zero-fill: never-allocated pages cost ``alloc_cycles_per_page`` each, alongside the
+      transfers (the longer of the two);
+    * plus the driver: the faulting pages grouped into migration units, ``ceil(units /
+      batch_faults)`` batches, ``ceil(pages / block_pages)`` VA blocks and as many host VA
+      blocks for the host pages; batches x fixed + blocks x per block + pages x per page +
+      host blocks x unmap.  The slot model has no prefetcher and no addresses of faults: a
+      kernel's faulting pages count as if contiguous (the fewest VA blocks they can span).
+
+    Pages in transfer add nothing: they arrive by the slots.  The result is whole cycles
+    (the transfer and zero-fill part truncated), with no conversion to whole seconds.
+    """
+
+    def __init__(self, dict params):
+        self.freq_hz = params["freq_hz"]
+        self.page_bytes = params["page_bytes"]
+        self.bw_link = params["bw_link_Bpms"]
+        self.bw_ssd = params["bw_ssd_Bpms"]
+        self.bw_host = params["bw_host_Bpms"]
+        self.alloc_cycles_per_page = params["alloc_cycles_per_page"]
+        self.unit_pages = params["unit_pages"]
+        self.block_pages = params["block_pages"]
+        self.batch_faults = params["batch_faults"]
+        self.batch_fixed = params["batch_fixed_cycles"]
+        self.batch_per_block = params["batch_per_block_cycles"]
+        self.batch_per_page = params["batch_per_page_cycles"]
+        self.batch_unmap = params["batch_unmap_cycles"]
+        if min(self.unit_pages, self.block_pages, self.batch_faults, self.page_bytes, self.freq_hz) < 1:
+            raise ValueError(f"PhysicalFaultModel: unit_pages, block_pages, batch_faults, page_bytes and freq_hz "
+                             f"must be >= 1 (got {params})")
+        if not (self.bw_link > 0 and self.bw_ssd > 0 and self.bw_host > 0):
+            raise ValueError(f"PhysicalFaultModel: bandwidths must be > 0 (got {params})")
+
+    cdef int64_t driver_cycles(self, int64_t pages, int64_t host_pages) noexcept nogil:
+        """The driver's time for ``pages`` faulting pages, ``host_pages`` of them from host memory."""
+        cdef int64_t batches = ceil_div(ceil_div(pages, self.unit_pages), self.batch_faults)
+        return (batches * self.batch_fixed + ceil_div(pages, self.block_pages) * self.batch_per_block
+                + pages * self.batch_per_page + ceil_div(host_pages, self.block_pages) * self.batch_unmap)
+
+    cdef int64_t fault_cycles(self, int64_t k, const int64_t* fin, const int64_t* fout) noexcept nogil:
+        cdef int64_t zero = fin[1] + fout[1], ssd = fin[2] + fout[2], host = fin[3] + fout[3]
+        cdef int64_t pages = zero + ssd + host
+        cdef double t_ssd, t_host, cyc, alloc
+        if pages == 0:
+            return 0
+        t_ssd, t_host = shared_link_times(<double>(ssd * self.page_bytes), <double>(host * self.page_bytes),
+                                          self.bw_ssd, self.bw_host, self.bw_link)
+        if t_host > t_ssd:
+            t_ssd = t_host
+        cyc = t_ssd / 1e3 * <double>self.freq_hz
+        alloc = <double>zero * self.alloc_cycles_per_page
+        if alloc > cyc:
+            cyc = alloc
+        return <int64_t>cyc + self.driver_cycles(pages, host)
+
+    def py_fault_cycles(self, int64_t k, fin, fout):
+        """fault_cycles for Python (tests): fin/fout are 5-sequences."""
+        return _py_fault_cycles(self, k, fin, fout)
+
+    def py_driver_cycles(self, int64_t pages, int64_t host_pages):
+        """driver_cycles for Python (tests)."""
+        return self.driver_cycles(pages, host_pages)

@@ -48,7 +48,8 @@ from ._engine cimport g10_event, g10_event_queue
 from ._pagetable cimport PageTable
 from ._evict cimport Evictor
 from ._batcher cimport Batcher, B_RESTART, B_IRREGULAR
-from ._fault cimport FaultModel, ProfileFaultModel
+from ._fault cimport FaultModel
+from ._fault import configured_fault_model
 from ._tlb cimport Translator, NoTranslation
 from ._device cimport Device, LinkDevice, SSDDevice
 from ._timeline cimport TimelineRecorder
@@ -169,9 +170,9 @@ cdef class Replay:
         records it) builds it.
         ``ssd`` and ``link`` (``g10core.ssd.SSD``, ``g10core.pcie.PcieLink``) make the run
         detailed: the SSD and the GPU's link become devices on the transfer path.
-        ``fault_model``: replaces the profiled fault model (one that runs kernels is bound to
-        this replay's page table and evictor); ``translator``: a ``_tlb`` translator
-        (default: translation costs nothing).
+        ``fault_model``: replaces the configured one (``_fault.configured_fault_model``; one that
+        runs kernels is bound to this replay's page table and evictor); ``translator``: a
+        ``_tlb`` translator (default: translation costs nothing).
         """
         cdef Evictor evictor = c.get("evictor")
         self.K = c["kernels"]
@@ -194,13 +195,7 @@ cdef class Replay:
         self.ssd.attach(&self.events, 1)
         self.bt = Batcher(self.pt, self.ev, self.link, self.ssd, c, self.n_iter, c.get("debug_log", False), arrays)
         if fault_model is None:
-            fault_model = ProfileFaultModel({"t11": arrays["t11"], "t10": arrays["t10"], "t00": arrays["t00"]},
-                                            {"freq_hz": c["freq_hz"], "page_bytes": c.get("page_bytes", 4096),
-                                             "bw_pcie_Bpms": c["bw_pcie_Bpms"], "bw_ssd_Bpms": c["bw_ssd_Bpms"],
-                                             "l_sys_us": c["l_sys_us"], "l_ssd_us": c["l_ssd_us"],
-                                             "zero_fill_alloc": c.get("exact", False),
-                                             "link_shared_while_ssd": c.get("exact", False),
-                                             "alloc_cycles_per_page": c.get("alloc_cycles_per_page", 0.0)})
+            fault_model = configured_fault_model(c, arrays)
         self.fm = fault_model
         self.runs_kernels = self.fm.runs_kernels()
         if self.runs_kernels:

@@ -278,16 +278,18 @@ def ssd_device_spec(cfg: SimConfig, user_capacity_bytes: int | None = None):
 
 def _default() -> SimConfig:
     """Exploration: the artifact's model without its hand-tuned factors (DESIGN.md), steady-state
-    iterations, a breakdown that adds up, and the fixes of ``model_fixes`` (docs/guide/presets.md)."""
+    iterations, a breakdown that adds up, the physical fault time (``fault.handler = physical``,
+    the declared default; docs/physics.md) and the fixes of ``model_fixes`` (docs/guide/presets.md)."""
     return SimConfig(preset="default")
 
 
 def _artifact() -> SimConfig:
-    """The published simulator as the paper ran it: its hand-tuned factors, two iterations of
-    which the faster is reported, its breakdown and its corners."""
+    """The published simulator as the paper ran it: its hand-tuned factors, its profile-derived
+    fault time, two iterations of which the faster is reported, its breakdown and its corners."""
     return SimConfig(
         preset=ARTIFACT_PRESET,
         ssd=SSDTierSpec(duplex="full"),
+        fault=FaultSpec(handler="profile"),
         scheduler=SchedulerSpec(artifact_quirks=True),
         run=RunSpec(iterations=2, iteration_rule="fastest", breakdown_rule="artifact"),
     )

@@ -13,11 +13,14 @@ differs from the exploration preset's (or, for the keys in :data:`PRESET_KEYS`, 
 preset's) warns, naming it (:class:`~g10core.errors.G10Warning`; ``g10sim`` prints one line
 on stderr).  The result records them as ``ignored_parameters``.  Some keys are read only by
 a component a run may not have (the detailed devices, the far-fault handler, the TLB):
-ignored by every policy without it.  The far-fault handler supersedes the fault-time model's
-latencies and the allocation cost (:data:`BATCHED_SUPERSEDED_KEYS`: read under it only by a
-planner, ``Policy.plans_with``), and some keys mean something only while another selects
-their mechanism (:data:`DEPENDENT_KEYS`: ``noise.seed`` without noise, the page-walk cache's
-keys without the cache, ...): ignored, and warned of, otherwise.
+ignored by every policy without it; the physical fault time (``fault.handler = physical``,
+the ``default`` preset) reads the handler's batch costs and grouping (:data:`PHYSICAL_KEYS`).
+The far-fault handler supersedes the profile fault-time model's latencies and the allocation
+cost (:data:`BATCHED_SUPERSEDED_KEYS`), the physical fault time its latencies
+(:data:`PHYSICAL_SUPERSEDED_KEYS`): read then only by a planner, ``Policy.plans_with``.  Some
+keys mean something only while another selects their mechanism (:data:`DEPENDENT_KEYS`:
+``noise.seed`` without noise, the page-walk cache's keys without the cache, ...): ignored, and
+warned of, otherwise.
 """
 from __future__ import annotations
 
@@ -69,6 +72,13 @@ SLOT_SSD_KEYS = ("ssd.write_bandwidth_GBps", "ssd.duplex")
 # batches of its own cost (fault.batch_*) and allocates on first touch at no cost, so under it
 # only a policy's planner reads them (Policy.plans_with: G10's lead and safe times)
 BATCHED_SUPERSEDED_KEYS = ("gpu.malloc_us_per_byte", "ssd.latency_us", "fault.system_latency_us")
+# the far-fault handler's keys the physical fault time (fault.handler = physical) reads too: the
+# driver's batch costs and how faults group into migration units, batches and VA blocks
+PHYSICAL_KEYS = ("fault.migration_unit_bytes", "fault.va_block_bytes", "fault.batch_faults", "fault.batch_fixed_us",
+                 "fault.batch_per_block_us", "fault.batch_per_page_us", "fault.batch_unmap_us")
+# keys the physical fault time supersedes: only the profile formula (l_sys, l_ssd) reads them in
+# the replay, so under it only a policy's planner does (Policy.plans_with: G10's safe time)
+PHYSICAL_SUPERSEDED_KEYS = ("ssd.latency_us", "fault.system_latency_us")
 
 # keys that mean something only while another key selects their mechanism: key -> (whether
 # cfg selects it, the words for when it does not); ignored (and warned of) otherwise
@@ -103,7 +113,7 @@ DEPENDENT_KEYS = {
 
 # a preset sets these as part of what it is: compared with the run's own preset
 PRESET_KEYS = ("run.iterations", "scheduler.artifact_quirks", "run.iteration_rule", "run.breakdown_rule",
-               "ssd.duplex")
+               "ssd.duplex", "fault.handler")
 
 
 def _flat(cfg) -> dict:
@@ -151,13 +161,16 @@ def ignored_parameters(cfg, policy, eviction=None) -> list[str]:
         if key in SLOT_SSD_KEYS and (cfg.ssd.model == "ftl" or cfg.fault.handler == "batched"
                                      or cfg.scheduler.artifact_quirks):
             reads = False
-        if key in HANDLER_KEYS and cfg.fault.handler != "batched":
+        if key in HANDLER_KEYS and cfg.fault.handler != "batched" and not (
+                cfg.fault.handler == "physical" and key in PHYSICAL_KEYS):
             reads = False
         if key in TLB_KEYS and cfg.tlb.model == "none":
             reads = False
         if key == "gpu.sms" and cfg.fault.handler != "batched" and cfg.tlb.model == "none":
             reads = False
         if key in BATCHED_SUPERSEDED_KEYS and cfg.fault.handler == "batched" and key not in cls.plans_with:
+            reads = False
+        if key in PHYSICAL_SUPERSEDED_KEYS and cfg.fault.handler == "physical" and key not in cls.plans_with:
             reads = False
         if reads and key in DEPENDENT_KEYS and not DEPENDENT_KEYS[key][0](cfg):
             reads = False

@@ -279,8 +279,10 @@ class GPUSpec:
         doc="page (PTE) size; traces are laid out in 4 KiB pages, so only 4096 is supported")
     malloc_us_per_byte: float = param(
         8.14e-7, unit="us/B", min=0, max=1e-3,
-        doc="allocation cost (4 cycles per 4 KiB page at 1.2 GHz): page-level allocations per slot, "
-            "G10's pre-allocation lead time (fault.handler = batched allocates at no cost: the lead time only)")
+        doc="allocation cost (4 cycles per 4 KiB page at 1.2 GHz): page-level allocations per slot, the "
+            "zero-fill of never-allocated pages in the fault time (default: fault.handler = physical, or profile "
+            "without the artifact's quirks), G10's pre-allocation lead time (fault.handler = batched allocates at "
+            "no cost: the lead time only)")
     sms: int = param(
         108, unit="SMs", min=1, max=4096,
         doc="streaming multiprocessors (A100: 108): each sweeps its share of a kernel's tensors and has "
@@ -294,8 +296,9 @@ class HostSpec:
         doc="host memory available for evicted pages (page-level policies, G10-Host)")
     bandwidth_GBps: float = param(
         15.754, unit="GB/s", min=0.1, max=10000,
-        doc="host<->GPU bandwidth (PCIe 3.0 x16 raw): host pages per slot (page level), the "
-            "G10 scheduler and the tensor-level host path; detailed: below link.bandwidth_GBps it slows the "
+        doc="host<->GPU bandwidth (PCIe 3.0 x16 raw): host pages per slot (page level), the physical fault "
+            "time's host pages (fault.handler = physical), the G10 scheduler and the tensor-level host path; "
+            "detailed: below link.bandwidth_GBps it slows the "
             "PCIe link's host flow to host / link of the link's")
 
 
@@ -332,8 +335,9 @@ class SSDTierSpec:
     bandwidth_GBps: float = param(
         3.2, unit="GB/s", min=0.1, max=10000,
         doc="SSD->GPU (read) bandwidth, and the write bandwidth too unless ssd.write_bandwidth_GBps is set "
-            "(Z-SSD-like): SSD pages per slot, the fault-time model, the schedulers and the tensor-level "
-            "simulator; detailed: scales the FTL device's own link by value / 3.2 (its flash may still limit)")
+            "(Z-SSD-like): SSD pages per slot, the fault time (fault.handler = physical or profile), the schedulers "
+            "and the tensor-level simulator; detailed: scales the FTL device's own link by value / 3.2 (its flash "
+            "may still limit)")
     write_bandwidth_GBps: float = param(
         0.0, unit="GB/s", min=0, max=10000, validate=_zero_or_bandwidth, rule="0, or at least 0.1",
         doc="GPU->SSD (write) bandwidth of the slot model (ssd.model = bandwidth, page level) and of the "
@@ -348,8 +352,9 @@ class SSDTierSpec:
             "construction. docs/physics.md")
     latency_us: float = param(
         20.0, unit="us", min=0, max=1e6,
-        doc="SSD access latency of the fault-time model (l_ssd) and the G10 scheduler's safe time (with "
-            "fault.handler = batched: the scheduler's only; the FTL device's latency emerges)")
+        doc="SSD access latency of the profile fault-time model (l_ssd; fault.handler = profile) and the G10 "
+            "scheduler's safe time (fault.handler = physical or batched: the scheduler's only; the FTL device's "
+            "latency emerges)")
     model: str = param(
         "bandwidth", choices=("bandwidth", "ftl"),
         doc="bandwidth: slots at ssd.bandwidth_GBps (default, g10-artifact); ftl: the ssd.device with its FTL "
@@ -437,7 +442,7 @@ class SSDTierSpec:
 class LinkSpec:
     bandwidth_GBps: float = param(
         15.754, unit="GB/s", min=0.1, max=10000,
-        doc="GPU's PCIe link per direction: the slot period and the fault-time model (default, g10-artifact); "
+        doc="GPU's PCIe link per direction: the slot period and the fault time (default, g10-artifact); "
             "detailed: scales the raw bandwidth of link.generation x link.lanes by value / 15.754 (Gen3 x16's)")
     batch_pages: int = param(
         50, unit="pages", min=1, max=65536,
@@ -461,13 +466,17 @@ class LinkSpec:
 class FaultSpec:
     system_latency_us: float = param(
         45.0, unit="us", min=1, max=1e6,
-        doc="far-fault handling latency (l_sys) of the fault-time model (in whole us, as the published "
-            "simulator; SSD faults get l_sys / (l_sys + l_ssd) of the bandwidth) and the G10 scheduler's safe time "
-            "(fault.handler = batched: the scheduler's only; the handler costs fault.batch_*)")
+        doc="far-fault handling latency (l_sys) of the profile fault-time model (fault.handler = profile; in whole "
+            "us, as the published simulator; SSD faults get l_sys / (l_sys + l_ssd) of the bandwidth) and the G10 "
+            "scheduler's safe time (fault.handler = physical or batched: the scheduler's only; the driver costs "
+            "fault.batch_*)")
     handler: str = param(
-        "profile", choices=("profile", "batched"),
-        doc="profile: a faulting kernel's time from the profiled t00/t10 formula, pages in transfer slots "
-            "(g10-artifact); batched: the far-fault handler (batches, prefetch, eviction) on the SMs (detailed)")
+        "physical", choices=("physical", "profile", "batched"),
+        doc="physical: a faulting kernel's fault time from its faulting pages at the SSD's, host's and link's "
+            "bandwidths, zero-fill at gpu.malloc_us_per_byte, plus the driver's batch costs fault.batch_* "
+            "(default; docs/physics.md); profile: the published formula from the profiled t00/t10 times, in "
+            "whole seconds (g10-artifact); both move pages in transfer slots; batched: the far-fault handler "
+            "(batches, prefetch, eviction) on the SMs (detailed)")
     # thrashing detection and prevention: NVIDIA's open-gpu-kernel-modules,
     # kernel-open/nvidia-uvm/uvm_perf_thrashing.c, its module parameters and defaults
     thrashing_enable: bool = param(
@@ -496,12 +505,14 @@ class FaultSpec:
             "(150 ms)")
     migration_unit_bytes: int = param(
         65536, unit="B", min=4096, max=65536, validate=_power_of_two, rule="a power of two",
-        doc="a faulted page's migration unit moves whole (fault.handler = batched): the driver's big-page fault "
-            "granularity growth, 64 KiB big pages (grow_fault_granularity in uvm_perf_prefetch.c); 4096: no growth")
+        doc="a faulted page's migration unit moves whole (fault.handler = batched; physical: the unit its "
+            "faults are counted in): the driver's big-page fault granularity growth, 64 KiB big pages "
+            "(grow_fault_granularity in uvm_perf_prefetch.c); 4096: no growth")
     # max: the compiled maps hold 512 pages; min: a configuration's migration unit (its default)
     va_block_bytes: int = param(
         2097152, unit="B", min=65536, max=2097152, model_min=4096, validate=_power_of_two, rule="a power of two",
-        doc="VA block: the prefetch tree's root, the largest transfer, never crossed (batched)")
+        doc="VA block: the prefetch tree's root, the largest transfer, never crossed (batched); physical: "
+            "a kernel's faulting bytes over it are the VA blocks its driver time pays for")
     prefetcher: str = param(
         "tree", choices=("none", "sequential", "tree"),
         doc="none: the faulted unit only; sequential: the next units too; tree: fill a VA-block tree node "
@@ -527,7 +538,7 @@ class FaultSpec:
             "(batched)")
     batch_faults: int = param(
         256, unit="faults", min=1, max=65536,
-        doc="distinct faults (migration units) one batch services at most (batched); the driver's "
+        doc="distinct faults (migration units) one batch services at most (batched, physical); the driver's "
             "uvm_perf_fault_batch_count = 256 (uvm_gpu_replayable_faults.c)")
     batches_per_service: int = param(
         20, unit="batches", min=1, max=65536,
@@ -536,19 +547,19 @@ class FaultSpec:
             "(uvm_gpu_replayable_faults.c)")
     batch_fixed_us: float = param(
         16.0, unit="us", min=0, max=1e6,
-        doc="per-batch driver cost: fetch, preprocess, replay (batched); 16: the GTX 1080 Ti nvprof fit "
+        doc="per-batch driver cost: fetch, preprocess, replay (batched, physical); 16: the GTX 1080 Ti nvprof fit "
             "(detailed_model.md); 45 with the other parts 0: G10's single far-fault latency, our earlier rule")
     batch_per_block_us: float = param(
         13.0, unit="us", min=0, max=1e6,
-        doc="driver cost per VA block a batch services (block lock, state, page-table update) (batched); with "
-            "fault.batch_unmap_us, UVMSmart's measured 45 us far fault less 16 us + 16 x 0.2 us")
+        doc="driver cost per VA block a batch services (block lock, state, page-table update) (batched, "
+            "physical); with fault.batch_unmap_us, UVMSmart's measured 45 us far fault less 16 us + 16 x 0.2 us")
     batch_per_page_us: float = param(
         0.2, unit="us", min=0, max=1e3,
-        doc="driver cost per 4 KiB page a batch migrates (batched); 0.2: the GTX 1080 Ti nvprof fit")
+        doc="driver cost per 4 KiB page a batch migrates (batched, physical); 0.2: the GTX 1080 Ti nvprof fit")
     batch_unmap_us: float = param(
         12.8, unit="us", min=0, max=1e6,
-        doc="host-side unmapping per VA block a batch brings pages from host memory into (batched): the CPU "
-            "mappings go before the GPU's copy is made (Allen and Ge, SC 2021: host OS work is a large part "
+        doc="host-side unmapping per VA block a batch brings pages from host memory into (batched, physical): "
+            "the CPU mappings go before the GPU's copy is made (Allen and Ge, SC 2021: host OS work is a large part "
             "of a batch)")
     eviction_granularity: str = param(
         "chunk", choices=("chunk", "page"),

@@ -27,7 +27,8 @@ import numpy as np
 from . import __version__, evictors, policies, results
 from ._replay import NoProgress, Replay
 from .workload.vitality import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
-from .slot_model import UNITS_PER_CYCLE, ArtifactConstants, check_cycles_fit, kernel_cycles, liveness
+from .slot_model import (UNITS_PER_CYCLE, ArtifactConstants, check_cycles_fit, kernel_cycles, liveness,
+                         physical_fault_params)
 from .config import ARTIFACT_PRESET, DEFAULT_PRESET, SimConfig, preset, resolve
 from .errors import ConfigError, G10Warning, HintError, SimulationError  # noqa: F401 (SimulationError: API)
 from .modelled import ignored_parameters, warning_text
@@ -243,6 +244,9 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
         ssd_write_units=c.ssd_write_units, host_units=c.host_units, ssd_shared=c.ssd_shared,
         alloc_cycles_per_page=c.alloc_cycles_per_page,
     )
+    if cfg.fault.handler == "physical":
+        # the replay builds _fault.PhysicalFaultModel from these (else the profile model)
+        consts["physical_fault"] = physical_fault_params(cfg)
     if devices is not None:
         consts.update(detailed_quotas(cfg, *devices))
         consts["bulk"] = False

@@ -6,7 +6,8 @@ uses them (not only `g10-artifact`).
 The page-level replay (``simulator.py``) and its page-by-page oracle
 (``testing/reference.py``) both start from these: the per-tick transfer quotas and the
 capacities in pages (:class:`ArtifactConstants`), the kernel times in cycles
-(:func:`kernel_cycles`) and every tensor's first and last use (:func:`liveness`).
+(:func:`kernel_cycles`), every tensor's first and last use (:func:`liveness`) and the
+parameters of the physical fault time (:func:`physical_fault_params`).
 Production code takes them from here; only tests import the oracle.
 See ``shared/reference/g10_artifact_model.md`` for the conversions.
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from .workload.vitality import ns_to_cycles
 from .errors import ConfigError
-from .workload.trace import ACCESS_READ, Trace
+from .workload.trace import ACCESS_READ, Trace, kernel_working_set_bytes
 
 # The simulated clock is int64 cycles; a run's kernel times (all faulting) must leave 8x room
 # for the stalls on top of them.
@@ -92,7 +93,7 @@ class ArtifactConstants:
             ssd_write_units=page_units(page, freq_hz, write_GBps),
             host_units=page_units(page, freq_hz, h.bandwidth_GBps),
             ssd_shared=s.duplex == "shared",
-            alloc_cycles_per_page=g.malloc_us_per_byte * page / 1e6 * freq_hz if exact else 0.0,
+            alloc_cycles_per_page=zero_fill_cycles_per_page(cfg) if exact else 0.0,
         )
 
     def per_slot(self) -> dict:
@@ -103,6 +104,68 @@ class ArtifactConstants:
         return {"gpu": self.gpu_batch, "host": self.slot_units / self.host_units,
                 "ssd_read": self.slot_units / self.ssd_read_units,
                 "ssd_write": self.slot_units / self.ssd_write_units}
+
+
+def zero_fill_cycles_per_page(cfg) -> float:
+    """Cycles the GPU takes to allocate and zero-fill one page (``gpu.malloc_us_per_byte``).
+
+    Parameters
+    ----------
+    cfg : SimConfig
+        The configuration (its ``gpu`` section).
+
+    Returns
+    -------
+    float
+        ``malloc_us_per_byte x page_size_bytes`` in cycles of ``gpu.frequency_GHz``.
+    """
+    g = cfg.gpu
+    return g.malloc_us_per_byte * g.page_size_bytes / 1e6 * int(g.frequency_GHz * 1e9)
+
+
+def physical_fault_params(cfg) -> dict:
+    """The parameters of the physical fault time (``fault.handler = physical``;
+    ``_fault.PhysicalFaultModel`` and its specification ``reference.physical_fault_cycles``).
+
+    Bandwidths in bytes per ms (``shared_link_times``' unit): the link, the SSD's reads and host
+    memory; the zero-fill of a page in cycles (:func:`zero_fill_cycles_per_page`); the driver's
+    batch costs in whole cycles, rounded up as the far-fault handler of the detailed preset rounds
+    them (``fault_handler.FaultHandlerSpec.cycles``, from the same ``fault.batch_*`` keys), and its
+    grouping: pages per migration unit, migration units per batch, pages per VA block.
+
+    Parameters
+    ----------
+    cfg : SimConfig
+        The configuration (its ``gpu``, ``host``, ``ssd``, ``link`` and ``fault`` sections).
+
+    Returns
+    -------
+    dict
+        ``freq_hz``, ``page_bytes``, ``bw_link_Bpms``, ``bw_ssd_Bpms``, ``bw_host_Bpms``,
+        ``alloc_cycles_per_page``, ``unit_pages``, ``block_pages``, ``batch_faults``,
+        ``batch_fixed_cycles``, ``batch_per_block_cycles``, ``batch_per_page_cycles``,
+        ``batch_unmap_cycles``.
+    """
+    from .fault_handler import spec_from_config
+
+    g, f = cfg.gpu, cfg.fault
+    page = g.page_size_bytes
+    spec = spec_from_config(cfg)
+    return dict(
+        freq_hz=int(g.frequency_GHz * 1e9),
+        page_bytes=page,
+        bw_link_Bpms=cfg.link.bandwidth_GBps * 1e6,
+        bw_ssd_Bpms=cfg.ssd.bandwidth_GBps * 1e6,
+        bw_host_Bpms=cfg.host.bandwidth_GBps * 1e6,
+        alloc_cycles_per_page=zero_fill_cycles_per_page(cfg),
+        unit_pages=max(1, -(-f.migration_unit_bytes // page)),
+        block_pages=max(1, f.va_block_bytes // page),
+        batch_faults=f.batch_faults,
+        batch_fixed_cycles=spec.cycles(f.batch_fixed_us),
+        batch_per_block_cycles=spec.cycles(f.batch_per_block_us),
+        batch_per_page_cycles=spec.cycles(f.batch_per_page_us),
+        batch_unmap_cycles=spec.cycles(f.batch_unmap_us),
+    )
 
 
 def kernel_cycles(trace: Trace, freq_GHz: float = 1.2):
@@ -146,3 +209,41 @@ def check_cycles_fit(trace: Trace, cfg, path=None) -> None:
             f"at gpu.frequency_GHz = {cfg.gpu.frequency_GHz:g} over run.iterations = {cfg.run.iterations} that is "
             f"{cycles:.4g} cycles, more than the simulator's 64-bit clock leaves room for (2^60): lower "
             "run.iterations or gpu.frequency_GHz, or check the trace's kernel times")
+    if cfg.fault.handler == "physical":
+        fault_cycles = worst_physical_fault_cycles(trace, cfg) * cfg.run.iterations
+        if not cycles + fault_cycles <= MAX_RUN_KERNEL_CYCLES:
+            raise ConfigError(
+                f"{path or f'{trace.model}-b{trace.batch_size}'}: with every page of every kernel faulting, "
+                f"fault.handler = 'physical' charges {fault_cycles:.4g} cycles of fault time over run.iterations = "
+                f"{cfg.run.iterations} (fault.batch_fixed_us = {cfg.fault.batch_fixed_us:g}, batch_per_block_us = "
+                f"{cfg.fault.batch_per_block_us:g}, batch_per_page_us = {cfg.fault.batch_per_page_us:g}, "
+                f"batch_unmap_us = {cfg.fault.batch_unmap_us:g}, batch_faults = {cfg.fault.batch_faults}, "
+                f"gpu.malloc_us_per_byte = {cfg.gpu.malloc_us_per_byte:g}), more than the simulator's 64-bit clock "
+                "leaves room for (2^60): lower those costs, run.iterations or gpu.frequency_GHz")
+
+
+def worst_physical_fault_cycles(trace: Trace, cfg) -> float:
+    """An upper bound of one iteration's physical fault time: every page of every kernel faulting
+    from the slowest path, zero-filled at the same time, and in its own batches.
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace (its kernels' working sets).
+    cfg : SimConfig
+        The configuration (:func:`physical_fault_params`).
+
+    Returns
+    -------
+    float
+        Cycles, in floating point (it is compared with the clock's room before any conversion).
+    """
+    p = physical_fault_params(cfg)
+    pages = kernel_working_set_bytes(trace).astype(np.float64) / p["page_bytes"]
+    slowest = min(p["bw_link_Bpms"], p["bw_ssd_Bpms"], p["bw_host_Bpms"])
+    transfer = np.maximum(pages * p["page_bytes"] / slowest / 1e3 * p["freq_hz"],
+                          pages * p["alloc_cycles_per_page"])
+    blocks = np.ceil(pages / p["block_pages"])
+    driver = (np.ceil(np.ceil(pages / p["unit_pages"]) / p["batch_faults"]) * p["batch_fixed_cycles"]
+              + blocks * (p["batch_per_block_cycles"] + p["batch_unmap_cycles"]) + pages * p["batch_per_page_cycles"])
+    return float(np.sum(transfer + driver))

@@ -16,6 +16,8 @@ time, a page costs its time at the path's bandwidth and what a slot leaves unuse
 page is carried to the next; with ``ssd.duplex = shared`` SSD reads and writes draw on one
 budget; victims go to host memory while it has room, else to the SSD, and wait for the next
 slot when that path's budget is spent; zero-fill faults cost their allocation, not link time.
+With ``fault.handler = physical`` (the ``default`` preset) a faulting kernel's fault time is
+:func:`physical_fault_cycles` instead of the profile formula.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from collections import deque
 import numpy as np
 
 from ..slot_model import ArtifactConstants, kernel_cycles, liveness  # noqa: F401 (re-exported)
+from ..slot_model import physical_fault_params
 from ..codes import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_NONE
 from ..codes import TIER_GPU as GPU, TIER_HOST as HOST, TIER_NOT_PRESENT as NP, TIER_SSD as SSD
 from ..results import breakdown, summarize  # noqa: F401 (moved to results.py; re-exported)
@@ -123,6 +126,49 @@ def fault_model_cycles(c: ArtifactConstants, t00, t10, t11, in_faults, in_ssd, i
     return cycles
 
 
+def physical_fault_cycles(p: dict, fin, fout) -> int:
+    """Extra cycles a faulting kernel takes under the physical rule (``fault.handler = physical``).
+
+    ``p``: ``slot_model.physical_fault_params``; ``fin``/``fout``: the kernel's inputs' and
+    outputs' pages [total, never allocated, SSD, host, in transfer].  Every faulting page
+    migrates into the GPU.  The transfers (the SSD's stream and the host pages sharing the link
+    with it, :func:`shared_link_times`: the longer of the two) or the zero-fill of the
+    never-allocated pages, whichever is longer, in cycles truncated; plus the driver's time in
+    whole cycles: the faulting pages in migration units, batches of ``batch_faults`` units,
+    VA blocks as if the pages were contiguous, and host VA blocks likewise for the host pages.
+    Pages in transfer add nothing (they arrive by the slots).  docs/physics.md, "Fault time:
+    the physical rule".
+
+    Parameters
+    ----------
+    p : dict
+        ``slot_model.physical_fault_params`` of the configuration.
+    fin, fout : sequence of int
+        The inputs' and outputs' pages: total, never allocated, SSD, host, in transfer.
+
+    Returns
+    -------
+    int
+        Cycles the kernel's faults add to its ideal time.
+    """
+    zero, ssd, host = fin[1] + fout[1], fin[2] + fout[2], fin[3] + fout[3]
+    pages = zero + ssd + host
+    if pages == 0:
+        return 0
+    page = p["page_bytes"]
+    t_ssd, t_host = shared_link_times(float(ssd * page), float(host * page),
+                                      p["bw_ssd_Bpms"], p["bw_host_Bpms"], p["bw_link_Bpms"])
+    cycles = max(t_ssd, t_host) / 1e3 * float(p["freq_hz"])
+    cycles = max(cycles, float(zero) * p["alloc_cycles_per_page"])
+    units = -(-pages // p["unit_pages"])
+    batches = -(-units // p["batch_faults"])
+    blocks = -(-pages // p["block_pages"])
+    host_blocks = -(-host // p["block_pages"])
+    driver = (batches * p["batch_fixed_cycles"] + blocks * p["batch_per_block_cycles"]
+              + pages * p["batch_per_page_cycles"] + host_blocks * p["batch_unmap_cycles"])
+    return int(cycles) + driver
+
+
 def _ieee_div(a: float, b: float) -> float:
     """``a / b`` with IEEE 754's answer for ``b == 0`` (Python would raise)."""
     if b == 0.0:
@@ -191,6 +237,8 @@ class ReferenceReplay:
                  eviction=EVICT_LRU, iterations=None, max_kernels=None):
         self.tr = trace
         self.c = ArtifactConstants.from_config(cfg)
+        # fault.handler = physical: its parameters (else the profile model's formula)
+        self.physical = physical_fault_params(cfg) if cfg.fault.handler == "physical" else None
         self.iterations = cfg.run.iterations if iterations is None else iterations
         self.eviction = eviction
         self.apply_hints = apply_hints
@@ -667,9 +715,13 @@ class ReferenceReplay:
                         self.intr_set.add(p)
             in_f = info[1] + info[2] + info[3]
             out_f = info[5] + info[6] + info[7]
-            pf_time = self.t11[k] + fault_model_cycles(
-                self.c, int(self.t00[k]), int(self.t10[k]), int(self.t11[k]),
-                in_f, info[2], info[0], out_f, info[6], info[4], info[1], info[5])
+            if self.physical is not None:
+                pf_time = self.t11[k] + physical_fault_cycles(self.physical, info[0:4] + [0],
+                                                              info[4:8] + [0])
+            else:
+                pf_time = self.t11[k] + fault_model_cycles(
+                    self.c, int(self.t00[k]), int(self.t10[k]), int(self.t11[k]),
+                    in_f, info[2], info[0], out_f, info[6], info[4], info[1], info[5])
             if self.resched is None:
                 self.resched = [now, int(pf_time), False, []]
             assert not self.resched[2]
