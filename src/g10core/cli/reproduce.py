@@ -21,6 +21,10 @@ def gpu_note(cfg) -> str | None:
 from .sweep import add_run_options
 
 
+class _Unset(str):
+    """A preset name the user did not give (argparse's default): ``--workloads`` picks it."""
+
+
 def _cmd_reproduce_fig11(args) -> int:
     import time
 
@@ -30,7 +34,7 @@ def _cmd_reproduce_fig11(args) -> int:
     from ..config import DEFAULT_PRESET
 
     physical = args.workloads == "physical"
-    if args.preset is None:    # the paper's traces reproduce under g10-artifact; the twins explore under default
+    if isinstance(args.preset, _Unset):   # the paper's traces reproduce under g10-artifact; the twins explore under default
         args.preset = DEFAULT_PRESET if physical else ARTIFACT_PRESET
     if physical:
         from ..capture.twins import TWIN_WORKLOADS
@@ -187,7 +191,7 @@ def add_parser(subparsers) -> None:
                         "paper's fraction of ideal")
     add_config_options(f, default_preset=ARTIFACT_PRESET)
     add_json_option(f)
-    f.set_defaults(func=_cmd_reproduce_fig11, preset=None)
+    f.set_defaults(func=_cmd_reproduce_fig11, preset=_Unset(ARTIFACT_PRESET))
 
     from ..experiments.reproduce import FIGURES, SWEEP_FIGURES
 
