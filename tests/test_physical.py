@@ -61,6 +61,11 @@ def test_wave_and_tile_quantization():
     # a weight gradient's split reduction: no wave term, the fullest tile
     assert ph.best_tile(64, 147, 1, sms, split_k=True)[1] == pytest.approx(64 * 147 / (3 * 64 * 64))
     assert ph.gemm_tiles(1000, 100, 3, 256, 128) == 3 * 4 * 1
+    # split-K: a skinny product (8 x 10 outputs, 4096 deep) spreads its reduction over idle SMs,
+    # 64 deep at least: one 64 x 64 tile in 64 splits
+    tiles, fill = ph.best_tile(8, 10, 1, sms, k=4096)
+    assert tiles == 64 and fill == pytest.approx(80 / 4096)
+    assert ph.best_tile(8, 10, 1, sms, k=64) == (1, pytest.approx(80 / 4096))      # too shallow to split
 
 
 def test_units_run_at_their_own_peaks():

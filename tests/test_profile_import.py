@@ -137,6 +137,41 @@ def test_cpu_profile_kernels_and_ideal_time_equal_the_profiles_own(recorded):
     assert trace.model == "mlp" and trace.batch_size == 32
 
 
+def test_cpu_profile_with_physical_times(recorded, tmp_path, capsys):
+    # the MLP (32 x 64 -> 128 -> 10, AdamW): its linear layers' FLOPs from their shapes, every kernel
+    # timed by the physical model on the named GPU, the work stored and the family said
+    from g10core.workload import physical as ph
+    from g10core.workload.validity import trace_family
+
+    et, kin, _ = recorded
+    measured = import_profile(et, kin, model="mlp", batch_size=32)
+    trace = import_profile(et, kin, model="mlp", batch_size=32, cpu_times="physical", gpu="H100-SXM")
+    assert trace.n_kernels == measured.n_kernels and np.array_equal(trace.tensor_size_bytes, measured.tensor_size_bytes)
+    w = trace.kernel_work
+    assert w is not None and trace.profiled_gpu == "H100-SXM" and trace_family(trace) == "imported-cpu-physical"
+    assert trace.attrs["import_cpu_times"] == "physical" and "physical model physical-v1" in trace.source
+    assert np.array_equal(trace.kernel_time_ideal_ns, ph.physical_model().ideal_ns(w, "H100-SXM"))
+    gemm = np.flatnonzero(w.kind == ph.KIND_GEMM)
+    # forward: 2 x 32 x 64 x 128 and 2 x 32 x 128 x 10 FLOPs
+    assert {2 * 32 * 64 * 128, 2 * 32 * 128 * 10} <= set(w.flops[gemm].astype(int).tolist())
+    assert np.all(w.unit[gemm] == ph.UNIT_CUDA_FP32)       # fp32 products: PyTorch's default, no TF32
+    assert np.all(w.bytes > 0) and np.all(trace.kernel_time_ideal_ns >= 3500)
+    # the same work on an A100 is slower, and the trace retargets on it like a captured one
+    from g10core.workload.retarget import retarget
+
+    moved, info = retarget(trace, "A100-40GB")
+    assert info["method"].startswith("physical") and moved.ideal_time_ns > trace.ideal_time_ns
+    # a GPU profile's times stay measured; a bad choice is refused by name
+    with pytest.raises(ValueError, match="cpu_times"):
+        import_profile(et, kin, cpu_times="fitted")
+    with pytest.raises(ValueError, match="unknown GPU"):
+        import_profile(et, kin, cpu_times="physical", gpu="A200")
+    code, out, _ = run(capsys, "trace", "import-torch", "--et", et, "--kineto", kin, "-o", tmp_path / "p.h5",
+                       "--cpu-times", "physical", "--gpu", "A100-80GB")
+    assert code == 0 and "physical-v1 times on the A100-80GB" in out
+    assert read_trace(tmp_path / "p.h5").kernel_work is not None
+
+
 def test_cpu_profile_roles_and_sizes(recorded):
     et, kin, params = recorded
     trace = import_profile(et, kin)

@@ -143,3 +143,35 @@ def test_bad_arguments_name_the_parameter(kwargs, name):
 def test_footprint_too_small_for_the_tensors():
     with pytest.raises(ValueError, match="fewer than the"):
         synthesize(100, 10 * PAGE, pattern="training")
+
+
+# ---- physical times (flops_per_byte) ---------------------------------------------------------------------
+
+def test_physical_synthetic_times_are_the_models_on_the_recorded_work():
+    from g10core.workload.physical import KIND_GEMM, physical_model
+    from g10core.workload.validity import trace_family
+
+    t = synthesize(12, 256 << 20, flops_per_byte=200.0, seed=3)
+    w = t.kernel_work
+    assert w is not None and trace_family(t) == "synthetic-physical" and t.profiled_gpu == "A100-40GB"
+    assert np.array_equal(t.kernel_time_ideal_ns, physical_model().ideal_ns(w, "A100-40GB"))
+    # a kernel's bytes are those of the tensors it reads and writes
+    sizes = t.tensor_size_bytes
+    for k in range(t.n_kernels):
+        ts, ms = t.kernel_accesses(k)
+        assert w.bytes[k] == sum(int(sizes[x]) * ((m & 1) + (m >> 1 & 1)) for x, m in zip(ts.tolist(), ms.tolist()))
+    layers = w.kind == KIND_GEMM
+    assert layers.sum() == 10 and np.array_equal(w.flops[layers], 200.0 * w.bytes[layers])
+    # more arithmetic per byte: the compute-bound layers take longer, the others do not move
+    heavier = synthesize(12, 256 << 20, flops_per_byte=2000.0, seed=3)
+    assert np.all(heavier.kernel_time_ideal_ns[layers] > t.kernel_time_ideal_ns[layers])
+    assert np.array_equal(heavier.kernel_time_ideal_ns[~layers], t.kernel_time_ideal_ns[~layers])
+    assert np.all(t.kernel_time_fault_all_ns >= t.kernel_time_fault_outputs_ns)
+    assert np.all(t.kernel_time_fault_outputs_ns >= t.kernel_time_ideal_ns)
+
+
+def test_physical_synthetic_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="flops_per_byte"):
+        synthesize(12, 256 << 20, flops_per_byte=0.0)
+    with pytest.raises(ValueError, match="gpu = 'A200'"):
+        synthesize(12, 256 << 20, flops_per_byte=1.0, gpu="A200")

@@ -37,6 +37,16 @@ touched by the step), a buffer (updated outside the step) or an input (never wri
 rest are activations and temporaries.  Parameters, optimizer state, buffers and gradients
 kept across iterations are global.
 
+**Physical times for a CPU profile** (``cpu_times="physical"``, ``--cpu-times physical``): a
+CPU profile's operator durations are a CPU's, not a GPU's; this option times each kernel with the
+physical kernel-time model (:mod:`g10core.workload.physical`) on ``gpu`` instead, from its work as
+the execution trace records it (:func:`cpu_kernel_work`): the bytes of the tensors it reads and
+writes, the FLOPs of a matrix product, linear layer, convolution or fused attention from its
+tensors' shapes (``2 x output elements x reduction length``, as ``torch.utils.flop_counter``
+counts them), one per output element otherwise, the unit its dtype and kind run on, and the GEMM
+tiles of its output.  The work is stored (``/kernel_work``), so the trace retargets like a
+captured one.
+
 **Fault times.** ``t10`` and ``t00`` add the calibrated fault cost of the kernel's output and
 input bytes to its measured time (:meth:`g10core.workload.kerneltime.KernelTimeModel.fault_times_ns`,
 the same model :func:`g10core.capture.capture` uses).
@@ -486,8 +496,87 @@ def device_gpu_model(name: str, total_memory_bytes: int | float | None = None) -
     return ""
 
 
+# ---- the work of a CPU profile's kernels (cpu_times="physical") --------------------------------------
+
+_GEMM_REDUCTION_ARG = {"mm": 0, "matmul": 0, "bmm": 0, "linear": 0, "addmm": 1, "baddbmm": 1, "addbmm": 1}
+_CONV = {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution", "mkldnn_convolution"}
+_ATTENTION = {"scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+              "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention_for_cpu"}
+
+
+def _dtype_of(kind: str) -> str:
+    k = kind.lower()
+    if "bfloat16" in k:
+        return "bfloat16"
+    if "half" in k or "float16" in k:
+        return "float16"
+    if "double" in k or "float64" in k:
+        return "float64"
+    return "float32"
+
+
+def cpu_kernel_work(n: _Node, operands: list, sms: int, tf32: bool = False) -> tuple:
+    """(flops, bytes, unit, kind, tiles, fill) of one CPU-profile kernel (node ``n``, its device
+    ``operands`` as ``(key, mode, shape, extent_bytes)``) for the physical model; see the module docstring."""
+    from ..workload import physical as ph
+
+    nbytes = float(sum(e * ((m & ACCESS_READ != 0) + (m & ACCESS_WRITE != 0)) for _, m, _, e in operands))
+    packet = _packet(n.name).rstrip("_")
+    ins = [ts[0] for ts in n.inputs if ts]
+    outs = [t for ts in n.outputs for t in ts]
+    first_kind = next((k for k, ts in zip(n.input_types, n.inputs) if ts), "")
+    dtype = _dtype_of(first_kind)
+    numel = max((_prod(t.shape) for t in outs if t.shape), default=0)
+    out = max((t for t in outs if t.shape), key=lambda t: _prod(t.shape), default=None)
+    flops, kind, m, cols, batch = float(numel), ph.KIND_OTHER, 0, 0, 0
+    if packet in _GEMM_REDUCTION_ARG and out is not None:
+        i = _GEMM_REDUCTION_ARG[packet]
+        a = ins[i] if i < len(ins) else None
+        if a is not None and a.shape:
+            flops, kind = 2.0 * numel * a.shape[-1], ph.KIND_GEMM
+            shape = out.shape if len(out.shape) >= 2 else (1,) + tuple(out.shape)
+            m, cols, batch = shape[-2], shape[-1], _prod(shape[:-2])
+    elif packet in _CONV and out is not None and len(ins) >= 2 and len(ins[1].shape) >= 3:
+        flops, kind = 2.0 * numel * _prod(ins[1].shape[1:]), ph.KIND_GEMM
+        m, cols, batch = out.shape[0] * _prod(out.shape[2:]), out.shape[1], 1
+    elif packet == "convolution_backward" and len(ins) >= 3 and len(ins[2].shape) >= 3:
+        # grad_output, input, weight: the input and the weight gradient, each a GEMM of the forward's FLOPs
+        grad_out, x, w = ins[0], ins[1], ins[2]
+        made = [t for t in outs if t.shape in (tuple(x.shape), tuple(w.shape))]
+        flops, kind = 2.0 * _prod(grad_out.shape) * _prod(w.shape[1:]) * max(1, len(made)), ph.KIND_GEMM
+        m, cols, batch = _prod(w.shape[1:]), w.shape[0], 1      # the weight gradient: its long reduction is split
+    elif packet in _ATTENTION and len(ins) >= 3 and len(ins[0].shape) == 4 and len(ins[1].shape) == 4:
+        b, h, lq, d = ins[0].shape
+        flops, kind = 4.0 * b * h * lq * ins[1].shape[2] * d, ph.KIND_ATTENTION_FWD
+    if kind == ph.KIND_OTHER:
+        unit = ph.UNIT_CUDA_FP64 if dtype == "float64" else ph.UNIT_CUDA_FP32
+    else:
+        unit = {"bfloat16": ph.UNIT_TENSOR_BF16, "float16": ph.UNIT_TENSOR_FP16, "float64": ph.UNIT_CUDA_FP64}.get(
+            dtype, ph.UNIT_TENSOR_TF32 if (packet in _CONV or packet == "convolution_backward" or tf32) else ph.UNIT_CUDA_FP32)
+    if kind == ph.KIND_GEMM and packet == "convolution_backward":
+        tiles, fill = ph.best_tile(m, cols, batch, sms, split_k=True)
+        tiles = 0
+    elif kind == ph.KIND_GEMM:
+        k = int(flops / (2.0 * m * cols * batch)) if m * cols * batch else 0
+        tiles, fill = ph.best_tile(m, cols, batch, sms, k=k)
+    else:
+        tiles, fill = 0, 1.0
+    return flops, nbytes, unit, kind, tiles, fill
+
+
+def _prod(shape) -> int:
+    p = 1
+    for d in shape:
+        p *= int(d)
+    return p
+
+
+CPU_TIMES = ("measured", "physical")
+
+
 def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size: int = 1,
-                   calibration=None, torch_version: str = "") -> Trace:
+                   calibration=None, torch_version: str = "", cpu_times: str = "measured",
+                   gpu: str = "A100-40GB") -> Trace:
     """A training iteration recorded with ``torch.profiler`` as a :class:`~g10core.workload.trace.Trace`.
 
     Parameters
@@ -504,6 +593,12 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
         The fault-cost coefficients (default: the shipped calibration).
     torch_version : str
         The PyTorch version of the run, recorded in the trace when the files do not name it.
+    cpu_times : {"measured", "physical"}
+        For a CPU-only profile: the operators' CPU durations (default), or each kernel's time
+        from the physical kernel-time model on ``gpu`` (module docstring).  A GPU profile's
+        times are always its measured ones.
+    gpu : str
+        With ``cpu_times="physical"``: the :mod:`g10core.gpus` model the times are for.
 
     Returns
     -------
@@ -521,8 +616,17 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
     -----
     Needs no torch: both files are JSON.  See the module docstring for the rules.
     """
+    if cpu_times not in CPU_TIMES:
+        raise ValueError(f"cpu_times = {cpu_times!r}: one of {', '.join(CPU_TIMES)}")
+    if cpu_times == "physical" and gpu not in GPUS:
+        from ..gpus import unknown_text
+        raise ValueError(f"gpu: {unknown_text(gpu)}")
+    target_gpu = gpu
     et_header, nodes, et_sha = _read_et(et_path)
     k_header, ops, gpu, k_sha = _read_kineto(kineto_path)
+    if cpu_times == "physical" and gpu:
+        raise ProfileError(kineto_path, "traceEvents", "--cpu-times physical is for a CPU-only profile; this one has "
+                                                       "GPU kernels, whose measured times are imported")
     found, unmatched = _check_same_run(et_path, kineto_path, et_header, nodes, ops)
     if calibration is not None and not isinstance(calibration, Calibration):
         calibration = load_calibration(calibration)      # a path (capture.api's rule, without torch)
@@ -744,6 +848,20 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
                           out_bytes=per_kernel(np.where(a_mode & ACCESS_WRITE, acc, 0.0)))
     t11 = np.array([t for _, _, t, _ in kernels], np.float64)
     t10, t00 = time_model.fault_times_ns(feat, t11)
+    work = None
+    if cpu_times == "physical":
+        from ..workload import physical as ph
+
+        g = GPUS[target_gpu]
+        rows = []
+        for (nid, _name, _t, _), row in zip(kernels, k_ops):
+            ops_ = [(key, mode, shape, extent.get(key, 0)) for key, mode, shape in row]
+            rows.append(cpu_kernel_work(nodes[nid], ops_, g.sms))
+        cols = list(zip(*rows))
+        work = ph.KernelWork(np.array(cols[0], np.float64), np.array(cols[1], np.float64), np.array(cols[2], np.uint8),
+                             np.array(cols[3], np.uint8), np.array(cols[4], np.int64), np.array(cols[5], np.float32))
+        t11 = ph.physical_model().ideal_ns(work, g)
+        t10, t00 = ph.fault_times_ns(t11, feat.in_bytes, feat.out_bytes, ph.link_GBps(g))
 
     # ---- provenance
     if on_gpu:
@@ -753,6 +871,9 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
         device = str(props.get("name", "")) or "an unnamed CUDA device"
         profiled = device_gpu_model(device, props.get("totalGlobalMem"))
         profiling_gpu = f"{device} (measured)"
+    elif work is not None:
+        device, profiled = "cpu", target_gpu
+        profiling_gpu = f"NVIDIA {target_gpu} (predicted by physical-v1 from a CPU profile's operators)"
     else:
         device, profiled, profiling_gpu = "cpu", "", "CPU (measured: operator CPU durations, no GPU in the profile)"
     assert profiled == "" or profiled in GPUS
@@ -763,11 +884,16 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
     source = (f"g10core.capture.import_profile: one training iteration recorded with torch.profiler "
               f"({k_name}, execution trace {et_name}) on {device}; ideal times are the measured {what}; fault times "
               f"from calibration {time_model.calibration.version}")
+    if work is not None:
+        source = (f"g10core.capture.import_profile: one training iteration recorded with torch.profiler ({k_name}, "
+                  f"execution trace {et_name}) on a CPU; kernel times from the physical model physical-v1 on the "
+                  f"NVIDIA {target_gpu} (each operator's FLOPs and bytes), not the CPU durations")
     role_counts = Counter(roles)
     attrs = {
         "import_tool": "g10core.capture.import_profile",
         "import_device": device,
         "import_time_source": "gpu" if on_gpu else "cpu",
+        "import_cpu_times": "measured" if work is None else "physical",
         "import_cuda_driver_version": k_header["cuda_driver_version"],
         "import_cuda_runtime_version": k_header["cuda_runtime_version"],
         "import_cupti_version": k_header["cupti_version"],
@@ -786,8 +912,10 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
         "import_unattributed_gpu_activities": len(loose),
         "import_unattributed_gpu_time_ns": float(round(loose_ns)),
         "import_tensor_roles": json.dumps({r: role_counts.get(r, 0) for r in ROLES}),
-        "calibration_version": time_model.calibration.version,
+        "calibration_version": time_model.calibration.version if work is None else "physical-v1",
     }
+    if work is not None:
+        attrs["kernel_time_model"] = "physical-v1"
     name = model or Path(et_path).name.split(".")[0] or "profile"
     trace = Trace(
         model=name, batch_size=int(batch_size),
@@ -796,7 +924,7 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
         kernel_time_ideal_ns=t11, kernel_time_fault_all_ns=t00, kernel_time_fault_outputs_ns=t10,
         kernel_workspace_bytes=np.zeros(K, np.int64),
         access_offsets=offsets, access_tensor=a_tensor, access_mode=a_mode,
-        source=source, profiling_gpu=profiling_gpu, profiled_gpu=profiled, attrs=attrs)
+        source=source, profiling_gpu=profiling_gpu, profiled_gpu=profiled, attrs=attrs, kernel_work=work)
     validate_trace(trace)
     return trace
 

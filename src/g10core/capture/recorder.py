@@ -212,7 +212,7 @@ class KernelRecorder(TorchDispatchMode):
         floats = [t for t in tensors.values() if t.is_floating_point()]
         dtype = str(max(floats, key=lambda x: x.numel()).dtype if floats else largest.dtype).replace("torch.", "")
         unit, kind, tiles, fill = kernel_unit_kind_tiles(packet, cls, dtype, out, self.allow_tf32_matmul,
-                                                         self.allow_tf32_conv, self.sms)
+                                                         self.allow_tf32_conv, self.sms, flops)
         nbytes += _second_pass_bytes(packet, args)
         if kind in (_ph.KIND_ATTENTION_FWD, _ph.KIND_ATTENTION_BWD) and _is_causal(func, args, kwargs):
             flops /= 2.0   # a causal fused kernel skips the masked half of its blocks (FlashAttention)
@@ -301,10 +301,12 @@ def _second_pass_bytes(packet: str, args) -> int:
 
 
 def kernel_unit_kind_tiles(packet: str, cls: str, dtype: str, out, allow_tf32_matmul: bool = False,
-                           allow_tf32_conv: bool = True, sms: int = 108) -> tuple[int, int, int, float]:
+                           allow_tf32_conv: bool = True, sms: int = 108, flops: float = 0.0) -> tuple[int, int, int, float]:
     """(unit, kind, output tiles, tile fill) of a kernel for :mod:`g10core.workload.physical`.
 
-    ``sms``: the SMs of the GPU the library picks its tiles for (the capture's GPU).
+    ``sms``: the SMs of the GPU the library picks its tiles for (the capture's GPU); ``flops``: the
+    kernel's FLOPs, from which a GEMM's reduction length follows (``flops / (2 x output elements)``)
+    for split-K (:func:`g10core.workload.physical.best_tile`).
     Matrix products, convolutions and fused attention run on tensor cores in bf16 and fp16 (and
     in TF32 for fp32 convolutions, and fp32 matrix products with ``allow_tf32_matmul``); everything
     else runs on the CUDA cores.  Tiles: a GEMM's output tiles of 128 x 128 (a convolution is the
@@ -369,5 +371,6 @@ def kernel_unit_kind_tiles(packet: str, cls: str, dtype: str, out, allow_tf32_ma
         m, n, batch = s[-2], s[-1], math.prod(s[:-2])
     else:
         m, n, batch = s[0], 1, 1
-    tiles, fill = _ph.best_tile(m, n, batch, sms)
+    k = int(flops / (2.0 * m * n * batch)) if m * n * batch else 0
+    tiles, fill = _ph.best_tile(m, n, batch, sms, k=k)
     return unit, kind, int(tiles), float(fill)

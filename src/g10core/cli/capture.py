@@ -103,7 +103,8 @@ def _cmd_trace_import_torch(args) -> int:
     from ..workload.trace import summarize, write_trace
 
     trace = import_profile(args.et, args.kineto, model=args.model, batch_size=args.batch_size,
-                           calibration=args.calibration, torch_version=args.torch_version or "")
+                           calibration=args.calibration, torch_version=args.torch_version or "",
+                           cpu_times=args.cpu_times, gpu=args.gpu or "A100-40GB")
     path = write_trace(trace, args.output)
     info = {"path": str(path), "file_size_bytes": path.stat().st_size}
     info.update(summarize(trace))
@@ -112,7 +113,8 @@ def _cmd_trace_import_torch(args) -> int:
         a = trace.attrs
         on_gpu = a["import_time_source"] == "gpu"
         what = (f"GPU kernels on {a['import_device']}" if on_gpu
-                else "operator CPU durations (a CPU-only profile)")
+                else f"physical-v1 times on the {trace.profiled_gpu} (a CPU-only profile's operators)"
+                if a["import_cpu_times"] == "physical" else "operator CPU durations (a CPU-only profile)")
         roles = ", ".join(f"{n} {r}" for r, n in json.loads(a["import_tensor_roles"]).items() if n)
         print(f"wrote {path}: {trace.n_kernels} kernels from {what}, {trace.n_tensors} tensors ({roles}), "
               f"footprint {cli.fmt_bytes(trace.footprint_bytes)}, ideal {cli.fmt_seconds(info['ideal_time_s'])}"
@@ -143,6 +145,11 @@ def add_import_command(trace_subparsers) -> None:
                    help="batch size to record (the profile does not say; default 1)")
     c.add_argument("--torch-version", metavar="V", help="PyTorch version of the run, when the files do not say")
     c.add_argument("--calibration", metavar="FILE", help="fault-cost calibration JSON (default: the shipped one)")
+    c.add_argument("--cpu-times", choices=("measured", "physical"), default="measured",
+                   help="a CPU-only profile: the operators' CPU durations (default), or each kernel's time from the "
+                        "physical kernel-time model on --gpu, from its FLOPs and bytes")
+    c.add_argument("--gpu", metavar="NAME", help="with --cpu-times physical: the GPU the times are for (default "
+                                                 "A100-40GB)")
     cli.add_json_option(c)
     c.set_defaults(func=_cmd_trace_import_torch)
 

@@ -141,7 +141,8 @@ def _cmd_trace_synth(args) -> int:
         args.kernels, footprint, pattern=args.pattern, seed=args.seed, global_fraction=args.global_fraction,
         n_tensors=args.tensors, reads_per_kernel=args.reads_per_kernel,
         workspace_probability=args.workspace_probability, kernel_time_us=args.kernel_time_us,
-        model=args.model, batch_size=args.batch_size)
+        model=args.model, batch_size=args.batch_size, flops_per_byte=args.flops_per_byte,
+        gpu=args.gpu or "A100-40GB")
     path = Path(args.output)
     write_trace(trace, path)
     info = {"path": str(path), "file_size_bytes": path.stat().st_size}
@@ -216,6 +217,10 @@ def add_parser(subparsers) -> None:
                    help="mean ideal kernel time in microseconds (default 100)")
     s.add_argument("--model", help="model name to record (default synth_<pattern>)")
     s.add_argument("--batch-size", type=int, default=1, metavar="B", help="batch size to record (default 1)")
+    s.add_argument("--flops-per-byte", type=positive_float, metavar="F",
+                   help="physical kernel times instead of --kernel-time-us: layer kernels do F FLOPs per byte they "
+                        "move as BF16 GEMMs (g10core.workload.physical), timed on --gpu")
+    s.add_argument("--gpu", metavar="NAME", help="with --flops-per-byte: the GPU the times are for (default A100-40GB)")
     add_json_option(s)
     s.set_defaults(func=_cmd_trace_synth)
 

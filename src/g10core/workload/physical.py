@@ -265,18 +265,30 @@ def wave_fraction(tiles: int, sms: int) -> float:
     return tiles / (-(-tiles // sms) * sms)
 
 
-def best_tile(m: int, n: int, batch: int, sms: int, split_k: bool = False) -> tuple[int, float]:
-    """(tiles, fill) of the tile from :data:`CUBLAS_TILES` that does an m x n GEMM (``batch`` of them)
-    in the fewest tile-waves: the library's choice, read as the one with the least padded work per
-    SM.  ``fill``: real output over the tiles' area.  ``split_k``: the reduction dimension is split
-    over the SMs (a weight gradient's long K), so waves do not quantize; the tile is the one with
-    the best fill.  The first of the most efficient wins a tie."""
+MIN_SPLIT_DEPTH = 64   # split-K: the least reduction length one split keeps (an assumption, see best_tile)
+
+
+def best_tile(m: int, n: int, batch: int, sms: int, split_k: bool = False, k: int = 0) -> tuple[int, float]:
+    """(parallel tiles, fill) of an m x n GEMM (``batch`` of them) with reduction length ``k``.
+
+    The tile is the one from :data:`CUBLAS_TILES` that does the work in the fewest tile-waves: the
+    library's choice, read as the one with the least padded work per SM; ``fill`` is the real output
+    over the tiles' area.  When the output's tiles alone do not fill the GPU and ``k`` is long, the
+    reduction is split over the idle SMs (split-K, as cuBLAS and CUTLASS do for skinny products),
+    each split at least :data:`MIN_SPLIT_DEPTH` deep (our assumption: no published figure gives the
+    libraries' heuristic), and the returned tile count includes the splits, so the wave term sees
+    them.  ``split_k``: the reduction is known to be split over the SMs whatever its length (a weight
+    gradient's long reduction): no wave term, the fullest tile.  The first of the most efficient
+    tiles wins a tie.
+    """
     if m <= 0 or n <= 0 or batch <= 0:
         return 0, 1.0
     best = None
     for tm, tn in CUBLAS_TILES:
         tiles = gemm_tiles(m, n, batch, tm, tn)
         fill = batch * m * n / (tiles * tm * tn)
+        if not split_k and tiles < sms and k > MIN_SPLIT_DEPTH:
+            tiles *= max(1, min(sms // tiles, -(-k // MIN_SPLIT_DEPTH)))
         score = fill if split_k else fill * wave_fraction(tiles, sms)
         if best is None or score > best[0] + 1e-12:
             best = (score, tiles, fill)

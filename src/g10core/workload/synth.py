@@ -29,6 +29,12 @@ Patterns:
 Times (ns, integers as in the published profiles): the ideal time ``t11`` is
 lognormal around ``kernel_time_us``; ``t10 = t11 (1 + U(0.05, 1))`` and
 ``t00 = t10 (1 + U(0.5, 20))``, rounded, so ``t00 >= t10 >= t11 > 0`` always.
+With ``flops_per_byte`` the times are physical instead (:mod:`g10core.workload.physical`):
+every kernel's work is recorded (trace format 4's ``kernel_work``): its bytes are those of the
+tensors it reads and writes, the layer kernels (``forward_i``, ``backward_i``; every kernel of
+``random``) do ``flops_per_byte`` FLOPs per byte as GEMMs on ``gpu``'s BF16 tensor cores, the
+others one FLOP per 4 bytes on the CUDA cores; ``t11`` is the model's time on ``gpu``, ``t10``
+and ``t00`` add the faulting bytes over its PCIe link.
 Tensor sizes are whole pages, drawn with lognormal shares so that the
 page-rounded footprint equals ``footprint_bytes`` rounded up to a page.
 """
@@ -67,6 +73,39 @@ def _times(rng, n: int, kernel_time_us: float):
     t10 = t11 + np.round(t11 * rng.uniform(0.05, 1.0, n))
     t00 = t10 + np.round(t10 * rng.uniform(0.5, 20.0, n))
     return t11, t10, t00
+
+
+def _physical_times(b, size_bytes, flops_per_byte: float, gpu: str):
+    """(t11, t10, t00, KernelWork) of the built kernels from their bytes (module docstring)."""
+    from .physical import (KIND_GEMM, KIND_OTHER, UNIT_CUDA_FP32, UNIT_TENSOR_BF16, KernelWork, fault_times_ns,
+                           link_GBps, physical_model)
+    from ..gpus import gpu_model
+
+    offsets = np.array(b.offsets, np.int64)
+    a_tensor = np.array(b.a_tensor, np.int64)
+    a_mode = np.array(b.a_mode, np.int64)
+    acc = size_bytes[a_tensor].astype(np.float64)
+    reads = np.where(a_mode & ACCESS_READ, acc, 0.0)
+    writes = np.where(a_mode & ACCESS_WRITE, acc, 0.0)
+
+    def per_kernel(values):
+        cum = np.concatenate(([0.0], np.cumsum(values)))
+        return cum[offsets[1:]] - cum[offsets[:-1]]
+
+    in_bytes, out_bytes = per_kernel(reads), per_kernel(writes)
+    nbytes = in_bytes + out_bytes
+    K = nbytes.shape[0]
+    layer = np.array([n.startswith(("forward_", "backward_", "kernel_")) for n in b.kernel_name], bool)
+    work = KernelWork(
+        flops=np.where(layer, flops_per_byte * nbytes, nbytes / 4.0),
+        bytes=nbytes,
+        unit=np.where(layer, UNIT_TENSOR_BF16, UNIT_CUDA_FP32).astype(np.uint8),
+        kind=np.where(layer, KIND_GEMM, KIND_OTHER).astype(np.uint8),
+        tiles=np.zeros(K, np.int64), fill=np.ones(K, np.float32))
+    g = gpu_model(gpu)
+    t11 = physical_model().ideal_ns(work, g)
+    t10, t00 = fault_times_ns(t11, in_bytes, out_bytes, link_GBps(g))
+    return t11, t10, t00, work
 
 
 class _Builder:
@@ -168,15 +207,17 @@ MAX_FOOTPRINT_BYTES = 2**62
 def synthesize(n_kernels: int, footprint_bytes: int, *, pattern: str = "training", seed: int = 0,
                global_fraction: float = 0.2, n_tensors: int | None = None, reads_per_kernel: float = 3.0,
                workspace_probability: float = 0.1, kernel_time_us: float = 100.0,
-               model: str | None = None, batch_size: int = 1) -> Trace:
+               model: str | None = None, batch_size: int = 1, flops_per_byte: float | None = None,
+               gpu: str = "A100-40GB") -> Trace:
     """A valid synthetic trace; see the module docstring for the patterns.
 
     ``footprint_bytes`` is the exact page-rounded footprint (rounded up to a page).
     ``global_fraction`` is the share of it in global (weight) tensors.
     ``n_tensors`` (``random`` only; default ``n_kernels``) and ``reads_per_kernel``
     (``random`` only) shape the reuse; ``workspace_probability`` (``training`` only)
-    is the chance that a layer kernel has a workspace.  Bad arguments raise
-    ``ValueError`` naming the parameter.
+    is the chance that a layer kernel has a workspace.  ``flops_per_byte`` (> 0): physical
+    kernel times on ``gpu`` (a :mod:`g10core.gpus` model) instead of the lognormal ones around
+    ``kernel_time_us``.  Bad arguments raise ``ValueError`` naming the parameter.
     """
     _check("pattern", pattern, pattern in PATTERNS, f"one of {', '.join(PATTERNS)}")
     _check("n_kernels", n_kernels, _is_int(n_kernels) and n_kernels >= (2 if pattern == "training" else 1),
@@ -196,6 +237,13 @@ def synthesize(n_kernels: int, footprint_bytes: int, *, pattern: str = "training
                f"at most {most:.3g} with {n_kernels} kernels (an iteration's all-faulting kernel times, "
                f"up to 42x the ideal ones, must add up to at most {MAX_ITERATION_TIME_NS:.0e} ns)")
     _check("batch_size", batch_size, _is_int(batch_size) and 1 <= batch_size < 2**63, "an integer in 1 .. 2**63 - 1")
+    if flops_per_byte is not None:
+        _check("flops_per_byte", flops_per_byte, isinstance(flops_per_byte, (int, float))
+               and not isinstance(flops_per_byte, bool) and math.isfinite(flops_per_byte) and flops_per_byte > 0,
+               "a finite number > 0 (or None: lognormal times)")
+        from ..gpus import GPUS, unknown_text
+        if gpu not in GPUS:
+            raise ValueError(f"synthesize: gpu = {gpu!r}: {unknown_text(gpu)}")
     if n_tensors is None:
         n_tensors = max(2, n_kernels)
     _check("n_tensors", n_tensors, _is_int(n_tensors) and n_tensors >= 1, "an integer >= 1")
@@ -224,6 +272,9 @@ def synthesize(n_kernels: int, footprint_bytes: int, *, pattern: str = "training
 
     K = len(b.kernel_name)
     t11, t10, t00 = _times(rng, K, kernel_time_us)
+    work = None
+    if flops_per_byte is not None:
+        t11, t10, t00, work = _physical_times(b, size_bytes, float(flops_per_byte), gpu)
     workspace = np.zeros(K, np.int64)
     for k, t in enumerate(b.kernel_workspace_tensor):
         if t >= 0:  # the profile's bytes, which round up to the tensor's pages
@@ -235,6 +286,8 @@ def synthesize(n_kernels: int, footprint_bytes: int, *, pattern: str = "training
         params["workspace_probability"] = float(workspace_probability)
     else:
         params.update(n_tensors=int(n_tensors), reads_per_kernel=float(reads_per_kernel))
+    if flops_per_byte is not None:
+        params.update(flops_per_byte=float(flops_per_byte), gpu=gpu)
     trace = Trace(
         model=model or f"synth_{pattern}",
         batch_size=int(batch_size),
@@ -250,8 +303,10 @@ def synthesize(n_kernels: int, footprint_bytes: int, *, pattern: str = "training
         access_tensor=np.array(b.a_tensor, np.int32),
         access_mode=np.array(b.a_mode, np.uint8),
         source="g10core.workload.synth.synthesize(" + ", ".join(f"{k}={v!r}" for k, v in params.items()) + ")",
-        profiling_gpu="synthetic",
+        profiling_gpu="synthetic" if work is None else f"NVIDIA {gpu} (synthetic work, physical-v1 times)",
+        profiled_gpu="A100-40GB" if work is None else gpu,
         attrs={f"synth_{k}": v for k, v in params.items()},
+        kernel_work=work,
     )
     validate_trace(trace)
     return trace

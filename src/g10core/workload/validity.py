@@ -14,11 +14,13 @@ Four families of traces reach the simulator (``docs/validity.md`` has the long f
 ``calibrated``
     Captured with the fitted ``a100-g10-v1`` calibration (the artifact's quirks carried to new
     models): comparable with the artifact's traces, not with a real GPU.
-``imported-gpu`` / ``imported-cpu``
+``imported-gpu`` / ``imported-cpu`` / ``imported-cpu-physical``
     A torch.profiler recording: a GPU profile's kernel times are that GPU's (as measured); a
-    CPU profile's are operator CPU durations, not GPU times.
+    CPU profile's are operator CPU durations, not GPU times, unless imported with
+    ``--cpu-times physical`` (the physical model on a named GPU).
 ``synthetic``
-    Generated traces: their times are what their generator was told.
+    Generated traces: their times are what their generator was told; ``synthetic-physical``:
+    generated work (bytes, FLOPs per byte) timed by the physical model.
 """
 from __future__ import annotations
 
@@ -31,7 +33,12 @@ FAMILY_LINES = {
                   "with the paper's traces, not with a real GPU",
     "imported-gpu": "imported from a torch.profiler GPU profile: the measured kernel times of that GPU",
     "imported-cpu": "imported from a CPU-only profile: operator CPU durations, not GPU kernel times",
+    "imported-cpu-physical": "imported from a CPU-only profile, timed by the physical model on the named GPU from "
+                             "each operator's FLOPs and bytes (docs/validation.md): a real GPU's seconds, within the "
+                             "model's errors",
     "synthetic": "synthetic: times are the generator's parameters, not a GPU's",
+    "synthetic-physical": "synthetic work (bytes and FLOPs per byte as asked) timed by the physical model on the "
+                          "named GPU: physical seconds of a made-up workload",
     "unknown": "of unknown origin: its times are whatever the file says",
 }
 
@@ -43,9 +50,11 @@ def trace_family(trace) -> str:
         version = str(a.get("kernel_time_model") or a.get("calibration_version", ""))
         return "physical" if version.startswith("physical") else "calibrated"
     if "import_time_source" in a:
-        return "imported-gpu" if a["import_time_source"] == "gpu" else "imported-cpu"
+        if a["import_time_source"] == "gpu":
+            return "imported-gpu"
+        return "imported-cpu-physical" if a.get("import_cpu_times") == "physical" else "imported-cpu"
     if any(k.startswith("synth_") for k in a):
-        return "synthetic"
+        return "synthetic-physical" if "synth_flops_per_byte" in a else "synthetic"
     if "G10 artifact" in trace.source:
         return "artifact"
     return "unknown"
