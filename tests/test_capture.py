@@ -318,6 +318,18 @@ def test_family_errors_name_the_argument():
         capture_family("gpt2", "small", batch=1, seq_len=2048)
     with pytest.raises(ValueError, match="dtype"):
         capture_family("gpt2", "small", batch=1, seq_len=8, dtype="int8")
+    # image sizes a model cannot take: one line naming seq_len (it was a RuntimeError from torch, exit 3)
+    with pytest.raises(ValueError, match="seq_len = 8 with batch 1: .*batch normalisation needs at least 2"):
+        capture_family("resnet", "50", batch=1, seq_len=8)
+    with pytest.raises(ValueError, match="seq_len = 32: Inception-v3 needs images of at least 75"):
+        capture_family("inception", "v3", batch=2, seq_len=32)
+    with pytest.raises(ValueError, match="seq_len = 100: the image side of vit must be a multiple of its 32-pixel"):
+        capture_family("vit", "s32", batch=2, seq_len=100)
+    with pytest.raises(ValueError, match="time model 'nosuch': neither physical-v1, a100-g10-v1 nor"):
+        capture_family("gpt2", "small", batch=1, seq_len=8, calibration="nosuch")
+    # a ViT at another side gets positions for its patches
+    vit = capture_family("vit", "s32", batch=2, seq_len=96, layers=1)
+    assert '"image_size": 96' in vit.attrs["capture_model_config"]
 
 
 def test_a_shipped_llm_trace_is_what_the_capture_makes_today(traces_dir):

@@ -54,6 +54,9 @@ def resolve_time_model(time_model):
         return time_model
     if isinstance(time_model, str) and time_model == CALIBRATION_NAME:
         return load_calibration()
+    if isinstance(time_model, (str, os.PathLike)) and not os.path.exists(time_model):
+        raise ValueError(f"time model {str(time_model)!r}: neither {_ph.PHYSICAL_VERSION}, {CALIBRATION_NAME} nor an "
+                         f"existing calibration file")
     return resolve_calibration(time_model)
 
 

@@ -10,6 +10,7 @@ published G10 graphs contain.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -465,6 +466,24 @@ class InceptionV3(nn.Module):
         return self.fc(_dropout(F.adaptive_avg_pool2d(x, 1).flatten(1), 0.5, self.training))
 
 
+def _check_image_side(family: str, config, batch: int, side: int) -> None:
+    """Refuse an image side (``seq_len``) the model cannot take, naming the argument."""
+    if isinstance(config, ViTConfig):
+        if side % config.patch:
+            raise ValueError(f"seq_len = {side}: the image side of {family} must be a multiple of its "
+                             f"{config.patch}-pixel patches")
+    elif isinstance(config, InceptionConfig):
+        if side < 75:
+            raise ValueError(f"seq_len = {side}: Inception-v3 needs images of at least 75 x 75 (its stem and grid "
+                             f"reductions shrink the image 32-fold with valid convolutions; 299 is the published size)")
+    elif isinstance(config, ResNetConfig):
+        last = -(-side // 32)        # the last stage's side (the stem and three stages halve it five times)
+        if side < 32 or batch * last * last < 2:
+            raise ValueError(f"seq_len = {side} with batch {batch}: the last stage of {family} would have "
+                             f"{batch * last * last} value(s) per channel; training batch normalisation needs at "
+                             f"least 2 (a side of 32 or more, and a batch of 2 at a side under 64)")
+
+
 def build_model(config, dtype=torch.float32, device="meta") -> nn.Module:
     """The module for ``config``, on ``device`` (meta: nothing is allocated), in training mode."""
     cls = {BertConfig: Bert, GPT2Config: GPT2, LlamaConfig: Llama, ResNetConfig: ResNet, ViTConfig: ViT,
@@ -492,6 +511,9 @@ def family_workload(family: str, size: str | None, batch: int, seq_len: int, dty
     meta = torch.device("meta")
     if isinstance(config, (ResNetConfig, ViTConfig, InceptionConfig)):
         side = seq_len
+        _check_image_side(family, config, batch, side)
+        if isinstance(config, ViTConfig) and side != config.image_size:
+            config = replace(config, image_size=side)     # its learned positions cover the image's patches
         model = build_model(config, torch_dtype)
         inputs = (torch.empty((batch, 3, side, side), dtype=torch_dtype, device=meta),)
         targets = (torch.empty((batch,), dtype=torch.long, device=meta),)
