@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..workload.roles import infer_roles
-from ..workload.trace import Trace, validate_trace
+from ..workload.trace import Trace, kernel_io_bytes, validate_trace
 from .recorder import CaptureError, KernelRecorder, storage_key
 from ..workload.kerneltime import Calibration, KernelFeatures, KernelTimeModel, ProfilingGPU, load_calibration
 from ..workload import physical as _ph
@@ -308,19 +308,11 @@ def _time_model_version(time_model) -> str:
 
 def _build_trace(rec: KernelRecorder, time_model, model, name, batch_size, args, kwargs,
                  table_gpu: GPUModel | None, profiling: ProfilingGPU) -> Trace:
-    K = len(rec.kernel_name)
     size = np.array(rec.tensor_size, np.int64)
     offsets = np.array(rec.access_offsets, np.int64)
     a_tensor = np.array(rec.access_tensor, np.int32)
     a_mode = np.array(rec.access_mode, np.uint8)
-    acc_size = size[a_tensor].astype(np.float64)
-
-    def per_kernel(values):
-        cum = np.concatenate(([0.0], np.cumsum(values)))
-        return cum[offsets[1:]] - cum[offsets[:-1]]
-
-    in_bytes = per_kernel(np.where(a_mode & 1, acc_size, 0.0))
-    out_bytes = per_kernel(np.where(a_mode & 2, acc_size, 0.0))
+    in_bytes, out_bytes = kernel_io_bytes(offsets, a_tensor, a_mode, size)
     work = _ph.KernelWork(
         flops=np.array(rec.kernel_flops, np.float64),
         bytes=np.array(rec.kernel_bytes, np.float64),

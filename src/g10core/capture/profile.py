@@ -60,6 +60,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +72,7 @@ from ..files import is_special_file
 from ..gpus import GPUS
 from ..workload.kerneltime import (ALLOC_OPS, OVERWRITE_OPS, Calibration, KernelFeatures, KernelTimeModel,
                                    aten_kernel_class, load_calibration)
-from ..workload.trace import ACCESS_READ, ACCESS_WRITE, Trace, validate_trace
+from ..workload.trace import ACCESS_READ, ACCESS_WRITE, Trace, kernel_io_bytes, validate_trace
 
 GPU_ACTIVITY = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
@@ -526,8 +527,8 @@ def cpu_kernel_work(n: _Node, operands: list, sms: int, tf32: bool = False) -> t
     outs = [t for ts in n.outputs for t in ts]
     first_kind = next((k for k, ts in zip(n.input_types, n.inputs) if ts), "")
     dtype = _dtype_of(first_kind)
-    numel = max((_prod(t.shape) for t in outs if t.shape), default=0)
-    out = max((t for t in outs if t.shape), key=lambda t: _prod(t.shape), default=None)
+    numel = max((math.prod(t.shape) for t in outs if t.shape), default=0)
+    out = max((t for t in outs if t.shape), key=lambda t: math.prod(t.shape), default=None)
     flops, kind, m, cols, batch = float(numel), ph.KIND_OTHER, 0, 0, 0
     if packet in _GEMM_REDUCTION_ARG and out is not None:
         i = _GEMM_REDUCTION_ARG[packet]
@@ -535,16 +536,16 @@ def cpu_kernel_work(n: _Node, operands: list, sms: int, tf32: bool = False) -> t
         if a is not None and a.shape:
             flops, kind = 2.0 * numel * a.shape[-1], ph.KIND_GEMM
             shape = out.shape if len(out.shape) >= 2 else (1,) + tuple(out.shape)
-            m, cols, batch = shape[-2], shape[-1], _prod(shape[:-2])
+            m, cols, batch = shape[-2], shape[-1], math.prod(shape[:-2])
     elif packet in _CONV and out is not None and len(ins) >= 2 and len(ins[1].shape) >= 3:
-        flops, kind = 2.0 * numel * _prod(ins[1].shape[1:]), ph.KIND_GEMM
-        m, cols, batch = out.shape[0] * _prod(out.shape[2:]), out.shape[1], 1
+        flops, kind = 2.0 * numel * math.prod(ins[1].shape[1:]), ph.KIND_GEMM
+        m, cols, batch = out.shape[0] * math.prod(out.shape[2:]), out.shape[1], 1
     elif packet == "convolution_backward" and len(ins) >= 3 and len(ins[2].shape) >= 3:
         # grad_output, input, weight: the input and the weight gradient, each a GEMM of the forward's FLOPs
         grad_out, x, w = ins[0], ins[1], ins[2]
         made = [t for t in outs if t.shape in (tuple(x.shape), tuple(w.shape))]
-        flops, kind = 2.0 * _prod(grad_out.shape) * _prod(w.shape[1:]) * max(1, len(made)), ph.KIND_GEMM
-        m, cols, batch = _prod(w.shape[1:]), w.shape[0], 1      # the weight gradient: its long reduction is split
+        flops, kind = 2.0 * math.prod(grad_out.shape) * math.prod(w.shape[1:]) * max(1, len(made)), ph.KIND_GEMM
+        m, cols, batch = math.prod(w.shape[1:]), w.shape[0], 1      # the weight gradient: its long reduction is split
     elif packet in _ATTENTION and len(ins) >= 3 and len(ins[0].shape) == 4 and len(ins[1].shape) == 4:
         b, h, lq, d = ins[0].shape
         flops, kind = 4.0 * b * h * lq * ins[1].shape[2] * d, ph.KIND_ATTENTION_FWD
@@ -562,13 +563,6 @@ def cpu_kernel_work(n: _Node, operands: list, sms: int, tf32: bool = False) -> t
     else:
         tiles, fill = 0, 1.0
     return flops, nbytes, unit, kind, tiles, fill
-
-
-def _prod(shape) -> int:
-    p = 1
-    for d in shape:
-        p *= int(d)
-    return p
 
 
 CPU_TIMES = ("measured", "physical")
@@ -835,17 +829,12 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
     offsets = np.array(offsets, np.int64)
     a_tensor = np.array(a_tensor, np.int32)
     a_mode = np.array(a_mode, np.uint8)
-    acc = size[a_tensor].astype(np.float64)
-
-    def per_kernel(values):
-        cum = np.concatenate(([0.0], np.cumsum(values)))
-        return cum[offsets[1:]] - cum[offsets[:-1]]
+    in_bytes, out_bytes = kernel_io_bytes(offsets, a_tensor, a_mode, size)
 
     K = len(kernels)
     feat = KernelFeatures(op=np.array(k_op, dtype=str), kernel_class=np.array(k_class, dtype=str),
                           flops=np.zeros(K), bytes=np.zeros(K), peak_flops_per_s=np.ones(K),
-                          in_bytes=per_kernel(np.where(a_mode & ACCESS_READ, acc, 0.0)),
-                          out_bytes=per_kernel(np.where(a_mode & ACCESS_WRITE, acc, 0.0)))
+                          in_bytes=in_bytes, out_bytes=out_bytes)
     t11 = np.array([t for _, _, t, _ in kernels], np.float64)
     t10, t00 = time_model.fault_times_ns(feat, t11)
     work = None

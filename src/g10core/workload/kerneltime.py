@@ -35,7 +35,7 @@ import numpy as np
 
 from ..files import read_text
 from ..gpus import DEFAULT_GPU, gpu_model
-from .trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace
+from .trace import ACCESS_READ, ACCESS_WRITE, PAGE_SIZE_BYTES, Trace, kernel_io_bytes
 
 # Kernel classes.  Every kernel has an operator name (for the shipped traces the kernel's
 # name, e.g. ``Add_Forward``; a captured ATen kernel gets the shipped name of the same
@@ -479,17 +479,7 @@ def shipped_features(trace: Trace, gpu: ProfilingGPU | None = None):
     gpu = ProfilingGPU() if gpu is None else gpu
     K = trace.n_kernels
     size = trace.tensor_size_bytes.astype(np.float64)
-    acc_size = size[trace.access_tensor]
-    reads = (trace.access_mode & ACCESS_READ) != 0
-    writes = (trace.access_mode & ACCESS_WRITE) != 0
-    starts = trace.access_offsets[:-1]
-
-    def per_kernel(values):
-        cum = np.concatenate(([0.0], np.cumsum(values)))
-        return cum[trace.access_offsets[1:]] - cum[starts]
-
-    in_bytes = per_kernel(np.where(reads, acc_size, 0.0))
-    out_bytes = per_kernel(np.where(writes, acc_size, 0.0))
+    in_bytes, out_bytes = kernel_io_bytes(trace.access_offsets, trace.access_tensor, trace.access_mode, size)
     ws = trace.kernel_workspace_bytes.astype(np.float64)
     ws_tensor_bytes = np.where(ws > 0, np.ceil(ws / PAGE_SIZE_BYTES) * PAGE_SIZE_BYTES, 0.0)
     roof_bytes = in_bytes + np.maximum(out_bytes - ws_tensor_bytes, 0.0)

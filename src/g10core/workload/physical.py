@@ -59,9 +59,7 @@ KIND_NAMES = {KIND_OTHER: "other", KIND_GEMM: "gemm", KIND_ATTENTION_FWD: "atten
               KIND_ATTENTION_BWD: "attention_bwd"}
 
 PHYSICAL_VERSION = "physical-v1"
-# output tiles of a GEMM (rows x columns) and of fused attention (queries or keys): see SOURCES
-TILE_M = 256
-TILE_N = 128
+# fused attention works on tiles of this many queries (forward) or keys (backward) per head: see SOURCES
 ATTENTION_TILE = 128
 
 
@@ -110,8 +108,6 @@ class PhysicalModel:
         Share of the HBM bandwidth a streaming kernel reaches.
     launch_overhead_us : float
         Time of a kernel that does nothing: launch and drain.
-    tile_m, tile_n : int
-        Output tile of one thread block of a GEMM (wave quantization).
     """
 
     version: str = PHYSICAL_VERSION
@@ -124,8 +120,6 @@ class PhysicalModel:
     attention_fraction_by_gpu: dict = field(default_factory=lambda: {"H100-SXM": 0.339, "H200": 0.339})
     memory_fraction: float = 0.886
     launch_overhead_us: float = 3.5
-    tile_m: int = TILE_M
-    tile_n: int = TILE_N
     sources: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -139,9 +133,6 @@ class PhysicalModel:
                 raise ValueError(f"PhysicalModel.{name} = {v!r}: a fraction of peak must be in (0, 1]")
         if not (math.isfinite(self.launch_overhead_us) and self.launch_overhead_us >= 0):
             raise ValueError(f"PhysicalModel.launch_overhead_us = {self.launch_overhead_us!r}: must be >= 0")
-        for name in ("tile_m", "tile_n"):
-            if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
-                raise ValueError(f"PhysicalModel.{name} = {getattr(self, name)!r}: must be an integer >= 1")
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -192,12 +183,6 @@ class PhysicalModel:
         t = self.launch_overhead_us * 1e3 + np.maximum(compute_s, memory_s) * 1e9
         return np.maximum(np.round(t), 1.0)
 
-    def bound(self, work: KernelWork, gpu: GPUModel | str) -> np.ndarray:
-        """Per kernel: "compute", "memory" or "launch" (what its time is made of, mostly)."""
-        compute_s, memory_s = self.parts_s(work, gpu)
-        body = np.maximum(compute_s, memory_s)
-        return np.where(body * 1e6 < self.launch_overhead_us, "launch",
-                        np.where(compute_s >= memory_s, "compute", "memory"))
 
 
 def fault_times_ns(t11: np.ndarray, in_bytes: np.ndarray, out_bytes: np.ndarray, link_GBps: float):
@@ -241,10 +226,10 @@ SOURCES: dict = {
         "cudaLaunchKernel on an A100 host (Nsight Systems, 501 calls): mean 3,502.7 ns; argonne-lcf/"
         "ALCFBeginnersGuide, polaris/02_profiling.md.  The host issues one kernel per launch at best, so no "
         "kernel of a stream of kernels takes less"),
-    "tile_m, tile_n": (
-        "256 x 128 output tiles: cuBLAS's most efficient tile, the one NVIDIA's Matrix Multiplication Background "
-        "User's Guide (DU-09799-001, 'Wave Quantization') uses for the A100's waves of 108 tiles; fused attention "
-        "works on tiles of 128 queries (forward) or keys (backward) per head"),
+    "tiles": (
+        "cuBLAS's typical tiles, 256 x 128 (most efficient) down to 64 x 64 (NVIDIA's Matrix Multiplication "
+        "Background User's Guide, DU-09799-001, 'Typical Tile Dimensions in cuBLAS and Performance'), the one taken "
+        "at capture (best_tile); fused attention works on tiles of 128 queries (forward) or keys (backward) per head"),
 }
 
 
@@ -295,7 +280,7 @@ def best_tile(m: int, n: int, batch: int, sms: int, split_k: bool = False, k: in
     return best[1], best[2]
 
 
-def gemm_tiles(m: int, n: int, batch: int = 1, tile_m: int = TILE_M, tile_n: int = TILE_N) -> int:
+def gemm_tiles(m: int, n: int, batch: int, tile_m: int, tile_n: int) -> int:
     """Output tiles of a (batched) m x n GEMM: ``batch * ceil(m / tile_m) * ceil(n / tile_n)``."""
     if m <= 0 or n <= 0 or batch <= 0:
         return 0

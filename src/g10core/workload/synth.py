@@ -44,7 +44,8 @@ import math
 
 import numpy as np
 
-from .trace import ACCESS_READ, ACCESS_WRITE, MAX_ITERATION_TIME_NS, PAGE_SIZE_BYTES, Trace, validate_trace
+from .trace import (ACCESS_READ, ACCESS_WRITE, MAX_ITERATION_TIME_NS, PAGE_SIZE_BYTES, Trace, kernel_io_bytes,
+                    validate_trace)
 
 PATTERNS = ("training", "random")
 
@@ -81,18 +82,8 @@ def _physical_times(b, size_bytes, flops_per_byte: float, gpu: str):
                            link_GBps, physical_model)
     from ..gpus import gpu_model
 
-    offsets = np.array(b.offsets, np.int64)
-    a_tensor = np.array(b.a_tensor, np.int64)
-    a_mode = np.array(b.a_mode, np.int64)
-    acc = size_bytes[a_tensor].astype(np.float64)
-    reads = np.where(a_mode & ACCESS_READ, acc, 0.0)
-    writes = np.where(a_mode & ACCESS_WRITE, acc, 0.0)
-
-    def per_kernel(values):
-        cum = np.concatenate(([0.0], np.cumsum(values)))
-        return cum[offsets[1:]] - cum[offsets[:-1]]
-
-    in_bytes, out_bytes = per_kernel(reads), per_kernel(writes)
+    in_bytes, out_bytes = kernel_io_bytes(np.array(b.offsets, np.int64), np.array(b.a_tensor, np.int64),
+                                          np.array(b.a_mode, np.uint8), size_bytes)
     nbytes = in_bytes + out_bytes
     K = nbytes.shape[0]
     layer = np.array([n.startswith(("forward_", "backward_", "kernel_")) for n in b.kernel_name], bool)

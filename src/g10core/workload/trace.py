@@ -933,6 +933,21 @@ def _read_fields(f, path) -> dict:
 GiB = 1 << 30
 
 
+def kernel_io_bytes(access_offsets, access_tensor, access_mode, tensor_size_bytes) -> tuple:
+    """(bytes read, bytes written) per kernel, float64: the sizes of the tensors each kernel reads
+    and writes (a tensor read and written counts on both sides), O(A) over the CSR accesses."""
+    offsets = np.asarray(access_offsets)
+    mode = np.asarray(access_mode)
+    size = np.asarray(tensor_size_bytes, np.float64)[np.asarray(access_tensor)]
+
+    def per_kernel(values):
+        cum = np.concatenate(([0.0], np.cumsum(values)))
+        return cum[offsets[1:]] - cum[offsets[:-1]]
+
+    return (per_kernel(np.where(mode & ACCESS_READ, size, 0.0)),
+            per_kernel(np.where(mode & ACCESS_WRITE, size, 0.0)))
+
+
 def kernel_working_set_bytes(trace: Trace) -> np.ndarray:
     """Page-rounded bytes each kernel touches (inputs + outputs), int64, O(A)."""
     pages = trace.tensor_pages[trace.access_tensor]
