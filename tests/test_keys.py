@@ -46,7 +46,8 @@ VALUES = {
     "gpu.sms": 16, "gpu.page_size_bytes": 4096,   # (exempt: the only valid value)
     "host.memory_GiB": 0.0, "host.bandwidth_GBps": 1.0,
     "cpu.cores": 8, "cpu.fp32_GFLOPs_per_core": 10.0, "cpu.bf16_GFLOPs_per_core": 10.0,
-    "cpu.memory_bandwidth_GBps": 20.0, "scheduler.zero_infinity_device": "cpu",
+    "cpu.memory_bandwidth_GBps": 20.0, "cpu.memory_stream_fraction": 0.5, "cpu.stream_GBps_per_core": 1.0,
+    "scheduler.zero_infinity_device": "cpu",
     "scheduler.zero_activation_checkpointing": "off",
     "ssd.bandwidth_GBps": 0.8,
     "ssd.write_bandwidth_GBps": 0.4,    # writes at half the reads' 0.8 GB/s

@@ -306,14 +306,19 @@ class HostSpec:
 class CPUSpec:
     """The ``[cpu]`` section: the host's CPUs as a compute tier (CPU kernels of the tensor-level
     simulator: ZeRO-Offload's and ZeRO-Infinity's CPU Adam).  A CPU kernel takes
-    max(flops / (cores x per-core FLOP/s of its dtype), bytes / memory_bandwidth_GBps) (roofline).
+    max(flops / (cores x per-core FLOP/s of its dtype), bytes / B) (roofline), where B, the memory
+    bandwidth it streams at, is bounded twice (:meth:`kernel_memory_GBps`): by its cores, each of
+    which sustains ``stream_GBps_per_core`` (a core keeps only so many cache misses in flight), and by
+    the sockets' DRAM, ``memory_bandwidth_GBps`` at the fraction STREAM achieves of it
+    (``memory_stream_fraction``; the DRAM bandwidth is shared with the host's DMA).
     Defaults: the two AMD EPYC 7742 of a DGX A100 (NVIDIA DGX A100 User Guide, "Hardware Overview":
     2 x 64 cores; AMD's EPYC 7742 product page: 2.25 GHz base clock, 8 channels of DDR4-3200 per
-    socket), the machine of the default A100 GPU."""
+    socket), the machine of the default A100 GPU.  Validation against DeepSpeed's CPU-Adam
+    (docs/guide/zero.md, "CPU Adam against DeepSpeed's")."""
     cores: int = param(
         128, unit="cores", min=1, max=4096,
         doc="CPU cores that run CPU kernels (2 x AMD EPYC 7742, DGX A100): peak FLOP/s = cores x per-core "
-            "FLOP/s (zero-offload, zero-infinity)")
+            "FLOP/s, memory bandwidth at most cores x cpu.stream_GBps_per_core (zero-offload, zero-infinity)")
     fp32_GFLOPs_per_core: float = param(
         72.0, unit="GFLOP/s", min=0.1, max=1e5,
         doc="fp32 peak per core: 2.25 GHz x 2 AVX2 256-bit FMA units x 8 lanes x 2 FLOP (Zen 2, EPYC 7742) "
@@ -324,8 +329,28 @@ class CPUSpec:
             "fp32 rate (a CPU with AMX or AVX512-BF16 is faster)")
     memory_bandwidth_GBps: float = param(
         409.6, unit="GB/s", min=0.1, max=100000,
-        doc="host memory bandwidth (2 sockets x 8 channels x DDR4-3200 x 8 B): bounds CPU kernels and is "
-            "shared, max-min fair, between a running CPU kernel and the host's DMA (tensor-level simulator)")
+        doc="host DRAM peak over all sockets (2 sockets x 8 channels x DDR4-3200 x 8 B); a CPU kernel and the "
+            "host's DMA share memory_bandwidth_GBps x cpu.memory_stream_fraction of it, max-min fair "
+            "(tensor-level simulator)")
+    memory_stream_fraction: float = param(
+        0.757, min=0.01, max=1.0,
+        doc="fraction of the DRAM peak that streaming code sustains: STREAM Triad on a dual EPYC 7742 with all "
+            "128 cores, 309.9 GB/s of 409.6 (NRIS/Sigma2 documentation, 'Efficient use of memory bandwidth "
+            "on Betzy'); CPU Adam streams like Triad (zero-offload, zero-infinity)")
+    stream_GBps_per_core: float = param(
+        22.0, unit="GB/s", min=0.1, max=10000,
+        doc="memory bandwidth one core sustains: STREAM Triad with 1 thread on a dual EPYC 7742 (Imperial "
+            "College CX3 'Rome' node, gcc -O3 -march=znver2, 800 M-element arrays: 22.0 GB/s); a CPU kernel "
+            "on n cores streams at most n x this (zero-offload, zero-infinity)")
+
+    def sustained_memory_GBps(self) -> float:
+        """The DRAM bandwidth streaming code sustains over all sockets (peak x STREAM fraction)."""
+        return self.memory_bandwidth_GBps * self.memory_stream_fraction
+
+    def kernel_memory_GBps(self) -> float:
+        """The memory bandwidth a CPU kernel on ``cores`` cores streams at with no DMA beside it:
+        min(cores x per-core stream bandwidth, the sockets' sustained DRAM bandwidth)."""
+        return min(self.cores * self.stream_GBps_per_core, self.sustained_memory_GBps())
 
 
 @dataclass(frozen=True)

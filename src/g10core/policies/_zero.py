@@ -50,7 +50,35 @@ from . import tensorsim
 # decay and update of the weight (3): 15 floating-point operations.
 ADAM_FLOPS_PER_ELEMENT = 15.0
 FP32_BYTES = 4
+# Adam's host memory traffic per parameter, both precisions: mixed, the gradient (2) and parameter
+# (2) plus the fp32 master weight and moments read and written (2 x 12); fp32, the gradient (4)
+# plus the weight and moments read and written (2 x 12).
+ADAM_BYTES_PER_ELEMENT = 28.0
 CKPT_KEY = "scheduler.zero_activation_checkpointing"
+
+# DeepSpeed's CPU-Adam, measured: ZeRO-Offload (Ren et al., USENIX ATC 2021; arXiv 2101.06840),
+# Table 3, "Adam latency (s)": parameters -> seconds per step of DeepSpeed's CPU-Adam (PyTorch's
+# CPU Adam: 1.39 / 5.71 / 14.76 s) on the host CPU of their DGX-2 node.  Compared with ours in
+# docs/guide/zero.md ("CPU Adam against DeepSpeed's") and tests/test_cpu_tier.py; never fitted.
+DEEPSPEED_CPU_ADAM_S = {1_000_000_000: 0.22, 4_000_000_000: 1.03, 10_000_000_000: 2.57}
+# The DGX-2's host CPU as a [cpu] section (NVIDIA DGX-2 datasheet: 2 x Intel Xeon Platinum 8168,
+# 24 cores each, 2.7 GHz; Intel ARK: 6 channels of DDR4-2666 per socket, AVX-512 with 2 FMA units):
+# 2.7 GHz x 2 x 16 lanes x 2 = 172.8 GFLOP/s per core; 2 x 6 x 2666 MT/s x 8 B = 255.97 GB/s.  A
+# core's stream bandwidth: single-thread STREAM Triad on a 2-socket Xeon (E5-2690 v3, DDR4-2133),
+# 19.9 GB/s (J. McCalpin, Intel Developer Zone forum, "single core bandwidth: haswell vs. broadwell
+# vs. skylake"); we found no Skylake-SP measurement, so memory_stream_fraction stays the measured
+# EPYC 7742 default (with 48 cores the per-core bound does not bind).
+DGX2_CPU = {"cores": 48, "fp32_GFLOPs_per_core": 172.8, "bf16_GFLOPs_per_core": 172.8,
+            "memory_bandwidth_GBps": 255.97, "stream_GBps_per_core": 19.9}
+
+
+def cpu_adam_seconds(n_elements: float, cpu) -> float:
+    """CPU Adam over ``n_elements`` parameters on ``cpu`` (a ``[cpu]`` section) with no DMA beside it:
+    max(15 n / F, 28 n / M), F = cores x fp32 FLOP/s per core, M = ``cpu.kernel_memory_GBps()``
+    (the cores' stream bandwidth, at most the sockets' sustained DRAM bandwidth)."""
+    flops = cpu.cores * cpu.fp32_GFLOPs_per_core * 1e9
+    return max(ADAM_FLOPS_PER_ELEMENT * n_elements / flops,
+               ADAM_BYTES_PER_ELEMENT * n_elements / (cpu.kernel_memory_GBps() * 1e9))
 
 
 def require_roles(trace: Trace, policy: str, need=(ROLE_PARAMETER, ROLE_GRADIENT, ROLE_OPTIMIZER_STATE)) -> None:
@@ -456,7 +484,8 @@ def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str 
       re-run producer reads as uses (:attr:`CheckpointPlan.param_uses`).
 
     CPU Adam takes max(15 N / F, 28 N / M) summed over the parameters (F = ``cpu.cores`` x
-    ``cpu.fp32_GFLOPs_per_core``, M = ``cpu.memory_bandwidth_GBps``; 28 bytes per parameter in
+    ``cpu.fp32_GFLOPs_per_core``, M = min(``cpu.cores`` x ``cpu.stream_GBps_per_core``,
+    ``cpu.memory_bandwidth_GBps`` x ``cpu.memory_stream_fraction``); 28 bytes per parameter in
     both precisions: mixed, the gradient (2) and parameter (2) plus the state read and written
     (2 x 12); fp32, the gradient (4) plus the state and parameter read and written (2 x 12)),
     without DMA beside it: the simulation shares host memory bandwidth with the DMA running then.
@@ -496,7 +525,7 @@ def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str 
     G, P, S = (int(paged[grads].sum()), int(paged[params].sum()), int(paged[states].sum()))
     cpu = config.cpu
     F = cpu.cores * cpu.fp32_GFLOPs_per_core * 1e9
-    M = cpu.memory_bandwidth_GBps * 1e9
+    M = cpu.kernel_memory_GBps() * 1e9
     adam_s = float(sum(max(opt.flops[g[0]] / F, opt.bytes[g[0]] / M) for g in opt.groups))
     out = {"n_parameters": int(opt.n_elements), "parameter_bytes": P, "gradient_bytes": G,
            "optimizer_state_bytes": S, "cpu_adam_s": adam_s}

@@ -55,7 +55,8 @@ and writes host memory only: it starts when the CPU is free and every tensor it 
 current copy in host memory (brought by the policy's hints, or on demand when none did: from
 the GPU, or from the SSD over the host<->SSD path); a tensor it only writes is a new buffer in
 host memory.  It takes max(flops / (cpu.cores x per-core FLOP/s of its dtype), bytes /
-host memory bandwidth) (roofline; :class:`CPUWork`).  Dependencies go through tensors: a GPU
+host memory bandwidth) (roofline; :class:`CPUWork`), the bandwidth at most cpu.cores x
+``cpu.stream_GBps_per_core``.  Dependencies go through tensors: a GPU
 kernel that touches a tensor a queued or running CPU kernel touches waits for it (the time is
 ``gpu_wait_cpu_s``, with the wait after the GPU's last kernel for the CPU's last), a hint on such
 a tensor is applied when that CPU kernel is done, and a GPU copy the CPU rewrote is stale (fetched
@@ -66,8 +67,8 @@ sharing the SSD with its GPU<->SSD stream of the same direction).  Host memory b
 shared max-min fair, decided when each starts, as the link is: a DMA through host memory
 (GPU<->host, host<->SSD) that starts while a CPU kernel runs gets at most max(M / 2, M - the
 kernel's rate) and a CPU kernel that starts while such DMA runs gets max(M / 2, M - their rates)
-(M = ``cpu.memory_bandwidth_GBps``).  Tensors in host memory and the pinned staging buffers
-(``CPUWork.pinned_host_bytes``) count against ``host.memory_GiB``; a run that needs more fails.
+(M = ``cpu.memory_bandwidth_GBps`` x ``cpu.memory_stream_fraction``, what streaming sustains).
+Tensors in host memory and the pinned staging buffers (``CPUWork.pinned_host_bytes``) count against ``host.memory_GiB``; a run that needs more fails.
 The result gains ``cpu_busy_s`` and ``gpu_wait_cpu_s`` (also in ``breakdown_s``), the traffic
 keys ``host_to_ssd`` and ``ssd_to_host``, ``peak_host_bytes``, ``pinned_host_bytes``,
 ``host_capacity_bytes``, ``n_cpu_kernels`` and ``kernel_on_cpu``.
@@ -320,7 +321,8 @@ class TensorSimSpec:
     # the CPU tier (read only by runs with CPU kernels): peak FLOP/s per dtype, host memory
     # bandwidth, host memory, and the SSD's own bandwidth for host<->SSD transfers
     cpu_flops: tuple = (("fp32", 0.0), ("bf16", 0.0))
-    cpu_memory_Bps: float = 0.0
+    cpu_memory_Bps: float = 0.0      # the DRAM bandwidth streaming sustains, shared with the DMA
+    cpu_cores_memory_Bps: float = 0.0   # what the CPU kernel's cores stream at most (0: no bound)
     host_capacity_bytes: int = 0
     host_ssd_bandwidth_Bps: float = 0.0
     host_ssd_write_bandwidth_Bps: float = 0.0     # host->SSD (0: host_ssd_bandwidth_Bps)
@@ -400,7 +402,8 @@ class TensorSimSpec:
                    ssd_write_bandwidth_Bps=write_Bps, ssd_shared=shared,
                    cpu_flops=(("fp32", cpu.cores * cpu.fp32_GFLOPs_per_core * 1e9),
                               ("bf16", cpu.cores * cpu.bf16_GFLOPs_per_core * 1e9)),
-                   cpu_memory_Bps=cpu.memory_bandwidth_GBps * 1e9,
+                   cpu_memory_Bps=cpu.sustained_memory_GBps() * 1e9,
+                   cpu_cores_memory_Bps=cpu.cores * cpu.stream_GBps_per_core * 1e9,
                    host_capacity_bytes=int(config.host.memory_GiB * GiB),
                    host_ssd_bandwidth_Bps=config.ssd.bandwidth_GBps * gb,
                    host_ssd_write_bandwidth_Bps=(0.0 if quirks else
@@ -1470,6 +1473,8 @@ class TensorLevelSimulator:
         dma = sum(self._queue_rate[q] for q in _TOUCHES_HOST if self.queues[q])
         if dma > 0:
             mem = min(mem, max(mem / 2, mem - dma))
+        if self.spec.cpu_cores_memory_Bps > 0:
+            mem = min(mem, self.spec.cpu_cores_memory_Bps)    # what its cores can stream
         secs = max(self.cpu_flops[k] / self._cpu_flop_rate, self.cpu_bytes[k] / mem)
         cycles = math.ceil(secs * self._hz - 1e-6)
         self._cpu_rate = self.cpu_bytes[k] / secs if secs > 0 else 0.0
@@ -1817,7 +1822,8 @@ class CPUWork:
         Per kernel, the work of a CPU kernel: floating-point operations and bytes of host memory
         read plus written.  None: each kernel's accesses (a tensor read and written counts twice)
         and one operation per 4 bytes written.  A CPU kernel takes max(flops / (cpu.cores x
-        cpu.<dtype>_GFLOPs_per_core), bytes / cpu.memory_bandwidth_GBps) (roofline).
+        cpu.<dtype>_GFLOPs_per_core), bytes / cpu.kernel_memory_GBps()) (roofline; less while DMA
+        shares host memory).
     dtype : str
         ``fp32`` or ``bf16``: which peak the flops run at.
     initial_tier : ndarray of int8, optional
