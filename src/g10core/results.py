@@ -923,8 +923,10 @@ def stopped(raw: dict, reason: str, *, t11, t00, freq_hz: int, iterations: int, 
                                failure_reason=" ".join(str(reason).split()))
 
 
-def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:
-    """A Result from a tensor-level simulation dict (``g10core.policies.tensorsim``)."""
+def from_tensor_level(d: dict, *, page_size_bytes: int, sim_trace=None, **common) -> Result:
+    """A Result from a tensor-level simulation dict (``g10core.policies.tensorsim``); given the
+    trace it ran (``sim_trace``) and a transfer log in ``d``, ``counters["waits"]`` says what each wait was for
+    (:func:`tensor_waits`) and ``timeline`` holds the transfers and waits the timeline draws."""
     ideal = float(d["ideal_time_s"])
     counters = {k: d[k] for k in ("n_transfers", "n_on_demand_fetches", "peak_gpu_bytes",
                                   "gpu_capacity_bytes", "leaked_bytes", "transfer_busy_s",
@@ -974,8 +976,14 @@ def from_tensor_level(d: dict, *, page_size_bytes: int, **common) -> Result:
         on_cpu = np.asarray(d.get("kernel_on_cpu", ()), bool)
         if on_cpu.shape == kern["start_s"].shape and on_cpu.any():
             kern["on_cpu"] = on_cpu          # the CPU tier's kernels (the timeline's CPU track)
+    tl = dict(common.pop("timeline", None) or {})
+    if sim_trace is not None and "transfer_log" in d and d.get("time_cycles") is not None and len(kern):
+        hz = float((common.get("config") or {}).get("gpu", {}).get("frequency_GHz", 1.2)) * 1e9
+        counters["waits"], spans = tensor_waits(d, sim_trace, hz)
+        tl.update({"tensor_transfers": np.asarray(d["transfer_log"]), "freq_hz": int(round(hz)),
+                   "time_cycles": int(d["time_cycles"]), **spans})
     return Result(level="tensor", iterations=(it,), ideal_time_s=ideal, counters=counters,
-                  kernels=kern, **common)
+                  kernels=kern, timeline=tl, **common)
 
 
 def ideal(t11, *, freq_hz: int, iterations: int, **common) -> Result:
@@ -1001,3 +1009,242 @@ def failed(reason: str, *, level: str, ideal_time_s: float, **common) -> Result:
     """A run that cannot happen or was aborted: no iterations, time infinite."""
     return Result(level=level, iterations=(), failed=True, failure_reason=" ".join(str(reason).split()),
                   ideal_time_s=float(ideal_time_s), **common)
+
+
+# ---- tensor level: what each wait was for (issue 43) ----------------------------------------------
+
+# The resources a wait is attributed to: tensorsim's transfer queues (in its queue order), the CPU
+# computing, and what no transfer or CPU kernel explains (a recompute's copies, an allocation).
+WAIT_RESOURCES = ("SSD write (GPU->SSD)", "SSD read (SSD->GPU)", "link GPU->host", "link host->GPU",
+                  "SSD write (host->SSD)", "SSD read (SSD->host)", "CPU", "other", "idle")
+WAIT_CPU, WAIT_OTHER, WAIT_IDLE = 6, 7, 8
+WAIT_SPAN_DTYPE = np.dtype([("start", np.int64), ("end", np.int64), ("resource", np.int8),
+                            ("via_cpu", np.bool_), ("tensor", np.int64), ("kernel", np.int64)])
+
+
+def _split(a: int, b: int, events: list, out: list, kernel: int, via: bool = False) -> int:
+    """Cut [a, b) at the events (time, resource, tensor) inside it, in time order: each stretch is
+    the wait for the next event's resource (the simulator waits for one thing at a time, in
+    order).  Returns where the last stretch ended."""
+    cur = a
+    for t, res, tensor in sorted(events, key=lambda e: e[0]):
+        t = min(t, b)
+        if t > cur:
+            out.append((cur, t, res, via, tensor, kernel))
+            cur = t
+    return cur
+
+
+def _in_intervals(times: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per time, the index of the interval (lo, hi] holding it (intervals disjoint, sorted), or -1."""
+    if not lo.size or not times.size:
+        return np.full(times.size, -1, np.int64)
+    i = np.searchsorted(lo, times, side="left") - 1
+    ok = (i >= 0) & (times <= hi[np.maximum(i, 0)])
+    return np.where(ok, i, -1)
+
+
+def tensor_waits(d: dict, trace, freq_hz: float) -> tuple[dict, dict]:
+    """What the GPU's and the CPU's waits of a tensor-level run were for.
+
+    Each GPU kernel waits from the previous kernel's end until it runs (its time beyond its ideal,
+    before it); the iteration's end waits for the CPU's last kernel and the transfers still
+    queued.  A wait is cut at the moments the things it waits for end: a transfer of one of the
+    kernel's tensors (its queue: an SSD or link direction), a CPU kernel touching one of its
+    tensors; each stretch goes to the next one to end.  A stretch spent waiting for the CPU is cut
+    again by what the CPU did then: computing (``CPU``) or itself waiting for a transfer of the
+    tensors of its next kernel, which is then what the GPU waited for (``via_cpu``).  What no
+    transfer or CPU kernel explains is ``other`` (a recompute's copies, an allocation).
+
+    Parameters
+    ----------
+    d : dict
+        A finished tensorsim result (``transfer_log``, ``kernel_start_s``, ``kernel_time_s``,
+        ``kernel_ideal_s``, ``time_cycles``, ``gpu_end_cycles``; ``kernel_on_cpu`` with CPU kernels).
+    trace : Trace
+        The trace it ran (its kernels' tensors).
+    freq_hz : float
+        The GPU clock (cycles per second).
+
+    Returns
+    -------
+    summary : dict
+        Seconds: ``gpu_wait_s``, ``gpu_wait_by_resource_s`` (resource -> seconds, the CPU's own
+        waits included under what it waited for), ``gpu_wait_via_cpu_s`` (the part of those the
+        GPU spent waiting for a CPU kernel that was waiting for the resource),
+        ``gpu_wait_tensor`` (resource -> the tensor waited for longest and its seconds);
+        with CPU kernels ``cpu_wait_by_resource_s`` and ``cpu_idle_s``.
+    spans : dict
+        For the timeline: ``gpu_waits`` and ``cpu_pieces`` (:data:`WAIT_SPAN_DTYPE`; the CPU's
+        pieces tile the iteration: its kernels, ``CPU``; its waits; ``idle``), in cycles.
+    """
+    hz = float(freq_hz)
+    K = trace.n_kernels
+    st = np.rint(np.asarray(d["kernel_start_s"], float) * hz).astype(np.int64)
+    en = st + np.rint(np.asarray(d["kernel_time_s"], float) * hz).astype(np.int64)
+    ideal = np.rint(np.asarray(d["kernel_ideal_s"], float) * hz).astype(np.int64)
+    on_cpu = np.asarray(d.get("kernel_on_cpu", np.zeros(K, bool)), bool)
+    if on_cpu.shape != (K,):
+        on_cpu = np.zeros(K, bool)
+    end = int(d["time_cycles"])
+    gpu_end = int(d.get("gpu_end_cycles", end))
+    log = np.asarray(d.get("transfer_log", np.zeros(0)))
+    off, acc = trace.access_offsets, trace.access_tensor
+    tensors = [None] * K
+
+    def tens(k):
+        if tensors[k] is None:
+            tensors[k] = set(acc[off[k]:off[k + 1]].tolist())
+        return tensors[k]
+
+    l_end = log["end"].astype(np.int64) if log.size else np.zeros(0, np.int64)
+    l_q = log["queue"].astype(np.int64) if log.size else np.zeros(0, np.int64)
+    l_t = log["tensor"].astype(np.int64) if log.size else np.zeros(0, np.int64)
+    gpu = np.flatnonzero(~on_cpu)
+    cpu = np.flatnonzero(on_cpu)
+
+    # ---- the CPU: its kernels, its waits for their tensors, idle (tiling [0, end)) ----
+    pieces: list = []
+    if cpu.size:
+        # a CPU kernel is queued when the GPU's loop reaches it: at the previous GPU kernel's end
+        last_gpu_before = np.searchsorted(gpu, cpu) - 1
+        submit = np.where(last_gpu_before >= 0, en[gpu[np.maximum(last_gpu_before, 0)]], 0)
+        c_st, c_en = st[cpu], en[cpu]
+        prev_f = np.concatenate(([0], c_en[:-1]))
+        ready = np.minimum(np.maximum(prev_f, submit), c_st)
+        hit = _in_intervals(l_end, ready, c_st)
+        rows_of: dict = {}
+        for r in np.flatnonzero(hit >= 0).tolist():
+            rows_of.setdefault(int(hit[r]), []).append(r)
+        for i, c in enumerate(cpu.tolist()):
+            if ready[i] > prev_f[i]:
+                pieces.append((int(prev_f[i]), int(ready[i]), WAIT_IDLE, False, -1, c))
+            mine = tens(c)
+            ev = [(int(l_end[r]), int(l_q[r]), int(l_t[r])) for r in rows_of.get(i, ()) if int(l_t[r]) in mine]
+            cur = _split(int(ready[i]), int(c_st[i]), ev, pieces, c)
+            if cur < c_st[i]:
+                pieces.append((cur, int(c_st[i]), WAIT_OTHER, False, -1, c))
+            if c_en[i] > c_st[i]:
+                pieces.append((int(c_st[i]), int(c_en[i]), WAIT_CPU, False, -1, c))
+        last_f = int(c_en[-1])
+        if end > last_f:
+            pieces.append((last_f, end, WAIT_IDLE, False, -1, -1))
+    pieces_arr = np.array(pieces, WAIT_SPAN_DTYPE)
+    p_lo, p_hi = pieces_arr["start"], pieces_arr["end"]
+
+    def via_cpu(a: int, b: int, kernel: int, out: list) -> None:
+        """The GPU waited for the CPU over [a, b): what the CPU was doing then."""
+        j = max(int(np.searchsorted(p_hi, a, side="right")), 0)
+        cur = a
+        while j < pieces_arr.size and p_lo[j] < b:
+            s, e = max(int(p_lo[j]), a), min(int(p_hi[j]), b)
+            if e > s:
+                r = int(pieces_arr["resource"][j])
+                res = WAIT_OTHER if r == WAIT_IDLE else r
+                out.append((s, e, res, res != WAIT_CPU, int(pieces_arr["tensor"][j]), kernel))
+                cur = e
+            j += 1
+        if cur < b:
+            out.append((cur, b, WAIT_OTHER, False, -1, kernel))
+
+    # ---- the GPU: each kernel's wait before it runs, then the iteration's tail ----
+    waits: list = []
+    exec_end = en.copy()
+    if gpu.size:
+        exec_end[gpu[-1]] = min(int(en[gpu[-1]]), gpu_end)
+    g_a = st[gpu] if gpu.size else np.zeros(0, np.int64)
+    g_b = np.maximum(exec_end[gpu] - ideal[gpu], g_a) if gpu.size else g_a
+    hit = _in_intervals(l_end, g_a, g_b)
+    rows_of = {}
+    for r in np.flatnonzero(hit >= 0).tolist():
+        rows_of.setdefault(int(hit[r]), []).append(r)
+    cpu_hit = _in_intervals(en[cpu], g_a, g_b) if cpu.size else np.zeros(0, np.int64)
+    cpu_of: dict = {}
+    for i in np.flatnonzero(cpu_hit >= 0).tolist():
+        cpu_of.setdefault(int(cpu_hit[i]), []).append(int(cpu[i]))
+    for i in np.flatnonzero(g_b > g_a).tolist():
+        k = int(gpu[i])
+        a, b = int(g_a[i]), int(g_b[i])
+        mine = tens(k)
+        ev = [(int(l_end[r]), int(l_q[r]), int(l_t[r])) for r in rows_of.get(i, ()) if int(l_t[r]) in mine]
+        ev += [(int(en[c]), -1 - c, -1) for c in cpu_of.get(i, ()) if tens(c) & mine]
+        stretch: list = []
+        cur = _split(a, b, ev, stretch, k)
+        for s, e, res, via, tensor, kk in stretch:
+            if res < 0:
+                via_cpu(s, e, kk, waits)        # (res = -1 - the CPU kernel)
+            else:
+                waits.append((s, e, res, via, tensor, kk))
+        if cur < b:
+            # nothing of its own ended: an allocation waiting for evictions, or recompute copies
+            rest = np.flatnonzero((l_end > cur) & (l_end <= b))
+            ev = [(int(l_end[r]), int(l_q[r]), int(l_t[r])) for r in rest.tolist() if l_q[r] in (0, 2)]
+            cur = _split(cur, b, ev, waits, k)
+            if cur < b:
+                waits.append((cur, b, WAIT_OTHER, False, -1, k))
+    tail = gpu_end
+    if cpu.size and int(en[cpu].max()) > tail:
+        via_cpu(tail, int(en[cpu].max()), -1, waits)
+        tail = int(en[cpu].max())
+    if end > tail:
+        rest = np.flatnonzero((l_end > tail) & (l_end <= end))
+        cur = _split(tail, end, [(int(l_end[r]), int(l_q[r]), int(l_t[r])) for r in rest.tolist()], waits, -1)
+        if cur < end:
+            waits.append((cur, end, WAIT_OTHER, False, -1, -1))
+    waits_arr = np.array(waits, WAIT_SPAN_DTYPE)
+
+    # ---- sums ----
+    def seconds(arr, sel) -> dict:
+        dur = (arr["end"] - arr["start"])[sel]
+        res = arr["resource"][sel]
+        return {WAIT_RESOURCES[r]: round(float(dur[res == r].sum()) / hz, 9) for r in np.unique(res).tolist()}
+
+    names = trace.tensor_name
+    top: dict = {}
+    if waits_arr.size:
+        dur = waits_arr["end"] - waits_arr["start"]
+        for r in np.unique(waits_arr["resource"]).tolist():
+            sel = (waits_arr["resource"] == r) & (waits_arr["tensor"] >= 0)
+            if not sel.any():
+                continue
+            per = np.bincount(waits_arr["tensor"][sel], weights=dur[sel])
+            t = int(np.argmax(per))
+            top[WAIT_RESOURCES[r]] = {"tensor": str(names[t]) if t < len(names) else f"tensor {t}",
+                                      "s": round(float(per[t]) / hz, 9)}
+    summary = {"gpu_wait_s": round(float((waits_arr["end"] - waits_arr["start"]).sum()) / hz, 9),
+               "gpu_wait_by_resource_s": seconds(waits_arr, np.ones(waits_arr.size, bool)),
+               "gpu_wait_via_cpu_s": seconds(waits_arr, waits_arr["via_cpu"]),
+               "gpu_wait_tensor": top}
+    if cpu.size:
+        waiting = (pieces_arr["resource"] != WAIT_CPU) & (pieces_arr["resource"] != WAIT_IDLE)
+        summary["cpu_wait_by_resource_s"] = seconds(pieces_arr, waiting)
+        idle = pieces_arr["resource"] == WAIT_IDLE
+        summary["cpu_idle_s"] = round(float((pieces_arr["end"] - pieces_arr["start"])[idle].sum()) / hz, 9)
+    return summary, {"gpu_waits": waits_arr, "cpu_pieces": pieces_arr}
+
+
+def waits_text(w: dict) -> str:
+    """One line of what the GPU waited for (``counters["waits"]``), largest first: a resource, the
+    tensor it was waited for longest, and how much of it the GPU spent waiting for CPU kernels that
+    were themselves waiting for that resource."""
+    by = w.get("gpu_wait_by_resource_s", {})
+    via = w.get("gpu_wait_via_cpu_s", {})
+    top = w.get("gpu_wait_tensor", {})
+    parts = []
+    for res, s in sorted(by.items(), key=lambda kv: -kv[1]):
+        if s < 5e-4:
+            continue
+        if res == "CPU":
+            parts.append(f"{s:.3f} s for the CPU computing")
+            continue
+        if res == "other":
+            parts.append(f"{s:.3f} s that no transfer or CPU kernel explains (recompute, allocation)")
+            continue
+        txt = f"{s:.3f} s for the {res}"
+        extra = []
+        if res in top:
+            extra.append(f"most for {top[res]['tensor']}")
+        if via.get(res, 0) >= 5e-4:
+            extra.append(f"{via[res]:.3f} s of it via the CPU, whose kernels waited for it")
+        parts.append(txt + (f" ({'; '.join(extra)})" if extra else ""))
+    return f"the GPU waited {w.get('gpu_wait_s', 0.0):.3f} s: " + (", ".join(parts) if parts else "for nothing")

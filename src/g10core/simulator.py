@@ -1117,7 +1117,7 @@ class Simulator:
             hint_info.update(n_hints=int(hints.shape[0]), by_action=action_counts(hints))
         meta["simulate_wall_s"] = time.perf_counter() - t0
         return results.from_tensor_level(d, page_size_bytes=cfg.gpu.page_size_bytes, hints=hint_info,
-                                         metadata=meta, **common)
+                                         metadata=meta, sim_trace=trace, **common)
 
 
 def simulate(trace, policy: str, *, config=None, preset_name: str = DEFAULT_PRESET, config_file=None,

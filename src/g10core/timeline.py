@@ -23,7 +23,15 @@ Tracks (``docs/guide/timeline.md`` says how exact each is):
 * memory: counters of GPU and host memory in use and of pages in flight;
 * CPU / ``kernels`` (tensor level, where the CPU tier ran kernels: ZeRO-Offload, ZeRO-Infinity):
   one span per CPU kernel from its start to its end on the CPU; the GPU track then holds the
-  GPU's kernels only, each from the previous GPU kernel's end to its own.
+  GPU's kernels only, each from the previous GPU kernel's end to its own;
+* tensor level (every tensor-level policy): GPU / ``waits``, each stretch of the GPU's waiting
+  named by what it waited for (``results.tensor_waits``: an SSD or link direction, the CPU, or
+  the CPU waiting for a transfer), the iteration's tail after the GPU's last kernel included, so
+  that GPU / ``kernels`` and ``waits`` together cover the iteration; CPU / ``waits`` (with CPU
+  kernels): the CPU's waits for its kernels' tensors and its ``idle`` stretches, so that the CPU's
+  two tracks tile the iteration; PCIe link / one track per direction (GPU->SSD, SSD->GPU,
+  GPU->host, host->GPU), SSD / ``reads`` and ``writes``, host / ``SSD->host`` and ``host->SSD``:
+  the transfers (``tensorsim``'s transfer log), merged where they touch.
 
 :func:`read_timeline` reads such a file back (``g10sim report timeline``); :func:`tracks` groups
 its events by track for a picture (``g10core.experiments.report.plot_timeline``).
@@ -46,10 +54,20 @@ SCHEMA_VERSION = 1
 GiB = float(1 << 30)
 
 # processes (pid) and their tracks (tid), in display order
-PID_GPU, PID_LINK, PID_HANDLER, PID_SSD, PID_MEMORY, PID_CPU = 1, 2, 3, 4, 5, 6
+PID_GPU, PID_LINK, PID_HANDLER, PID_SSD, PID_MEMORY, PID_CPU, PID_HOST = 1, 2, 3, 4, 5, 6, 7
 PROCESS_NAMES = {PID_GPU: "GPU", PID_LINK: "PCIe link", PID_HANDLER: "fault handler", PID_SSD: "SSD",
-                 PID_MEMORY: "memory", PID_CPU: "CPU"}
-TID_CPU_KERNELS = 1
+                 PID_MEMORY: "memory", PID_CPU: "CPU", PID_HOST: "host"}
+TID_CPU_KERNELS, TID_CPU_WAITS = 1, 2
+TID_GPU_WAITS = 3
+# tensor level: the transfer log's queues (tensorsim's order: GPU->SSD, SSD->GPU, GPU->host, host->GPU,
+# host->SSD, SSD->host) on the tracks that draw them, (pid, tid, track name, sort index)
+QUEUE_TRACKS = {0: ((PID_LINK, 11, "GPU->SSD", 3), (PID_SSD, 3, "writes", 2)),
+                1: ((PID_LINK, 12, "SSD->GPU", 0), (PID_SSD, 2, "reads", 1)),
+                2: ((PID_LINK, 13, "GPU->host", 2),),
+                3: ((PID_LINK, 14, "host->GPU", 1),),
+                4: ((PID_HOST, 2, "host->SSD", 1), (PID_SSD, 3, "writes", 2)),
+                5: ((PID_HOST, 1, "SSD->host", 0), (PID_SSD, 2, "reads", 1))}
+QUEUE_SPAN_NAMES = ("GPU->SSD", "SSD->GPU", "GPU->host", "host->GPU", "host->SSD", "SSD->host")
 CPU_SORT = 2         # the CPU's kernels right below the GPU's
 TID_KERNELS, TID_ITERATIONS = 1, 2
 TID_BATCHES, TID_HINT_IN, TID_HINT_OUT = 1, 2, 3
@@ -229,6 +247,9 @@ def timeline_events(result) -> tuple[list[str], dict]:
     if on_cpu.any():
         ev += _meta(PID_CPU, None, PROCESS_NAMES[PID_CPU], CPU_SORT)
         ev += _meta(PID_CPU, TID_CPU_KERNELS, "kernels", 0)
+    tensor_tracks = "tensor_transfers" in tl
+    if tensor_tracks:
+        ev += _tensor_track_names(tl, on_cpu.any())
     if recorded:
         ev += _meta(PID_LINK, None, PROCESS_NAMES[PID_LINK], PID_LINK)
         for i, ch in enumerate(CHANNEL_ORDER):
@@ -320,11 +341,74 @@ def timeline_events(result) -> tuple[list[str], dict]:
                          {"blocks": int(blocks[j]), "copied_pages": int(copies[j]),
                           "plane_busy_ms": round(int(busy[j]) / clock.den * clock.num * 1e-6, 6)}))
 
+    if tensor_tracks:
+        ev += _tensor_spans(tl, clock, names, result)
+
     # ---- counters ----
     ev += _memory_counters(k, ops if detailed else None, execs if (recorded and not detailed) else None,
                            clock, page, int(tl.get("kernels_per_iteration", 1)))
     other = _other_data(result, tl, clock, page, recorded, detailed, iteration_ns)
     return ev, other
+
+
+def _tensor_track_names(tl: dict, with_cpu: bool) -> list[str]:
+    """Track names of a tensor-level run: the GPU's waits, the CPU's waits, and the transfer tracks
+    of the queues that moved something."""
+    out = _meta(PID_GPU, TID_GPU_WAITS, "waits", 2)
+    if with_cpu:
+        out += _meta(PID_CPU, TID_CPU_WAITS, "waits", 1)
+    log = np.asarray(tl["tensor_transfers"])
+    used = set(np.unique(log["queue"]).tolist()) if log.size else set()
+    seen = set()
+    for q in sorted(used):
+        for pid, tid, name, order in QUEUE_TRACKS.get(q, ()):
+            if pid not in {p for p, _ in seen}:
+                out += _meta(pid, None, PROCESS_NAMES[pid], pid)
+            if (pid, tid) not in seen:
+                out += _meta(pid, tid, name, order)
+            seen.add((pid, tid))
+    return out
+
+
+def _tensor_spans(tl: dict, clock: Clock, kernel_names: list, result) -> list[str]:
+    """A tensor-level run's waits (GPU, CPU) and transfers (link, SSD, host)."""
+    from .results import WAIT_CPU, WAIT_IDLE, WAIT_RESOURCES
+
+    out: list[str] = []
+    for key, pid, tid in (("gpu_waits", PID_GPU, TID_GPU_WAITS), ("cpu_pieces", PID_CPU, TID_CPU_WAITS)):
+        w = np.asarray(tl.get(key, np.zeros(0)))
+        if not w.size:
+            continue
+        if key == "cpu_pieces":
+            w = w[w["resource"] != WAIT_CPU]         # (the CPU's kernels are on its kernels track)
+        sn, en = clock.ns(w["start"]), clock.ns(w["end"])
+        for j in range(w.size):
+            r = int(w["resource"][j])
+            label = "idle" if r == WAIT_IDLE else ("CPU" if r == WAIT_CPU else f"wait: {WAIT_RESOURCES[r]}")
+            if w["via_cpu"][j]:
+                label += " (via the CPU)"
+            args = {"start_cycles": int(w["start"][j]), "end_cycles": int(w["end"][j])}
+            if w["kernel"][j] >= 0:
+                args["kernel"] = int(w["kernel"][j])
+            if w["tensor"][j] >= 0:
+                args["tensor"] = int(w["tensor"][j])
+            out.append(_x(json.dumps(label), "wait", pid, tid, sn[j], en[j], args))
+    log = np.asarray(tl["tensor_transfers"])
+    for q, tracks_of in QUEUE_TRACKS.items():
+        sel = log[log["queue"] == q] if log.size else log
+        if not sel.size:
+            continue
+        f, e, cnt, nbytes = merge_spans(sel["start"], sel["end"], sel["bytes"])
+        fn, en = clock.ns(f), clock.ns(e)
+        label = json.dumps(QUEUE_SPAN_NAMES[q])
+        for pid, tid, _name, _order in tracks_of:
+            for j in range(f.size):
+                dur_s = (int(en[j]) - int(fn[j])) * 1e-9
+                args = {"transfers": int(cnt[j]), "MiB": round(int(nbytes[j]) / float(1 << 20), 3)}
+                if dur_s > 0:
+                    args["GBps"] = round(int(nbytes[j]) / dur_s / 1e9, 3)
+                out.append(_x(label, "transfer", pid, tid, fn[j], en[j], args))
+    return out
 
 
 def _step_counter(name: str, unit: str, ts_ns, values, scale: float = 1.0, digits: int = 4) -> list[str]:
@@ -391,15 +475,27 @@ def _other_data(result, tl: dict, clock: Clock, page: int, recorded: bool, detai
         "trace": f"{ident.get('model', '?')}-b{ident.get('batch_size', '?')}",
         "failed": bool(result.failed), "failure_reason": result.failure_reason,
         "clock_hz": clock.den * 10 ** 9 // clock.num if clock.num else None,
-        "page_bytes": page, "transfers_recorded": recorded,
-        "transfer_model": tl.get("model", "none") if recorded else "none",
+        "page_bytes": page, "transfers_recorded": recorded or "tensor_transfers" in tl,
+        "transfer_model": (tl.get("model", "none") if recorded else
+                           "tensor transfers" if "tensor_transfers" in tl else "none"),
         "tick_cycles": tl.get("tick_cycles"), "gpu_pages": tl.get("gpu_pages"),
         "host_pages": tl.get("host_pages"),
         "iteration_time_ns": iteration_ns,
-        "note": "times are whole ns (cycles rounded once per boundary); kernel spans run from the previous "
-                "kernel's end to their own and tile each iteration; transfer spans cover, per kernel, the first "
-                "to the last transfer of their kind (docs/guide/timeline.md)",
+        "note": _note(result, tl),
+        **({"waits": (result.counters or {}).get("waits")} if "waits" in (result.counters or {}) else {}),
     }
+
+
+def _note(result, tl: dict) -> str:
+    if "tensor_transfers" in tl:
+        return ("times are whole ns (cycles rounded once per boundary); GPU kernel spans run from the previous "
+                "GPU kernel's end to their own, GPU waits name what each stretch of waiting was for, and the two "
+                "GPU tracks together cover the iteration (its tail after the last GPU kernel is a wait); CPU "
+                "kernels run from their start to their end and the CPU's waits and idle stretches fill the rest; "
+                "link, SSD and host spans are transfers, merged where they touch (docs/guide/timeline.md)")
+    return ("times are whole ns (cycles rounded once per boundary); kernel spans run from the previous "
+            "kernel's end to their own and tile each iteration; transfer spans cover, per kernel, the first "
+            "to the last transfer of their kind (docs/guide/timeline.md)")
 
 
 def write_timeline(result, path) -> Path:

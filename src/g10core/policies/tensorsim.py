@@ -152,6 +152,10 @@ _SSD_QUEUES = (GPU_TO_SSD, SSD_TO_GPU, HOST_TO_SSD, SSD_TO_HOST)
 _TOUCHES_HOST = (GPU_TO_HOST, HOST_TO_GPU, HOST_TO_SSD, SSD_TO_HOST)   # DMA through host memory
 _KERNEL_EVENT = 6
 _CPU_EVENT = 7
+# (transfer log, issue 43) one row per finished transfer, in cycles: what the timeline's link, SSD
+# and host tracks draw and what results.tensor_waits attributes the GPU's and CPU's waits to
+TRANSFER_LOG_DTYPE = np.dtype([("start", np.int64), ("end", np.int64), ("bytes", np.int64),
+                               ("queue", np.int8), ("tensor", np.int64)])
 
 
 # ---- contiguous page allocator ------------------------------------------------
@@ -670,11 +674,17 @@ class TensorLevelSimulator:
         self.cpu_mode = cpu is not None
         if self.cpu_mode:
             self._init_cpu(cpu)
+        # ---- transfer log (issue 43): set in _push_event and _serve_one only ----
+        self._xfer_started = [0] * 6      # when each queue's head transfer started
+        self.transfer_log: list = []      # (start, end, bytes, queue, tensor) per finished transfer
+        self.gpu_end_cycles = -1          # the GPU's last kernel's end (before the drain)
 
     # -- events and queues ------------------------------------------------
     def _push_event(self, time: int, kind: int) -> None:
         heapq.heappush(self._events, (time, self._seq, kind))
         self._seq += 1
+        if kind < _KERNEL_EVENT:
+            self._xfer_started[kind] = self.now     # (transfer log) the queue's head starts now
 
     def _duration(self, queue: int, tensor: int) -> int:
         """Cycles to move a tensor, rounded up (the epsilon absorbs float noise in exact cases)."""
@@ -737,6 +747,9 @@ class TensorLevelSimulator:
         if any(self.queues):
             self.busy_cycles += time - self.now
         self.now = time
+        if kind < _KERNEL_EVENT:                      # (transfer log) the queue's head is done
+            head = self.queues[kind][0]
+            self.transfer_log.append((self._xfer_started[kind], time, self.size_bytes[head], kind, head))
         if kind == _KERNEL_EVENT:
             return kind
         if kind == _CPU_EVENT:
@@ -994,7 +1007,7 @@ class TensorLevelSimulator:
                 # The iteration is over when its transfers are: the published simulator stops at
                 # the last kernel, so evictions still queued there cost nothing (with its 4x
                 # allocator a 200 % trace "moves" 11 GiB in a 0.05 s iteration).
-                gpu_end = self.now
+                gpu_end = self.gpu_end_cycles = self.now
                 if self.cpu_mode:
                     # hints at kernel K: after the last kernel, still in this iteration
                     for t, a in zip(self.cpu.end_hints["tensor"].tolist(), self.cpu.end_hints["action"].tolist()):
@@ -1638,6 +1651,9 @@ class TensorLevelSimulator:
             "kernel_ideal_s": kc / hz,
             "kernel_stall_normalized": norm,
             **counters,
+            # (transfer log, issue 43) for the timeline and the wait attribution
+            "transfer_log": np.array(self.transfer_log, TRANSFER_LOG_DTYPE),
+            "gpu_end_cycles": int(self.gpu_end_cycles if self.gpu_end_cycles >= 0 else total),
         }
 
 
@@ -1658,6 +1674,8 @@ def _failure(reason: str, mode: str, ideal_time_s: float, **fields) -> dict:
         "kernel_time_s": np.zeros(0),
         "kernel_ideal_s": np.zeros(0),
         "kernel_stall_normalized": np.zeros(0),
+        "transfer_log": np.zeros(0, TRANSFER_LOG_DTYPE),     # (transfer log, issue 43)
+        "gpu_end_cycles": None,
         "traffic_bytes": {name: 0 for name in QUEUE_NAMES},
         "n_transfers": 0,
         "n_on_demand_fetches": 0,
