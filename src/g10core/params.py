@@ -333,7 +333,7 @@ class CPUSpec:
             "host's DMA share memory_bandwidth_GBps x cpu.memory_stream_fraction of it, max-min fair "
             "(tensor-level simulator)")
     memory_stream_fraction: float = param(
-        0.757, min=0.01, max=1.0,
+        0.757, unit="1", min=0.01, max=1.0,
         doc="fraction of the DRAM peak that streaming code sustains: STREAM Triad on a dual EPYC 7742 with all "
             "128 cores, 309.9 GB/s of 409.6 (NRIS/Sigma2 documentation, 'Efficient use of memory bandwidth "
             "on Betzy'); CPU Adam streams like Triad (zero-offload, zero-infinity)")

@@ -70,6 +70,7 @@ TRANSLATION_KEY = ("translation",)   # a fourth part in the detailed preset (bre
 from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, MOVED_COLUMNS, MOVED_ROW_DTYPE, as_columns  # noqa: E402
 from .files import write_text_atomic  # noqa: E402,F401 (importable from here)
 from .params import ITERATION_RULES  # noqa: E402 (run.iteration_rule's choices)
+from .timeline import WAIT_CPU, WAIT_IDLE, WAIT_OTHER, WAIT_RESOURCES, WAIT_SPAN_DTYPE  # noqa: E402,F401
 
 
 # ---- the artifact's statistics (moved here from testing/reference.py) -------------------
@@ -1012,15 +1013,6 @@ def failed(reason: str, *, level: str, ideal_time_s: float, **common) -> Result:
 
 
 # ---- tensor level: what each wait was for (issue 43) ----------------------------------------------
-
-# The resources a wait is attributed to: tensorsim's transfer queues (in its queue order), the CPU
-# computing, and what no transfer or CPU kernel explains (a recompute's copies, an allocation).
-WAIT_RESOURCES = ("SSD write (GPU->SSD)", "SSD read (SSD->GPU)", "link GPU->host", "link host->GPU",
-                  "SSD write (host->SSD)", "SSD read (SSD->host)", "CPU", "other", "idle")
-WAIT_CPU, WAIT_OTHER, WAIT_IDLE = 6, 7, 8
-WAIT_SPAN_DTYPE = np.dtype([("start", np.int64), ("end", np.int64), ("resource", np.int8),
-                            ("via_cpu", np.bool_), ("tensor", np.int64), ("kernel", np.int64)])
-
 
 def _split(a: int, b: int, events: list, out: list, kernel: int, via: bool = False) -> int:
     """Cut [a, b) at the events (time, resource, tensor) inside it, in time order: each stretch is

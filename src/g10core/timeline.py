@@ -88,6 +88,16 @@ CHANNEL_ORDER = ("host_fault", "host_prefetch", "ssd_fault", "ssd_prefetch",
                  "evict_host", "preevict_host", "evict_ssd", "preevict_ssd")
 COUNTER_GPU, COUNTER_HOST, COUNTER_INFLIGHT = "GPU memory used", "host memory used", "pages in flight"
 
+# The resources a wait is attributed to: tensorsim's transfer queues (in its queue order), the CPU
+# computing, what no transfer or CPU kernel explains (a recompute's copies, an allocation), and the
+# CPU's idle stretches.
+WAIT_RESOURCES = ("SSD write (GPU->SSD)", "SSD read (SSD->GPU)", "link GPU->host", "link host->GPU",
+                  "SSD write (host->SSD)", "SSD read (SSD->host)", "CPU", "other", "idle")
+WAIT_CPU, WAIT_OTHER, WAIT_IDLE = 6, 7, 8
+WAIT_SPAN_DTYPE = np.dtype([("start", np.int64), ("end", np.int64), ("resource", np.int8),
+                            ("via_cpu", np.bool_), ("tensor", np.int64), ("kernel", np.int64)])
+
+
 
 class Clock:
     """Cycles of a ``freq_hz`` clock to whole nanoseconds, exactly (integer arithmetic)."""
@@ -372,8 +382,6 @@ def _tensor_track_names(tl: dict, with_cpu: bool) -> list[str]:
 
 def _tensor_spans(tl: dict, clock: Clock, kernel_names: list, result) -> list[str]:
     """A tensor-level run's waits (GPU, CPU) and transfers (link, SSD, host)."""
-    from .results import WAIT_CPU, WAIT_IDLE, WAIT_RESOURCES
-
     out: list[str] = []
     for key, pid, tid in (("gpu_waits", PID_GPU, TID_GPU_WAITS), ("cpu_pieces", PID_CPU, TID_CPU_WAITS)):
         w = np.asarray(tl.get(key, np.zeros(0)))

@@ -533,9 +533,8 @@ def format_run_summary(result) -> str:
         tb = c.get("traffic_bytes", {})
         lines.append(f"  host<->SSD       SSD->host {tb.get('ssd_to_host', 0) / 2**30:.1f} GiB, "
                      f"host->SSD {tb.get('host_to_ssd', 0) / 2**30:.1f} GiB")
-        cw = (c.get("waits") or {}).get("cpu_wait_by_resource_s")
-        waited = ("; it waited " + ", ".join(f"{v:.3f} s for the {k}" for k, v in sorted(cw.items(), key=lambda kv: -kv[1])
-                                            if v >= 5e-4)) if cw and any(v >= 5e-4 for v in cw.values()) else ""
+        cw = [(v, k) for k, v in ((c.get("waits") or {}).get("cpu_wait_by_resource_s") or {}).items() if v >= 5e-4]
+        waited = ("; it waited " + ", ".join(f"{v:.3f} s for the {k}" for v, k in sorted(cw, reverse=True))) if cw else ""
         lines.append(f"  CPU              {c['n_cpu_kernels']:,} kernels, busy {c['cpu_busy_s']:.3f} s{waited}; "
                      f"host memory peak {c['peak_host_bytes'] / 2**30:.1f} GiB "
                      f"of {c['host_capacity_bytes'] / 2**30:.0f} GiB")

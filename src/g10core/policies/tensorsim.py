@@ -68,7 +68,8 @@ shared max-min fair, decided when each starts, as the link is: a DMA through hos
 (GPU<->host, host<->SSD) that starts while a CPU kernel runs gets at most max(M / 2, M - the
 kernel's rate) and a CPU kernel that starts while such DMA runs gets max(M / 2, M - their rates)
 (M = ``cpu.memory_bandwidth_GBps`` x ``cpu.memory_stream_fraction``, what streaming sustains).
-Tensors in host memory and the pinned staging buffers (``CPUWork.pinned_host_bytes``) count against ``host.memory_GiB``; a run that needs more fails.
+Tensors in host memory and the pinned staging buffers (``CPUWork.pinned_host_bytes``) count
+against ``host.memory_GiB``; a run that needs more fails.
 The result gains ``cpu_busy_s`` and ``gpu_wait_cpu_s`` (also in ``breakdown_s``), the traffic
 keys ``host_to_ssd`` and ``ssd_to_host``, ``peak_host_bytes``, ``pinned_host_bytes``,
 ``host_capacity_bytes``, ``n_cpu_kernels`` and ``kernel_on_cpu``.
@@ -100,6 +101,10 @@ tier at the start), ``restore_bytes`` and ``restore_transfers`` (moved after the
 to restore the start placement; 0 without ``initial_tier``), and with recompute hints
 ``recompute`` {``tensors``, ``kernels``, ``hints``, ``ideal_s``, ``time_s``}: tensors
 regenerated, recompute kernels run, recompute rows, their ideal and simulated time.
+A finished run also has ``transfer_log`` (:data:`TRANSFER_LOG_DTYPE`: start and end cycles, bytes,
+queue, tensor of every transfer, in the order they ended) and ``gpu_end_cycles`` (the GPU's last
+kernel's end, before the queues drain): what the timeline draws and what
+``results.tensor_waits`` attributes the waits to.
 
 ``HINT_RECOMPUTE`` (gds mode): the trace is expanded with a copy of each producer before the
 kernel that asks for it (:mod:`g10core.workload.recompute`); the per-kernel arrays are folded
