@@ -21,7 +21,7 @@ def cpu_section(**kw):
 
 
 def test_deepspeed_cpu_adam_beside_ours():
-    """Ours on the DGX-2's host CPU against ZeRO-Offload's Table 3 (DeepSpeed CPU-Adam).
+    """Ours on the DGX-2's host CPU against ZeRO-Offload's "Adam latency (s)" table (DeepSpeed CPU-Adam).
 
     Tolerance: ours is a roofline from STREAM measurements, the fastest a streaming kernel moves
     Adam's 28 B per parameter, so it must not be slower than the measurement (ratio <= 1); a
