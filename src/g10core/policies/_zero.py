@@ -57,8 +57,8 @@ ADAM_BYTES_PER_ELEMENT = 28.0
 CKPT_KEY = "scheduler.zero_activation_checkpointing"
 
 # DeepSpeed's CPU-Adam, measured: ZeRO-Offload (Ren et al., USENIX ATC 2021; arXiv 2101.06840),
-# its "Adam latency (s)" table (Table 3 of the arXiv version): parameters -> seconds per step of DeepSpeed's CPU-Adam (PyTorch's
-# CPU Adam: 1.39 / 5.71 / 14.76 s) on the host CPU of their DGX-2 node.  Compared with ours in
+# its "Adam latency (s)" table (Table 3 of the arXiv version): parameters -> seconds per step of
+# DeepSpeed's CPU-Adam (PyTorch's CPU Adam: 1.39 / 5.71 / 14.76 s) on the host CPU of their DGX-2.  Compared with ours in
 # docs/guide/zero.md ("CPU Adam against DeepSpeed's") and tests/test_cpu_tier.py; never fitted.
 DEEPSPEED_CPU_ADAM_S = {1_000_000_000: 0.22, 4_000_000_000: 1.03, 10_000_000_000: 2.57}
 # The DGX-2's host CPU as a [cpu] section (NVIDIA DGX-2 datasheet: 2 x Intel Xeon Platinum 8168,
