@@ -58,8 +58,9 @@ CKPT_KEY = "scheduler.zero_activation_checkpointing"
 
 # DeepSpeed's CPU-Adam, measured: ZeRO-Offload (Ren et al., USENIX ATC 2021; arXiv 2101.06840),
 # its "Adam latency (s)" table (Table 3 of the arXiv version): parameters -> seconds per step of
-# DeepSpeed's CPU-Adam (PyTorch's CPU Adam: 1.39 / 5.71 / 14.76 s) on the host CPU of their DGX-2.  Compared with ours in
-# docs/guide/zero.md ("CPU Adam against DeepSpeed's") and tests/test_cpu_tier.py; never fitted.
+# DeepSpeed's CPU-Adam (PyTorch's CPU Adam: 1.39 / 5.71 / 14.76 s) on the host CPU of their DGX-2.
+# Compared with ours in docs/guide/zero.md ("CPU Adam against DeepSpeed's") and
+# tests/test_cpu_tier.py; never fitted.
 DEEPSPEED_CPU_ADAM_S = {1_000_000_000: 0.22, 4_000_000_000: 1.03, 10_000_000_000: 2.57}
 # The DGX-2's host CPU as a [cpu] section (NVIDIA DGX-2 datasheet: 2 x Intel Xeon Platinum 8168,
 # 24 cores each, 2.7 GHz; Intel ARK: 6 channels of DDR4-2666 per socket, AVX-512 with 2 FMA units):
