@@ -15,8 +15,8 @@ import difflib
 import os
 
 __all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError",
-           "CannotFit", "CaptureError", "ProfileError", "EvictionRuleError", "PolicyError", "TensorSimError",
-           "SweepError", "SimulationError", "did_you_mean"]
+           "CannotFit", "CaptureError", "ProfileError", "EvictionRuleError", "PolicyError", "PluginError",
+           "ScoreFunctionError", "TensorSimError", "SweepError", "SimulationError", "did_you_mean"]
 
 _IN_MEMORY_TRACE = "<in-memory trace>"
 
@@ -189,6 +189,51 @@ class EvictionRuleError(InputError):
 class PolicyError(InputError):
     """A user's policy file (``FILE.py:NAME``) cannot give a policy; the message names the file
     and NAME.  (An unknown policy *name* is a ``KeyError`` of ``policies.get``.)"""
+
+
+class PluginError(InputError):
+    """Code from outside g10core that g10core called raised: a policy plug-in's method
+    (``__init__``, ``hints``, ``plan``, ``schedule``, ``simulate``, ``hand_tuned_factors``), an
+    eviction rule's builder a plug-in registered, or a user's score function (``--eviction
+    FILE.py:FUNC``).  Not a bug in g10core: the command line prints one line naming the file, the
+    class and method and the exception, and exits 2; ``--debug`` shows the plug-in's traceback
+    (the original exception is this one's ``__cause__``).
+
+    ``str()`` is ``plug-in FILE: WHAT raised TYPE: MESSAGE``, e.g.
+    ``plug-in my_policy.py: MyPolicy.hints raised ValueError: no tensors``.
+
+    Attributes
+    ----------
+    path : str
+        The plug-in's file (its name; the module's name where it has no file).
+    what : str
+        ``Class.method``, or the function's name.
+    error : str
+        The exception's type name.
+    reason : str
+        The exception's message, one line (may be empty).
+    """
+
+    def __init__(self, path: str, what: str, error: str, reason: str = "", text: str | None = None):
+        self.path = str(path)
+        self.what = what
+        self.error = error
+        self.reason = " ".join(str(reason).split())
+        self.text = text
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.text is not None:
+            return self.text
+        return f"plug-in {self.path}: {self.what} raised {self.error}" + (f": {self.reason}" if self.reason else "")
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.what, self.error, self.reason, self.text))
+
+
+class ScoreFunctionError(EvictionRuleError, PluginError):
+    """A user's score function (``--eviction FILE.py:FUNC``) raised or returned NaN during a run;
+    ``str()`` names the rule, the call's arguments and what the function raised (``text``)."""
 
 
 class G10Warning(UserWarning):

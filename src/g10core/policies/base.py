@@ -141,6 +141,14 @@ class Policy:
     # supersedes them (G10's lead and safe times under the far-fault handler; modelled.py)
     plans_with: ClassVar[frozenset[str]] = frozenset()
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # a plug-in's exception names the plug-in (PluginError, exit 2), not g10core as a bug
+        if cls.__module__.partition(".")[0] != __name__.partition(".")[0]:
+            from .plugins import guard_methods
+
+            guard_methods(cls)
+
     def __init__(self, config=None):
         self.config = config
 
