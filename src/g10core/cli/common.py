@@ -250,7 +250,19 @@ def config_from_args(args):
 
 
 def policy_help() -> str:
-    return ("base-uvm, belady, deepum, g10 (page level); flashneuron, g10-gds, g10-host (tensor level); "
-            "ideal; a policy an installed package adds (entry points g10core.policies); or FILE.py:NAME, a "
-            "Policy subclass in a file (shipped example: prefetch_next_inputs.py:PrefetchNextInputs; "
-            "docs/plugins.md)")
+    """``--policy``'s help: the built-in policies by level, from the registry (g10sim policies lists
+    them with what each does), then the plug-ins and ``FILE.py:NAME``."""
+    from .. import policies
+    from ..policies.plugins import is_outside
+
+    policies.load_builtin()     # not the installed plug-ins: a broken one would warn at every --help
+    by_level: dict[str, list[str]] = {}
+    for name, cls in sorted(policies.REGISTRY.items()):
+        if not is_outside(cls):
+            by_level.setdefault(cls.level, []).append(name)
+    groups = [f"{', '.join(by_level.pop(level))} ({level} level)" for level in ("page", "tensor")
+              if level in by_level]
+    groups += [", ".join(names) for names in by_level.values()]
+    return ("; ".join(groups) + " (g10sim policies lists them with what each does); a policy an installed "
+            "package adds (entry points g10core.policies); or FILE.py:NAME, a Policy subclass in a file (shipped "
+            "example: prefetch_next_inputs.py:PrefetchNextInputs; docs/plugins.md)")
