@@ -17,7 +17,7 @@ import sys
 import warnings
 
 from ..errors import G10Warning
-from .common import (EXIT_BAD_INPUT, EXIT_OK, add_config_options, add_json_option, check_output_path, emit_json, human,
+from .common import (Once, EXIT_BAD_INPUT, EXIT_OK, add_config_options, add_json_option, check_output_path, emit_json, human,
                      number_arg, policy_help, positive_int)
 
 
@@ -99,7 +99,7 @@ def add_parser(subparsers) -> None:
                     "1 when a run raised.")
     p.add_argument("trace", metavar="TRACE",
                    help="trace file (.h5) or name, e.g. llama-7b-s2048-b1 (g10sim trace list)")
-    p.add_argument("--policy", metavar="P", required=True, help=policy_help())
+    p.add_argument("--policy", metavar="P", action=Once, required=True, help=policy_help())
     p.add_argument("--target", metavar="FRACTION", type=_fraction, required=True,
                    help="fraction of ideal to reach, e.g. 0.8 or 80%%")
     p.add_argument("--vary", metavar="KEY", action=_Vary, dest="vary", default=[],
