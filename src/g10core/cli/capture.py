@@ -46,9 +46,6 @@ def _cmd_trace_capture(args) -> int:
     path = write_trace(trace, args.output)
     info = {"path": str(path), "file_size_bytes": path.stat().st_size, "capture_s": capture_s}
     info.update(summarize(trace))
-    # the roles as the file stores them (the importer's own classification is attrs.import_tensor_roles)
-    stored = Counter(ROLE_NAMES.get(int(code), "unknown") for code in trace.tensor_role)
-    info["tensor_roles"] = {name: stored[name] for name in ROLE_NAMES.values() if stored[name]}
     info["attrs"] = dict(trace.attrs)
     if cli.human(args):
         a = trace.attrs
