@@ -69,7 +69,7 @@ import numpy as np
 
 from ._evict import NEVER, ArrivalOrderEvictor, DeepUMWindowEvictor, ScoreEvictor
 from ._pagetable import PageTable
-from .errors import EvictionRuleError, ScoreFunctionError
+from .errors import EvictionRuleError, ScoreFunctionError, guarded, is_outside
 from .files import import_user_file, is_user_file_spec
 
 SCORE_ARGUMENTS = ("now_kernel", "tensor", "resident_pages", "size_pages", "last_use_kernel",
@@ -141,8 +141,6 @@ def register(name: str, description: str, build: Callable, **flags) -> None:
     ``flags``: :class:`EvictionRule`'s ``arrival_order``, ``window``, ``future_knowledge``."""
     if name in EVICTORS or name in ALIASES:
         raise ValueError(f"eviction rule {name!r} registered twice")
-    from .policies.plugins import guarded, is_outside
-
     if is_outside(build):       # a plug-in's builder: its exception names it (PluginError)
         build = guarded(build)
     EVICTORS[name] = EvictionRule(name, description, build, **flags)

@@ -273,7 +273,7 @@ def policy_help() -> str:
     """``--policy``'s help: the built-in policies by level, from the registry (g10sim policies lists
     them with what each does), then the plug-ins and ``FILE.py:NAME``."""
     from .. import policies
-    from ..policies.plugins import is_outside
+    from ..errors import is_outside
 
     policies.load_builtin()     # not the installed plug-ins: a broken one would warn at every --help
     by_level: dict[str, list[str]] = {}

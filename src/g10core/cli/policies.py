@@ -9,7 +9,7 @@ def policy_rows() -> list[dict]:
     ``name``, ``level``, ``eviction`` (page level, else None), ``builtin``, ``source`` (the class's
     module), ``description``."""
     from .. import policies
-    from ..policies.plugins import is_outside
+    from ..errors import is_outside
 
     rows = []
     for name in policies.names():

@@ -12,7 +12,7 @@
 
 An exception in a plug-in's code while g10core calls it (its ``__init__``, ``hints``, ``plan``,
 ``schedule``, ``simulate``, ``hand_tuned_factors``; a class defined outside the ``g10core``
-package has these methods wrapped when it is defined, :func:`guard_methods`) is a
+package has these methods wrapped when it is defined, :func:`.base.guard_methods`) is a
 :class:`~g10core.errors.PluginError` naming the file, ``Class.method`` and the exception: the
 plug-in's fault, not g10core's (exit 2, not "a bug in g10core").
 
@@ -20,71 +20,16 @@ plug-in's fault, not g10core's (exit 2, not "a bug in g10core").
 """
 from __future__ import annotations
 
-import functools
-import inspect
-import os
 import sys
 import warnings
 
-from ..errors import G10Error, G10Warning, PluginError, PolicyError
+from ..errors import G10Warning, PolicyError
 from ..files import import_user_file, is_user_file_spec
-from .base import REGISTRY, Policy, check
+from .base import CALLED_METHODS, REGISTRY, Policy, check, guard_methods  # noqa: F401 (API)
 
 ENTRY_POINT_GROUP = "g10core.policies"
 
 is_file_spec = is_user_file_spec
-
-# the methods g10core calls on a policy: a plug-in's own versions are guarded (guard_methods)
-CALLED_METHODS = ("__init__", "hints", "plan", "schedule", "simulate", "hand_tuned_factors")
-_PACKAGE = __name__.partition(".")[0]
-
-
-def is_outside(obj) -> bool:
-    """Was ``obj`` (a class or function) defined outside the g10core package (a user's file, an
-    installed plug-in, a test, a notebook)?"""
-    return str(getattr(obj, "__module__", None) or "").partition(".")[0] != _PACKAGE
-
-
-def source_name(obj) -> str:
-    """The file that defines ``obj`` (its name), or its module's name where it has no file."""
-    try:
-        path = inspect.getsourcefile(obj) or inspect.getfile(obj)
-    except (TypeError, OSError):
-        path = None
-    return os.path.basename(path) if path else str(getattr(obj, "__module__", "?"))
-
-
-def guarded(function, owner=None, method: str | None = None):
-    """``function`` wrapped so that an exception out of it (but a g10core error it passes on)
-    becomes a :class:`PluginError` naming its file and ``owner.method`` (or the function)."""
-    if getattr(function, "__g10core_guarded__", False):
-        return function
-    what = f"{owner.__qualname__}.{method}" if owner is not None else getattr(function, "__qualname__", "?")
-
-    @functools.wraps(function)
-    def call(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except G10Error:
-            raise           # already one line in the user's terms (a nested plug-in call, bad input)
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of a plug-in is the plug-in's
-            raise PluginError(source_name(owner if owner is not None else function), what,
-                              type(exc).__name__, str(exc)) from exc
-
-    call.__g10core_guarded__ = True
-    return call
-
-
-def guard_methods(cls) -> None:
-    """Wrap the methods g10core calls (:data:`CALLED_METHODS`) that ``cls`` itself defines in
-    :func:`guarded`, when ``cls`` comes from outside g10core (``Policy.__init_subclass__``)."""
-    if not is_outside(cls):
-        return
-    for method in CALLED_METHODS:
-        function = cls.__dict__.get(method)
-        if inspect.isfunction(function):
-            setattr(cls, method, guarded(function, cls, method))
-
 
 def load_file(spec: str) -> type[Policy]:
     """The policy class ``FILE.py:NAME`` names, registered under its ``name``.
