@@ -1,9 +1,8 @@
 """``g10sim hints``: write a policy's migration hints to a file."""
 from __future__ import annotations
 
-from .common import (Once, EXIT_OK, add_config_options, add_json_option, check_output_path, config_from_args, emit_json,
-                     human, policy_help,
-                     simulation_failures)
+from .common import (EXIT_OK, Once, add_config_options, add_json_option, check_output_path, config_from_args,
+                     emit_json, human, policy_help, simulation_failures)
 
 
 def _cmd_hints(args) -> int:

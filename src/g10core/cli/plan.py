@@ -18,8 +18,8 @@ import sys
 import warnings
 
 from ..errors import G10Warning
-from .common import (Once, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, add_config_options, add_json_option, check_output_path, emit_json, human,
-                     number_arg, policy_help, positive_int)
+from .common import (EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Once, add_config_options, add_json_option,
+                     check_output_path, emit_json, human, number_arg, policy_help, positive_int)
 
 
 class _Vary(argparse.Action):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import (Once, EXIT_FAILURE, EXIT_OK, add_config_options, add_json_option, check_output_path,
+from .common import (EXIT_FAILURE, EXIT_OK, Once, add_config_options, add_json_option, check_output_path,
                      config_from_args, heartbeat, human, policy_help, simulation_failures)
 
 
