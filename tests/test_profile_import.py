@@ -243,7 +243,7 @@ def test_cli_human_output(recorded, tmp_path, capsys):
     et, kin, _ = recorded
     code, stdout, err = run(capsys, "trace", "import-torch", "--et", et, "--kineto", kin, "-o", tmp_path / "m.h5")
     assert code == 0 and err == ""
-    assert "kernels from operator CPU durations (a CPU-only profile)" in stdout and "4 param" in stdout
+    assert "kernels from operator CPU durations (a CPU-only profile)" in stdout and "4 parameter" in stdout
 
 
 def test_import_needs_no_torch(recorded, tmp_path):

@@ -12,7 +12,11 @@ Each table sits between two marker lines in its Markdown file::
 The tables (NAME): ``validation`` (docs/validation.md: g10core.capture.validation's table, from the
 golden predictions tests/data/validation_expected.json, which tests/test_validation.py checks
 against a fresh run), ``llm-traces`` and ``twin-traces`` (the traces README: each shipped capture's
-kernels, footprint, memory ratio and ideal time, read from the files).  Needs no torch.
+kernels, footprint, memory ratio and ideal time, read from the files), ``gpus`` (docs/gpus.md: the
+table g10core.gpus.GPUS, with each model's PCIe link as g10core.pcie computes it),
+``calibration-errors`` (docs/guide/capture.md: the leave-one-model-out errors the shipped calibration
+a100-g10-v1 records) and ``capture-families`` (docs/guide/capture.md: g10core.capture.families'
+families, sizes and parameter counts).  Needs no torch.
 """
 from __future__ import annotations
 
@@ -87,10 +91,55 @@ def twin_traces_table() -> str:
     return "\n".join(lines)
 
 
+def _number(x) -> str:
+    return "-" if x is None else f"{x:g}"
+
+
+def gpus_table() -> str:
+    from g10core.gpus import GPUS
+    from g10core.pcie import PcieSpec
+
+    lines = ["| model | memory (GiB) | SMs | memory bandwidth (GB/s) | FP32 | TF32 | FP16/BF16 | FP8 | PCIe link | "
+             "link GB/s per direction |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for g in GPUS.values():
+        fp16 = _number(g.fp16_TFLOPs) if g.fp16_TFLOPs == g.bf16_TFLOPs else \
+            f"{_number(g.fp16_TFLOPs)} / {_number(g.bf16_TFLOPs)}"
+        link = PcieSpec(generation=g.pcie_generation, lanes=g.pcie_lanes).raw_GBps
+        lines.append(f"| {g.name} | {_number(g.memory_GiB)} | {g.sms} | {_number(g.memory_bandwidth_GBps)} | "
+                     f"{_number(g.fp32_TFLOPs)} | {_number(g.tf32_TFLOPs)} | {fp16} | {_number(g.fp8_TFLOPs)} | "
+                     f"Gen{g.pcie_generation} x{g.pcie_lanes} | {round(link, 3):.3f} |")
+    return "\n".join(lines)
+
+
+def calibration_errors_table() -> str:
+    from g10core.capture.calibrate import format_errors
+    from g10core.workload.kerneltime import load_calibration
+
+    # the errors the shipped calibration records (fitted with it), not a refit's
+    return format_errors(load_calibration().errors["leave_one_model_out"])
+
+
+def capture_families_table() -> str:
+    from g10core.capture.families import DEFAULT_SIZE, FAMILIES, IMAGE_FAMILIES, parameter_count
+
+    lines = ["| family | size | parameters | input |", "|---|---|---|---|"]
+    for family, sizes in FAMILIES.items():
+        for size, config in sizes.items():
+            n = parameter_count(config)
+            count = f"{n / 1e9:.3f} G" if n >= 1e9 else f"{n / 1e6:.1f} M"
+            default = " (default)" if DEFAULT_SIZE[family] == size and len(sizes) > 1 else ""
+            lines.append(f"| `{family}` | `{size}`{default} | {count} | "
+                         f"{'image (--seq-len is its side)' if family in IMAGE_FAMILIES else 'tokens'} |")
+    return "\n".join(lines)
+
+
 TABLES = {
     "validation": (ROOT / "docs" / "validation.md", validation_table),
     "llm-traces": (ROOT / "src" / "g10core" / "workload" / "traces" / "README.md", llm_traces_table),
     "twin-traces": (ROOT / "src" / "g10core" / "workload" / "traces" / "README.md", twin_traces_table),
+    "gpus": (ROOT / "docs" / "gpus.md", gpus_table),
+    "calibration-errors": (ROOT / "docs" / "guide" / "capture.md", calibration_errors_table),
+    "capture-families": (ROOT / "docs" / "guide" / "capture.md", capture_families_table),
 }
 
 

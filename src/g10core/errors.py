@@ -12,11 +12,14 @@ The modules that raise these re-export them under their old names
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import os
 
 __all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError",
-           "CannotFit", "CaptureError", "ProfileError", "EvictionRuleError", "PolicyError", "TensorSimError",
-           "SweepError", "SimulationError", "did_you_mean"]
+           "CannotFit", "CaptureError", "ProfileError", "EvictionRuleError", "PolicyError", "PluginError",
+           "ScoreFunctionError", "TensorSimError", "SweepError", "SimulationError", "did_you_mean", "guarded",
+           "is_outside"]
 
 _IN_MEMORY_TRACE = "<in-memory trace>"
 
@@ -191,6 +194,51 @@ class PolicyError(InputError):
     and NAME.  (An unknown policy *name* is a ``KeyError`` of ``policies.get``.)"""
 
 
+class PluginError(InputError):
+    """Code from outside g10core that g10core called raised: a policy plug-in's method
+    (``__init__``, ``hints``, ``plan``, ``schedule``, ``simulate``, ``hand_tuned_factors``), an
+    eviction rule's builder a plug-in registered, or a user's score function (``--eviction
+    FILE.py:FUNC``).  Not a bug in g10core: the command line prints one line naming the file, the
+    class and method and the exception, and exits 2; ``--debug`` shows the plug-in's traceback
+    (the original exception is this one's ``__cause__``).
+
+    ``str()`` is ``plug-in FILE: WHAT raised TYPE: MESSAGE``, e.g.
+    ``plug-in my_policy.py: MyPolicy.hints raised ValueError: no tensors``.
+
+    Attributes
+    ----------
+    path : str
+        The plug-in's file (its name; the module's name where it has no file).
+    what : str
+        ``Class.method``, or the function's name.
+    error : str
+        The exception's type name.
+    reason : str
+        The exception's message, one line (may be empty).
+    """
+
+    def __init__(self, path: str, what: str, error: str, reason: str = "", text: str | None = None):
+        self.path = str(path)
+        self.what = what
+        self.error = error
+        self.reason = " ".join(str(reason).split())
+        self.text = text
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.text is not None:
+            return self.text
+        return f"plug-in {self.path}: {self.what} raised {self.error}" + (f": {self.reason}" if self.reason else "")
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.what, self.error, self.reason, self.text))
+
+
+class ScoreFunctionError(EvictionRuleError, PluginError):
+    """A user's score function (``--eviction FILE.py:FUNC``) raised or returned NaN during a run;
+    ``str()`` names the rule, the call's arguments and what the function raised (``text``)."""
+
+
 class G10Warning(UserWarning):
     """Something a user should know about a run that still runs (``g10sim`` prints it as one line
     ``g10sim: warning: ...`` on stderr): a hint file planned for another configuration, a parameter
@@ -203,6 +251,47 @@ class SimulationError(G10Error, RuntimeError):
     Not bad input (that is an :class:`InputError`); the command line prints one line
     and exits 1.
     """
+
+
+# ---- code from outside g10core (plug-ins): its exceptions become PluginError -----------------------
+
+_PACKAGE = __name__.partition(".")[0]
+
+
+def is_outside(obj) -> bool:
+    """Was ``obj`` (a class or function) defined outside the g10core package (a user's file, an
+    installed plug-in, a test, a notebook)?"""
+    return str(getattr(obj, "__module__", None) or "").partition(".")[0] != _PACKAGE
+
+
+def source_name(obj) -> str:
+    """The file that defines ``obj`` (its name), or its module's name where it has no file."""
+    try:
+        path = inspect.getsourcefile(obj) or inspect.getfile(obj)
+    except (TypeError, OSError):
+        path = None
+    return os.path.basename(path) if path else str(getattr(obj, "__module__", "?"))
+
+
+def guarded(function, owner=None, method: str | None = None):
+    """``function`` wrapped so that an exception out of it (but a g10core error it passes on)
+    becomes a :class:`PluginError` naming its file and ``owner.method`` (or the function)."""
+    if getattr(function, "__g10core_guarded__", False):
+        return function
+    what = f"{owner.__qualname__}.{method}" if owner is not None else getattr(function, "__qualname__", "?")
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except G10Error:
+            raise           # already one line in the user's terms (a nested plug-in call, bad input)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of a plug-in is the plug-in's
+            raise PluginError(source_name(owner if owner is not None else function), what,
+                              type(exc).__name__, str(exc)) from exc
+
+    call.__g10core_guarded__ = True
+    return call
 
 
 def did_you_mean(word: str, known, n: int = 3) -> str:

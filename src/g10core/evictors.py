@@ -69,7 +69,7 @@ import numpy as np
 
 from ._evict import NEVER, ArrivalOrderEvictor, DeepUMWindowEvictor, ScoreEvictor
 from ._pagetable import PageTable
-from .errors import EvictionRuleError
+from .errors import EvictionRuleError, ScoreFunctionError, guarded, is_outside
 from .files import import_user_file, is_user_file_spec
 
 SCORE_ARGUMENTS = ("now_kernel", "tensor", "resident_pages", "size_pages", "last_use_kernel",
@@ -141,6 +141,8 @@ def register(name: str, description: str, build: Callable, **flags) -> None:
     ``flags``: :class:`EvictionRule`'s ``arrival_order``, ``window``, ``future_knowledge``."""
     if name in EVICTORS or name in ALIASES:
         raise ValueError(f"eviction rule {name!r} registered twice")
+    if is_outside(build):       # a plug-in's builder: its exception names it (PluginError)
+        build = guarded(build)
     EVICTORS[name] = EvictionRule(name, description, build, **flags)
 
 
@@ -280,11 +282,13 @@ def check_score_failures(rule, evictor) -> None:
     count, args = failure
     shown = ", ".join(f"{name}={value}" for name, value in zip(SCORE_ARGUMENTS, args))
     what = "raised an exception or returned NaN"
+    error, reason = "an exception or NaN", ""
     if spec.python_function is not None:
         try:
             value = spec.python_function(*args)
         except Exception as exc:  # noqa: BLE001 - the user's code: any exception is the answer
             what = f"raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
+            error, reason = type(exc).__name__, str(exc)
         else:
             try:
                 nan = math.isnan(float(value))
@@ -292,8 +296,10 @@ def check_score_failures(rule, evictor) -> None:
                 nan = False
             what = ("returned NaN" if nan else
                     f"raised an exception compiled by numba (in Python it returns {value!r} here)")
-    raise EvictionRuleError(f"--eviction {spec.spec}: {spec.function}({shown}) {what}; a score function must "
-                            f"return a number for every input ({count} call(s) of this run failed)")
+            error = "NaN" if nan else "an exception compiled by numba"
+    raise ScoreFunctionError(Path(spec.path).name, spec.function, error, reason, text=(
+        f"--eviction {spec.spec}: {spec.function}({shown}) {what}; a score function must "
+        f"return a number for every input ({count} call(s) of this run failed)"))
 
 
 def resolve(spec) -> EvictionRule:

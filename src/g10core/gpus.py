@@ -17,6 +17,7 @@ peaks and the memory bandwidth retarget a trace's kernel times
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 
 # The GPU the shipped traces and the G10 artifact's profiles were measured on (G10 paper, Sec. 6:
@@ -107,13 +108,33 @@ def known() -> list[str]:
     return list(GPUS)
 
 
-def unknown_text(name) -> str:
-    """``unknown GPU 'X'; known: ...; did you mean 'Y'?`` (one line)."""
+def family(name) -> str:
+    """The model family a GPU name starts with (``H100`` of ``H100-80GB``, ``RTX4090`` of
+    ``RTX 4090``): its leading letters and first number, upper case, a separator between them dropped."""
+    m = re.match(r"\s*([A-Za-z]*)[\s_-]*([0-9]+)", str(name))
+    return (m.group(1) + m.group(2)).upper() if m else ""
+
+
+def suggestions(name) -> list[str]:
+    """The table keys to suggest for an unknown GPU ``name``: those of its family first
+    (``H100-80GB``: ``H100-SXM``, ``H100-PCIe``; a memory-size suffix is not a family), else the
+    closest in spelling (an alias suggests its key)."""
+    alias = {k.lower(): v for k, v in ALIASES.items()}.get(str(name).strip().lower())
+    if alias:
+        return [alias]
+    fam = family(name)
+    same = [k for k in GPUS if fam and family(k) == fam]
+    if same:      # the closest in spelling first
+        return sorted(same, key=lambda k: -difflib.SequenceMatcher(None, str(name).lower(), k.lower()).ratio())
     keys = {k.lower(): k for k in list(GPUS) + list(ALIASES)}
     close = difflib.get_close_matches(str(name).lower(), list(keys), n=1, cutoff=0.5)
-    hint = ""
-    if close:
-        hint = f"; did you mean {ALIASES.get(keys[close[0]], keys[close[0]])!r}?"
+    return [ALIASES.get(keys[c], keys[c]) for c in close]
+
+
+def unknown_text(name) -> str:
+    """``unknown GPU 'X'; known: ...; did you mean 'Y'?`` (one line)."""
+    close = suggestions(name)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"unknown GPU {name!r}; known: {', '.join(GPUS)}{hint}"
 
 

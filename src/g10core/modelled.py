@@ -147,10 +147,11 @@ def ignored_parameters(cfg, policy, eviction=None) -> list[str]:
     now = _flat(cfg)
     base = _flat(preset(DEFAULT_PRESET))
     own = _flat(preset(cfg.preset)) if cfg.preset else base
+    from_model = _from_gpu_model(cfg, now)
     out = []
     for key, value in now.items():
         ref = own[key] if key in PRESET_KEYS else base[key]
-        if value == ref:
+        if value == ref or key in from_model:
             continue
         reads = key in reads_keys
         if key in PCIE_KEYS and cfg.link.model != "pcie":
@@ -177,6 +178,23 @@ def ignored_parameters(cfg, policy, eviction=None) -> list[str]:
         if not reads and key not in cls.not_applicable:
             out.append(key)
     return out
+
+
+def _from_gpu_model(cfg, now: dict) -> frozenset[str]:
+    """Keys at the value ``gpu.model`` gives them whose effect the run models through another key:
+    the link's generation and lanes through ``link.bandwidth_GBps`` (their raw rate, when it is the
+    model's too), the SM count through the kernel times retargeted to the model's peaks.  Not
+    "ignored": a ``--gpu`` run's link is that generation's bandwidth."""
+    from .config import model_values
+
+    try:
+        given = model_values(cfg.gpu.model)
+    except ValueError:
+        return frozenset()
+    keys = {"gpu.sms"} if now["gpu.sms"] == given["gpu.sms"] else set()
+    if now["link.bandwidth_GBps"] == given["link.bandwidth_GBps"]:
+        keys |= {k for k in ("link.generation", "link.lanes") if now[k] == given[k]}
+    return frozenset(keys)
 
 
 def warning_text(cfg, policy: str, keys: list[str]) -> str:

@@ -61,13 +61,14 @@ import gzip
 import hashlib
 import json
 import math
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ProfileError
+from ..errors import G10Warning, ProfileError
 from ..files import is_special_file
 from ..gpus import GPUS
 from ..workload.kerneltime import (ALLOC_OPS, OVERWRITE_OPS, Calibration, KernelFeatures, KernelTimeModel,
@@ -796,8 +797,10 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
                 param_shapes.add(tuple(shape)[::-1])
     a_tensor, a_mode, offsets = [], [], [0]
     k_class, k_op = [], []
+    phases = set()
     for k, ((nid, name, _t, _), row) in enumerate(zip(kernels, k_ops)):
         phase = nodes[nid].phase if nid is not None else "forward"
+        phases.add(phase)
         packet = _packet(name)
         n_new = 0
         reads = [(key, m, sh) for key, m, sh in row if m & ACCESS_READ]
@@ -824,6 +827,12 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
         k_op.append(op)
     if not sizes:
         raise ProfileError(et_path, "nodes[*].inputs", "no tensor on the profiled device: nothing to page")
+    if "backward" not in phases:
+        # an inference (forward-only) profile: the trace format is one training iteration
+        warnings.warn(G10Warning(
+            f"{Path(et_path).name}: the profile has no backward pass (no operator ran under autograd's backward): "
+            "imported as one training iteration of its forward kernels; inference is not supported yet (issue 45)"),
+            stacklevel=2)
 
     size = np.array(sizes, np.int64)
     offsets = np.array(offsets, np.int64)

@@ -1,7 +1,7 @@
 """The ``g10sim`` command (also ``python -m g10core``).
 
 One module per command group (``trace``, ``run``, ``hints``, ``reproduce``,
-``report``, ``ssd``, ``config``, ``uvm-micro``, ``sweep``, ``plan``), each with a function
+``report``, ``ssd``, ``config``, ``uvm-micro``, ``sweep``, ``plan``, ``policies``), each with a function
 ``add_parser(subparsers)`` that adds its sub-commands, each with
 ``set_defaults(func=...)``; the function gets the
 parsed arguments and returns the exit status.  A new group is one module plus
@@ -37,7 +37,7 @@ import warnings
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .. import __version__
-from . import config, hints, plan, report, reproduce, run, ssd, sweep, trace, uvm_micro
+from . import config, hints, plan, policies, report, reproduce, run, ssd, sweep, trace, uvm_micro
 from ..errors import G10Warning, SimulationError
 from .common import (  # noqa: F401 (the helpers every command group uses, importable from here)
     EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERNAL, EXIT_OK, EXPECTED_ERRORS, OneLineParser, add_config_options,
@@ -56,6 +56,7 @@ COMMAND_GROUPS = [
     uvm_micro.add_parser,
     sweep.add_parser,
     plan.add_parser,
+    policies.add_parser,
 ]
 
 

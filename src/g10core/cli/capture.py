@@ -5,8 +5,8 @@ Two functions the CLI's groups call: :func:`add_capture_command` adds ``capture`
 """
 from __future__ import annotations
 
-import json
 import time
+from collections import Counter
 
 from ..capture.families import DEFAULT_SIZE, FAMILIES, IMAGE_FAMILIES
 from ..config import DEFAULT_PRESET
@@ -100,14 +100,19 @@ def add_capture_command(trace_subparsers) -> None:
 
 def _cmd_trace_import_torch(args) -> int:
     from ..capture.profile import import_profile
+    from ..codes import ROLE_NAMES
     from ..workload.trace import summarize, write_trace
 
+    cli.check_output_path(args.output, "-o")      # before the import: a long import, then no file
     trace = import_profile(args.et, args.kineto, model=args.model, batch_size=args.batch_size,
                            calibration=args.calibration, torch_version=args.torch_version or "",
                            cpu_times=args.cpu_times, gpu=args.gpu or "A100-40GB")
     path = write_trace(trace, args.output)
     info = {"path": str(path), "file_size_bytes": path.stat().st_size}
     info.update(summarize(trace))
+    # the roles as the file stores them (the importer's own classification is attrs.import_tensor_roles)
+    stored = Counter(ROLE_NAMES.get(int(code), "unknown") for code in trace.tensor_role)
+    info["tensor_roles"] = {name: stored[name] for name in ROLE_NAMES.values() if stored[name]}
     info["attrs"] = dict(trace.attrs)
     if cli.human(args):
         a = trace.attrs
@@ -115,7 +120,7 @@ def _cmd_trace_import_torch(args) -> int:
         what = (f"GPU kernels on {a['import_device']}" if on_gpu
                 else f"physical-v1 times on the {trace.profiled_gpu} (a CPU-only profile's operators)"
                 if a["import_cpu_times"] == "physical" else "operator CPU durations (a CPU-only profile)")
-        roles = ", ".join(f"{n} {r}" for r, n in json.loads(a["import_tensor_roles"]).items() if n)
+        roles = ", ".join(f"{n} {r}" for r, n in info["tensor_roles"].items())
         print(f"wrote {path}: {trace.n_kernels} kernels from {what}, {trace.n_tensors} tensors ({roles}), "
               f"footprint {cli.fmt_bytes(trace.footprint_bytes)}, ideal {cli.fmt_seconds(info['ideal_time_s'])}"
               + (f" (the profile's GPU time: {cli.fmt_seconds(a['import_gpu_time_ns'] * 1e-9)})" if on_gpu else "")

@@ -77,6 +77,20 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
+class Once(argparse.Action):
+    """An option that takes one value: given twice with different values it is refused, naming both
+    (argparse's default keeps the last silently, so ``--policy g10 --policy deepum`` ran deepum)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = getattr(namespace, "_given_once", set())
+        held = getattr(namespace, self.dest, None)
+        if self.dest in seen and held != values:
+            parser.error(f"{option_string} given twice ({held!r} and {values!r}); give one")
+        seen.add(self.dest)
+        namespace._given_once = seen
+        setattr(namespace, self.dest, values)
+
+
 def add_json_option(parser: argparse.ArgumentParser):
     parser.add_argument("--json", metavar="PATH|-", dest="json_path",
                         help="also write the results as JSON to PATH ('-': to stdout, instead of the text)")
@@ -216,7 +230,7 @@ def add_config_options(parser: argparse.ArgumentParser, default_preset: str | No
 
     default_preset = DEFAULT_PRESET if default_preset is None else default_preset
     g = parser.add_argument_group("configuration (preset, then --config, then --set)")
-    g.add_argument("--preset", default=default_preset, metavar="NAME",
+    g.add_argument("--preset", default=default_preset, metavar="NAME", action=Once,
                    help=f"named configuration to start from: {', '.join(PRESETS)} (default: {default_preset}; "
                         "g10-artifact reproduces the paper with its hand-tuned factors, default explores "
                         "without them)")
@@ -231,14 +245,20 @@ def add_gpu_option(parser) -> None:
     """--gpu NAME: the same as --set gpu.model=NAME (an explicit --set or config key still wins)."""
     from ..gpus import GPUS
 
-    parser.add_argument("--gpu", metavar="NAME", help="the GPU (g10core.gpus): " + ", ".join(GPUS) + "; sets "
-                        "its memory and PCIe link and retargets the kernel times (same as --set gpu.model=NAME; "
+    parser.add_argument("--gpu", metavar="NAME", action=Once,
+                        help="the GPU (g10core.gpus): " + ", ".join(GPUS) + "; sets its memory and PCIe link and "
+                        "retargets the kernel times (same as --set gpu.model=NAME, which may not name another; "
                         "keys set explicitly win)")
 
 
 def gpu_sets(args) -> list[str]:
     """``--set`` values with ``--gpu NAME`` first (so an explicit ``--set gpu.model`` still wins)."""
     gpu = getattr(args, "gpu", None)
+    if gpu is not None:
+        for item in getattr(args, "sets", None) or []:
+            key, _, value = item.partition("=")
+            if key.strip() == "gpu.model" and value.strip() != gpu:
+                raise ConfigError(f"--gpu {gpu} and --set {item.strip()} name two GPUs; give one")
     return ([f"gpu.model={gpu}"] if gpu is not None else []) + list(getattr(args, "sets", None) or [])
 
 
@@ -250,7 +270,19 @@ def config_from_args(args):
 
 
 def policy_help() -> str:
-    return ("base-uvm, belady, deepum, g10 (page level); flashneuron, g10-gds, g10-host (tensor level); "
-            "ideal; a policy an installed package adds (entry points g10core.policies); or FILE.py:NAME, a "
-            "Policy subclass in a file (shipped example: prefetch_next_inputs.py:PrefetchNextInputs; "
-            "docs/plugins.md)")
+    """``--policy``'s help: the built-in policies by level, from the registry (g10sim policies lists
+    them with what each does), then the plug-ins and ``FILE.py:NAME``."""
+    from .. import policies
+    from ..errors import is_outside
+
+    policies.load_builtin()     # not the installed plug-ins: a broken one would warn at every --help
+    by_level: dict[str, list[str]] = {}
+    for name, cls in sorted(policies.REGISTRY.items()):
+        if not is_outside(cls):
+            by_level.setdefault(cls.level, []).append(name)
+    groups = [f"{', '.join(by_level.pop(level))} ({level} level)" for level in ("page", "tensor")
+              if level in by_level]
+    groups += [", ".join(names) for names in by_level.values()]
+    return ("; ".join(groups) + " (g10sim policies lists them with what each does); a policy an installed "
+            "package adds (entry points g10core.policies); or FILE.py:NAME, a Policy subclass in a file (shipped "
+            "example: prefetch_next_inputs.py:PrefetchNextInputs; docs/plugins.md)")

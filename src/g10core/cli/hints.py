@@ -1,9 +1,8 @@
 """``g10sim hints``: write a policy's migration hints to a file."""
 from __future__ import annotations
 
-from .common import (EXIT_OK, add_config_options, add_json_option, check_output_path, config_from_args, emit_json,
-                     human, policy_help,
-                     simulation_failures)
+from .common import (EXIT_OK, Once, add_config_options, add_json_option, check_output_path, config_from_args,
+                     emit_json, human, policy_help, simulation_failures)
 
 
 def _cmd_hints(args) -> int:
@@ -35,7 +34,7 @@ def add_parser(subparsers) -> None:
         description="Compute the hint table (kernel, tensor, action) a policy applies to TRACE and write it as "
                     "HDF5 (format: g10core.workload.hints); `g10sim run TRACE --hints FILE` replays it.")
     p.add_argument("trace", metavar="TRACE", help="trace file (.h5) or name, e.g. bert_base-b256 (g10sim trace list)")
-    p.add_argument("--policy", metavar="P", required=True, help=policy_help())
+    p.add_argument("--policy", metavar="P", action=Once, required=True, help=policy_help())
     p.add_argument("-o", "--output", metavar="FILE.h5", required=True, help="hint file to write")
     add_config_options(p)
     add_json_option(p)

@@ -5,10 +5,11 @@
                 [--preset ...] [--config ...] [--set ...] [--gpu NAME]
                 [--json FILE] [--plot FILE] [--jobs N] [--dask ADDRESS] [--out STORE]
 
-Exit 0 with an answer; 2 for a key or range a plan cannot use (one line naming the key, before
-any run), or a range that does not bracket the target (one line naming the key, the range and
-what the runs found, after them: the report, ``--json`` and ``--plot`` are still written, with
-``bracketed: false``, and the store keeps the runs); 1 when a run raised.
+Exit 0 with an answer; 1 when no value in the range reaches the target (a result: one line naming
+the range and the best fraction reached; the report, ``--json`` and ``--plot`` are still written,
+with ``minimum: null``, ``bracketed: false``, and the store keeps the runs), or when a run raised;
+2 for a key or range a plan cannot use (one line naming the key, before any run), or a range
+whose low end already reaches the target (the least value may be lower: a lower LO).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ import sys
 import warnings
 
 from ..errors import G10Warning
-from .common import (EXIT_BAD_INPUT, EXIT_OK, add_config_options, add_json_option, check_output_path, emit_json, human,
-                     number_arg, policy_help, positive_int)
+from .common import (EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Once, add_config_options, add_json_option,
+                     check_output_path, emit_json, human, number_arg, policy_help, positive_int)
 
 
 class _Vary(argparse.Action):
@@ -79,8 +80,13 @@ def _cmd_plan(args) -> int:
             print(f"wrote {args.plot}")
     emit_json(r.to_dict(), args.json_path)
     if not r.bracketed:
-        # the runs are an answer of a kind (kept in the store, written above), but not to the question
-        print(f"g10sim: error: {' '.join(r.unbracketed.split())}", file=sys.stderr)
+        line = ' '.join(r.unbracketed.split())
+        if r.minimum is None:
+            # no value reaches the target: that is the result (written above), not bad input
+            print(f"g10sim: {line}", file=sys.stderr)
+            return EXIT_FAILURE
+        # met at the low end: the range given hides the least value (a lower LO)
+        print(f"g10sim: error: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK
 
@@ -90,16 +96,16 @@ def add_parser(subparsers) -> None:
         "plan", help="the least value of a key (SSD bandwidth, memory, ...) that reaches a fraction of ideal",
         description="Find the least value of --vary KEY in --range LO:HI for which TRACE under --policy reaches "
                     "--target of ideal (ideal time / time), by a scan of the range then bisection to --tolerance "
-                    "(1 %% of the value); a non-monotone scan is said in one line. Two --vary: the frontier, the "
+                    "(1 % of the value); a non-monotone scan is said in one line. Two --vary: the frontier, the "
                     "least second key for each of --points values of the first. Runs go through the sweep "
-                    "executors into --out STORE (resumable). Exit 0 with an answer; 2 for a key or range a plan "
-                    "cannot use, or a range that does not bracket the target (no value in it reaches the target, "
-                    "or its low end already does; for a frontier, at no point): one line on stderr, the report "
-                    "and --json still written (minimum null, or LO with minimum_is_upper_bound; bracketed false); "
-                    "1 when a run raised.")
+                    "executors into --out STORE (resumable). Exit 0 with an answer; 1 when no value in the range "
+                    "reaches the target (for a frontier, at no point; one line on stderr naming the best fraction "
+                    "reached, the report and --json still written with minimum null and bracketed false), or when "
+                    "a run raised; 2 for a key or range a plan cannot use, or a range whose low end already "
+                    "reaches the target (the report and --json still written: LO with minimum_is_upper_bound).")
     p.add_argument("trace", metavar="TRACE",
                    help="trace file (.h5) or name, e.g. llama-7b-s2048-b1 (g10sim trace list)")
-    p.add_argument("--policy", metavar="P", required=True, help=policy_help())
+    p.add_argument("--policy", metavar="P", action=Once, required=True, help=policy_help())
     p.add_argument("--target", metavar="FRACTION", type=_fraction, required=True,
                    help="fraction of ideal to reach, e.g. 0.8 or 80%%")
     p.add_argument("--vary", metavar="KEY", action=_Vary, dest="vary", default=[],

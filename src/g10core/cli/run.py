@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import (EXIT_FAILURE, EXIT_OK, add_config_options, add_json_option, check_output_path,
+from .common import (EXIT_FAILURE, EXIT_OK, Once, add_config_options, add_json_option, check_output_path,
                      config_from_args, heartbeat, human, policy_help, simulation_failures)
 
 
@@ -66,7 +66,7 @@ def add_parser(subparsers) -> None:
                     "host memory overflow), 2 on bad input (a kernel whose own working set exceeds GPU "
                     "memory is refused up front: cannot fit).")
     p.add_argument("trace", metavar="TRACE", help="trace file (.h5) or name, e.g. bert_base-b256 (g10sim trace list)")
-    p.add_argument("--policy", metavar="P", help=policy_help())
+    p.add_argument("--policy", metavar="P", action=Once, help=policy_help())
     p.add_argument("--hints", metavar="FILE.h5",
                    help="replay this hint file (from `g10sim hints` or your own code) instead of the policy's "
                         "hints; without --policy, the policy that made it (or g10: LRU for the rest)")

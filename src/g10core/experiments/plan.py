@@ -237,7 +237,8 @@ class PlanResult:
         the low end already does.
     unbracketed : str or None
         Where not bracketed, one line saying so: the key, the range, the target and what the
-        runs found (the line ``g10sim plan`` prints on stderr with exit 2); else None.
+        runs found (the line ``g10sim plan`` prints on stderr: exit 1 where no value reaches the
+        target, ``minimum`` None; exit 2 where the low end already does); else None.
     lo_is_floor : bool
         The low end of ``key``'s range is the least value the key takes (0, or its inclusive
         minimum, e.g. 0.1 for ``ssd.bandwidth_GBps``): the target met there is an exact answer
@@ -697,6 +698,8 @@ def _unbracketed(searches: list, target: float) -> str:
     frontier); what the runs found, and which end of ``--range`` to move."""
     ax = searches[0].axis
     head = f"--range {ax.lo:g}:{ax.hi:g} of {ax.key} does not bracket the target {target:g}"
+    # nothing reached: a result (g10sim plan exits 1), not a range to correct
+    none_reach = f"no value of {ax.key} in [{ax.lo:g}, {ax.hi:g}] reaches the target {target:g} of ideal"
     low = [s for s in searches if s.met_at_lo and not s.axis.floor]
     high = [s for s in searches if s.minimum is None]
     seen = [(f, v, s) for s in searches for v, f in s.seen.items()]
@@ -706,11 +709,15 @@ def _unbracketed(searches: list, target: float) -> str:
         if s.met_at_lo:
             return (f"{head}: the low end, {ax.key} = {s.minimum:g}, already reaches {s.seen[s.minimum]:.3f} of "
                     "ideal (the least value may be lower); widen --range (a lower LO)")
-        return (f"{head}: the best run reaches {best_f:.3f} of ideal at {ax.key} = {best_v:g}; widen --range "
+        return (f"{none_reach}: the best run reaches {best_f:.3f} of ideal at {ax.key} = {best_v:g}; widen --range "
                 + ("(a higher HI)" if best_v == s.scan[-1] else
                    f"(a higher HI), or vary another key: the fraction does not grow above {ax.key} = {best_v:g}"))
     (k1, _), = searches[0].fixed.items()
     grid = [s.fixed[k1] for s in searches]
+    if not low:
+        return (f"{none_reach} at any of the {len(searches)} values of {k1} in {min(grid):g} .. {max(grid):g}: the best "
+                f"run reaches {best_f:.3f} of ideal at {k1} = {best_s.fixed[k1]:g}, {ax.key} = {best_v:g}; widen "
+                f"--range of {ax.key} (a higher HI)")
     parts = []
     if high:
         parts.append(f"not reached at {len(high)} (the best run reaches {best_f:.3f} of ideal at {k1} = "

@@ -90,7 +90,7 @@ _PLUGINS_LOADED = False      # the entry points are read once per process, at th
 def _load():
     """The built-in policies, then (once) the installed plug-ins."""
     global _PLUGINS_LOADED
-    _load_builtin()
+    load_builtin()
     if not _PLUGINS_LOADED:
         _PLUGINS_LOADED = True
         from .plugins import load_entry_points
@@ -98,7 +98,8 @@ def _load():
         load_entry_points()
 
 
-def _load_builtin():
+def load_builtin() -> None:
+    """Import the built-in policy modules (they register themselves); not the installed plug-ins."""
     import importlib
 
     for mod in _BUILTIN:
@@ -107,3 +108,6 @@ def _load_builtin():
         except ModuleNotFoundError as exc:  # a module not written yet
             if exc.name != f"{__name__}.{mod}":
                 raise
+
+
+_load_builtin = load_builtin      # (its former private name)

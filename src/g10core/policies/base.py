@@ -6,6 +6,7 @@ Policy modules import from here, never from the package: the package loads them
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, fields
 from typing import Callable, ClassVar
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..codes import HINT_DTYPE
 from ..config import SECTIONS
+from ..errors import guarded, is_outside
 
 
 # ---- the configuration keys a policy reads (``Policy.reads``; ``modelled.py`` warns of the others) ----
@@ -141,6 +143,12 @@ class Policy:
     # supersedes them (G10's lead and safe times under the far-fault handler; modelled.py)
     plans_with: ClassVar[frozenset[str]] = frozenset()
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # a plug-in's exception names the plug-in (PluginError, exit 2), not g10core as a bug
+        if is_outside(cls):
+            guard_methods(cls)
+
     def __init__(self, config=None):
         self.config = config
 
@@ -260,6 +268,22 @@ class TensorPolicy(Policy):
 
 
 REGISTRY: dict[str, type[Policy]] = {}
+
+# the methods g10core calls on a policy: a plug-in's own versions are guarded (guard_methods)
+CALLED_METHODS = ("__init__", "hints", "plan", "schedule", "simulate", "hand_tuned_factors")
+
+
+def guard_methods(cls) -> None:
+    """Wrap the methods g10core calls (:data:`CALLED_METHODS`) that ``cls`` itself defines in
+    :func:`g10core.errors.guarded`, when ``cls`` comes from outside g10core (a plug-in, a user's
+    file, a notebook; ``Policy.__init_subclass__``): its exception is then a ``PluginError``
+    naming it, not an error of g10core."""
+    if not is_outside(cls):
+        return
+    for method in CALLED_METHODS:
+        function = cls.__dict__.get(method)
+        if inspect.isfunction(function):
+            setattr(cls, method, guarded(function, cls, method))
 
 
 def check(cls) -> None:

@@ -10,6 +10,12 @@
   policy.  A plug-in that fails to load or to pass the checks is left out with one warning line
   naming it: a broken plug-in never stops a run of the other policies.
 
+An exception in a plug-in's code while g10core calls it (its ``__init__``, ``hints``, ``plan``,
+``schedule``, ``simulate``, ``hand_tuned_factors``; a class defined outside the ``g10core``
+package has these methods wrapped when it is defined, :func:`.base.guard_methods`) is a
+:class:`~g10core.errors.PluginError` naming the file, ``Class.method`` and the exception: the
+plug-in's fault, not g10core's (exit 2, not "a bug in g10core").
+
 ``docs/plugins.md`` is the guide.
 """
 from __future__ import annotations
@@ -19,12 +25,11 @@ import warnings
 
 from ..errors import G10Warning, PolicyError
 from ..files import import_user_file, is_user_file_spec
-from .base import REGISTRY, Policy, check
+from .base import CALLED_METHODS, REGISTRY, Policy, check, guard_methods  # noqa: F401 (API)
 
 ENTRY_POINT_GROUP = "g10core.policies"
 
 is_file_spec = is_user_file_spec
-
 
 def load_file(spec: str) -> type[Policy]:
     """The policy class ``FILE.py:NAME`` names, registered under its ``name``.
