@@ -1042,7 +1042,7 @@ class TensorLevelSimulator:
         size, held, cap = self.size_bytes[tensor], self.host_bytes, self.spec.host_capacity_bytes
         who = f"{self.policy}: " if self.policy else ""
         return (f"{who}offloading tensor {tensor} ({self.trace.tensor_name[tensor]!s}, {size / GiB:.3g} GiB) needs "
-                f"host memory beyond host.memory_GiB = {cap / GiB:g} GiB (held: {held / GiB:.3g} GiB in "
+                f"host memory beyond host.memory_GiB = {cap / GiB:.4g} GiB (held: {held / GiB:.3g} GiB in "
                 f"{sum(self._host_counted)} tensors); the policy offloads to pinned host memory and has no "
                 "tier below it")
 
@@ -2039,7 +2039,7 @@ def check_initial_tier(trace: Trace, initial_tier, spec: TensorSimSpec) -> np.nd
 def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
              backward_start_kernel: int = -1, visit_order: str | None = None, initial_tier=None,
              cpu_kernels=None, cpu_work: "CPUWork | None" = None, demand_eviction: str | None = None,
-             host_overflow: str = "fail", policy: str = "") -> dict:
+             host_overflow: str = "ssd", policy: str = "") -> dict:
     """Simulate one iteration of ``trace`` at tensor level under ``hints``.
 
     ``config`` is a :class:`~g10core.config.SimConfig` (preset ``g10-artifact``
@@ -2072,8 +2072,8 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     ``host_overflow`` (outside ``g10-artifact``): what an eviction to host memory does when
     ``host.memory_GiB`` cannot hold it besides what is there: ``"fail"`` (a policy that offloads to
     pinned host memory and has no tier below it: the run fails naming the tensor) or ``"ssd"``
-    (it goes to the SSD instead; counted in ``host_spills`` / ``host_spilled_bytes``).  ``policy``
-    names the policy in that failure.
+    (the default, G10's tiers: it goes to the SSD instead; counted in ``host_spills`` /
+    ``host_spilled_bytes``).  ``policy`` names the policy in that failure.
     Returns a plain dict; see the module docstring.
     """
     if not isinstance(trace, Trace):
