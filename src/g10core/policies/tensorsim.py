@@ -63,14 +63,37 @@ again).  With CPU kernels, transfers into the GPU copy (the host or SSD copy sta
 it was only a staging copy), the others move; ``to_host`` / ``to_ssd`` also move a tensor between
 host memory and the SSD (queues ``host_to_ssd`` / ``ssd_to_host`` at ``ssd.bandwidth_GBps``,
 sharing the SSD with its GPU<->SSD stream of the same direction).  Host memory bandwidth is
-shared max-min fair, decided when each starts, as the link is: a DMA through host memory
-(GPU<->host, host<->SSD) that starts while a CPU kernel runs gets at most max(M / 2, M - the
-kernel's rate) and a CPU kernel that starts while such DMA runs gets max(M / 2, M - their rates)
-(M = ``cpu.memory_bandwidth_GBps``).  Tensors in host memory and the pinned staging buffers
+shared: the DMA through host memory (GPU<->host, host<->SSD) in flight while a CPU kernel runs
+gets at most max(M / 2, M - the kernel's rate) together (re-rated as any transfer, below), and a
+CPU kernel that starts while such DMA runs gets max(M / 2, M - their rates), fixed for its
+duration (M = ``cpu.memory_bandwidth_GBps``).  Tensors in host memory and the pinned staging buffers
 (``CPUWork.pinned_host_bytes``) count against ``host.memory_GiB``; a run that needs more fails.
 The result gains ``cpu_busy_s`` and ``gpu_wait_cpu_s`` (also in ``breakdown_s``), the traffic
 keys ``host_to_ssd`` and ``ssd_to_host``, ``peak_host_bytes``, ``pinned_host_bytes``,
 ``host_capacity_bytes``, ``n_cpu_kernels`` and ``kernel_on_cpu``.
+
+**Sharing** (every run).  A transfer in flight keeps the bytes it has moved; whenever one
+starts or ends (or a CPU kernel does), every transfer in flight is re-rated max-min fair over
+what it shares: each direction of the GPU's link (``spec.link_bandwidth_Bps``, outside
+``g10-artifact``) between the SSD and host streams, and with CPU kernels the SSD and host memory.
+A transfer whose rate changes gets a new completion event (the old one goes stale), so the cost
+is per start and end, never per byte, and the rates on a shared resource never add up to more
+than it has at any instant.  ``g10-artifact`` keeps the published static split (no shared link:
+every rate is its queue's own, so nothing is ever re-rated).
+
+**Capacities and lifetimes** (outside ``g10-artifact``, whose published simulator has none of
+these rules).  A copy in host memory counts against ``host.memory_GiB`` from when its eviction is
+queued until it is fetched back, freed or its tensor dies (``peak_host_bytes``); an eviction it
+cannot hold fails the run naming the tensor or goes to the SSD (``simulate(host_overflow=)``;
+``host_spills``, ``host_spilled_bytes``).  The tensors of the kernel being prepared or running
+are never released: an eviction of one still queued is cancelled (``n_cancelled_transfers``),
+one in flight completes as a copy and the pages stay (``n_kept_evictions``).  A tensor that
+dies drops its queued transfers and waiting prefetch, and a prefetch hinted after its death is
+ignored.
+
+**Transfer log.**  The result's ``transfer_log`` (:data:`TRANSFER_LOG_DTYPE`) has a row per stretch
+of constant rate of every transfer; :func:`transfer_spans` folds it to a row per transfer and
+:func:`link_rate_excess` checks a bandwidth bound over it at every instant.
 
 Time is integer GPU cycles.  The published simulator (``FlashNeuron_simulator``
 in platformxlab/G10 ``src/vitality.cc``) works in double milliseconds; a
@@ -354,7 +377,7 @@ class TensorSimSpec:
     artifact_quirks: bool = True
     visit_order: str = "artifact"    # order of a kernel's tensors: one of VISIT_ORDERS
     # > 0: the SSD and host paths of one direction share a link of this bandwidth, max-min fair,
-    # decided when a transfer starts; 0: the published static split (host gets what the
+    # re-rated whenever a transfer starts or ends; 0: the published static split (host gets what the
     # SSD stream leaves of the link, host_bandwidth_Bps, all the time)
     link_bandwidth_Bps: float = 0.0
     allocator: str = "extents"       # GPU memory: one of ALLOCATORS (see the module docstring)
@@ -995,8 +1018,6 @@ class TensorLevelSimulator:
             self.queues[qi] = keep
             if seqs is not None:
                 self._queued_seq[qi] = keep_seq
-            if first == 0 and keep and not self._ssd_shared:
-                self._start_head(qi)    # (cannot happen: an idle queue holds nothing)
         if self._ssd_shared and self._ssd_serving < 0:
             self._next_ssd()
 
