@@ -70,7 +70,7 @@ TRANSLATION_KEY = ("translation",)   # a fourth part in the detailed preset (bre
 from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, MOVED_COLUMNS, MOVED_ROW_DTYPE, as_columns  # noqa: E402
 from .files import write_text_atomic  # noqa: E402,F401 (importable from here)
 from .params import ITERATION_RULES  # noqa: E402 (run.iteration_rule's choices)
-from .timeline import WAIT_CPU, WAIT_IDLE, WAIT_OTHER, WAIT_RESOURCES, WAIT_SPAN_DTYPE  # noqa: E402,F401
+from .timeline import WAIT_CPU, WAIT_IDLE, WAIT_OTHER, WAIT_RESOURCES, WAIT_SPAN_DTYPE, transfer_spans  # noqa: E402,F401
 
 
 # ---- the artifact's statistics (moved here from testing/reference.py) -------------------
@@ -981,7 +981,7 @@ def from_tensor_level(d: dict, *, page_size_bytes: int, sim_trace=None, **common
     if sim_trace is not None and "transfer_log" in d and d.get("time_cycles") is not None and len(kern):
         hz = float((common.get("config") or {}).get("gpu", {}).get("frequency_GHz", 1.2)) * 1e9
         counters["waits"], spans = tensor_waits(d, sim_trace, hz)
-        tl.update({"tensor_transfers": np.asarray(d["transfer_log"]), "freq_hz": int(round(hz)),
+        tl.update({"tensor_transfers": transfer_spans(d["transfer_log"]), "freq_hz": int(round(hz)),
                    "time_cycles": int(d["time_cycles"]), **spans})
     return Result(level="tensor", iterations=(it,), ideal_time_s=ideal, counters=counters,
                   kernels=kern, timeline=tl, **common)
@@ -1080,7 +1080,7 @@ def tensor_waits(d: dict, trace, freq_hz: float) -> tuple[dict, dict]:
         on_cpu = np.zeros(K, bool)
     end = int(d["time_cycles"])
     gpu_end = int(d.get("gpu_end_cycles", end))
-    log = np.asarray(d.get("transfer_log", np.zeros(0)))
+    log = transfer_spans(d.get("transfer_log", ()))          # one row per transfer
     off, acc = trace.access_offsets, trace.access_tensor
     tensors = [None] * K
 

@@ -98,6 +98,51 @@ WAIT_SPAN_DTYPE = np.dtype([("start", np.int64), ("end", np.int64), ("resource",
                             ("via_cpu", np.bool_), ("tensor", np.int64), ("kernel", np.int64)])
 
 
+# One row per segment of constant rate of a transfer (the tensor-level simulator's
+# ``transfer_log``, policies/tensorsim.py): its id, tensor, queue (an index of CPU_QUEUE_NAMES: the direction
+# and the tier), start and end in GPU cycles, bytes moved in the segment, and on a transfer's last
+# row whether its end dropped the tensor's GPU pages (an eviction that released them).
+TRANSFER_LOG_DTYPE = np.dtype([("transfer", np.int64), ("tensor", np.int64), ("queue", np.int8),
+                               ("start", np.int64), ("end", np.int64), ("bytes", np.float64),
+                               ("released", np.bool_)])
+
+
+def transfer_spans(log: np.ndarray) -> np.ndarray:
+    """One row per transfer of a ``transfer_log``: its first start, last end and total bytes (rounded),
+    with its tensor, queue and ``released``; ordered by transfer id (the order they started)."""
+    log = np.asarray(log, TRANSFER_LOG_DTYPE)
+    if log.size == 0:
+        return log.copy()
+    order = np.argsort(log["transfer"], kind="stable")
+    lg = log[order]
+    first = np.flatnonzero(np.r_[True, lg["transfer"][1:] != lg["transfer"][:-1]])
+    last = np.r_[first[1:] - 1, lg.size - 1]
+    out = lg[last].copy()
+    out["start"] = lg["start"][first]
+    out["bytes"] = np.round(np.add.reduceat(lg["bytes"], first))
+    return out
+
+
+def link_rate_excess(log: np.ndarray, queues, bandwidth_Bps: float, frequency_GHz: float) -> float:
+    """The largest amount (B/s) by which the transfers on ``queues`` together exceed
+    ``bandwidth_Bps`` at any instant of a ``transfer_log`` (<= 0: the bound holds throughout).
+
+    A segment moves ``bytes`` evenly over ``[start, end)``; its cycles are whole, so its rate is
+    computed over at least one cycle, and a segment's rounding up to a whole cycle makes it a
+    little slower, never faster."""
+    log = np.asarray(log, TRANSFER_LOG_DTYPE)
+    sel = log[np.isin(log["queue"], list(queues)) & (log["end"] > log["start"])]
+    if sel.size == 0:
+        return -float(bandwidth_Bps)
+    hz = frequency_GHz * 1e9
+    rate = sel["bytes"] * hz / (sel["end"] - sel["start"])
+    times = np.concatenate((sel["start"], sel["end"]))
+    delta = np.concatenate((rate, -rate))
+    order = np.lexsort((delta, times))          # at one instant, ends before starts
+    level = np.cumsum(delta[order])
+    return float(level.max() - bandwidth_Bps)
+
+
 
 class Clock:
     """Cycles of a ``freq_hz`` clock to whole nanoseconds, exactly (integer arithmetic)."""

@@ -25,7 +25,8 @@ How it maps onto a trace (where we had to choose):
   a candidate counts only while some kernel of its idle gap is still over.
 * Swaps go to host memory (``to_host`` at the kernel after the evicted access; ``to_gpu`` at the
   in-trigger).  Without a host path the simulator sends them to SSD; FT then uses the SSD
-  bandwidth.  The swaps share the link: FT ranks the candidates (computed alone, as the paper
+  bandwidth.  Host memory is Capuchin's only swap tier: a swap that ``host.memory_GiB`` cannot
+  hold fails the run, naming the tensor (``host_overflow = "fail"``).  The swaps share the link: FT ranks the candidates (computed alone, as the paper
   does), but a swap counts as hidden only when the link time its idle gap still has (each
   kernel's ideal time, per direction, less the swaps already placed) carries its swap-out from
   the evicted access forward and its swap-in back from the back access, without overlap; its

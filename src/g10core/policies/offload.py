@@ -187,7 +187,13 @@ def hint_table(rows: list[tuple[int, int, int]]) -> np.ndarray:
 
 class PlannedOffloadPolicy(TensorPolicy):
     """A policy whose plan is a hint table (and, optionally, where tensors start), simulated in the
-    tensor-level simulator's ``gds`` mode.  Subclasses implement :meth:`make_plan`."""
+    tensor-level simulator's ``gds`` mode.  Subclasses implement :meth:`make_plan`.
+
+    ``host_overflow`` is what an eviction to host memory does when ``host.memory_GiB`` is full
+    (:func:`g10core.policies.tensorsim.simulate`): ``"fail"`` for a system that offloads to pinned
+    host memory and has no tier below it (vDNN, Capuchin), ``"ssd"`` for one that spills to its SSD."""
+
+    host_overflow = "fail"
 
     def make_plan(self, trace: Trace) -> dict:
         """``{"hints": HINT_DTYPE table, "initial_tier": int8 array or None, "info": dict}``;
@@ -208,7 +214,8 @@ class PlannedOffloadPolicy(TensorPolicy):
         kw = {}
         if plan.get("initial_tier") is not None:
             kw["initial_tier"] = plan["initial_tier"]
-        res = tensorsim.simulate(trace, self.config, hints, mode="gds", **kw)
+        res = tensorsim.simulate(trace, self.config, hints, mode="gds", host_overflow=self.host_overflow,
+                                 policy=self.name, **kw)
         info = dict(plan["info"])
         info["n_hints"] = int(np.asarray(hints).size)
         return tensorsim.with_policy(res, self.name, info)

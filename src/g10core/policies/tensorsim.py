@@ -64,15 +64,38 @@ again).  With CPU kernels, transfers into the GPU copy (the host or SSD copy sta
 it was only a staging copy), the others move; ``to_host`` / ``to_ssd`` also move a tensor between
 host memory and the SSD (queues ``host_to_ssd`` / ``ssd_to_host`` at ``ssd.bandwidth_GBps``,
 sharing the SSD with its GPU<->SSD stream of the same direction).  Host memory bandwidth is
-shared max-min fair, decided when each starts, as the link is: a DMA through host memory
-(GPU<->host, host<->SSD) that starts while a CPU kernel runs gets at most max(M / 2, M - the
-kernel's rate) and a CPU kernel that starts while such DMA runs gets max(M / 2, M - their rates)
-(M = ``cpu.memory_bandwidth_GBps`` x ``cpu.memory_stream_fraction``, what streaming sustains).
-Tensors in host memory and the pinned staging buffers (``CPUWork.pinned_host_bytes``) count
-against ``host.memory_GiB``; a run that needs more fails.
+shared: the DMA through host memory (GPU<->host, host<->SSD) in flight while a CPU kernel runs
+gets at most max(M / 2, M - the kernel's rate) together (re-rated as any transfer, below), and a
+CPU kernel that starts while such DMA runs gets max(M / 2, M - their rates), fixed for its
+duration (M = ``cpu.memory_bandwidth_GBps`` x ``cpu.memory_stream_fraction``, what streaming
+sustains).  Tensors in host memory and the pinned staging buffers (``CPUWork.pinned_host_bytes``)
+count against ``host.memory_GiB``; a run that needs more fails.
 The result gains ``cpu_busy_s`` and ``gpu_wait_cpu_s`` (also in ``breakdown_s``), the traffic
 keys ``host_to_ssd`` and ``ssd_to_host``, ``peak_host_bytes``, ``pinned_host_bytes``,
 ``host_capacity_bytes``, ``n_cpu_kernels`` and ``kernel_on_cpu``.
+
+**Sharing** (every run).  A transfer in flight keeps the bytes it has moved; whenever one
+starts or ends (or a CPU kernel does), every transfer in flight is re-rated max-min fair over
+what it shares: each direction of the GPU's link (``spec.link_bandwidth_Bps``, outside
+``g10-artifact``) between the SSD and host streams, and with CPU kernels the SSD and host memory.
+A transfer whose rate changes gets a new completion event (the old one goes stale), so the cost
+is per start and end, never per byte, and the rates on a shared resource never add up to more
+than it has at any instant.  ``g10-artifact`` keeps the published static split (no shared link:
+every rate is its queue's own, so nothing is ever re-rated).
+
+**Capacities and lifetimes** (outside ``g10-artifact``, whose published simulator has none of
+these rules).  A copy in host memory counts against ``host.memory_GiB`` from when its eviction is
+queued until it is fetched back, freed or its tensor dies (``peak_host_bytes``); an eviction it
+cannot hold fails the run naming the tensor or goes to the SSD (``simulate(host_overflow=)``;
+``host_spills``, ``host_spilled_bytes``).  The tensors of the kernel being prepared or running
+are never released: an eviction of one still queued is cancelled (``n_cancelled_transfers``),
+one in flight completes as a copy and the pages stay (``n_kept_evictions``).  A tensor that
+dies drops its queued transfers and waiting prefetch, and a prefetch hinted after its death is
+ignored.
+
+**Transfer log.**  The result's ``transfer_log`` (:data:`TRANSFER_LOG_DTYPE`) has a row per stretch
+of constant rate of every transfer; :func:`transfer_spans` folds it to a row per transfer and
+:func:`link_rate_excess` checks a bandwidth bound over it at every instant.
 
 Time is integer GPU cycles.  The published simulator (``FlashNeuron_simulator``
 in platformxlab/G10 ``src/vitality.cc``) works in double milliseconds; a
@@ -132,6 +155,7 @@ from ..codes import (ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_RECOMPUTE, HINT_T
 from ..workload import recompute as _recompute
 from ..errors import TensorSimError  # noqa: F401 (defined in errors.py; importable from here)
 from ..workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
+from ..timeline import TRANSFER_LOG_DTYPE, link_rate_excess, transfer_spans  # noqa: F401 (importable from here)
 
 GiB = 1 << 30
 MODES = ("flashneuron", "gds")
@@ -157,10 +181,6 @@ _SSD_QUEUES = (GPU_TO_SSD, SSD_TO_GPU, HOST_TO_SSD, SSD_TO_HOST)
 _TOUCHES_HOST = (GPU_TO_HOST, HOST_TO_GPU, HOST_TO_SSD, SSD_TO_HOST)   # DMA through host memory
 _KERNEL_EVENT = 6
 _CPU_EVENT = 7
-# (transfer log, issue 43) one row per finished transfer, in cycles: what the timeline's link, SSD
-# and host tracks draw and what results.tensor_waits attributes the GPU's and CPU's waits to
-TRANSFER_LOG_DTYPE = np.dtype([("start", np.int64), ("end", np.int64), ("bytes", np.int64),
-                               ("queue", np.int8), ("tensor", np.int64)])
 
 
 # ---- contiguous page allocator ------------------------------------------------
@@ -319,7 +339,7 @@ class TensorSimSpec:
     artifact_quirks: bool = True
     visit_order: str = "artifact"    # order of a kernel's tensors: one of VISIT_ORDERS
     # > 0: the SSD and host paths of one direction share a link of this bandwidth, max-min fair,
-    # decided when a transfer starts; 0: the published static split (host gets what the
+    # re-rated whenever a transfer starts or ends; 0: the published static split (host gets what the
     # SSD stream leaves of the link, host_bandwidth_Bps, all the time)
     link_bandwidth_Bps: float = 0.0
     allocator: str = "extents"       # GPU memory: one of ALLOCATORS (see the module docstring)
@@ -332,13 +352,16 @@ class TensorSimSpec:
     cpu_flops: tuple = (("fp32", 0.0), ("bf16", 0.0))
     cpu_memory_Bps: float = 0.0      # the DRAM bandwidth streaming sustains, shared with the DMA
     cpu_cores_memory_Bps: float = 0.0   # what the CPU kernel's cores stream at most (0: no bound)
-    host_capacity_bytes: int = 0
+    host_capacity_bytes: int = 1 << 62       # host memory (from_config: host.memory_GiB); default: unbounded
     host_ssd_bandwidth_Bps: float = 0.0
     host_ssd_write_bandwidth_Bps: float = 0.0     # host->SSD (0: host_ssd_bandwidth_Bps)
     # a policy on UVM (G10-GDS, G10-Host outside g10-artifact): when nothing in flight frees
     # room, the driver evicts resident tensors in arrival order to this tier (TIER_HOST or
     # TIER_SSD) instead of the run failing; -1: off
     demand_eviction_tier: int = -1
+    # an eviction to host memory that host.memory_GiB cannot hold (outside g10-artifact): TIER_SSD
+    # spills it to the SSD (a policy with an SSD tier); -1: the run fails (pinned host memory only)
+    host_overflow_tier: int = -1
 
     def check(self) -> "TensorSimSpec":
         if self.allocator not in ALLOCATORS:
@@ -602,7 +625,7 @@ class TensorLevelSimulator:
     """
 
     def __init__(self, trace: Trace, spec: TensorSimSpec, hints: np.ndarray, initial_tier=None,
-                 expansion=None, cpu: "CPUWork | None" = None):
+                 expansion=None, cpu: "CPUWork | None" = None, policy: str = ""):
         # recompute: the simulator runs the expanded trace (workload.recompute) and folds the
         # copies back into the kernels they were inserted before when it reports
         self.expansion = expansion
@@ -637,7 +660,7 @@ class TensorLevelSimulator:
         write = spec.ssd_write_bandwidth_Bps
         self._queue_Bps = (write or ssd, ssd, host, host, spec.host_ssd_write_bandwidth_Bps or hs, hs)
         # shared SSD: one transfer at a time over both directions, in the order queued; with CPU
-        # kernels (four SSD streams) the streams share the SSD's time by rate instead (_shared_rate)
+        # kernels (four SSD streams) the streams share the SSD's time by rate instead (_fair_rates)
         self._ssd_shared = spec.ssd_shared and cpu is None
         self._ssd_pool_shared = spec.ssd_shared and cpu is not None
         self._ssd_serving = -1            # the SSD queue whose head is in service (shared), -1 idle
@@ -675,39 +698,156 @@ class TensorLevelSimulator:
         self.n_on_demand_fetches = 0
         self.fetch_wait: deque = deque()  # gds: prefetches waiting for an extent
         self.peak_used_pages = 0
+        # transfers in flight (see _rerate): per queue, the head's bytes left, the cycle its rate
+        # was set, its transfer id and the version of its completion event; _queue_rate its rate
+        self._rem = [0.0] * 6
+        self._t0 = [0] * 6
+        self._tid = [-1] * 6
+        self._ver = [0] * 6
+        self._n_tid = 0
+        self._queue_rate = [0.0] * 6
+        self._log: list = []              # (transfer, tensor, queue, start, end, bytes) per rate segment
+        self._released_rows: list = []    # rows of _log whose end dropped the tensor's GPU pages
+        self._n_queued = [0] * T          # transfers of the tensor queued or in flight
+        # lifetimes (outside g10-artifact, whose published simulator has neither rule): nothing is
+        # released under the kernel that touches it, nothing moves for a dead tensor
+        self._guard = not spec.artifact_quirks
+        self._running = -1                # the GPU kernel being prepared or running
+        self._kernel_now = 0              # the kernel the main loop is at
+        self._in_use = [-1] * T
+        self._buried = [False] * T        # died (its queued transfers were dropped)
+        self.n_kept_evictions = 0
+        self.n_cancelled_transfers = 0
+        # host memory (outside g10-artifact): copies there count against host.memory_GiB
+        self.policy = policy
+        self._enforce_host = not spec.artifact_quirks
+        self._host_counted = [False] * T
+        self.host_bytes = 0
+        self.peak_host_bytes = 0
+        self.n_host_spills = 0
+        self.host_spilled_bytes = 0
         self.cpu = cpu
         self.cpu_mode = cpu is not None
         if self.cpu_mode:
             self._init_cpu(cpu)
         # ---- transfer log (issue 43): set in _push_event and _serve_one only ----
-        self._xfer_started = [0] * 6      # when each queue's head transfer started
-        self.transfer_log: list = []      # (start, end, bytes, queue, tensor) per finished transfer
         self.gpu_end_cycles = -1          # the GPU's last kernel's end (before the drain)
 
     # -- events and queues ------------------------------------------------
-    def _push_event(self, time: int, kind: int) -> None:
-        heapq.heappush(self._events, (time, self._seq, kind))
+    def _push_event(self, time: int, kind: int, version: int = 0) -> None:
+        heapq.heappush(self._events, (time, self._seq, kind, version))
         self._seq += 1
-        if kind < _KERNEL_EVENT:
-            self._xfer_started[kind] = self.now     # (transfer log) the queue's head starts now
 
     def _duration(self, queue: int, tensor: int) -> int:
-        """Cycles to move a tensor, rounded up (the epsilon absorbs float noise in exact cases)."""
-        Bps = self._queue_Bps[queue]
+        """Cycles to move a tensor alone on its queue at the queue's own bandwidth, rounded up."""
+        return math.ceil(self.size_bytes[tensor] * self._hz / self._queue_Bps[queue] - 1e-6)
+
+    # A transfer in flight is progress-based: the head of each queue has bytes left, a rate and the
+    # cycle its rate was set.  Whenever a transfer starts or ends (or a CPU kernel, which shares
+    # host memory, starts or ends) every transfer in flight is re-rated (_rerate): the rates are
+    # max-min fair over the shared resources (_fair_rates), a transfer whose rate changes books
+    # its progress so far, and its completion event is pushed again (the old one goes stale by
+    # version).  Cost per start or end: O(number of queues), never per byte.
+    def _queue_active(self, queue: int) -> bool:
+        """Whether the head of ``queue`` is moving data (a shared SSD serves one of its queues)."""
+        if not self.queues[queue]:
+            return False
+        if self._ssd_shared and (queue == GPU_TO_SSD or queue == SSD_TO_GPU):
+            return self._ssd_serving == queue
+        return True
+
+    def _sharing_groups(self, active: list) -> list:
+        """(members, capacity B/s, weight per member) of each shared resource two or more active
+        transfers use: sum(weight x rate) over the members must stay within the capacity."""
+        groups = []
         link = self.spec.link_bandwidth_Bps
-        if link > 0 and queue < HOST_TO_SSD:
-            other = _SAME_DIRECTION[queue]
-            mine, theirs = Bps, self._queue_Bps[other]
-            active = self.queues[other] and (not self._ssd_shared or other in (GPU_TO_HOST, HOST_TO_GPU)
-                                             or self._ssd_serving == other)
-            if active and mine + theirs > link:
-                # max-min fair share of the link with the other tier's stream, fixed at the start
-                Bps = min(mine, max(link / 2, link - theirs))
-            else:
-                Bps = min(mine, link)
+        if link > 0:
+            # the GPU's link, per direction, shared by the SSD and host streams
+            for pair in ((GPU_TO_SSD, GPU_TO_HOST), (SSD_TO_GPU, HOST_TO_GPU)):
+                groups.append((pair, link, (1.0, 1.0)))
         if self.cpu_mode:
-            Bps = self._shared_rate(queue, Bps)
-        return math.ceil(self.size_bytes[tensor] * self._hz / Bps - 1e-6)
+            if self._ssd_pool_shared:
+                # a shared SSD (ssd.duplex): its four streams share its time
+                groups.append((_SSD_QUEUES, 1.0, tuple(1.0 / self._queue_Bps[q] for q in _SSD_QUEUES)))
+            else:
+                ssd = self.spec.host_ssd_bandwidth_Bps
+                groups.append(((GPU_TO_SSD, HOST_TO_SSD), ssd, (1.0, 1.0)))
+                groups.append(((SSD_TO_GPU, SSD_TO_HOST), ssd, (1.0, 1.0)))
+            if self.cpu_running >= 0:
+                # host memory: what the running CPU kernel leaves the DMA through it (at least half)
+                mem = self.spec.cpu_memory_Bps
+                groups.append((_TOUCHES_HOST, max(mem / 2, mem - self._cpu_rate), (1.0,) * 4))
+        on = set(active)
+        out = []
+        for members, cap, weights in groups:
+            sel = [(q, w) for q, w in zip(members, weights) if q in on]
+            if len(sel) >= 2 or (sel and self.cpu_mode and members == _TOUCHES_HOST):
+                out.append(([q for q, _ in sel], cap, [w for _, w in sel]))
+        return out
+
+    def _fair_rates(self, active: list) -> dict:
+        """Max-min fair rates (B/s) of the active queues: progressive filling, every unfrozen rate
+        raised together until a queue reaches its own bandwidth or a shared resource is full."""
+        rate = {q: 0.0 for q in active}
+        cap = {q: self._queue_Bps[q] for q in active}
+        groups = self._sharing_groups(active)
+        frozen: set = set()
+        while len(frozen) < len(active):
+            free = [q for q in active if q not in frozen]
+            step = min(cap[q] - rate[q] for q in free)
+            for members, capacity, weights in groups:
+                w_free = sum(w for q, w in zip(members, weights) if q not in frozen)
+                if w_free > 0:
+                    used = sum(w * rate[q] for q, w in zip(members, weights))
+                    step = min(step, max(capacity - used, 0.0) / w_free)
+            for q in free:
+                rate[q] += step
+            for q in free:
+                if rate[q] >= cap[q] * (1 - 1e-12):
+                    frozen.add(q)
+            for members, capacity, weights in groups:
+                used = sum(w * rate[q] for q, w in zip(members, weights))
+                if used >= capacity * (1 - 1e-12):
+                    frozen.update(members)
+        return rate
+
+    def _book(self, queue: int, final: bool = False) -> None:
+        """Book the head's progress since its rate was last set (a segment of the transfer log)."""
+        dt = self.now - self._t0[queue]
+        rem = self._rem[queue]
+        moved = rem if final else min(rem, self._queue_rate[queue] * dt / self._hz)
+        if dt > 0 or final:
+            self._log.append((self._tid[queue], self.queues[queue][0], queue, self._t0[queue], self.now, moved))
+        self._rem[queue] = rem - moved
+        self._t0[queue] = self.now
+
+    def _rerate(self) -> None:
+        """Give every transfer in flight its fair rate now; reschedule those whose rate changed."""
+        active = [q for q in range(6) if self._queue_active(q)]
+        rates = self._fair_rates(active) if active else {}
+        for q in range(6):
+            new = rates.get(q, 0.0)
+            if new == self._queue_rate[q]:
+                continue
+            if self._queue_rate[q] > 0:
+                self._book(q)
+            else:
+                self._t0[q] = self.now
+            self._queue_rate[q] = new
+            self._ver[q] += 1
+            if new > 0:
+                if not new > 1e-9:
+                    raise _CannotFit(f"internal: queue {q} got no bandwidth")
+                left = math.ceil(self._rem[q] * self._hz / new - 1e-6)
+                self._push_event(self.now + max(left, 0), q, self._ver[q])
+
+    def _start_head(self, queue: int) -> None:
+        """The transfer at the head of ``queue`` starts moving."""
+        self._rem[queue] = float(self.size_bytes[self.queues[queue][0]])
+        self._t0[queue] = self.now
+        self._tid[queue] = self._n_tid
+        self._n_tid += 1
+        self._rerate()
 
     def _enqueue(self, queue: int, tensor: int) -> None:
         q = self.queues[queue]
@@ -717,6 +857,7 @@ class TensorLevelSimulator:
             self._ssd_order += 1
             self.traffic[queue] += self.size_bytes[tensor]
             self.n_transfers += 1
+            self._n_queued[tensor] += 1
             if queue == SSD_TO_GPU:
                 self.fetching[tensor] = True
                 self.start_off[tensor] = False
@@ -725,6 +866,7 @@ class TensorLevelSimulator:
             return
         self.traffic[queue] += self.size_bytes[tensor]
         self.n_transfers += 1
+        self._n_queued[tensor] += 1
         if queue in (SSD_TO_GPU, HOST_TO_GPU):
             self.fetching[tensor] = True
             self.start_off[tensor] = False
@@ -732,11 +874,11 @@ class TensorLevelSimulator:
             self.host_in_flight[tensor] += 1
             self._host_add(tensor)
         if len(q) == 1:
-            self._push_event(self.now + self._duration(queue, tensor), queue)
+            self._start_head(queue)
 
     def _start_ssd(self, queue: int) -> None:
         self._ssd_serving = queue
-        self._push_event(self.now + self._duration(queue, self.queues[queue][0]), queue)
+        self._start_head(queue)
 
     def _next_ssd(self) -> None:
         """Shared SSD: start the earliest queued SSD transfer of either direction, if any."""
@@ -745,40 +887,162 @@ class TensorLevelSimulator:
             self._start_ssd(GPU_TO_SSD if w and (not r or w[0] < r[0]) else SSD_TO_GPU)
         else:
             self._ssd_serving = -1
+            self._rerate()
 
     def _serve_one(self) -> int:
-        """Advance to the earliest event and apply it; return its kind."""
-        time, _, kind = heapq.heappop(self._events)
+        """Advance to the earliest live event and apply it; return its kind (-1: only stale events were left)."""
+        while True:
+            time, _, kind, version = heapq.heappop(self._events)
+            if kind >= _KERNEL_EVENT or version == self._ver[kind]:
+                break
+            if not self._events:
+                return -1               # a transfer's superseded completion: nothing happens
         if any(self.queues):
             self.busy_cycles += time - self.now
         self.now = time
-        if kind < _KERNEL_EVENT:                      # (transfer log) the queue's head is done
-            head = self.queues[kind][0]
-            self.transfer_log.append((self._xfer_started[kind], time, self.size_bytes[head], kind, head))
         if kind == _KERNEL_EVENT:
             return kind
         if kind == _CPU_EVENT:
             self._finish_cpu()
+            self._rerate()              # host memory the CPU kernel used is free for DMA
             return kind
+        self._book(kind, final=True)
+        self._queue_rate[kind] = 0.0
+        self._ver[kind] += 1
+        self._n_queued[self.queues[kind][0]] -= 1
         if self.cpu_mode:
             self._cpu_transfer_done(kind)
             return kind
         q = self.queues[kind]
         tensor = q.popleft()
         if kind == GPU_TO_SSD or kind == GPU_TO_HOST:
-            self._free(tensor)
-            if kind == GPU_TO_HOST:
-                self.in_host[tensor] = True
+            if self._in_use_now(tensor):
+                # the copy is done but the running kernel touches the tensor: its pages stay
+                # (no release under a kernel); the copy off the GPU is dropped, the GPU one is current
+                self.n_kept_evictions += 1
+                if kind == GPU_TO_HOST:
+                    self._host_set(tensor, False)
+            else:
+                self._free(tensor)
+                self._released_rows.append(len(self._log) - 1)
+                if kind == GPU_TO_HOST:
+                    self._host_set(tensor, not self._buried[tensor])    # a dead tensor's copy is dropped
         else:
             self.fetching[tensor] = False
             if kind == HOST_TO_GPU:
-                self.in_host[tensor] = False
+                self._host_set(tensor, False)
         if self._ssd_shared and kind in (GPU_TO_SSD, SSD_TO_GPU):
             self._queued_seq[kind].popleft()
             self._next_ssd()
         elif q:
-            self._push_event(self.now + self._duration(kind, q[0]), kind)
+            self._start_head(kind)
+        else:
+            self._rerate()
         return kind
+
+    # -- lifetimes: no release under a kernel, nothing moved for a dead tensor ---------------
+    def _in_use_now(self, tensor: int) -> bool:
+        """Whether the GPU kernel being prepared or running touches ``tensor`` (outside g10-artifact)."""
+        return self._running >= 0 and self._in_use[tensor] == self._running
+
+    def _hold_kernel_tensors(self, kernel: int) -> None:
+        """Kernel ``kernel`` is about to be prepared: its tensors may not be released until it ends.
+
+        An eviction of one of them still queued (not started) is cancelled: its data would be
+        fetched straight back.  One already moving completes as a copy (see _serve_one).
+        """
+        self._running = kernel
+        for t in self.required[kernel]:
+            self._in_use[t] = kernel
+            if self._n_queued[t] and not self.cpu_mode:     # (with CPU kernels: completes as a copy)
+                self._cancel_queued(t, (GPU_TO_SSD, GPU_TO_HOST))
+
+    def _cancel_queued(self, tensor: int, queues) -> None:
+        """Drop the transfers of ``tensor`` on ``queues`` that have not started (traffic undone)."""
+        for qi in queues:
+            q = self.queues[qi]
+            if tensor not in q:
+                continue
+            first = 1 if self._queue_active(qi) else 0       # the head in flight stays
+            keep = deque()
+            seqs = self._queued_seq[qi] if self._ssd_shared and qi in (GPU_TO_SSD, SSD_TO_GPU) else None
+            keep_seq = deque()
+            for i, t in enumerate(q):
+                if i >= first and t == tensor:
+                    self.traffic[qi] -= self.size_bytes[t]
+                    self.n_transfers -= 1
+                    self._n_queued[t] -= 1
+                    self.n_cancelled_transfers += 1
+                    if qi == GPU_TO_HOST:
+                        self._host_set(t, False)      # its host buffer was claimed when queued
+                    elif qi in (SSD_TO_GPU, HOST_TO_GPU):
+                        self.fetching[t] = False
+                    continue
+                keep.append(t)
+                if seqs is not None:
+                    keep_seq.append(seqs[i])
+            self.queues[qi] = keep
+            if seqs is not None:
+                self._queued_seq[qi] = keep_seq
+        if self._ssd_shared and self._ssd_serving < 0:
+            self._next_ssd()
+
+    def _is_dead(self, tensor: int, kernel: int) -> bool:
+        """Whether a non-global tensor is past its last use when kernel ``kernel`` comes."""
+        if self.is_global[tensor]:
+            return False
+        d = self.death[tensor]
+        return (0 <= d <= kernel) if d != -1 else 0 <= self.birth[tensor] < kernel
+
+    def _bury(self, tensor: int) -> None:
+        """A tensor died: its queued transfers and waiting prefetch go, and its host copy."""
+        if self._n_queued[tensor]:
+            self._cancel_queued(tensor, (GPU_TO_SSD, GPU_TO_HOST, SSD_TO_GPU, HOST_TO_GPU))
+        if self.waiting[tensor]:
+            self.waiting[tensor] = False
+            self.fetch_wait = deque(t for t in self.fetch_wait if t != tensor)
+        self._buried[tensor] = True
+        if self.in_host[tensor] and not self._n_queued[tensor]:
+            self._host_set(tensor, False)
+
+    # -- host memory (runs without CPU kernels; CPUWork runs count in _host_add) -----------
+    def _host_set(self, tensor: int, on: bool) -> None:
+        """The tensor's copy in host memory is claimed (``on``) or released; bytes held are counted."""
+        self.in_host[tensor] = on
+        if self.cpu_mode or on == self._host_counted[tensor]:
+            return
+        self._host_counted[tensor] = on
+        if on:
+            self.host_bytes += self.size_bytes[tensor]
+            if self.host_bytes > self.peak_host_bytes:
+                self.peak_host_bytes = self.host_bytes
+        else:
+            self.host_bytes -= self.size_bytes[tensor]
+
+    def _host_fits(self, tensor: int) -> bool:
+        """Whether host memory holds a copy of ``tensor`` besides what it holds now (always under g10-artifact)."""
+        if not self._enforce_host or self._host_counted[tensor]:
+            return True
+        return self.host_bytes + self.size_bytes[tensor] <= self.spec.host_capacity_bytes
+
+    def _host_full_message(self, tensor: int) -> str:
+        size, held, cap = self.size_bytes[tensor], self.host_bytes, self.spec.host_capacity_bytes
+        who = f"{self.policy}: " if self.policy else ""
+        return (f"{who}offloading tensor {tensor} ({self.trace.tensor_name[tensor]!s}, {size / GiB:.3g} GiB) needs "
+                f"host memory beyond host.memory_GiB = {cap / GiB:.4g} GiB (held: {held / GiB:.3g} GiB in "
+                f"{sum(self._host_counted)} tensors); the policy offloads to pinned host memory and has no "
+                "tier below it")
+
+    def _to_host_or_spill(self, tensor: int) -> bool:
+        """Room for an eviction to host memory: True, or False when it spills to the SSD
+        (``spec.host_overflow_tier``); raises _CannotFit when the policy has nowhere else."""
+        if self._host_fits(tensor):
+            return True
+        if self.spec.host_overflow_tier == TIER_SSD:
+            self.n_host_spills += 1
+            self.host_spilled_bytes += self.size_bytes[tensor]
+            return False
+        raise _CannotFit(self._host_full_message(tensor))
 
     # -- memory -----------------------------------------------------------
     def _place(self, tensor: int, high: bool) -> bool:
@@ -933,15 +1197,18 @@ class TensorLevelSimulator:
         if action == HINT_TO_SSD:
             self._enqueue(GPU_TO_SSD, tensor)
         elif action == HINT_TO_HOST:
-            if self.spec.host_bandwidth_Bps <= 0:
-                self._enqueue(GPU_TO_SSD, tensor)   # no host path: the eviction goes to SSD
+            if self.spec.host_bandwidth_Bps <= 0 or not self._to_host_or_spill(tensor):
+                self._enqueue(GPU_TO_SSD, tensor)   # no host path (or no room there): the eviction goes to SSD
                 return
             self._enqueue(GPU_TO_HOST, tensor)
             # the published simulator marks the tensor host-resident when the eviction is queued
-            self.in_host[tensor] = True
+            # (its host buffer is claimed then)
+            self._host_set(tensor, True)
         elif action == HINT_TO_GPU:
             if self.extent[tensor] >= 0 and self.is_global[tensor]:
                 return
+            if self._guard and self._is_dead(tensor, self._kernel_now):
+                return                              # past its last use: nothing to fetch
             if self.waiting[tensor] and not self.spec.artifact_quirks:
                 return
             # quirk: the published simulator queues a second prefetch of a tensor
@@ -953,7 +1220,7 @@ class TensorLevelSimulator:
             # dropped: its data is gone, so its next use allocates it without a fetch
             self._free(tensor)
             self.absent[tensor] = True
-            self.in_host[tensor] = False
+            self._host_set(tensor, False)
 
     # -- main loop ------------------------------------------------------------
     def run(self) -> dict:
@@ -975,6 +1242,7 @@ class TensorLevelSimulator:
                 if fn and kernel == spec.backward_start_kernel:
                     backward = True
                 start[kernel] = self.now
+                self._kernel_now = kernel
                 if backward:
                     # FlashNeuron: the backward pass begins when every offload is done
                     while self.queues[GPU_TO_SSD]:
@@ -991,6 +1259,8 @@ class TensorLevelSimulator:
                         self._submit_cpu(kernel)   # runs on its own timeline; start/finish set there
                         continue
                     self._wait_cpu(kernel)
+                if self._guard:
+                    self._hold_kernel_tensors(kernel)
                 for tensor in self.required[kernel]:
                     if fn:
                         self._prepare_fn(tensor, kernel)
@@ -1002,6 +1272,7 @@ class TensorLevelSimulator:
                         self._start_waiting_prefetches()
                 if gds:
                     self._start_waiting_prefetches()
+                self._running = -1
                 self._release_dead(kernel)
                 if self.cpu_mode:
                     self._gpu_wrote(kernel)
@@ -1051,7 +1322,13 @@ class TensorLevelSimulator:
                 self.absent[t] = True
             else:
                 self.start_off[t] = True
-                self.in_host[t] = tier[t] == TIER_HOST
+                if tier[t] == TIER_HOST:
+                    if not self._host_fits(t):
+                        need = sum(self.size_bytes[u] for u in range(T) if glob[u] and tier[u] == TIER_HOST)
+                        raise _CannotFit(f"cannot fit: the global tensors placed in host memory at the start need "
+                                         f"{need / GiB:.3g} GiB, host.memory_GiB = "
+                                         f"{self.spec.host_capacity_bytes / GiB:g} GiB")
+                    self._host_set(t, True)
         if self.spec.mode == "flashneuron":
             # one region, as large as the largest write-only tensor, serves all of them
             wo = [t for t in range(T) if not glob[t] and self.death[t] == -1]
@@ -1090,13 +1367,15 @@ class TensorLevelSimulator:
                 continue
             if want == TIER_NOT_PRESENT:
                 self._free(t)
-                self.in_host[t] = False
+                self._host_set(t, False)
                 self.absent[t] = True
             elif now == TIER_NOT_PRESENT:
                 if want == TIER_GPU:
                     self._place_or_wait(t, True, kernel)
+                elif want == TIER_HOST and not self._host_fits(t):
+                    raise _CannotFit(self._host_full_message(t))
                 else:
-                    self.in_host[t] = want == TIER_HOST
+                    self._host_set(t, want == TIER_HOST)
                 self.absent[t] = False
             elif now == TIER_GPU:
                 self._evict_to(t, want)
@@ -1115,12 +1394,12 @@ class TensorLevelSimulator:
         self.restore_transfers = self.n_transfers - start_n
 
     def _evict_to(self, tensor: int, tier: int) -> None:
-        if tier == TIER_HOST:
+        if tier == TIER_HOST and self._to_host_or_spill(tensor):
             self._enqueue(GPU_TO_HOST, tensor)
-            self.in_host[tensor] = True
+            self._host_set(tensor, True)
         else:
             self._enqueue(GPU_TO_SSD, tensor)
-            self.in_host[tensor] = False
+            self._host_set(tensor, False)
 
     def _prepare_fn(self, tensor: int, kernel: int) -> None:
         if self.is_global[tensor] or self.death[tensor] == -1:
@@ -1189,6 +1468,8 @@ class TensorLevelSimulator:
                 self._free(tensor)
                 if self.cpu_mode:
                     self._host_drop(tensor)
+                elif self._guard:
+                    self._bury(tensor)
 
     def _prefetch_ahead(self, kernel: int) -> None:
         """FlashNeuron's backward prefetch: offloaded tensors of the next kernels, in order, while they fit.
@@ -1247,7 +1528,6 @@ class TensorLevelSimulator:
         self._deferred: dict[int, list] = {}
         self._cpu_hints: dict[int, list] = {}   # hints at a CPU kernel's index
         self._cpu_head = -1               # the CPU kernel whose hints and fetches were issued
-        self._queue_rate = [0.0] * 6      # B/s of the transfer at each queue's head
         # every tensor may live off the GPU: a tensor is fetched wherever it has a copy
         self.will_move = [True] * T
         off = trace.access_offsets
@@ -1309,35 +1589,16 @@ class TensorLevelSimulator:
             self._host_counted[tensor] = False
             self.host_bytes -= self.size_bytes[tensor]
 
-    def _shared_rate(self, queue: int, Bps: float) -> float:
-        """A transfer's rate when it starts, fixed for its duration: it shares the SSD with the other
-        SSD stream of its direction and host memory with a running CPU kernel, each max-min fair."""
-        other = _SAME_SSD.get(queue)
-        if other is not None and self._ssd_pool_shared:
-            # a shared SSD (ssd.duplex): the four SSD streams (reads and writes, to the GPU and to
-            # host memory) share its time, each stream's share of the SSD max-min fair
-            busy = [q for q in _SSD_QUEUES if q != queue and self.queues[q]]
-            own = self._queue_Bps[queue]
-            load = sum(self._queue_rate[q] / self._queue_Bps[q] for q in busy)
-            if busy and load + Bps / own > 1.0:
-                Bps = min(Bps, own * max(1.0 / (1 + len(busy)), 1.0 - load))
-        elif other is not None and self.queues[other]:
-            ssd, theirs = self.spec.host_ssd_bandwidth_Bps, self._queue_rate[other]
-            if Bps + theirs > ssd:
-                Bps = min(Bps, max(ssd / 2, ssd - theirs))
-        if queue in _TOUCHES_HOST and self.cpu_running >= 0:
-            mem = self.spec.cpu_memory_Bps
-            if Bps + self._cpu_rate > mem:
-                Bps = min(Bps, max(mem / 2, mem - self._cpu_rate))
-        self._queue_rate[queue] = Bps
-        return Bps
-
     def _cpu_transfer_done(self, kind: int) -> None:
         """A transfer finished (runs with CPU kernels): transfers into the GPU copy, the others move."""
         q = self.queues[kind]
         tensor = q.popleft()
         if kind == GPU_TO_SSD or kind == GPU_TO_HOST:
-            self._free(tensor)
+            if self._in_use_now(tensor):
+                self.n_kept_evictions += 1      # a running GPU kernel touches it: the pages stay
+            else:
+                self._free(tensor)
+                self._released_rows.append(len(self._log) - 1)
             self.gpu_stale[tensor] = False
             if kind == GPU_TO_SSD:
                 self.on_ssd[tensor] = True
@@ -1355,9 +1616,9 @@ class TensorLevelSimulator:
             if kind == HOST_TO_GPU and not self.host_home[tensor] and not self.cpu_pending[tensor]:
                 self._host_drop(tensor)     # a staging copy (ZeRO-Infinity's parameters) is released
         if q:
-            self._push_event(self.now + self._duration(kind, q[0]), kind)
+            self._start_head(kind)
         else:
-            self._queue_rate[kind] = 0.0
+            self._rerate()
         self._try_start_cpu()
 
     def _cpu_mode_hint(self, tensor: int, action: int, now: bool = False) -> None:
@@ -1500,6 +1761,7 @@ class TensorLevelSimulator:
         self.cpu_start[k] = self.now
         self.cpu_busy_cycles += cycles
         self._push_event(self.now + cycles, _CPU_EVENT)
+        self._rerate()              # the DMA through host memory shares it with this kernel now
 
     def _finish_cpu(self) -> None:
         k = self.cpu_running
@@ -1586,6 +1848,21 @@ class TensorLevelSimulator:
         return (st[first].tolist(), fi[own].tolist(), cyc[own].tolist(),
                 int(exp.group[last_kernel]) if last_kernel >= 0 else last_kernel, counters)
 
+    def transfer_log(self) -> np.ndarray:
+        """Every transfer's segments of constant rate, in the order they ended (:data:`TRANSFER_LOG_DTYPE`).
+
+        A transfer is the rows that share its ``transfer`` id: it starts at its first row's
+        ``start`` and ends at its last row's ``end``, and its rows' ``bytes`` add up to its size.
+        Times are GPU cycles.  :func:`transfer_spans` folds it to one row per transfer.
+        """
+        log = np.zeros(len(self._log), TRANSFER_LOG_DTYPE)
+        if self._log:
+            tid, ten, q, st, en, by = zip(*self._log)
+            log["transfer"], log["tensor"], log["queue"] = tid, ten, q
+            log["start"], log["end"], log["bytes"] = st, en, by
+            log["released"][self._released_rows] = True
+        return log
+
     def _result(self, start, finish, last_kernel, failure) -> dict:
         hz = self.spec.frequency_GHz * 1e9
         start, finish, kernel_cycles_, last_kernel, recompute_counters = self._fold(start, finish, last_kernel)
@@ -1603,7 +1880,15 @@ class TensorLevelSimulator:
             "initial_tier_bytes": self._initial_tier_bytes(),
             "restore_bytes": int(self.restore_bytes),
             "restore_transfers": int(self.restore_transfers),
+            "n_kept_evictions": int(self.n_kept_evictions),
+            "n_cancelled_transfers": int(self.n_cancelled_transfers),
+            "transfer_log": self.transfer_log(),
         }
+        if not self.cpu_mode:
+            counters.update({"peak_host_bytes": int(self.peak_host_bytes),
+                             "host_capacity_bytes": int(self.spec.host_capacity_bytes),
+                             "host_spills": int(self.n_host_spills),
+                             "host_spilled_bytes": int(self.host_spilled_bytes)})
         if self.spec.demand_eviction_tier >= 0:
             counters["demand_evictions"] = int(self.n_demand_evictions)
             counters["demand_evicted_bytes"] = int(self.demand_evicted_bytes)
@@ -1656,8 +1941,6 @@ class TensorLevelSimulator:
             "kernel_ideal_s": kc / hz,
             "kernel_stall_normalized": norm,
             **counters,
-            # (transfer log, issue 43) for the timeline and the wait attribution
-            "transfer_log": np.array(self.transfer_log, TRANSFER_LOG_DTYPE),
             "gpu_end_cycles": int(self.gpu_end_cycles if self.gpu_end_cycles >= 0 else total),
         }
 
@@ -1747,7 +2030,8 @@ def check_initial_tier(trace: Trace, initial_tier, spec: TensorSimSpec) -> np.nd
 
 def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
              backward_start_kernel: int = -1, visit_order: str | None = None, initial_tier=None,
-             cpu_kernels=None, cpu_work: "CPUWork | None" = None, demand_eviction: str | None = None) -> dict:
+             cpu_kernels=None, cpu_work: "CPUWork | None" = None, demand_eviction: str | None = None,
+             host_overflow: str = "ssd", policy: str = "") -> dict:
     """Simulate one iteration of ``trace`` at tensor level under ``hints``.
 
     ``config`` is a :class:`~g10core.config.SimConfig` (preset ``g10-artifact``
@@ -1777,6 +2061,11 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     in arrival order (never the running kernel's) to that tier (the SSD where the host path
     has no bandwidth) instead of failing; the result's counters
     gain ``demand_evictions`` and ``demand_evicted_bytes``.
+    ``host_overflow`` (outside ``g10-artifact``): what an eviction to host memory does when
+    ``host.memory_GiB`` cannot hold it besides what is there: ``"fail"`` (a policy that offloads to
+    pinned host memory and has no tier below it: the run fails naming the tensor) or ``"ssd"``
+    (the default, G10's tiers: it goes to the SSD instead; counted in ``host_spills`` /
+    ``host_spilled_bytes``).  ``policy`` names the policy in that failure.
     Returns a plain dict; see the module docstring.
     """
     if not isinstance(trace, Trace):
@@ -1795,6 +2084,10 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
             raise TensorSimError("demand_eviction: only for mode 'gds' outside g10-artifact's quirks (a GPU "
                                  "with virtual memory) and without CPU kernels")
         spec = dataclasses.replace(spec, demand_eviction_tier=tiers[demand_eviction])
+    overflow = {"fail": -1, "ssd": TIER_SSD}
+    if host_overflow not in overflow:
+        raise TensorSimError(f"host_overflow = {host_overflow!r}: must be 'fail' or 'ssd'")
+    spec = dataclasses.replace(spec, host_overflow_tier=overflow[host_overflow])
     end_hints = None
     if cpu_kernels is not None:
         h = np.asarray(hints)
@@ -1822,7 +2115,7 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     reason = working_set_check(trace, config)
     if reason is not None:
         return failed_result(reason, mode=mode, trace=trace, config=config)
-    return TensorLevelSimulator(trace, spec, hints, initial_tier, expansion, cpu).run()
+    return TensorLevelSimulator(trace, spec, hints, initial_tier, expansion, cpu, policy=policy).run()
 
 
 def _expand_cpu_work(cpu: "CPUWork", exp) -> "CPUWork":

@@ -31,6 +31,10 @@ How it maps onto a trace (where we had to choose):
   says convolution or matrix product (``conv``, ``mm``, ``matmul``, ``linear``, ``gemm``,
   ``addmm``, ``bmm``): the layers of a transformer that hold the weights.
 * Without host memory (``host.bandwidth_GBps = 0``) the simulator sends the offloads to SSD.
+* The offloads go to pinned host memory, which vDNN has no tier below: an offload that
+  ``host.memory_GiB`` cannot hold besides what is there fails the run, naming the tensor
+  (``host_overflow = "fail"``).  An offload still queued when a kernel needs its tensor again
+  is cancelled (the FIFO backs up without the barrier): the activation stays on the GPU.
 
 Needs tensor roles (activations) and a forward/backward boundary (a loss kernel); refuses other
 traces with one line.
