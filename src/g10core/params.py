@@ -511,8 +511,19 @@ BATCH_PROFILES = {
 
 
 def batch_costs(fault) -> dict[str, float]:
-    """The four batch costs (``BATCH_COST_KEYS``, us) of a ``[fault]`` section: each key that is
-    set, else the value of its ``fault.batch_profile``."""
+    """The far-fault batch costs of a ``[fault]`` section, resolved.
+
+    Parameters
+    ----------
+    fault : FaultSpec
+        The section (``SimConfig.fault``).
+
+    Returns
+    -------
+    dict
+        ``BATCH_COST_KEYS`` -> microseconds: each key's value where it is set, else the value of
+        the section's ``fault.batch_profile`` (``BATCH_PROFILES``).
+    """
     profile = BATCH_PROFILES[fault.batch_profile]
     return {k: float(profile[k]) if getattr(fault, k) is None else float(getattr(fault, k))
             for k in BATCH_COST_KEYS}
