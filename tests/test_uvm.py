@@ -375,7 +375,8 @@ def test_evictions_shoot_down_the_tlbs():
     # the batch paid its driver parts (one VA block from host memory, U pages) and the shootdown, then
     # the victim's copy out, then the unit's copy in
     c = spec.cycles
-    driver = c(spec.batch_fixed_us) + c(spec.batch_per_block_us) + c(spec.batch_unmap_us) + U * c(spec.batch_per_page_us)
+    driver = (c(spec.batch_fixed_us) + c(spec.batch_per_block_us) + c(spec.batch_unmap_us)
+              + U * c(spec.batch_per_page_us))
     link = PcieSpec()
     out = link.idle_transfer_cycles(U * 4096, "from_device", "host")
     assert end == t + driver + 215 + out + link.idle_transfer_cycles(U * 4096)

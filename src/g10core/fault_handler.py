@@ -7,8 +7,9 @@ transfer, never crossed; the tree prefetcher filling, for each fault, the larges
 which strictly more than 51 % is resident or faulted; batches of up to 256 distinct faults,
 faults raised during a batch waiting for the next; a batch's driver time in parts (per batch,
 per VA block, per page, per VA block unmapped on the host: ``fault.batch_profile``'s measured
-costs, ``params.BATCH_PROFILES``; the TLB shootdowns), then the copies; eviction of 2 MiB chunks in the order their VA blocks first
-got pages on the GPU, to host memory while it has room and then to the SSD.
+costs, ``params.BATCH_PROFILES``; the TLB shootdowns), then the copies; eviction of 2 MiB
+chunks in the order their VA blocks first got pages on the GPU, to host memory while it has
+room and then to the SSD.
 ``EARLIER_RULES`` holds the values that give our rules before the driver's.
 
 The handler's semantics (buffer, batches, prefetchers, eviction, timing) are in

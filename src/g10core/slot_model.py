@@ -219,7 +219,8 @@ def check_cycles_fit(trace: Trace, cfg, path=None) -> None:
                 f"fault.handler = 'physical' charges {fault_cycles:.4g} cycles of fault time over run.iterations = "
                 f"{cfg.run.iterations} (fault.batch_profile = {cfg.fault.batch_profile!r}: fault.batch_fixed_us = "
                 f"{c['batch_fixed_us']:g}, batch_per_block_us = {c['batch_per_block_us']:g}, batch_per_page_us = "
-                f"{c['batch_per_page_us']:g}, batch_unmap_us = {c['batch_unmap_us']:g}, batch_faults = {cfg.fault.batch_faults}, "
+                f"{c['batch_per_page_us']:g}, batch_unmap_us = {c['batch_unmap_us']:g}, "
+                f"batch_faults = {cfg.fault.batch_faults}, "
                 f"gpu.malloc_us_per_byte = {cfg.gpu.malloc_us_per_byte:g}), more than the simulator's 64-bit clock "
                 "leaves room for (2^60): lower those costs, run.iterations or gpu.frequency_GHz")
 

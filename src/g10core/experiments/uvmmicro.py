@@ -27,7 +27,8 @@ from ..config import ConfigError
 from ..fault_handler import PAGE_BYTES, FaultHandler, FaultHandlerSpec
 
 __all__ = ["prefetch", "batching", "tlb", "oversub", "oversub_table", "PATTERNS", "DEFAULT_BLOCKS",
-           "OVERSUB_PATTERNS", "OVERSUB_MODES", "OVERSUB_FACTORS", "OVERSUB_GPUS", "OVERSUB_SOURCE", "OVERSUB_HARDWARE_COMMAND",
+           "OVERSUB_PATTERNS", "OVERSUB_MODES", "OVERSUB_FACTORS", "OVERSUB_GPUS", "OVERSUB_SOURCE",
+           "OVERSUB_HARDWARE_COMMAND",
            "oversub_text", "plot_oversub"]
 
 DEFAULT_BLOCKS = (0, 1, 2, 4, 8, 16)
