@@ -186,10 +186,10 @@ def test_one_batch_cost_parts_closed_form():
     end = h.service_batch(0)
     s = h.stats()
     c = spec.cycles
-    assert s["batch_fixed_cycles"] == c(16.0) == 19200
-    assert s["batch_block_cycles"] == 2 * c(13.0) and s["batch_blocks"] == 2
-    assert s["batch_page_cycles"] == 48 * c(0.2) == 48 * 240
-    assert s["batch_unmap_cycles"] == 2 * c(12.8) and s["batch_unmap_blocks"] == 2
+    assert s["batch_fixed_cycles"] == c(spec.batch_fixed_us) > 0
+    assert s["batch_block_cycles"] == 2 * c(spec.batch_per_block_us) > 0 and s["batch_blocks"] == 2
+    assert s["batch_page_cycles"] == 48 * c(spec.batch_per_page_us) > 0
+    assert s["batch_unmap_cycles"] == 2 * c(spec.batch_unmap_us) > 0 and s["batch_unmap_blocks"] == 2
     assert s["batch_tlb_cycles"] == 0
     assert s["batch_transfer_cycles"] == PcieSpec().idle_transfer_cycles(48 * 4096)
     assert end == sum(s[k] for k in BATCH_PARTS) == s["batch_cycles"]

@@ -49,6 +49,9 @@ def parameter_reference() -> str:
         for r in these:
             if r.get("from_device") is not None and r["value"] is None:
                 default = f"from `ssd.device` ({_escape(r['from_device'])}: {_code(value_text(r['device_value']))})"
+            elif r.get("from_profile") is not None and r["value"] is None:
+                default = (f"from `fault.batch_profile` ({_escape(r['from_profile'])}: "
+                           f"{_code(value_text(r['profile_value']))})")
             else:
                 default = _code(value_text(r["value"]))
             differs = []

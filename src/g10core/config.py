@@ -42,7 +42,8 @@ from .files import read_text
 # built from them; they are importable from here as before.
 from .params import (  # noqa: F401
     _META, FTL_KEYS, CPUSpec, GPUSpec, HostSpec, LinkSpec, FaultSpec, NoiseSpec, Param, RunSpec, SchedulerSpec,
-    SECTIONS, SSDTierSpec, TranslationSpec, ITERATION_RULES, BREAKDOWN_RULES, check_value, param, param_of)
+    SECTIONS, SSDTierSpec, TranslationSpec, ITERATION_RULES, BREAKDOWN_RULES, BATCH_PROFILES, check_value, param,
+    param_of)
 from .gpus import gpu_model
 from .pcie import PcieSpec
 from .ssd import device_spec, ssd_preset
@@ -487,7 +488,8 @@ def parameters(cfg: SimConfig | None = None) -> list[dict]:
     list of dict
         One row per parameter, in declaration order: ``key`` (section.key), ``value`` (in
         ``cfg``; None = from the device preset, whose value is ``device_value`` and name
-        ``from_device``), ``default`` (the dataclass default), ``type``, ``unit``, ``range``
+        ``from_device``, or for the batch costs from the profile ``from_profile``, whose value is
+        ``profile_value``), ``default`` (the dataclass default), ``type``, ``unit``, ``range``
         (in words), ``min``, ``max``, ``min_exclusive``, ``choices``, ``doc``.
     """
     cfg = preset(DEFAULT_PRESET) if cfg is None else cfg
@@ -508,6 +510,9 @@ def parameters(cfg: SimConfig | None = None) -> list[dict]:
                 row["from_device"] = cfg.ssd.device
                 attr = {"link_generation": "generation", "link_lanes": "lanes"}.get(f.name)
                 row["device_value"] = getattr(device.link, attr) if attr else getattr(device, f.name)
+            if p.from_profile:
+                row["from_profile"] = cfg.fault.batch_profile
+                row["profile_value"] = BATCH_PROFILES[cfg.fault.batch_profile][f.name]
             rows.append(row)
     return rows
 

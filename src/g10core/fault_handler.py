@@ -5,10 +5,11 @@ Defaults are ``detailed_model.md`` §1 and the NVIDIA driver's module parameters
 (the faulted big page moves whole); 2 MiB VA blocks, the prefetch tree's root and the largest
 transfer, never crossed; the tree prefetcher filling, for each fault, the largest node of
 which strictly more than 51 % is resident or faulted; batches of up to 256 distinct faults,
-faults raised during a batch waiting for the next; a batch's driver time in parts (16 µs per
-batch, 13 µs per VA block, 0.2 µs per page, 12.8 µs per VA block unmapped on the host, the
-TLB shootdowns), then the copies; eviction of 2 MiB chunks in the order their VA blocks first
-got pages on the GPU, to host memory while it has room and then to the SSD.
+faults raised during a batch waiting for the next; a batch's driver time in parts (per batch,
+per VA block, per page, per VA block unmapped on the host: ``fault.batch_profile``'s measured
+costs, ``params.BATCH_PROFILES``; the TLB shootdowns), then the copies; eviction of 2 MiB
+chunks in the order their VA blocks first got pages on the GPU, to host memory while it has
+room and then to the SSD.
 ``EARLIER_RULES`` holds the values that give our rules before the driver's.
 
 The handler's semantics (buffer, batches, prefetchers, eviction, timing) are in
@@ -25,7 +26,7 @@ import numpy as np
 
 from .codes import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
 from .errors import ConfigError
-from .params import check_fields, declaration, default_of, from_key, namer
+from .params import BATCH_PROFILES, batch_costs, check_fields, declaration, default_of, from_key, namer
 
 __all__ = ["FaultHandlerSpec", "FaultHandler", "spec_from_config", "PREFETCHERS", "EVICT_DESTINATIONS", "TIERS", "CAUSES",
            "FAULT_QUEUED", "FAULT_DUPLICATE", "FAULT_RESIDENT", "PAGE_BYTES", "MEASURED_BATCH", "EARLIER_RULES",
@@ -42,12 +43,14 @@ FAULT_QUEUED, FAULT_DUPLICATE, FAULT_RESIDENT = 0, 1, 2                # _uvm ra
 MAX_BLOCK_BYTES = declaration("fault.va_block_bytes").max              # the compiled maps hold 512 pages
 
 # The measured alternative to G10's 45 µs batch (GTX 1080 Ti nvprof fit, detailed_model.md §1).
-MEASURED_BATCH = {"batch_fixed_us": 16.0, "batch_per_page_us": 0.2}
-# Our earlier rules, before the driver's (issue 37): one 45 µs constant per batch, "more than half"
-# with filled nodes counted above them, least recently migrated chunks first.
-EARLIER_RULES = {"batch_fixed_us": 45.0, "batch_per_block_us": 0.0, "batch_per_page_us": 0.0,
-                 "batch_unmap_us": 0.0, "prefetch_threshold": 0.5, "prefetch_tree_rule": "cumulative",
+MEASURED_BATCH = {k: BATCH_PROFILES["uvmsmart-gtx1080ti"][k] for k in ("batch_fixed_us", "batch_per_page_us")}
+# Our earlier rules, before the driver's (issue 37): one 45 µs constant per batch (the g10-45us
+# batch profile), "more than half" with filled nodes counted above them, least recently migrated
+# chunks first.
+EARLIER_RULES = {**BATCH_PROFILES["g10-45us"], "prefetch_threshold": 0.5, "prefetch_tree_rule": "cumulative",
                  "chunk_order": "migration"}
+# The batch costs of the declared fault.batch_profile: a FaultHandlerSpec's defaults.
+_PROFILE = BATCH_PROFILES[default_of("fault.batch_profile")]
 # The parts of a batch's time (fault_batches counters); they sum to batch_cycles.
 BATCH_PARTS = ("batch_fixed_cycles", "batch_block_cycles", "batch_page_cycles", "batch_unmap_cycles",
                "batch_tlb_cycles", "batch_transfer_cycles")
@@ -70,10 +73,11 @@ class FaultHandlerSpec:
     sequential_units: int = from_key("fault.sequential_units")
     batch_faults: int = from_key("fault.batch_faults")
     batches_per_service: int = from_key("fault.batches_per_service")
-    batch_fixed_us: float = from_key("fault.batch_fixed_us")
-    batch_per_block_us: float = from_key("fault.batch_per_block_us")
-    batch_per_page_us: float = from_key("fault.batch_per_page_us")
-    batch_unmap_us: float = from_key("fault.batch_unmap_us")
+    # the batch costs default to the declared fault.batch_profile's (the keys' own default: unset)
+    batch_fixed_us: float = from_key("fault.batch_fixed_us", default=_PROFILE["batch_fixed_us"])
+    batch_per_block_us: float = from_key("fault.batch_per_block_us", default=_PROFILE["batch_per_block_us"])
+    batch_per_page_us: float = from_key("fault.batch_per_page_us", default=_PROFILE["batch_per_page_us"])
+    batch_unmap_us: float = from_key("fault.batch_unmap_us", default=_PROFILE["batch_unmap_us"])
     chunk_order: str = from_key("fault.chunk_order")
     eviction_granularity_bytes: int = field(default_factory=lambda: default_of("fault.va_block_bytes"))
     evict_destination: str = from_key("fault.evict_destination")
@@ -146,16 +150,20 @@ class FaultHandlerSpec:
 
 
 def spec_from_config(cfg) -> FaultHandlerSpec:
-    """The handler of a ``SimConfig`` (its ``[fault]`` keys on the ``gpu.frequency_GHz`` clock), checked."""
+    """The handler of a ``SimConfig`` (its ``[fault]`` keys on the ``gpu.frequency_GHz`` clock; the batch
+    costs each key's value or its ``fault.batch_profile``'s), checked."""
     f = cfg.fault
+    costs = batch_costs(f)
     return FaultHandlerSpec(
         migration_unit_bytes=f.migration_unit_bytes, va_block_bytes=f.va_block_bytes, prefetcher=f.prefetcher,
         prefetch_threshold=f.prefetch_threshold, prefetch_min_faults=f.prefetch_min_faults,
         prefetch_tree_rule=f.prefetch_tree_rule, batches_per_service=f.batches_per_service,
-        batch_per_block_us=f.batch_per_block_us, batch_unmap_us=f.batch_unmap_us, chunk_order=f.chunk_order,
+        batch_per_block_us=costs["batch_per_block_us"], batch_unmap_us=costs["batch_unmap_us"],
+        chunk_order=f.chunk_order,
         # the sequential prefetcher never passes the VA block: more units than it holds = the rest of it
         sequential_units=min(f.sequential_units, max(1, f.va_block_bytes // f.migration_unit_bytes)),
-        batch_faults=f.batch_faults, batch_fixed_us=f.batch_fixed_us, batch_per_page_us=f.batch_per_page_us,
+        batch_faults=f.batch_faults, batch_fixed_us=costs["batch_fixed_us"],
+        batch_per_page_us=costs["batch_per_page_us"],
         eviction_granularity_bytes=f.va_block_bytes if f.eviction_granularity == "chunk" else PAGE_BYTES,
         evict_destination=f.evict_destination,
         thrashing_enable=f.thrashing_enable, thrashing_threshold=f.thrashing_threshold,

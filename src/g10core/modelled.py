@@ -74,8 +74,8 @@ SLOT_SSD_KEYS = ("ssd.write_bandwidth_GBps", "ssd.duplex")
 BATCHED_SUPERSEDED_KEYS = ("gpu.malloc_us_per_byte", "ssd.latency_us", "fault.system_latency_us")
 # the far-fault handler's keys the physical fault time (fault.handler = physical) reads too: the
 # driver's batch costs and how faults group into migration units, batches and VA blocks
-PHYSICAL_KEYS = ("fault.migration_unit_bytes", "fault.va_block_bytes", "fault.batch_faults", "fault.batch_fixed_us",
-                 "fault.batch_per_block_us", "fault.batch_per_page_us", "fault.batch_unmap_us")
+PHYSICAL_KEYS = ("fault.migration_unit_bytes", "fault.va_block_bytes", "fault.batch_faults", "fault.batch_profile",
+                 "fault.batch_fixed_us", "fault.batch_per_block_us", "fault.batch_per_page_us", "fault.batch_unmap_us")
 # keys the physical fault time supersedes: only the profile formula (l_sys, l_ssd) reads them in
 # the replay, so under it only a policy's planner does (Policy.plans_with: G10's safe time)
 PHYSICAL_SUPERSEDED_KEYS = ("ssd.latency_us", "fault.system_latency_us")

@@ -26,8 +26,8 @@ from .errors import ConfigError
 from .gpus import DEFAULT_GPU, GPUS, unknown_text
 
 __all__ = ["Param", "param", "param_of", "from_key", "declaration", "default_of", "check_value",
-           "check_fields", "namer", "parse_victim", "SECTIONS", "FTL_KEYS", "LANES", "PAYLOADS",
-           "VICTIM_POLICIES"]
+           "check_fields", "namer", "parse_victim", "SECTIONS", "FTL_KEYS", "BATCH_PROFILES", "BATCH_COST_KEYS",
+           "batch_costs", "LANES", "PAYLOADS", "VICTIM_POLICIES"]
 
 GiB = 1 << 30
 LANES = (1, 2, 4, 8, 16)                           # of a PCIe link (pcie.py)
@@ -55,6 +55,7 @@ class Param:
     validate: Callable[[Any, str], None] | None = None   # extra rule: raises ConfigError naming the key
     rule: str = ""                   # that rule in words, for the range column
     from_device: bool = False        # None (the default) means: the ssd.device preset's value
+    from_profile: bool = False       # None (the default) means: the fault.batch_profile's value
     below: str = ""                  # why the lower bound: added to the refusal of a value below it
     # The component built alone (tests' small TLBs, microbenchmarks) accepts down / up to these
     # where a configuration's range is narrower: a configuration's bounds are each valid with the
@@ -110,14 +111,15 @@ def _num(x) -> str:
 
 def param(default, *, unit: str = "", doc: str, min=None, max=None, min_exclusive: bool = False,
           max_exclusive: bool = False, choices=None, validate=None, rule: str = "", type=None,
-          from_device: bool = False, below: str = "", model_min=None, model_max=None):
+          from_device: bool = False, from_profile: bool = False, below: str = "", model_min=None,
+          model_max=None):
     """A dataclass field with its unit, range and description (see :class:`Param`)."""
     typ = type if type is not None else default.__class__
     if typ not in (bool, int, float, str):
         raise TypeError(f"param type must be bool, int, float or str, not {typ!r}")
     meta = Param(type=typ, unit=unit, doc=doc, min=min, max=max, min_exclusive=min_exclusive,
                  max_exclusive=max_exclusive, choices=None if choices is None else tuple(choices),
-                 validate=validate, rule=rule, from_device=from_device, below=below,
+                 validate=validate, rule=rule, from_device=from_device, from_profile=from_profile, below=below,
                  model_min=model_min, model_max=model_max)
     return field(default=default, metadata={_META: meta})
 
@@ -158,7 +160,7 @@ def from_key(key: str, *, default=MISSING):
 def check_value(name: str, value, p: Param, shown: str | None = None, *, alone: bool = False) -> None:
     """One value against its declaration; ``shown``: how the user wrote it (for the message);
     ``alone``: a component built alone (its own limits, and no ``None`` for a device key)."""
-    if value is None and p.from_device and not alone:
+    if value is None and (p.from_device or p.from_profile) and not alone:
         return
     if shown is None:
         shown = repr(value)
@@ -487,6 +489,71 @@ class LinkSpec:
         256, unit="B", choices=PAYLOADS, doc="max TLP payload, MPS, of the GPU's link (detailed)")
 
 
+# ---- the driver's fault-batch cost profiles (fault.batch_profile) ------------------------------
+#
+# A batch's driver time in four parts (docs/guide/detailed.md, "The driver's fault-batch costs"):
+# per batch, per VA block serviced, per 4 KiB page migrated in, per VA block given host pages
+# (the host-side unmap).  A profile names one measured set; each fault.batch_*_us key left unset
+# takes its profile's value, a key that is set overrides it.  Values in microseconds.
+BATCH_COST_KEYS = ("batch_fixed_us", "batch_per_block_us", "batch_per_page_us", "batch_unmap_us")
+BATCH_PROFILES = {
+    # tallendev/uvm-eval (Allen and Ge, SC 2021), benchmarksv3/bsize-scripts/README.MD: the
+    # instrumented NVIDIA 460.27.04 driver's record of one first-touch batch on a Titan V (3 faults,
+    # 1 new VA block, 3 x 4 KiB pages from host memory), in ns: time 736221, service_time 534863,
+    # block_gpu_state_time 112010, map_time 35196, unmap_res_time 34254 (1 VA block unmapped on
+    # the CPU), pop_pages_time 315251 (root_chunk_allocs 1), batch_transfer_time 15790.
+    # Absolute, not scaled: every part is the host CPU's driver work (the copy, the only GPU-side
+    # part, is the link model's), and no cited ratio relates the measuring host to the modelled one.
+    "uvm-eval-titanv": {
+        # outside the service: fetch, sort and dedup, replay = time - service_time = 736.221 - 534.863
+        # (Kim et al., ASPLOS 2020, measure preprocessing at 46.7 % of a median 313 us batch: 146 us)
+        "batch_fixed_us": 201.358,
+        # per VA block: its GPU mapping, one op per VA block (map_time 35.196, num_mapping_ops 1)
+        "batch_per_block_us": 35.196,
+        # the record's 3 pages cannot separate a per-page part: the GTX 1080 Ti nvprof fit
+        # (reference/detailed_model.md section 1)
+        "batch_per_page_us": 0.2,
+        # the CPU unmap of the VA block's resident host pages (unmap_res_time 34.254, unmap_res_count 1)
+        "batch_unmap_us": 34.254,
+        # Not charged, both paid once and not per batch in the steady state the presets report:
+        # pop_pages_time 315.251, the PMM's allocation of a 2 MiB root chunk from the resource
+        # manager (root_chunk_allocs 1), once per root chunk of GPU memory, which the PMM keeps and
+        # reuses after evictions; block_gpu_state_time 112.010, the VA block's per-GPU state with
+        # the DMA mappings of its CPU pages (num_new_vablock 1), once per VA block, kept while the
+        # block lives (its GPU chunks are evicted, its GPU state is not).  resident_pages_time
+        # 18.104 wraps the copy (batch_transfer_time 15.790): the link model's.
+    },
+    # the earlier split (issue 37): 16 us per batch and 0.2 us per page, the GTX 1080 Ti nvprof fit
+    # (reference/detailed_model.md section 1); 13 + 12.8 us per VA block from host memory, UVMSmart's
+    # measured 45 us one-fault batch (Ganguly et al., ISCA 2019) less 16 + 16 x 0.2 us, split about
+    # evenly by our guess (no measurement splits it)
+    "uvmsmart-gtx1080ti": {"batch_fixed_us": 16.0, "batch_per_block_us": 13.0, "batch_per_page_us": 0.2,
+                           "batch_unmap_us": 12.8},
+    # G10's single far-fault latency per batch (Ganguly et al., ISCA 2019: 45 us), our first rule
+    "g10-45us": {"batch_fixed_us": 45.0, "batch_per_block_us": 0.0, "batch_per_page_us": 0.0,
+                 "batch_unmap_us": 0.0},
+}
+
+
+def batch_costs(fault) -> dict[str, float]:
+    """The far-fault batch costs of a ``[fault]`` section, resolved.
+
+    Parameters
+    ----------
+    fault : FaultSpec
+        The section (``SimConfig.fault``).
+
+    Returns
+    -------
+    dict
+        ``BATCH_COST_KEYS`` -> microseconds: each key's value where it is set, else the value of
+        the section's ``fault.batch_profile`` (``BATCH_PROFILES``).
+    """
+    profile = BATCH_PROFILES[fault.batch_profile]
+    return {k: float(profile[k]) if getattr(fault, k) is None else float(getattr(fault, k))
+            for k in BATCH_COST_KEYS}
+
+
 @dataclass(frozen=True)
 class FaultSpec:
     system_latency_us: float = param(
@@ -570,22 +637,26 @@ class FaultSpec:
         doc="batches one service pass of the bottom half runs back to back before it yields (batched; counted "
             "as fault_batches.service_passes); the driver's uvm_perf_fault_max_batches_per_service = 20 "
             "(uvm_gpu_replayable_faults.c)")
-    batch_fixed_us: float = param(
-        16.0, unit="us", min=0, max=1e6,
-        doc="per-batch driver cost: fetch, preprocess, replay (batched, physical); 16: the GTX 1080 Ti nvprof fit "
-            "(detailed_model.md); 45 with the other parts 0: G10's single far-fault latency, our earlier rule")
-    batch_per_block_us: float = param(
-        13.0, unit="us", min=0, max=1e6,
-        doc="driver cost per VA block a batch services (block lock, state, page-table update) (batched, "
-            "physical); with fault.batch_unmap_us, UVMSmart's measured 45 us far fault less 16 us + 16 x 0.2 us")
-    batch_per_page_us: float = param(
-        0.2, unit="us", min=0, max=1e3,
-        doc="driver cost per 4 KiB page a batch migrates (batched, physical); 0.2: the GTX 1080 Ti nvprof fit")
-    batch_unmap_us: float = param(
-        12.8, unit="us", min=0, max=1e6,
-        doc="host-side unmapping per VA block a batch brings pages from host memory into (batched, physical): "
-            "the CPU mappings go before the GPU's copy is made (Allen and Ge, SC 2021: host OS work is a large part "
-            "of a batch)")
+    batch_profile: str = param(
+        "uvm-eval-titanv", choices=tuple(BATCH_PROFILES),
+        doc="the driver's measured batch costs the fault.batch_*_us keys left unset take (batched, physical; "
+            "docs/guide/detailed.md): uvm-eval-titanv, the instrumented 460.27.04 driver's first-touch batch on a "
+            "Titan V (tallendev/uvm-eval; Allen and Ge, SC 2021); uvmsmart-gtx1080ti, the earlier split (GTX 1080 "
+            "Ti nvprof fit, UVMSmart's 45 us); g10-45us, G10's one 45 us constant per batch")
+    batch_fixed_us: float | None = param(
+        None, type=float, unit="us", min=0, max=1e6, from_profile=True,
+        doc="per-batch driver cost: fetch, preprocess, replay (batched, physical); unset: fault.batch_profile's")
+    batch_per_block_us: float | None = param(
+        None, type=float, unit="us", min=0, max=1e6, from_profile=True,
+        doc="driver cost per VA block a batch services (batched, physical); unset: fault.batch_profile's "
+            "(uvm-eval-titanv: the block's GPU mapping)")
+    batch_per_page_us: float | None = param(
+        None, type=float, unit="us", min=0, max=1e3, from_profile=True,
+        doc="driver cost per 4 KiB page a batch migrates (batched, physical); unset: fault.batch_profile's")
+    batch_unmap_us: float | None = param(
+        None, type=float, unit="us", min=0, max=1e6, from_profile=True,
+        doc="host-side unmapping per VA block a batch brings pages from host memory into (batched, physical); "
+            "unset: fault.batch_profile's")
     eviction_granularity: str = param(
         "chunk", choices=("chunk", "page"),
         doc="evicted together: chunk, whole VA blocks (fault.va_block_bytes, the driver's 2 MiB chunks); "

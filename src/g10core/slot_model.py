@@ -161,10 +161,10 @@ def physical_fault_params(cfg) -> dict:
         unit_pages=max(1, -(-f.migration_unit_bytes // page)),
         block_pages=max(1, f.va_block_bytes // page),
         batch_faults=f.batch_faults,
-        batch_fixed_cycles=spec.cycles(f.batch_fixed_us),
-        batch_per_block_cycles=spec.cycles(f.batch_per_block_us),
-        batch_per_page_cycles=spec.cycles(f.batch_per_page_us),
-        batch_unmap_cycles=spec.cycles(f.batch_unmap_us),
+        batch_fixed_cycles=spec.cycles(spec.batch_fixed_us),
+        batch_per_block_cycles=spec.cycles(spec.batch_per_block_us),
+        batch_per_page_cycles=spec.cycles(spec.batch_per_page_us),
+        batch_unmap_cycles=spec.cycles(spec.batch_unmap_us),
     )
 
 
@@ -212,12 +212,15 @@ def check_cycles_fit(trace: Trace, cfg, path=None) -> None:
     if cfg.fault.handler == "physical":
         fault_cycles = worst_physical_fault_cycles(trace, cfg) * cfg.run.iterations
         if not cycles + fault_cycles <= MAX_RUN_KERNEL_CYCLES:
+            from .params import batch_costs
+            c = batch_costs(cfg.fault)
             raise ConfigError(
                 f"{path or f'{trace.model}-b{trace.batch_size}'}: with every page of every kernel faulting, "
                 f"fault.handler = 'physical' charges {fault_cycles:.4g} cycles of fault time over run.iterations = "
-                f"{cfg.run.iterations} (fault.batch_fixed_us = {cfg.fault.batch_fixed_us:g}, batch_per_block_us = "
-                f"{cfg.fault.batch_per_block_us:g}, batch_per_page_us = {cfg.fault.batch_per_page_us:g}, "
-                f"batch_unmap_us = {cfg.fault.batch_unmap_us:g}, batch_faults = {cfg.fault.batch_faults}, "
+                f"{cfg.run.iterations} (fault.batch_profile = {cfg.fault.batch_profile!r}: fault.batch_fixed_us = "
+                f"{c['batch_fixed_us']:g}, batch_per_block_us = {c['batch_per_block_us']:g}, batch_per_page_us = "
+                f"{c['batch_per_page_us']:g}, batch_unmap_us = {c['batch_unmap_us']:g}, "
+                f"batch_faults = {cfg.fault.batch_faults}, "
                 f"gpu.malloc_us_per_byte = {cfg.gpu.malloc_us_per_byte:g}), more than the simulator's 64-bit clock "
                 "leaves room for (2^60): lower those costs, run.iterations or gpu.frequency_GHz")
 

@@ -9,6 +9,8 @@ def _value_text(row: dict) -> str:
     value = row["value"]
     if value is None and "device_value" in row:
         return f"{value_text(row['device_value'])} ({row['from_device']})"
+    if value is None and "profile_value" in row:
+        return f"{value_text(row['profile_value'])} ({row['from_profile']})"
     return value_text(value)
 
 
@@ -19,6 +21,8 @@ def format_parameters(rows: list[dict], preset: str) -> str:
     uwidth = max(len(r["unit"]) for r in rows)
     device = next((r["from_device"] for r in rows if "from_device" in r), None)
     note = f"; '({device})': the ssd.device preset's value" if device else ""
+    profile = next((r["from_profile"] for r in rows if "from_profile" in r), None)
+    note += f"; '({profile})': the fault.batch_profile's value" if profile else ""
     lines = [f"configuration parameters (values of preset {preset}{note})",
              f"{'key':<{width}}  {'value':<{vwidth}}  {'unit':<{uwidth}}  range",
              f"{'':<{width}}  description"]
@@ -54,7 +58,8 @@ def add_parser(subparsers) -> None:
                     "and --set), its unit, the range of values accepted and a one-line description. "
                     "--json gives the same as a list of objects (key, value, default, type, unit, range, min, "
                     "max, min_exclusive, choices, doc; from_device and device_value for the FTL keys that "
-                    "take the ssd.device preset's value).")
+                    "take the ssd.device preset's value; from_profile and profile_value for the fault.batch_*_us "
+                    "keys that take the fault.batch_profile's value).")
     add_config_options(s)
     add_json_option(s)
     s.set_defaults(func=_cmd_config_show)

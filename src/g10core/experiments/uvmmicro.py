@@ -27,7 +27,8 @@ from ..config import ConfigError
 from ..fault_handler import PAGE_BYTES, FaultHandler, FaultHandlerSpec
 
 __all__ = ["prefetch", "batching", "tlb", "oversub", "oversub_table", "PATTERNS", "DEFAULT_BLOCKS",
-           "OVERSUB_PATTERNS", "OVERSUB_MODES", "OVERSUB_FACTORS", "OVERSUB_GPUS", "PUBLISHED_OVERSUB",
+           "OVERSUB_PATTERNS", "OVERSUB_MODES", "OVERSUB_FACTORS", "OVERSUB_GPUS", "OVERSUB_SOURCE",
+           "OVERSUB_HARDWARE_COMMAND",
            "oversub_text", "plot_oversub"]
 
 DEFAULT_BLOCKS = (0, 1, 2, 4, 8, 16)
@@ -187,13 +188,21 @@ OVERSUB_GPUS = {
     "V100-like": {"memory_GiB": 16.0, "sms": 80, "hbm_GBps": 900.0, "link_generation": 3, "lanes": 16},
 }
 
-# The blog's published bandwidths (GB/s) by (gpu, pattern, mode, factor).  Only the blog's
-# introduction is in the stored corpus this was built from (its figures are images): none are
-# filled in; `oversub_table` prints "-" where a figure is missing.  Add them as
-# ("A100-40GB", "streaming", "page_fault", 2.0): GB/s.
-PUBLISHED_OVERSUB: dict = {}
-PUBLISHED_OVERSUB_SOURCE = ("NVIDIA developer blog, Improving GPU Memory Oversubscription Performance (2021), "
-                            "https://developer.nvidia.com/blog/improving-gpu-memory-oversubscription-performance/")
+# The blog publishes its bandwidths only as figures (images): no text copy exists, so the table
+# stands on the model alone; the sample regenerates them on a GPU (docs/guide/uvm_oversub.md,
+# "The hardware's figures": OVERSUB_HARDWARE_COMMAND).
+OVERSUB_SOURCE = ("NVIDIA developer blog, Improving GPU Memory Oversubscription Performance (2021), "
+                  "https://developer.nvidia.com/blog/improving-gpu-memory-oversubscription-performance/; code sample "
+                  "NVIDIA-developer-blog/code-samples, posts/unified-memory-oversubscription/uvm_oversubs.cu")
+# How the sample measures a cell on a real GPU (its README and Makefile): one line per cell,
+# "Read,<mode>,<pattern>,<factor>,2MB,blocksize=128,loop_count=3, <ms> ms, <bw> GB/s" where bw is
+# GiB (2^30 B) per second of kernel time, the mean over the loops, the cold first one included.
+OVERSUB_HARDWARE_COMMAND = (
+    "git clone https://github.com/NVIDIA-developer-blog/code-samples && "
+    "cd code-samples/posts/unified-memory-oversubscription && make && "
+    "for a in streaming block_streaming random_warp; do "
+    "for m in page_fault zero_copy prefetch_once_and_hints; do "
+    "for p in 0.5 0.75 1.0 1.25 1.5 1.75 2.0; do ./uvm_oversubs -a $a -m $m -p $p -lc 3; done; done; done")
 
 _MiB = 1 << 20
 
@@ -318,7 +327,6 @@ def oversub(gpu: str = "A100-40GB", pattern: str = "streaming", mode: str = "pag
         "pages_to_host": int(fb.get("pages_to_host", 0)),
         "thrashing_events": int(th.get("thrashing_events", 0)), "throttles": int(th.get("throttles", 0)),
         "pins": int(th.get("pins", 0)), "remote_read_bytes": int(th.get("remote_read_bytes", 0)),
-        "published_GBps": PUBLISHED_OVERSUB.get((gpu, pattern, mode, factor)),
     }
 
 
@@ -339,13 +347,12 @@ def oversub_table(gpus=tuple(OVERSUB_GPUS), patterns=OVERSUB_PATTERNS, modes=OVE
                     rows.append(oversub(gname, pat, mode, f, scale=scale, loops=loops, seed=seed, sets=sets))
                     if progress is not None:
                         progress(rows[-1])
-    return {"benchmark": "oversub", "rows": rows, "published_source": PUBLISHED_OVERSUB_SOURCE,
-            "published_cells": len(PUBLISHED_OVERSUB)}
+    return {"benchmark": "oversub", "rows": rows, "source": OVERSUB_SOURCE,
+            "hardware_command": OVERSUB_HARDWARE_COMMAND}
 
 
 def oversub_text(result: dict) -> str:
-    """The table: per GPU, a row per (pattern, mode), a column per factor, GB/s (the blog's in
-    brackets where known)."""
+    """The table: per GPU, a row per (pattern, mode), a column per factor, GB/s."""
     rows = result["rows"]
     out = []
     for gname in dict.fromkeys(r["gpu"] for r in rows):
@@ -354,25 +361,21 @@ def oversub_text(result: dict) -> str:
         g = OVERSUB_GPUS[gname]
         out.append(f"{gname}: {g['memory_GiB']:g} GiB / {mine[0]['scale']} scale, PCIe {g['link_generation']}.0 "
                    f"x{g['lanes']} ({mine[0]['link_GBps']:.1f} GB/s effective), HBM {g['hbm_GBps']:g} GB/s; "
-                   "read bandwidth GB/s, steady loops [blog]")
-        out.append(f"  {'pattern':16s} {'mode':11s}" + "".join(f"{'x' + format(f, 'g'):>14s}" for f in factors))
+                   "read bandwidth GB/s, steady loops")
+        out.append(f"  {'pattern':16s} {'mode':11s}" + "".join(f"{'x' + format(f, 'g'):>9s}" for f in factors))
         for pat in dict.fromkeys(r["pattern"] for r in mine):
             for mode in dict.fromkeys(r["mode"] for r in mine):
                 cells = []
                 for f in factors:
                     r = next((x for x in mine if (x["pattern"], x["mode"], x["factor"]) == (pat, mode, f)), None)
-                    if r is None:
-                        cells.append(f"{'':>14s}")
-                        continue
-                    pub = r.get("published_GBps")
-                    cells.append(f"{r['bandwidth_GBps']:8.2f} [{'-' if pub is None else format(pub, 'g'):>3s}]")
-                out.append(f"  {pat:16s} {mode:11s}" + "".join(f"{c:>14s}" for c in cells))
+                    cells.append("" if r is None else f"{r['bandwidth_GBps']:.2f}")
+                out.append(f"  {pat:16s} {mode:11s}" + "".join(f"{c:>9s}" for c in cells))
     return "\n".join(out)
 
 
 def plot_oversub(result: dict, path):
     """Bandwidth against oversubscription factor, a panel per GPU and pattern, a line per mode
-    (log scale), the blog's figures as crosses where known; PNG, written atomically."""
+    (log scale); PNG, written atomically."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -387,14 +390,10 @@ def plot_oversub(result: dict, path):
         for j, pat in enumerate(pats):
             ax = fig.add_subplot(len(gpus), len(pats), i * len(pats) + j + 1)
             for mode in dict.fromkeys(r["mode"] for r in rows):
-                pts = sorted((r["factor"], r["bandwidth_GBps"], r.get("published_GBps")) for r in rows
+                pts = sorted((r["factor"], r["bandwidth_GBps"]) for r in rows
                              if (r["gpu"], r["pattern"], r["mode"]) == (gname, pat, mode))
-                if not pts:
-                    continue
-                line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=mode)
-                pub = [(p[0], p[2]) for p in pts if p[2] is not None]
-                if pub:
-                    ax.plot([p[0] for p in pub], [p[1] for p in pub], "x", color=line.get_color())
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=mode)
             ax.set_yscale("log")
             ax.set_title(f"{gname}, {pat}", fontsize=8)
             ax.set_xlabel("oversubscription factor", fontsize=7)
