@@ -160,6 +160,32 @@ def test_read_mostly_evicts_without_write_back_until_written():
     assert h.remote_stats()["readdup_clean_pages"] == UNIT
 
 
+def test_a_read_duplicate_leaves_as_a_drop_move_and_is_no_write_back():
+    h = FaultHandler(spec(), gpu_pages=4 * UNIT)
+    h.advise(0, UNIT, "read_mostly")
+    h.fault(0, 0, (0, UNIT))
+    t = h.service_all(0)[-1]["end"]
+    assert h.evict(0, UNIT, "host", t) == t
+    (m,) = h.moves()
+    assert m["clean"] == 1 and m["done"] == t and (m["first"], m["end"]) == (0, UNIT)
+    assert h.stats()["pages_to_host"] == 0                 # write-backs only; drops: readdup_clean_pages
+    assert h.remote_stats()["readdup_clean_pages"] == UNIT
+
+
+def test_read_mostly_advice_on_pages_already_on_the_gpu_is_not_clean_until_they_left():
+    h = FaultHandler(spec(), gpu_pages=4 * UNIT)
+    h.fault(0, 0, (0, UNIT))
+    t = h.service_all(0)[-1]["end"]
+    h.advise(0, UNIT, "read_mostly")                       # migrated before the advice: no host copy
+    done = h.evict(0, UNIT, "host", t)
+    assert done - t == wire(UNIT * PAGE_BYTES, "from_device")
+    assert h.moves()["clean"].tolist() == [0] and h.remote_stats()["readdup_clean_pages"] == 0
+    h.fault(0, done, (0, UNIT))                            # fetched back while advised: a duplicate
+    t = h.service_all(done)[-1]["end"]
+    assert h.evict(0, UNIT, "host", t) == t
+    assert h.remote_stats()["readdup_clean_pages"] == UNIT
+
+
 def test_advice_names_and_codes():
     assert {ACTION_NAMES[c] for c in (5, 6, 7, 8)} == {"prefer_gpu", "prefer_host", "accessed_by", "read_mostly"}
     with pytest.raises(Exception, match="prefer_gpu"):

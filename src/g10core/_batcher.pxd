@@ -66,6 +66,7 @@ cdef enum:
     ADV_PREFER_HOST = 2
     ADV_ACCESSED_BY = 4
     ADV_READ_MOSTLY = 8
+    ADV_RM_PENDING = 16            # read_mostly given while pages were on the GPU: clean once none is
     AS_REMOTE_ACCESSES = 0         # host runs of a tensor a kernel read or wrote over the link
     AS_REMOTE_PAGES = 1
     AS_REMOTE_READ_BYTES = 2
@@ -245,6 +246,13 @@ cdef class Batcher:
         """A kernel writes t: the write collapses its read duplicates."""
         if self.advice_on:
             self.clean_t[t] = 0
+            self.adv[t] &= ~ADV_RM_PENDING
+    cdef inline void left_gpu(self, int32_t t) noexcept nogil:
+        """Pages of t left the GPU: when none is left and its read_mostly advice waited for that,
+        the pages it fetches from now on keep their host copy (it is clean)."""
+        if self.advice_on and self.adv[t] & ADV_RM_PENDING and self.pt.t_head[t] < 0:
+            self.adv[t] &= ~ADV_RM_PENDING
+            self.clean_t[t] = 1
 
     # the slot
     cdef int slot(self, int64_t now) except -1 nogil

@@ -336,7 +336,16 @@ cdef class Batcher:
             self.adv[t] |= ADV_ACCESSED_BY
         elif action == HINT_ADVISE_READ_MOSTLY:
             self.adv[t] |= ADV_READ_MOSTLY
-            self.clean_t[t] = 1
+            # read duplication keeps a host copy of a page the GPU fetches from now on; a page
+            # already on the GPU (written there, or migrated before the advice) has none, so a
+            # tensor with pages on the GPU is not clean (its evictions write back) until all have
+            # left it (left_gpu; docs/guide/thrashing.md)
+            if self.pt.t_head[t] < 0:
+                self.clean_t[t] = 1
+                self.adv[t] &= ~ADV_RM_PENDING
+            else:
+                self.clean_t[t] = 0
+                self.adv[t] |= ADV_RM_PENDING
         self.adv_st[AS_ADVICE_RANGES] += 1
         return 0
 
@@ -486,6 +495,7 @@ cdef class Batcher:
             self.log.push_back(1); self.log.push_back(self.tb); self.log.push_back(v.page)
             self.log.push_back(k); self.log.push_back(dest)
         self.pt.depart(v.page, k)
+        self.left_gpu(v.tensor)
         self.pt.gpu_free += k
         self.tick_victims += k
         v.page += k
@@ -856,6 +866,7 @@ cdef class Batcher:
             self.irregular = True
             self.bulk_stat[B_PREEVICT_REQUEUE] += 1
         self.pt.depart(f.start, k)
+        self.left_gpu(f.tensor)
         self.pt.gpu_free += k
         self.pop(q, k)
         self.consumed[q] += k

@@ -86,6 +86,7 @@ cdef struct advice_rec:
     int64_t end                # pages [key, end)
     int32_t flags              # ADVISE_* bits
     bint written               # read_mostly: a kernel wrote it (the host copy is stale)
+    bint pending               # read_mostly given while pages were on the GPU: clean once none is
 
 # Counters of thrashing, pinning, remote access and advice.
 cdef struct remote_stats:
@@ -117,6 +118,8 @@ cdef enum:
 cdef class TierMap:
     """Where the pages that are not on the GPU live (the replay's page table implements
     this; RunTierMap is a standalone one).  Tiers are _types.Tier codes."""
+    # set around set_tier for read duplicates dropped to host memory: no bytes moved (no traffic)
+    cdef public bint dropping_clean
     # Tier of ``page``; ``run_end[0]`` = end of the run of pages with that tier (<= limit).
     cdef int8_t tier_run(self, page_t page, page_t limit, page_t* run_end) noexcept nogil
     # Pages [first, end) are now in ``tier``.
@@ -177,6 +180,7 @@ cdef class FarFaultHandler:
     cdef thrash_params tp
     cdef unordered_map[int64_t, thrash_rec] thrash      # VA block -> its thrashing record
     cdef cmap[int64_t, advice_rec] advice               # first page of an advised allocation -> advice
+    cdef int64_t n_rm_pending                           # advice records with ``pending`` set
     cdef vector[int64_t] throttled                      # scratch: blocks throttled in this batch
     cdef remote_stats rs
 
@@ -242,5 +246,7 @@ cdef class FarFaultHandler:
     cdef void _thrash_evicted(self, va_block* b, const uint64_t* take) noexcept nogil
     cdef void _host_bits(self, int64_t base, const uint64_t* bits, int64_t n_bits, uint64_t* out) noexcept nogil
     cdef int32_t _advice_at(self, page_t page, page_t* end) noexcept nogil
-    cdef int64_t _clean_pages(self, page_t first, page_t end) noexcept nogil
+    cdef page_t _clean_run(self, page_t page, page_t end, bint* clean) noexcept nogil
+    cdef bint _gpu_pages_in(self, page_t first, page_t end) noexcept nogil
+    cdef void _rm_settle(self, page_t first, page_t end) noexcept nogil
     cdef cycle_t _remote_transfer(self, int direction, int64_t nbytes, cycle_t now) noexcept nogil

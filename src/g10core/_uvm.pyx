@@ -92,7 +92,7 @@ def layout():
 
 
 MOVE_DTYPE = np.dtype([("first", np.int64), ("end", np.int64), ("src", np.int8), ("dst", np.int8),
-                       ("cause", np.int8), ("done", np.int64)])
+                       ("cause", np.int8), ("done", np.int64), ("clean", np.int8)])
 CAUSE_NAMES = ("fault", "prefetch", "hint", "evict")
 TIER_NAMES = ("not_present", "ssd", "host", "gpu")
 
@@ -484,6 +484,7 @@ cdef class FarFaultHandler:
         m.dst = TIER_GPU
         m.cause = cause
         m.done = -1
+        m.clean = 0
         while a < end:
             m.src = self.tiers.tier_run(a, end, &run_end)
             m.first = a
@@ -539,6 +540,8 @@ cdef class FarFaultHandler:
                 continue
             n = m.end - m.first
             if m.src == TIER_HOST:
+                if self.n_rm_pending:
+                    self._rm_settle(m.first, m.end)
                 host_bytes += n * self.p.page_bytes
                 self.st.pages_from_host += n
                 self.host_used -= n
@@ -593,6 +596,8 @@ cdef class FarFaultHandler:
         cdef int64_t lo = next_set(take, 0, B)
         cdef int8_t dest
         cdef uvm_move m
+        cdef page_t a, r
+        cdef bint clean
         if self.tp.enable:
             if forced_dest == TIER_HOST or forced_dest == TIER_SSD:
                 # a user's migration (a hint's pre-eviction) takes precedence over the heuristic:
@@ -606,6 +611,7 @@ cdef class FarFaultHandler:
             m.src = TIER_GPU
             m.cause = MOVE_EVICT
             m.done = -1
+            m.clean = 0
             if forced_dest == TIER_NOT_PRESENT:
                 # dead data: dropped, no transfer; any SSD copy is garbage
                 m.first = base + lo
@@ -629,17 +635,27 @@ cdef class FarFaultHandler:
             else:
                 n_host = 0
             if n_host:
-                m.first = base + lo
-                m.end = base + lo + n_host
-                m.dst = TIER_HOST
-                self.moves.push_back(m)
-                self.tiers.set_tier(m.first, m.end, TIER_HOST)
-                self.out_bytes[0] += n_host * self.p.page_bytes
-                if not self.advice.empty():
-                    # read duplication: an unwritten read-mostly page's host copy is still valid
-                    self.out_bytes[0] -= self._clean_pages(m.first, m.end) * self.p.page_bytes
+                a = base + lo
+                while a < base + lo + n_host:
+                    # read duplication: an unwritten read-mostly page's host copy is still valid,
+                    # so its eviction is a drop (no bytes, no traffic; readdup_clean_pages)
+                    r = self._clean_run(a, base + lo + n_host, &clean)
+                    m.first = a
+                    m.end = r
+                    m.dst = TIER_HOST
+                    m.clean = clean
+                    self.moves.push_back(m)
+                    self.tiers.dropping_clean = clean
+                    self.tiers.set_tier(a, r, TIER_HOST)
+                    self.tiers.dropping_clean = False
+                    if clean:
+                        self.rs.readdup_clean_pages += r - a
+                    else:
+                        self.out_bytes[0] += (r - a) * self.p.page_bytes
+                        self.st.pages_to_host += r - a
+                    a = r
+                m.clean = 0
                 self.host_used += n_host
-                self.st.pages_to_host += n_host
             if n > n_host:
                 m.first = base + lo + n_host
                 m.end = base + e
@@ -775,7 +791,7 @@ cdef class FarFaultHandler:
                 done = imax(done, ack)
         for j in range(first_move, self.moves.size()):
             if self.moves[j].cause == MOVE_EVICT:
-                self.moves[j].done = done
+                self.moves[j].done = t if self.moves[j].clean else done
         self.out_bytes[0] = self.out_bytes[1] = 0
         return done
 
@@ -1267,18 +1283,23 @@ cdef class FarFaultHandler:
         end[0] = deref(it).second.end
         return deref(it).second.flags
 
-    cdef int64_t _clean_pages(self, page_t first, page_t end) noexcept nogil:
-        """Pages of [first, end) in unwritten read-mostly allocations (their host copy is valid)."""
-        cdef cmap[int64_t, advice_rec].iterator it = self.advice.upper_bound(first)
-        cdef int64_t n = 0
+    cdef page_t _clean_run(self, page_t page, page_t end, bint* clean) noexcept nogil:
+        """The run of [page, end) from ``page`` that is all in one unwritten read-mostly allocation
+        (``clean[0]``: its host copies are valid) or all outside any; returns its end."""
+        cdef cmap[int64_t, advice_rec].iterator it
+        cdef page_t stop = end
+        clean[0] = False
+        if self.advice.empty():
+            return end
+        it = self.advice.upper_bound(page)
+        if it != self.advice.end() and deref(it).first < stop:
+            stop = deref(it).first                  # the next allocation with advice
         if it != self.advice.begin():
             dec(it)
-        while it != self.advice.end() and deref(it).first < end:
-            if deref(it).second.flags & ADVISE_READ_MOSTLY and not deref(it).second.written:
-                n += imax(0, imin(end, deref(it).second.end) - imax(first, deref(it).first))
-            inc(it)
-        self.rs.readdup_clean_pages += n
-        return n
+            if deref(it).second.end > page:          # page lies in this allocation
+                clean[0] = (deref(it).second.flags & ADVISE_READ_MOSTLY) != 0 and not deref(it).second.written
+                return imin(deref(it).second.end, end)
+        return stop
 
     cdef int advise(self, page_t first, page_t end, int8_t action) except -1 nogil:
         cdef advice_rec* a
@@ -1295,9 +1316,39 @@ cdef class FarFaultHandler:
             a.flags |= ADVISE_ACCESSED_BY
         elif action == HINT_ADVISE_READ_MOSTLY:
             a.flags |= ADVISE_READ_MOSTLY
-            a.written = False
+            # read duplication keeps a host copy of a page the GPU fetches from now on; a page
+            # already on the GPU has none, so an allocation with pages there is not clean (its
+            # evictions write back) until it has none (_rm_settle)
+            a.written = self._gpu_pages_in(first, end)
+            if a.written != a.pending:
+                self.n_rm_pending += 1 if a.written else -1
+            a.pending = a.written
         self.rs.advice_ranges += 1
         return 0
+
+    cdef bint _gpu_pages_in(self, page_t first, page_t end) noexcept nogil:
+        """Some page of [first, end) is on the GPU."""
+        cdef page_t run_end
+        while first < end:
+            if self.tiers.tier_run(first, end, &run_end) == TIER_GPU:
+                return True
+            first = run_end
+        return False
+
+    cdef void _rm_settle(self, page_t first, page_t end) noexcept nogil:
+        """Pages [first, end) are about to come in from host memory: a read-mostly allocation whose
+        advice waited for its GPU pages to leave (``pending``) and has none now gets duplicates
+        from here on (its host copies stay valid: clean)."""
+        cdef cmap[int64_t, advice_rec].iterator it = self.advice.upper_bound(first)
+        if it != self.advice.begin():
+            dec(it)
+        while it != self.advice.end() and deref(it).first < end:
+            if (deref(it).second.pending and deref(it).second.end > first
+                    and not self._gpu_pages_in(deref(it).first, deref(it).second.end)):
+                deref(it).second.pending = False
+                deref(it).second.written = False
+                self.n_rm_pending -= 1
+            inc(it)
 
     cdef void note_written(self, page_t first, page_t end) noexcept nogil:
         cdef cmap[int64_t, advice_rec].iterator it
@@ -1309,6 +1360,9 @@ cdef class FarFaultHandler:
         while it != self.advice.end() and deref(it).first < end:
             if deref(it).second.end > first and deref(it).second.flags & ADVISE_READ_MOSTLY:
                 deref(it).second.written = True     # the write collapses the duplicates
+                if deref(it).second.pending:
+                    deref(it).second.pending = False
+                    self.n_rm_pending -= 1
             inc(it)
 
     cdef bint remote_ok(self, page_t page, cycle_t now) noexcept nogil:
@@ -1458,7 +1512,7 @@ cdef class FarFaultHandler:
         cdef uvm_move* m
         for j in range(self.moves.size()):
             m = &self.moves[j]
-            out[j] = (m.first, m.end, m.src, m.dst, m.cause, m.done)
+            out[j] = (m.first, m.end, m.src, m.dst, m.cause, m.done, m.clean)
         return out
 
     def resident_blocks(self):
