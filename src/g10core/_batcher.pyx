@@ -24,7 +24,8 @@ bits.  ``prefer_host`` / ``accessed_by`` tensors' host pages are not queued as f
 (``kernel_check`` counts them at a kernel's first attempt, ``ready`` accepts them) and the kernel
 reads them over the link (``kernel_runs`` adds their time and books it as a debt on the host
 path's budget; the kernel's writes collapse read duplicates); an unwritten ``read_mostly`` tensor's pages evicted
-to host are a drop (no slot time, no ``gpu_to_host`` traffic: ``clean``).  Bulk repeats stay on
+to host are a drop (no slot time, no ``gpu_to_host`` traffic: ``clean``; advice given while the
+tensor has pages on the GPU makes it clean only once they have all left: ``left_gpu``).  Bulk repeats stay on
 with advice: a slot's remote time is a debt on the host path's budget carry, which the budget walk
 of ``try_bulk_exact`` follows as any carry; a repeat's victims are all clean or none (the slot's
 ``rec_vclean``, part of its shape; the evictor's ``victim_span`` stops at a tensor whose
