@@ -402,3 +402,12 @@ def test_read_mostly_given_while_the_pages_are_on_the_gpu_writes_them_back(prese
     # written again at k3: the duplicates collapse, the eviction at k4 writes back
     kernels[3] = ([], [0])
     assert read_mostly_run(preset_name, kernels, [1000.0, LONG, 1000.0, 1000.0, LONG], hints) == (2 * N, 0)
+
+
+@pytest.mark.parametrize("preset_name", ["default", "detailed"])
+def test_a_read_mostly_tensor_first_touched_on_the_gpu_has_no_host_copy(preset_name):
+    # X never populated, advised read-mostly, read by k0 (allocated on the GPU, not fetched): its
+    # eviction at k1 writes back
+    kernels = [([0], []), ([1], []), ([1], [])]
+    hints = [(0, 0, HINT_ADVISE_READ_MOSTLY), (1, 0, HINT_TO_HOST)]
+    assert read_mostly_run(preset_name, kernels, [1000.0, LONG, 1000.0], hints) == (N, 0)

@@ -186,6 +186,16 @@ def test_read_mostly_advice_on_pages_already_on_the_gpu_is_not_clean_until_they_
     assert h.remote_stats()["readdup_clean_pages"] == UNIT
 
 
+def test_pages_a_writing_kernel_brings_in_are_not_read_duplicates():
+    h = FaultHandler(spec(), gpu_pages=4 * UNIT)
+    h.advise(0, UNIT, "read_mostly")
+    h.written(0, UNIT)                                     # the running kernel writes the range
+    h.fault(0, 0, (0, UNIT))
+    t = h.service_all(0)[-1]["end"]
+    assert h.evict(0, UNIT, "host", t) - t == wire(UNIT * PAGE_BYTES, "from_device")
+    assert h.remote_stats()["readdup_clean_pages"] == 0
+
+
 def test_advice_names_and_codes():
     assert {ACTION_NAMES[c] for c in (5, 6, 7, 8)} == {"prefer_gpu", "prefer_host", "accessed_by", "read_mostly"}
     with pytest.raises(Exception, match="prefer_gpu"):
@@ -236,7 +246,9 @@ def test_prefer_host_in_the_detailed_replay_reads_the_tensor_remotely():
 def test_the_read_mostly_example_advises_every_weight_and_saves_write_backs():
     from g10core.workload.trace import PAGE_SIZE_BYTES, kernel_working_set_bytes
 
-    trace = synthesize(12, 96 << 20, seed=2)
+    # seed 1, 24 kernels: weight pages come back from host memory and leave again before the backward
+    # pass writes them (seed 2, 12 kernels: each weight leaves only written, nothing is saved)
+    trace = synthesize(24, 96 << 20, seed=1)
     gpu = max(int(kernel_working_set_bytes(trace).max()) * 5 // 4, 48 << 20)     # oversubscribed
     cfg = preset("detailed").with_overrides({"gpu": {"memory_GiB": gpu / 2**30}})
     r = Simulator(cfg).run(trace, "read_mostly_weights.py:ReadMostlyWeights")

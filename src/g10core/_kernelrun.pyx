@@ -642,6 +642,7 @@ cdef class KernelRunner(FaultModel):
         self.start = now
         self.work = self.t11[k] + x
         self.n_kin = self.in_off[k + 1] - self.in_off[k]
+        self.handler.begin_kernel()
         for j in range(self.w_off[k], self.w_off[k + 1]):
             # a write collapses read duplicates (read_mostly advice)
             self.handler.note_written(self.pt.t_first[self.w_t[j]],

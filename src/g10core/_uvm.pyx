@@ -127,6 +127,14 @@ cdef inline void bits_set(uint64_t* w, int64_t lo, int64_t hi) noexcept nogil:
         w[k] |= word_mask(k, lo, hi)
 
 
+cdef inline void bits_clear(uint64_t* w, int64_t lo, int64_t hi) noexcept nogil:
+    cdef int64_t k
+    if hi <= lo:
+        return
+    for k in range(lo >> 6, ((hi - 1) >> 6) + 1):
+        w[k] &= ~word_mask(k, lo, hi)
+
+
 cdef inline int64_t bits_count(const uint64_t* w, int64_t lo, int64_t hi) noexcept nogil:
     cdef int64_t k, n = 0
     if hi <= lo:
@@ -335,6 +343,7 @@ cdef class FarFaultHandler:
         for k in range(8):
             b.resident[k] = 0
             b.incoming[k] = 0
+            b.dup[k] = 0
         b.n_resident = 0
         b.arrive = 0
         b.settled = 0
@@ -540,8 +549,8 @@ cdef class FarFaultHandler:
                 continue
             n = m.end - m.first
             if m.src == TIER_HOST:
-                if self.n_rm_pending:
-                    self._rm_settle(m.first, m.end)
+                if not self.advice.empty():
+                    self._mark_duplicates(m.first, m.end)
                 host_bytes += n * self.p.page_bytes
                 self.st.pages_from_host += n
                 self.host_used -= n
@@ -637,9 +646,11 @@ cdef class FarFaultHandler:
             if n_host:
                 a = base + lo
                 while a < base + lo + n_host:
-                    # read duplication: an unwritten read-mostly page's host copy is still valid,
-                    # so its eviction is a drop (no bytes, no traffic; readdup_clean_pages)
-                    r = self._clean_run(a, base + lo + n_host, &clean)
+                    # a read duplicate's host copy is still valid, so its eviction is a drop (no
+                    # bytes, no traffic; readdup_clean_pages)
+                    clean = bit_test(b.dup, a - base)
+                    r = base + (next_clear(b.dup, a - base, lo + n_host) if clean
+                                else next_set(b.dup, a - base, lo + n_host))
                     m.first = a
                     m.end = r
                     m.dst = TIER_HOST
@@ -669,6 +680,7 @@ cdef class FarFaultHandler:
             lo = next_set(take, e, B)
         for k in range(8):
             b.resident[k] &= ~take[k]
+            b.dup[k] &= ~take[k]
         b.n_resident -= total
         self.gpu_used -= total
         self.st.evictions += 1
@@ -1145,6 +1157,7 @@ cdef class FarFaultHandler:
                 lo = next_set(take, e, B)
             for k in range(8):
                 b.resident[k] &= ~take[k]
+                b.dup[k] &= ~take[k]
             b.n_resident -= n
             self.gpu_used -= n
             if b.n_resident == 0:
@@ -1283,12 +1296,12 @@ cdef class FarFaultHandler:
         end[0] = deref(it).second.end
         return deref(it).second.flags
 
-    cdef page_t _clean_run(self, page_t page, page_t end, bint* clean) noexcept nogil:
-        """The run of [page, end) from ``page`` that is all in one unwritten read-mostly allocation
-        (``clean[0]``: its host copies are valid) or all outside any; returns its end."""
+    cdef page_t _read_mostly_run(self, page_t page, page_t end, bint* rm) noexcept nogil:
+        """The run of [page, end) from ``page`` that is all in one read-mostly allocation (``rm[0]``)
+        or all outside any; returns its end."""
         cdef cmap[int64_t, advice_rec].iterator it
         cdef page_t stop = end
-        clean[0] = False
+        rm[0] = False
         if self.advice.empty():
             return end
         it = self.advice.upper_bound(page)
@@ -1297,9 +1310,37 @@ cdef class FarFaultHandler:
         if it != self.advice.begin():
             dec(it)
             if deref(it).second.end > page:          # page lies in this allocation
-                clean[0] = (deref(it).second.flags & ADVISE_READ_MOSTLY) != 0 and not deref(it).second.written
+                rm[0] = (deref(it).second.flags & ADVISE_READ_MOSTLY) != 0
                 return imin(deref(it).second.end, end)
         return stop
+
+    cdef void _mark_duplicates(self, page_t first, page_t end) noexcept nogil:
+        """Pages [first, end) (one VA block's) come in from host memory: those of read-mostly
+        allocations are read duplicates, their host copy stays valid."""
+        cdef int64_t B = self.p.block_pages
+        cdef page_t a = first, r, e, lo, hi
+        cdef bint rm
+        cdef int32_t i
+        cdef size_t j
+        while a < end:
+            r = self._read_mostly_run(a, end, &rm)
+            while rm and a < r:                      # block by block
+                e = imin(r, (a // B + 1) * B)
+                i = self._find(a // B)
+                if i >= 0:
+                    bits_set(self.blocks[i].dup, a - self.blocks[i].block * B, e - self.blocks[i].block * B)
+                    for j in range(self.writing.size()):  # but not what the running kernel writes
+                        lo = imax(a, self.writing[j].first)
+                        hi = imin(e, self.writing[j].second)
+                        if lo < hi:
+                            bits_clear(self.blocks[i].dup, lo - self.blocks[i].block * B,
+                                       hi - self.blocks[i].block * B)
+                a = e
+            a = r
+
+    cdef void begin_kernel(self) noexcept nogil:
+        """A kernel begins: the previous kernel's writes are done (note_written follows for its own)."""
+        self.writing.clear()
 
     cdef int advise(self, page_t first, page_t end, int8_t action) except -1 nogil:
         cdef advice_rec* a
@@ -1315,55 +1356,27 @@ cdef class FarFaultHandler:
         elif action == HINT_ADVISE_ACCESSED_BY:
             a.flags |= ADVISE_ACCESSED_BY
         elif action == HINT_ADVISE_READ_MOSTLY:
+            # read duplication: a page the GPU fetches from host memory from now on keeps its host
+            # copy (_mark_duplicates); one already on the GPU has none (evicted, it is written back)
             a.flags |= ADVISE_READ_MOSTLY
-            # read duplication keeps a host copy of a page the GPU fetches from now on; a page
-            # already on the GPU has none, so an allocation with pages there is not clean (its
-            # evictions write back) until it has none (_rm_settle)
-            a.written = self._gpu_pages_in(first, end)
-            if a.written != a.pending:
-                self.n_rm_pending += 1 if a.written else -1
-            a.pending = a.written
         self.rs.advice_ranges += 1
         return 0
 
-    cdef bint _gpu_pages_in(self, page_t first, page_t end) noexcept nogil:
-        """Some page of [first, end) is on the GPU."""
-        cdef page_t run_end
-        while first < end:
-            if self.tiers.tier_run(first, end, &run_end) == TIER_GPU:
-                return True
-            first = run_end
-        return False
-
-    cdef void _rm_settle(self, page_t first, page_t end) noexcept nogil:
-        """Pages [first, end) are about to come in from host memory: a read-mostly allocation whose
-        advice waited for its GPU pages to leave (``pending``) and has none now gets duplicates
-        from here on (its host copies stay valid: clean)."""
-        cdef cmap[int64_t, advice_rec].iterator it = self.advice.upper_bound(first)
-        if it != self.advice.begin():
-            dec(it)
-        while it != self.advice.end() and deref(it).first < end:
-            if (deref(it).second.pending and deref(it).second.end > first
-                    and not self._gpu_pages_in(deref(it).first, deref(it).second.end)):
-                deref(it).second.pending = False
-                deref(it).second.written = False
-                self.n_rm_pending -= 1
-            inc(it)
-
     cdef void note_written(self, page_t first, page_t end) noexcept nogil:
-        cdef cmap[int64_t, advice_rec].iterator it
+        """A kernel writes pages [first, end): the write collapses their read duplicates (the host
+        copies are stale; an eviction writes back)."""
+        cdef vector[int32_t] recs
+        cdef uint64_t take[8]
+        cdef size_t j
+        cdef int k
         if self.advice.empty():
             return
-        it = self.advice.upper_bound(first)
-        if it != self.advice.begin():
-            dec(it)
-        while it != self.advice.end() and deref(it).first < end:
-            if deref(it).second.end > first and deref(it).second.flags & ADVISE_READ_MOSTLY:
-                deref(it).second.written = True     # the write collapses the duplicates
-                if deref(it).second.pending:
-                    deref(it).second.pending = False
-                    self.n_rm_pending -= 1
-            inc(it)
+        self.writing.push_back(pair[int64_t, int64_t](first, end))
+        self._blocks_in(first, end, recs)
+        for j in range(recs.size()):
+            if self._resident_in(recs[j], first, end, take):
+                for k in range(8):
+                    self.blocks[recs[j]].dup[k] &= ~take[k]
 
     cdef bint remote_ok(self, page_t page, cycle_t now) noexcept nogil:
         cdef page_t adv_end = 0, run_end
