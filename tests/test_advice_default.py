@@ -233,13 +233,15 @@ def test_a_kernel_that_reads_and_writes_the_tensor_collapses_the_duplicates():
 
 
 def test_a_bulk_repeat_of_pre_evictions_stops_before_a_clean_tensor():
-    # k1 pre-evicts X (written: write-backs, slot after slot, repeated in bulk) and then Y (read_mostly,
-    # unwritten: a drop); a repeat of X's slots must not run on into Y's pages
-    trace = make_trace([N, N, 1], [False] * 3, [([], [0, 1]), ([2], []), ([0, 1], [])], [1000.0, LONG, 1000.0])
-    hints = [(1, 1, HINT_ADVISE_READ_MOSTLY), (1, 0, HINT_TO_HOST), (1, 1, HINT_TO_HOST)]
+    # Y goes to host memory at k1 and comes back read-mostly at k2 (duplicates: its host copy stays
+    # valid); k3 pre-evicts X (written: write-backs, slot after slot, repeated in bulk) and then Y
+    # (unwritten since: a drop); a repeat of X's slots must not run on into Y's pages
+    trace = make_trace([N, N, 1], [False] * 3, [([], [0, 1]), ([2], []), ([1], []), ([2], []), ([0, 1], [])],
+                       [1000.0, LONG, 1000.0, LONG, 1000.0])
+    hints = [(1, 1, HINT_TO_HOST), (2, 1, HINT_ADVISE_READ_MOSTLY), (3, 0, HINT_TO_HOST), (3, 1, HINT_TO_HOST)]
     out, _ = replay(trace, cfg_default(), hints)
     assert out["ticks"]["bulk"] > 0
-    assert traffic(out)[4] == N and out["advice"]["readdup_clean_pages"] == N
+    assert traffic(out)[4] == 2 * N and out["advice"]["readdup_clean_pages"] == N
 
 
 def test_read_mostly_victims_of_a_full_gpu_are_dropped():
@@ -292,7 +294,9 @@ def test_the_read_mostly_example_saves_write_backs_under_default():
     from g10core.workload.synth import synthesize
     from g10core.workload.trace import kernel_working_set_bytes
 
-    trace = synthesize(12, 96 << 20, seed=2)
+    # seed 3: weights evicted between their fetch from host and the optimizer's write (seed 2's are
+    # evicted only after it: dirty, written back, nothing saved)
+    trace = synthesize(12, 96 << 20, seed=3)
     gpu = max(int(kernel_working_set_bytes(trace).max()) * 5 // 4, 48 << 20)     # oversubscribed
     cfg = preset("default").with_overrides({"gpu": {"memory_GiB": gpu / 2**30}})
     r = Simulator(cfg).run(trace, "read_mostly_weights.py:ReadMostlyWeights")
@@ -365,3 +369,45 @@ def test_bulk_repeats_keep_random_advice_on_synthetic_traces_identical(monkeypat
     r = assert_bulk_identical(monkeypatch, trace, cfg, "g10", hints=hints,
                               eviction=("arrival", "deepum", "belady")[seed % 3])
     assert r.counters["ticks"]["bulk"] > 0
+
+
+# ---- read duplication under both presets: drops are no traffic, a duplicate needs a host copy ------
+
+def read_mostly_run(preset_name, kernels, t11, hints):
+    """X (N pages) under ``hints`` on the simulator (both presets): gpu->host pages, clean drops."""
+    trace = make_trace([N, 1], [False, False], kernels, t11)
+    cfg = config(preset_name, link=HOST_GBPS, gpu_pages=4 * N, host_pages=4 * N)
+    r = Simulator(cfg).run(trace, "g10", hints=np.array(hints, HINT_DTYPE))
+    assert not r.failed
+    return r.traffic_pages["gpu_to_host"], r.counters["thrashing"]["readdup_clean_pages"]
+
+
+@pytest.mark.parametrize("preset_name", ["default", "detailed"])
+def test_a_to_host_hint_on_a_read_duplicate_is_a_drop_not_traffic(preset_name):
+    # X written by k0, written back to host at k1, fetched back read-mostly at k2 (its host copy
+    # stays), sent to host again at k4: one write-back; the second is a drop, counted apart
+    kernels = [([], [0]), ([1], []), ([0], []), ([1], []), ([1], [])]
+    hints = [(1, 0, HINT_TO_HOST), (2, 0, HINT_ADVISE_READ_MOSTLY), (4, 0, HINT_TO_HOST)]
+    assert read_mostly_run(preset_name, kernels, [1000.0, LONG, 1000.0, 1000.0, LONG], hints) == (N, N)
+
+
+@pytest.mark.parametrize("preset_name", ["default", "detailed"])
+def test_read_mostly_given_while_the_pages_are_on_the_gpu_writes_them_back(preset_name):
+    # X written by k0 is on the GPU only (no host copy) when the advice comes at k1: its eviction
+    # writes back; once it has left the GPU, a fetch from host duplicates it, and the next eviction
+    # (k4) is a drop
+    kernels = [([], [0]), ([1], []), ([0], []), ([1], []), ([1], [])]
+    hints = [(1, 0, HINT_ADVISE_READ_MOSTLY), (1, 0, HINT_TO_HOST), (4, 0, HINT_TO_HOST)]
+    assert read_mostly_run(preset_name, kernels, [1000.0, LONG, 1000.0, 1000.0, LONG], hints) == (N, N)
+    # written again at k3: the duplicates collapse, the eviction at k4 writes back
+    kernels[3] = ([], [0])
+    assert read_mostly_run(preset_name, kernels, [1000.0, LONG, 1000.0, 1000.0, LONG], hints) == (2 * N, 0)
+
+
+@pytest.mark.parametrize("preset_name", ["default", "detailed"])
+def test_a_read_mostly_tensor_first_touched_on_the_gpu_has_no_host_copy(preset_name):
+    # X never populated, advised read-mostly, read by k0 (allocated on the GPU, not fetched): its
+    # eviction at k1 writes back
+    kernels = [([0], []), ([1], []), ([1], [])]
+    hints = [(0, 0, HINT_ADVISE_READ_MOSTLY), (1, 0, HINT_TO_HOST)]
+    assert read_mostly_run(preset_name, kernels, [1000.0, LONG, 1000.0], hints) == (N, 0)

@@ -66,6 +66,7 @@ cdef enum:
     ADV_PREFER_HOST = 2
     ADV_ACCESSED_BY = 4
     ADV_READ_MOSTLY = 8
+    ADV_RM_PENDING = 16            # read_mostly given while pages were on the GPU: clean once none is
     AS_REMOTE_ACCESSES = 0         # host runs of a tensor a kernel read or wrote over the link
     AS_REMOTE_PAGES = 1
     AS_REMOTE_READ_BYTES = 2
@@ -206,6 +207,9 @@ cdef class Batcher:
     cdef readonly bint advice_on           # the run applies advice hints (else they are never read)
     cdef int8_t* adv                       # per tensor: ADV_* bits
     cdef int8_t* clean_t                   # per tensor: read_mostly and no kernel wrote it since (clean())
+    # read_mostly tensors not wholly in host memory when advised, or written since: each becomes
+    # clean at the first kernel begin that finds all its pages there (kernel_check)
+    cdef vector[int32_t] rm_pending
     cdef int64_t page_bytes
     cdef int64_t adv_st[N_AS]
     cdef int64_t rm_read, rm_write         # the waiting (or starting) kernel's remote pages
@@ -233,6 +237,8 @@ cdef class Batcher:
     cdef int64_t remote_cycles(self, int64_t read_pages, int64_t write_pages) except -1 nogil
     cdef int kernel_check(self, int64_t k) except -1 nogil
     cdef int64_t kernel_runs(self, int64_t k) except -1 nogil
+    cdef int settle_read_mostly(self) except -1 nogil
+    cdef bint all_in_host(self, int32_t t) except -1 nogil
     cdef inline int ready(self, int32_t t) except -1 nogil:
         """1 when t's pages are all on the GPU (not in transfer), or mapped remotely (advice)."""
         if self.pt.cnt_ready[t] == self.pt.t_np[t]:
@@ -242,9 +248,17 @@ cdef class Batcher:
         """t's pages have a valid host copy (read_mostly, unwritten): evicting one to host is a drop."""
         return self.advice_on and self.clean_t[t] != 0
     cdef inline void note_written(self, int32_t t) noexcept nogil:
-        """A kernel writes t: the write collapses its read duplicates."""
+        """A kernel writes t: the write collapses its read duplicates (under read_mostly, the pages
+        fetched once all have left the GPU are duplicates again: rm_pending)."""
         if self.advice_on:
             self.clean_t[t] = 0
+            if self.adv[t] & ADV_READ_MOSTLY:
+                self.wait_until_left(t)
+    cdef inline void wait_until_left(self, int32_t t) noexcept nogil:
+        """t (read_mostly) has pages without a host copy: not clean until all are in host memory."""
+        if not self.adv[t] & ADV_RM_PENDING:
+            self.adv[t] |= ADV_RM_PENDING
+            self.rm_pending.push_back(t)
 
     # the slot
     cdef int slot(self, int64_t now) except -1 nogil

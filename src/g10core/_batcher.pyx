@@ -24,7 +24,9 @@ bits.  ``prefer_host`` / ``accessed_by`` tensors' host pages are not queued as f
 (``kernel_check`` counts them at a kernel's first attempt, ``ready`` accepts them) and the kernel
 reads them over the link (``kernel_runs`` adds their time and books it as a debt on the host
 path's budget; the kernel's writes collapse read duplicates); an unwritten ``read_mostly`` tensor's pages evicted
-to host are a drop (no slot time, no ``gpu_to_host`` traffic: ``clean``).  Bulk repeats stay on
+to host are a drop (no slot time, no ``gpu_to_host`` traffic: ``clean``; advice given while the
+tensor not wholly in host memory makes it clean only at a kernel begin that finds it there:
+``settle_read_mostly``).  Bulk repeats stay on
 with advice: a slot's remote time is a debt on the host path's budget carry, which the budget walk
 of ``try_bulk_exact`` follows as any carry; a repeat's victims are all clean or none (the slot's
 ``rec_vclean``, part of its shape; the evictor's ``victim_span`` stops at a tensor whose
@@ -336,7 +338,17 @@ cdef class Batcher:
             self.adv[t] |= ADV_ACCESSED_BY
         elif action == HINT_ADVISE_READ_MOSTLY:
             self.adv[t] |= ADV_READ_MOSTLY
-            self.clean_t[t] = 1
+            # read duplication keeps a host copy of a page the GPU fetches from host memory from
+            # now on; a page already on the GPU (written there, or migrated before the advice), on
+            # the SSD or never populated has none, so the tensor is clean (its evictions to host are
+            # drops) only once all its pages are in host memory, checked here and at each kernel
+            # begin (rm_pending; docs/guide/thrashing.md)
+            if self.all_in_host(t):
+                self.clean_t[t] = 1
+                self.adv[t] &= ~ADV_RM_PENDING          # (settle_read_mostly drops it from its list)
+            else:
+                self.clean_t[t] = 0
+                self.wait_until_left(t)
         self.adv_st[AS_ADVICE_RANGES] += 1
         return 0
 
@@ -408,6 +420,8 @@ cdef class Batcher:
         GPU maps remotely are placed and counted once (they are not faults)."""
         cdef int64_t j
         if self.advice_on and not self.waiting:
+            if self.rm_pending.size():
+                self.settle_read_mostly()
             self.rm_read = self.rm_write = 0
             for j in range(self.k_in_off[k], self.k_in_off[k + 1]):
                 self.rm_read += self.remote_tensor(self.k_in_t[j], False)
@@ -426,6 +440,37 @@ cdef class Batcher:
         for j in range(self.k_w_off[k], self.k_w_off[k + 1]):
             self.note_written(self.k_w_t[j])
         return cyc
+
+    cdef bint all_in_host(self, int32_t t) except -1 nogil:
+        """Every page of t is in host memory (none on the GPU, in transfer, on the SSD or unpopulated)."""
+        cdef vector[int64_t] segs
+        cdef size_t i = 0
+        if self.pt.idle_runs(t, segs):
+            return False
+        while i < segs.size():
+            if segs[i + 2] != TIER_HOST:
+                return False
+            i += 3
+        return True
+
+    cdef int settle_read_mostly(self) except -1 nogil:
+        """At a kernel's begin (never inside a bulk repeat): a waiting read_mostly tensor all of whose
+        pages are in host memory now is clean (the pages it fetches from there keep their copy)."""
+        cdef size_t j = 0
+        cdef int32_t t
+        while j < self.rm_pending.size():
+            t = self.rm_pending[j]
+            if not self.adv[t] & ADV_RM_PENDING:          # cleared meanwhile: drop it from the list
+                self.rm_pending[j] = self.rm_pending.back()
+                self.rm_pending.pop_back()
+            elif self.all_in_host(t):
+                self.adv[t] &= ~ADV_RM_PENDING
+                self.clean_t[t] = 1
+                self.rm_pending[j] = self.rm_pending.back()
+                self.rm_pending.pop_back()
+            else:
+                j += 1
+        return 0
 
     def advice_stats(self):
         """The remote-access and read-duplication counters (the names detailed's handler uses)."""

@@ -147,7 +147,8 @@ cdef class PageTableTiers(TierMap):
                     if tier == TIER_SSD:
                         tr.gpu_to_ssd += n
                     elif tier == TIER_HOST:
-                        tr.gpu_to_host += n
+                        if not self.dropping_clean:      # read duplicates: dropped, no bytes moved
+                            tr.gpu_to_host += n
                     elif self.freeing:
                         self.pt.n_freed_gpu += n
                     else:
@@ -564,7 +565,7 @@ cdef class KernelRunner(FaultModel):
                 else:
                     ch = TL_SSD_FAULT if m.cause == MOVE_FAULT else TL_SSD_PREFETCH
                 n_in += n
-            elif m.src == TIER_GPU and (m.dst == TIER_HOST or m.dst == TIER_SSD):
+            elif m.src == TIER_GPU and (m.dst == TIER_HOST or m.dst == TIER_SSD) and not m.clean:
                 if m.dst == TIER_HOST:
                     ch = TL_PREEVICT_HOST if kind == 2 else TL_EVICT_HOST
                 else:
@@ -641,6 +642,7 @@ cdef class KernelRunner(FaultModel):
         self.start = now
         self.work = self.t11[k] + x
         self.n_kin = self.in_off[k + 1] - self.in_off[k]
+        self.handler.begin_kernel()
         for j in range(self.w_off[k], self.w_off[k + 1]):
             # a write collapses read duplicates (read_mostly advice)
             self.handler.note_written(self.pt.t_first[self.w_t[j]],

@@ -362,6 +362,7 @@ cdef struct uvm_move:
     int8_t dst                 # Tier they went to
     int8_t cause               # MoveCause
     int64_t done               # cycle the pages are in place
+    int8_t clean               # an eviction to host of read duplicates (valid host copy): a drop, no transfer
 
 # Counters of the handler.
 cdef struct uvm_stats:

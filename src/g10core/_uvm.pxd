@@ -47,6 +47,8 @@ cdef struct va_block:
     int64_t valid_hi           #   relative to the block's first page
     uint64_t resident[8]       # bit i: page i of the block is on the GPU or in flight to it
     uint64_t incoming[8]       # the pages of the block's latest migration in
+    uint64_t dup[8]            # read duplicates: fetched from host memory under read_mostly and not
+                               #   written since, so their host copy is valid (eviction: a drop)
     int64_t n_resident         # bits set
     int64_t arrive             # cycle the block's latest migration in completes (its pages usable)
     int64_t settled            # cycle every earlier migration into the block had completed
@@ -85,7 +87,6 @@ cdef struct thrash_params:
 cdef struct advice_rec:
     int64_t end                # pages [key, end)
     int32_t flags              # ADVISE_* bits
-    bint written               # read_mostly: a kernel wrote it (the host copy is stale)
 
 # Counters of thrashing, pinning, remote access and advice.
 cdef struct remote_stats:
@@ -117,6 +118,8 @@ cdef enum:
 cdef class TierMap:
     """Where the pages that are not on the GPU live (the replay's page table implements
     this; RunTierMap is a standalone one).  Tiers are _types.Tier codes."""
+    # set around set_tier for read duplicates dropped to host memory: no bytes moved (no traffic)
+    cdef public bint dropping_clean
     # Tier of ``page``; ``run_end[0]`` = end of the run of pages with that tier (<= limit).
     cdef int8_t tier_run(self, page_t page, page_t limit, page_t* run_end) noexcept nogil
     # Pages [first, end) are now in ``tier``.
@@ -162,6 +165,9 @@ cdef class FarFaultHandler:
     cdef vector[uvm_move] moves        # what the latest batch / hint / eviction / release moved
     cdef vector[uvm_move] pref_moves   # scratch: a block's prefetch moves (_add_fault_runs)
     cdef vector[pair[int64_t, int64_t]] ranges   # scratch: the ranges a batch brings in, merged
+    # the running kernel's writes (note_written since begin_kernel): pages it brings in from host
+    # are not read duplicates, as it writes them
+    cdef vector[pair[int64_t, int64_t]] writing
     cdef cycle_t busy_until            # the handler is servicing a batch until then
     cdef cycle_t last_start            # when the latest batch started
     cdef int64_t gpu_used              # GPU frames holding (or awaiting) a page
@@ -242,5 +248,7 @@ cdef class FarFaultHandler:
     cdef void _thrash_evicted(self, va_block* b, const uint64_t* take) noexcept nogil
     cdef void _host_bits(self, int64_t base, const uint64_t* bits, int64_t n_bits, uint64_t* out) noexcept nogil
     cdef int32_t _advice_at(self, page_t page, page_t* end) noexcept nogil
-    cdef int64_t _clean_pages(self, page_t first, page_t end) noexcept nogil
+    cdef page_t _read_mostly_run(self, page_t page, page_t end, bint* rm) noexcept nogil
+    cdef void _mark_duplicates(self, page_t first, page_t end) noexcept nogil
+    cdef void begin_kernel(self) noexcept nogil
     cdef cycle_t _remote_transfer(self, int direction, int64_t nbytes, cycle_t now) noexcept nogil

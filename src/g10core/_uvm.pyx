@@ -92,7 +92,7 @@ def layout():
 
 
 MOVE_DTYPE = np.dtype([("first", np.int64), ("end", np.int64), ("src", np.int8), ("dst", np.int8),
-                       ("cause", np.int8), ("done", np.int64)])
+                       ("cause", np.int8), ("done", np.int64), ("clean", np.int8)])
 CAUSE_NAMES = ("fault", "prefetch", "hint", "evict")
 TIER_NAMES = ("not_present", "ssd", "host", "gpu")
 
@@ -125,6 +125,14 @@ cdef inline void bits_set(uint64_t* w, int64_t lo, int64_t hi) noexcept nogil:
         return
     for k in range(lo >> 6, ((hi - 1) >> 6) + 1):
         w[k] |= word_mask(k, lo, hi)
+
+
+cdef inline void bits_clear(uint64_t* w, int64_t lo, int64_t hi) noexcept nogil:
+    cdef int64_t k
+    if hi <= lo:
+        return
+    for k in range(lo >> 6, ((hi - 1) >> 6) + 1):
+        w[k] &= ~word_mask(k, lo, hi)
 
 
 cdef inline int64_t bits_count(const uint64_t* w, int64_t lo, int64_t hi) noexcept nogil:
@@ -335,6 +343,7 @@ cdef class FarFaultHandler:
         for k in range(8):
             b.resident[k] = 0
             b.incoming[k] = 0
+            b.dup[k] = 0
         b.n_resident = 0
         b.arrive = 0
         b.settled = 0
@@ -484,6 +493,7 @@ cdef class FarFaultHandler:
         m.dst = TIER_GPU
         m.cause = cause
         m.done = -1
+        m.clean = 0
         while a < end:
             m.src = self.tiers.tier_run(a, end, &run_end)
             m.first = a
@@ -539,6 +549,8 @@ cdef class FarFaultHandler:
                 continue
             n = m.end - m.first
             if m.src == TIER_HOST:
+                if not self.advice.empty():
+                    self._mark_duplicates(m.first, m.end)
                 host_bytes += n * self.p.page_bytes
                 self.st.pages_from_host += n
                 self.host_used -= n
@@ -593,6 +605,8 @@ cdef class FarFaultHandler:
         cdef int64_t lo = next_set(take, 0, B)
         cdef int8_t dest
         cdef uvm_move m
+        cdef page_t a, r
+        cdef bint clean
         if self.tp.enable:
             if forced_dest == TIER_HOST or forced_dest == TIER_SSD:
                 # a user's migration (a hint's pre-eviction) takes precedence over the heuristic:
@@ -606,6 +620,7 @@ cdef class FarFaultHandler:
             m.src = TIER_GPU
             m.cause = MOVE_EVICT
             m.done = -1
+            m.clean = 0
             if forced_dest == TIER_NOT_PRESENT:
                 # dead data: dropped, no transfer; any SSD copy is garbage
                 m.first = base + lo
@@ -629,17 +644,29 @@ cdef class FarFaultHandler:
             else:
                 n_host = 0
             if n_host:
-                m.first = base + lo
-                m.end = base + lo + n_host
-                m.dst = TIER_HOST
-                self.moves.push_back(m)
-                self.tiers.set_tier(m.first, m.end, TIER_HOST)
-                self.out_bytes[0] += n_host * self.p.page_bytes
-                if not self.advice.empty():
-                    # read duplication: an unwritten read-mostly page's host copy is still valid
-                    self.out_bytes[0] -= self._clean_pages(m.first, m.end) * self.p.page_bytes
+                a = base + lo
+                while a < base + lo + n_host:
+                    # a read duplicate's host copy is still valid, so its eviction is a drop (no
+                    # bytes, no traffic; readdup_clean_pages)
+                    clean = bit_test(b.dup, a - base)
+                    r = base + (next_clear(b.dup, a - base, lo + n_host) if clean
+                                else next_set(b.dup, a - base, lo + n_host))
+                    m.first = a
+                    m.end = r
+                    m.dst = TIER_HOST
+                    m.clean = clean
+                    self.moves.push_back(m)
+                    self.tiers.dropping_clean = clean
+                    self.tiers.set_tier(a, r, TIER_HOST)
+                    self.tiers.dropping_clean = False
+                    if clean:
+                        self.rs.readdup_clean_pages += r - a
+                    else:
+                        self.out_bytes[0] += (r - a) * self.p.page_bytes
+                        self.st.pages_to_host += r - a
+                    a = r
+                m.clean = 0
                 self.host_used += n_host
-                self.st.pages_to_host += n_host
             if n > n_host:
                 m.first = base + lo + n_host
                 m.end = base + e
@@ -653,6 +680,7 @@ cdef class FarFaultHandler:
             lo = next_set(take, e, B)
         for k in range(8):
             b.resident[k] &= ~take[k]
+            b.dup[k] &= ~take[k]
         b.n_resident -= total
         self.gpu_used -= total
         self.st.evictions += 1
@@ -775,7 +803,7 @@ cdef class FarFaultHandler:
                 done = imax(done, ack)
         for j in range(first_move, self.moves.size()):
             if self.moves[j].cause == MOVE_EVICT:
-                self.moves[j].done = done
+                self.moves[j].done = t if self.moves[j].clean else done
         self.out_bytes[0] = self.out_bytes[1] = 0
         return done
 
@@ -1129,6 +1157,7 @@ cdef class FarFaultHandler:
                 lo = next_set(take, e, B)
             for k in range(8):
                 b.resident[k] &= ~take[k]
+                b.dup[k] &= ~take[k]
             b.n_resident -= n
             self.gpu_used -= n
             if b.n_resident == 0:
@@ -1267,18 +1296,51 @@ cdef class FarFaultHandler:
         end[0] = deref(it).second.end
         return deref(it).second.flags
 
-    cdef int64_t _clean_pages(self, page_t first, page_t end) noexcept nogil:
-        """Pages of [first, end) in unwritten read-mostly allocations (their host copy is valid)."""
-        cdef cmap[int64_t, advice_rec].iterator it = self.advice.upper_bound(first)
-        cdef int64_t n = 0
+    cdef page_t _read_mostly_run(self, page_t page, page_t end, bint* rm) noexcept nogil:
+        """The run of [page, end) from ``page`` that is all in one read-mostly allocation (``rm[0]``)
+        or all outside any; returns its end."""
+        cdef cmap[int64_t, advice_rec].iterator it
+        cdef page_t stop = end
+        rm[0] = False
+        if self.advice.empty():
+            return end
+        it = self.advice.upper_bound(page)
+        if it != self.advice.end() and deref(it).first < stop:
+            stop = deref(it).first                  # the next allocation with advice
         if it != self.advice.begin():
             dec(it)
-        while it != self.advice.end() and deref(it).first < end:
-            if deref(it).second.flags & ADVISE_READ_MOSTLY and not deref(it).second.written:
-                n += imax(0, imin(end, deref(it).second.end) - imax(first, deref(it).first))
-            inc(it)
-        self.rs.readdup_clean_pages += n
-        return n
+            if deref(it).second.end > page:          # page lies in this allocation
+                rm[0] = (deref(it).second.flags & ADVISE_READ_MOSTLY) != 0
+                return imin(deref(it).second.end, end)
+        return stop
+
+    cdef void _mark_duplicates(self, page_t first, page_t end) noexcept nogil:
+        """Pages [first, end) (one VA block's) come in from host memory: those of read-mostly
+        allocations are read duplicates, their host copy stays valid."""
+        cdef int64_t B = self.p.block_pages
+        cdef page_t a = first, r, e, lo, hi
+        cdef bint rm
+        cdef int32_t i
+        cdef size_t j
+        while a < end:
+            r = self._read_mostly_run(a, end, &rm)
+            while rm and a < r:                      # block by block
+                e = imin(r, (a // B + 1) * B)
+                i = self._find(a // B)
+                if i >= 0:
+                    bits_set(self.blocks[i].dup, a - self.blocks[i].block * B, e - self.blocks[i].block * B)
+                    for j in range(self.writing.size()):  # but not what the running kernel writes
+                        lo = imax(a, self.writing[j].first)
+                        hi = imin(e, self.writing[j].second)
+                        if lo < hi:
+                            bits_clear(self.blocks[i].dup, lo - self.blocks[i].block * B,
+                                       hi - self.blocks[i].block * B)
+                a = e
+            a = r
+
+    cdef void begin_kernel(self) noexcept nogil:
+        """A kernel begins: the previous kernel's writes are done (note_written follows for its own)."""
+        self.writing.clear()
 
     cdef int advise(self, page_t first, page_t end, int8_t action) except -1 nogil:
         cdef advice_rec* a
@@ -1294,22 +1356,27 @@ cdef class FarFaultHandler:
         elif action == HINT_ADVISE_ACCESSED_BY:
             a.flags |= ADVISE_ACCESSED_BY
         elif action == HINT_ADVISE_READ_MOSTLY:
+            # read duplication: a page the GPU fetches from host memory from now on keeps its host
+            # copy (_mark_duplicates); one already on the GPU has none (evicted, it is written back)
             a.flags |= ADVISE_READ_MOSTLY
-            a.written = False
         self.rs.advice_ranges += 1
         return 0
 
     cdef void note_written(self, page_t first, page_t end) noexcept nogil:
-        cdef cmap[int64_t, advice_rec].iterator it
+        """A kernel writes pages [first, end): the write collapses their read duplicates (the host
+        copies are stale; an eviction writes back)."""
+        cdef vector[int32_t] recs
+        cdef uint64_t take[8]
+        cdef size_t j
+        cdef int k
         if self.advice.empty():
             return
-        it = self.advice.upper_bound(first)
-        if it != self.advice.begin():
-            dec(it)
-        while it != self.advice.end() and deref(it).first < end:
-            if deref(it).second.end > first and deref(it).second.flags & ADVISE_READ_MOSTLY:
-                deref(it).second.written = True     # the write collapses the duplicates
-            inc(it)
+        self.writing.push_back(pair[int64_t, int64_t](first, end))
+        self._blocks_in(first, end, recs)
+        for j in range(recs.size()):
+            if self._resident_in(recs[j], first, end, take):
+                for k in range(8):
+                    self.blocks[recs[j]].dup[k] &= ~take[k]
 
     cdef bint remote_ok(self, page_t page, cycle_t now) noexcept nogil:
         cdef page_t adv_end = 0, run_end
@@ -1458,7 +1525,7 @@ cdef class FarFaultHandler:
         cdef uvm_move* m
         for j in range(self.moves.size()):
             m = &self.moves[j]
-            out[j] = (m.first, m.end, m.src, m.dst, m.cause, m.done)
+            out[j] = (m.first, m.end, m.src, m.dst, m.cause, m.done, m.clean)
         return out
 
     def resident_blocks(self):

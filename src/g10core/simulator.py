@@ -659,7 +659,7 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
       pages freed there by hints (0 when no free hint is applied: ``exact_host``,
       otherwise >= 0); memory advice adds to the host pages those placed there
       (``host_populated``) and read-mostly pages evicted without a write-back
-      (``readdup_clean``; the slot model counts no transfer for them, so the GPU's
+      (``readdup_clean``; neither model counts a transfer for them, so the GPU's
       balance subtracts them too).  GPU, when ``fresh_pages`` (pages allocated from nothing) is
       known: fresh + fetched = evicted + still resident.  It is known for a policy that
       never drops or frees a page (LRU, no hints): every page of every non-global
@@ -1051,8 +1051,10 @@ class Simulator:
             touched[trace.access_tensor] = True
             fresh = int(trace.tensor_pages[touched & ~trace.tensor_is_global].sum())
         if stopped is None:
-            populated = runner.fault_handler.remote_stats()["remote_populated"] if runner is not None else 0
-            clean = 0
+            populated = clean = 0
+            if runner is not None:        # the far-fault handler: pages placed in host, read duplicates dropped
+                rs = runner.fault_handler.remote_stats()
+                populated, clean = rs["remote_populated"], rs["readdup_clean_pages"]
             if "advice" in raw:           # the slot model's advice: pages placed in host, evictions dropped
                 populated, clean = raw["advice"]["remote_populated"], raw["advice"]["readdup_clean_pages"]
             problems = replay_invariant_violations(raw, consts, t11, fresh_pages=fresh, exact_host=not frees,

@@ -6,10 +6,13 @@
 Memory advice (``cudaMemAdvise``) is a hint action like a prefetch, applied when its kernel
 begins to every page of its tensor, and kept until other advice replaces it: here, at kernel 0,
 ``read_mostly`` on every global tensor (the weights).  The replay then keeps the host copy of
-a weight page it brings to the GPU, so evicting that page is a drop with no write-back, until a
-kernel writes the weights (the optimizer step collapses the duplicates): page by page under the
-``detailed`` preset (the far-fault handler), per tensor under ``default`` (the slot model).
-``counters.thrashing.readdup_clean_pages`` counts the saved write-backs.  The other advice
+a weight page it brings to the GPU from host memory, so evicting that page is a drop with no
+write-back and no ``gpu_to_host`` traffic, until a kernel writes the weights (the optimizer step
+collapses the duplicates): page by page under the ``detailed`` preset (the far-fault handler), per
+tensor under ``default`` (the slot model).  Weights on the GPU when the advice is given (written
+by the last optimizer step) have no host copy: they are written back, and the pages fetched from
+host memory after that are duplicates.  ``counters.thrashing.readdup_clean_pages`` counts the
+saved write-backs (0 where no weight page leaves the GPU between its fetch and its update).  The other advice
 actions are ``prefer_gpu``, ``prefer_host`` and ``accessed_by`` (docs: guide/thrashing.md); the
 ``g10-artifact`` preset ignores advice (a run warns).
 """
