@@ -206,7 +206,7 @@ def scheduler_params(trace: Trace, config, variant: str = "g10") -> SchedulerPar
         # The published plan gives SSD reads and SSD writes each the whole SSD bandwidth per kernel;
         # the replay under ssd.duplex = shared (the default) serves them from one bandwidth, so the
         # plan booked up to twice what the SSD moves and its moves landed late (SENet154-b1024 under
-        # G10: 184.29 s shared against 146.20 s full duplex).  Without quirks the plan books both
+        # G10: 180.68 s shared against 142.00 s full duplex).  Without quirks the plan books both
         # directions in one budget when the SSD is shared, as TERAIO's does (docs/physics.md).
         shared_ssd=config.ssd.duplex == "shared" and not sched.artifact_quirks,
     )
