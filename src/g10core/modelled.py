@@ -161,7 +161,8 @@ def ignored_parameters(cfg, policy, eviction=None) -> list[str]:
         # (the exact quotas that read them are off under the artifact's quirks: whole pages, full duplex)
         if key in SLOT_SSD_KEYS and (cfg.ssd.model == "ftl" or cfg.fault.handler == "batched"
                                      or cfg.scheduler.artifact_quirks):
-            reads = False
+            # a planner that books by it still reads it (G10's SSD budget), except under the quirks
+            reads = key in cls.plans_with and not cfg.scheduler.artifact_quirks
         if key in HANDLER_KEYS and cfg.fault.handler != "batched" and not (
                 cfg.fault.handler == "physical" and key in PHYSICAL_KEYS):
             reads = False

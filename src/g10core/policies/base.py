@@ -41,6 +41,8 @@ TENSOR_LEVEL_KEYS = frozenset({"gpu.model", "gpu.memory_GiB", "gpu.frequency_GHz
                                "run.breakdown_rule"}) | section_keys("noise")
 # G10's plan times its migrations with these (allocation, SSD latency, fault time: lead and safe times)
 G10_TIMING_KEYS = frozenset({"gpu.malloc_us_per_byte", "ssd.latency_us", "fault.system_latency_us"})
+# ... and books its SSD moves by the SSD's duplex rule (one budget for reads and writes when shared)
+G10_PLANNER_KEYS = G10_TIMING_KEYS | {"ssd.duplex"}
 
 
 @dataclass(frozen=True)
