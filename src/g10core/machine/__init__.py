@@ -50,9 +50,9 @@ def single_gpu_sets(machine: Machine, gpu: int = 0) -> list[str]:
     host = min(r["host_to_gpu"], r["gpu_to_host"])
     sets = [f"gpu.model={machine.gpus.model}", f"link.generation={machine.gpus.link_generation}",
             f"link.lanes={machine.gpus.link_lanes}", f"link.bandwidth_GBps={machine.gpus.link_GBps}",
-            f"host.bandwidth_GBps={host}", f"host.memory_GiB={machine.host_memory_GiB:g}",
-            f"cpu.memory_bandwidth_GBps={machine.memory_bandwidth_GBps:g}",
-            f"ssd.bandwidth_GBps={r["ssd_read"]}", f"ssd.duplex={machine.drives.duplex}"]
+            f"host.bandwidth_GBps={host}", f"host.memory_GiB={machine.host_memory_GiB}",
+            f"cpu.memory_bandwidth_GBps={machine.memory_bandwidth_GBps}",
+            f"ssd.bandwidth_GBps={r['ssd_read']}", f"ssd.duplex={machine.drives.duplex}"]
     # 0: the write bandwidth is the read's (the configuration's convention)
-    sets.append(f"ssd.write_bandwidth_GBps={0 if r["ssd_write"] == r["ssd_read"] else r["ssd_write"]}")
+    sets.append(f"ssd.write_bandwidth_GBps={0 if r['ssd_write'] == r['ssd_read'] else r['ssd_write']}")
     return sets
