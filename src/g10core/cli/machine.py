@@ -1,0 +1,93 @@
+"""``g10sim machine``: machines with several GPUs, switches and drives (``g10core.machine``)."""
+from __future__ import annotations
+
+from .common import EXIT_OK, add_json_option, emit_json, human
+
+
+def _cmd_list(args) -> int:
+    from ..machine import shipped, shipped_names
+
+    rows = []
+    for name in shipped_names():
+        m = shipped(name)
+        rows.append({"name": name, "title": m.name, "gpus": f"{m.gpus.count} x {m.gpus.model}",
+                     "drives": m.drives.count, "switches": len(m.switches), "sockets": len(m.sockets)})
+    if human(args):
+        for r in rows:
+            print(f"{r['name']:24s} {r['title']}: {r['gpus']}, {r['drives']} drives, {r['switches']} switches, "
+                  f"{r['sockets']} sockets")
+    emit_json(rows, args.json_path)
+    return EXIT_OK
+
+
+def _cmd_show(args) -> int:
+    from ..machine import Topology, load, single_gpu_rates
+
+    m = load(args.machine)
+    topo = Topology(m)
+    gpu = args.gpu
+    if not 0 <= gpu < m.gpus.count:
+        raise ValueError(f"--gpu {gpu}: {m.path} has GPUs 0..{m.gpus.count - 1}")
+    vol = m.volume_of_gpu(gpu)
+    routes = {"volume read": [topo.describe(r) for r in topo.volume_read(gpu)],
+              "volume write": [topo.describe(r) for r in topo.volume_write(gpu)],
+              "host to gpu": [topo.describe(topo.host_to_gpu(gpu))],
+              "gpu to host": [topo.describe(topo.gpu_to_host(gpu))]}
+    out = {"machine": m.to_dict(), "gpu": gpu, "volume": vol.name, "routes": routes,
+           "alone_GBps": single_gpu_rates(m, gpu), "hops_GBps": dict(topo.bandwidth)}
+    if human(args):
+        print(f"{m.name} ({m.path}): {m.gpus.count} x {m.gpus.model} (PCIe Gen{m.gpus.link_generation} "
+              f"x{m.gpus.link_lanes}), {m.drives.count} drives ({m.drives.read_GBps:g} / {m.drives.write_GBps:g} GB/s, "
+              f"{m.drives.duplex} duplex), {len(m.sockets)} sockets, {len(m.switches)} switches"
+              + (f", NVLink {m.nvlink_GBps:g} GB/s per direction" if m.nvlink_GBps else ""))
+        for s in m.switches:
+            up = "root ports" if s.uplink_GBps is None else f"uplink Gen{s.uplink_generation} x{s.uplink_lanes}"
+            print(f"  {s.name:8s} under {s.parent:8s} {up}: GPUs {list(s.gpus)}, drives {list(s.drives)}")
+        print(f"GPU {gpu}, volume {vol.name!r} (RAID0 of drives {list(vol.drives)}):")
+        for what, rs in routes.items():
+            print(f"  {what}: {rs[0]}" + (f"  (+{len(rs) - 1} more drives)" if len(rs) > 1 else ""))
+        print("  alone on the machine: " + ", ".join(f"{k} {v:g} GB/s" for k, v in out["alone_GBps"].items()))
+    emit_json(out, args.json_path)
+    return EXIT_OK
+
+
+def _cmd_bench(args) -> int:
+    from ..machine.validation import bench
+
+    res = bench()
+    if human(args):
+        print("GPUDirect Storage, DGX-2 (NVIDIA GDS Benchmarking and Configuration Guide):")
+        for r in res["gds_near_far"]:
+            print(f"  {r['case']:58s} published {r['published']:6.2f}  ours {r['ours']:6.2f} GiB/s "
+                  f"({r['difference']:+.0%})")
+        print("DeepNVMe drive scaling (microsoft/DeepSpeed blogs/deepnvme), read / write GB/s:")
+        for r in res["deepnvme"]:
+            print(f"  {r['case']:20s} published {r['published_read']:5.1f} / {r['published_write']:5.1f}   ours (host) "
+                  f"{r['ours_host_read']:6.1f} / {r['ours_host_write']:5.1f}  ({r['difference_read']:+.0%} / "
+                  f"{r['difference_write']:+.0%})   ours (GDS) {r['ours_gds_read']:6.1f} / {r['ours_gds_write']:5.1f}")
+        print("DGX A100, n GPUs reading the 8-drive RAID0 at once:")
+        for r in res["dgx_a100_raid_read"]:
+            print(f"  {r['gpus']} GPUs: {r['per_gpu_GBps']:6.2f} GB/s each, {r['total_GBps']:6.2f} in all; busiest hop "
+                  f"{r['busiest_hop']}")
+    emit_json(res, args.json_path)
+    return EXIT_OK
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "machine", help="machines with several GPUs, PCIe switches and drives: list, show, bench",
+        description="Machine descriptions (TOML; docs/guide/machines.md): the shipped ones, one machine's "
+                    "switches and routes, and the flow model beside published GPUDirect Storage and DeepNVMe "
+                    "measurements. `g10sim run --machine NAME|FILE` runs a trace on a machine's GPU 0.")
+    sub = p.add_subparsers(dest="machine_command", metavar="ACTION", required=True)
+    ls = sub.add_parser("list", help="the shipped machines")
+    add_json_option(ls)
+    ls.set_defaults(func=_cmd_list)
+    show = sub.add_parser("show", help="a machine's switches, a GPU's routes and its rates alone")
+    show.add_argument("machine", metavar="NAME|FILE.toml")
+    show.add_argument("--gpu", type=int, default=0, metavar="N", help="the GPU whose routes to show (default 0)")
+    add_json_option(show)
+    show.set_defaults(func=_cmd_show)
+    b = sub.add_parser("bench", help="the flow model beside the GDS guide's near/far reads and DeepNVMe's scaling")
+    add_json_option(b)
+    b.set_defaults(func=_cmd_bench)
