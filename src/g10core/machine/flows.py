@@ -7,8 +7,10 @@ on a hop together take at most all of it.  The rates are max-min fair (Bertsekas
 hop is full; the flows through it freeze; the others go on growing.  So two equal flows on one hop
 get half each, and a flow held back elsewhere leaves the rest of a shared hop to the others.
 
-A RAID0 transfer is one flow per drive, each with its share of the bytes (the stripes are spread
-evenly over the drives); it ends when its last flow does.
+A RAID0 transfer is striped evenly over its drives and its stripes move in lockstep (a request
+completes with its last stripe): it is one flow whose cost on each hop is the sum, over the drives'
+routes through that hop, of the hop's cost / the number of drives (:func:`stripe`).  So n alike
+drives read n times one, up to the first hop they all share, and the slowest drive sets the pace.
 
 The model is fluid (a flow's bytes move at its rate, pipelined along its route: no store and
 forward, no per-request latency) and event-driven: rates are recomputed when a flow starts or
@@ -22,10 +24,33 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["Transfer", "FlowResult", "max_min_rates", "simulate", "steady_rate_GBps"]
+__all__ = ["Transfer", "FlowResult", "max_min_rates", "simulate", "steady_rate_GBps", "stripe"]
 
 # a hop whose load is within this of full is saturated (floats from sums of costs)
 _FULL = 1e-12
+
+
+def stripe(routes) -> tuple:
+    """One route for a transfer striped evenly over ``routes`` (one per RAID0 drive), stripes in lockstep:
+    a hop's cost is the sum of its costs over the routes through it, divided by their number.
+
+    Parameters
+    ----------
+    routes : sequence of routes
+        Each a sequence of ``(hop, seconds per GB)``.
+
+    Returns
+    -------
+    tuple
+        ``(hop, seconds per GB)`` pairs, hops in first-seen order.
+    """
+    if len(routes) == 1:
+        return tuple(routes[0])
+    cost: dict[str, float] = {}
+    for route in routes:
+        for hop, c in route:
+            cost[hop] = cost.get(hop, 0.0) + c / len(routes)
+    return tuple(cost.items())
 
 
 def max_min_rates(routes, caps=None) -> list[float]:
@@ -114,8 +139,7 @@ def simulate(transfers: list[Transfer]) -> FlowResult:
     pending = [(transfers[i].start_s, i) for i in order]
     heapq.heapify(pending)
     finish = [math.nan] * len(transfers)
-    open_parts = [0] * len(transfers)
-    # active flows: [transfer index, route, remaining GB, size GB]
+    # active flows: [transfer index, route, remaining GB, size GB, hop -> share of the bytes]
     active: list[list] = []
     result = FlowResult(finish)
     now = 0.0
@@ -129,8 +153,8 @@ def simulate(transfers: list[Transfer]) -> FlowResult:
             for f, r in zip(active, rates):
                 moved = min(f[2], r * dt)
                 f[2] -= moved
-                for hop, _ in f[1]:
-                    result.hop_bytes[hop] = result.hop_bytes.get(hop, 0.0) + moved * 1e9
+                for hop, frac in f[4].items():
+                    result.hop_bytes[hop] = result.hop_bytes.get(hop, 0.0) + moved * frac * 1e9
                     used.add(hop)
             for hop in used:
                 result.hop_busy_s[hop] = result.hop_busy_s.get(hop, 0.0) + dt
@@ -139,9 +163,7 @@ def simulate(transfers: list[Transfer]) -> FlowResult:
         still = []
         for f, r in zip(active, rates):
             if f[2] <= f[3] * 1e-12 or (r > 0 and f[2] / r <= 1e-15 * max(now, 1.0)):
-                open_parts[f[0]] -= 1
-                if open_parts[f[0]] == 0:
-                    finish[f[0]] = now
+                finish[f[0]] = now
             else:
                 still.append(f)
         active = still
@@ -151,21 +173,26 @@ def simulate(transfers: list[Transfer]) -> FlowResult:
             if t.nbytes == 0:
                 finish[i] = now
                 continue
-            share = t.nbytes / 1e9 / len(t.routes)
-            open_parts[i] = len(t.routes)
-            active.extend([i, tuple(route), share, share] for route in t.routes)
+            size = t.nbytes / 1e9
+            share: dict[str, float] = {}      # the fraction of the bytes that crosses each hop
+            for route in t.routes:
+                for hop, _ in route:
+                    share[hop] = share.get(hop, 0.0) + 1.0 / len(t.routes)
+            active.append([i, stripe(t.routes), size, size, share])
     return result
 
 
 def steady_rate_GBps(routes_per_transfer) -> list[float]:
-    """Each transfer's rate (GB/s) when all of them run at once and none ends: the sum over its
-    (RAID0) flows of their max-min fair rates.  ``routes_per_transfer``: one list of routes each."""
-    flat, owner = [], []
-    for i, routes in enumerate(routes_per_transfer):
-        for route in routes:
-            flat.append(route)
-            owner.append(i)
-    out = [0.0] * len(routes_per_transfer)
-    for i, r in zip(owner, max_min_rates(flat)):
-        out[i] += r
-    return out
+    """Each transfer's rate (GB/s) when all of them run at once and none ends (max-min fair).
+
+    Parameters
+    ----------
+    routes_per_transfer : sequence
+        Per transfer, its routes (one, or one per RAID0 drive: :func:`stripe`).
+
+    Returns
+    -------
+    list of float
+        GB/s per transfer.
+    """
+    return max_min_rates([stripe(routes) for routes in routes_per_transfer])
