@@ -38,6 +38,7 @@ A machine file (``--machine FILE``; shipped ones by name, :func:`shipped`) says:
 
     [nvlink]                    # optional: GPU <-> GPU over NVLink / NVSwitch
     bandwidth_GBps = 300        # per GPU per direction
+    allreduce_busbw_GBps = 200  # optional: a published NCCL all-reduce bus bandwidth on this machine
 
     [[volumes]]                 # optional RAID0 volumes; default: one of every drive, for every GPU
     name = "raid"
@@ -158,6 +159,7 @@ class Machine:
     volumes: tuple[Volume, ...]
     inter_socket_GBps: float | None
     nvlink_GBps: float | None
+    allreduce_busbw_GBps: float | None = None
     sources: tuple[str, ...] = field(default=(), compare=False)
 
     def switch_of_gpu(self, gpu: int) -> Switch:
@@ -199,6 +201,7 @@ class Machine:
                 "sockets": [{"memory_GiB": s.memory_GiB, "memory_bandwidth_GBps": s.memory_bandwidth_GBps,
                              "p2p_GBps": s.p2p_GBps} for s in self.sockets],
                 "inter_socket_GBps": self.inter_socket_GBps, "nvlink_GBps": self.nvlink_GBps,
+                "allreduce_busbw_GBps": self.allreduce_busbw_GBps,
                 "switches": [{"name": s.name, "parent": s.parent, "kind": s.kind,
                               "uplink_generation": s.uplink_generation, "uplink_lanes": s.uplink_lanes,
                               "gpus": list(s.gpus), "drives": list(s.drives)} for s in self.switches],
@@ -343,10 +346,11 @@ def parse(text: str, path: str = "<machine>") -> Machine:
         r = _Reader(path, "[inter_socket]", top.get("inter_socket", dict))
         inter = r.positive("bandwidth_GBps")
         r.done()
-    nvlink = None
+    nvlink = busbw = None
     if "nvlink" in data:
         r = _Reader(path, "[nvlink]", top.get("nvlink", dict))
         nvlink = r.positive("bandwidth_GBps")
+        busbw = r.positive("allreduce_busbw_GBps", required=False)
         r.done()
 
     switches: list[Switch] = []
@@ -399,7 +403,7 @@ def parse(text: str, path: str = "<machine>") -> Machine:
     top.done()
 
     machine = Machine(str(name), path, gpus, drives, tuple(sockets), tuple(switches), tuple(volumes), inter,
-                      nvlink, tuple(map(str, sources)))
+                      nvlink, busbw, tuple(map(str, sources)))
     _check_routes(machine)
     return machine
 

@@ -53,53 +53,99 @@ def stripe(routes) -> tuple:
     return tuple(cost.items())
 
 
-def max_min_rates(routes, caps=None) -> list[float]:
-    """The max-min fair rates (GB/s) of flows along ``routes`` (each a sequence of (hop, s/GB)).
-
-    ``caps``: an optional per-flow upper rate (None: none).  Progressive filling: every unfrozen
-    flow's rate grows by the same amount until a hop is full or a flow reaches its cap.
-    """
-    n = len(routes)
-    rates = [0.0] * n
-    if n == 0:
-        return rates
+def _fill(croutes, members, ccaps=None) -> list[float]:
+    """Progressive filling over classes of flows: ``members[c]`` flows share route ``croutes[c]``
+    (and cap ``ccaps[c]``); returns each class's per-flow rate (GB/s)."""
+    if ccaps is None:
+        ccaps = [None] * len(croutes)
+    m = len(croutes)
     residual: dict[str, float] = {}
     users: dict[str, list[tuple[int, float]]] = {}
-    for i, route in enumerate(routes):
-        if not route:
-            raise ValueError(f"flow {i} has an empty route")
+    for c, route in enumerate(croutes):
         for hop, cost in route:
             residual[hop] = 1.0
-            users.setdefault(hop, []).append((i, cost))
-    frozen = [False] * n
-    caps = list(caps) if caps is not None else [None] * n
-    live = n
+            users.setdefault(hop, []).append((c, cost * members[c]))
+    rates = [0.0] * m
+    frozen = [False] * m
+    live = m
     while live:
         step = math.inf
         for hop, us in users.items():
-            load = sum(c for i, c in us if not frozen[i])
+            load = 0.0
+            for c, w in us:
+                if not frozen[c]:
+                    load += w
             if load > 0:
                 step = min(step, residual[hop] / load)
-        for i in range(n):
-            if not frozen[i] and caps[i] is not None:
-                step = min(step, caps[i] - rates[i])
+        for c in range(m):
+            if not frozen[c] and ccaps[c] is not None:
+                step = min(step, ccaps[c] - rates[c])
         step = max(step, 0.0)
-        for i in range(n):
-            if not frozen[i]:
-                rates[i] += step
+        for c in range(m):
+            if not frozen[c]:
+                rates[c] += step
         for hop, us in users.items():
-            residual[hop] -= step * sum(c for i, c in us if not frozen[i])
+            load = 0.0
+            for c, w in us:
+                if not frozen[c]:
+                    load += w
+            residual[hop] -= step * load
         for hop, us in users.items():
             if residual[hop] <= _FULL:
-                for i, _ in us:
-                    if not frozen[i]:
-                        frozen[i] = True
+                for c, _ in us:
+                    if not frozen[c]:
+                        frozen[c] = True
                         live -= 1
-        for i in range(n):
-            if not frozen[i] and caps[i] is not None and rates[i] >= caps[i] * (1 - _FULL):
-                frozen[i] = True
+        for c in range(m):
+            if not frozen[c] and ccaps[c] is not None and rates[c] >= ccaps[c] * (1 - _FULL):
+                frozen[c] = True
                 live -= 1
     return rates
+
+
+def max_min_rates(routes, caps=None) -> list[float]:
+    """The max-min fair rates (GB/s) of flows along ``routes`` (each a sequence of (hop, s/GB)).
+
+    Progressive filling: every unfrozen flow's rate grows by the same amount until a hop is full
+    or a flow reaches its cap; the flows through a full hop freeze.  Flows with the same route (and
+    cap) get the same rate, so they are filled as one class of that many flows: the cost per call
+    grows with the distinct routes, not with the flows.
+
+    Parameters
+    ----------
+    routes : sequence of routes
+        Each a non-empty sequence of ``(hop, seconds per GB)``.
+    caps : sequence of float or None, optional
+        A per-flow upper rate (None: none).
+
+    Returns
+    -------
+    list of float
+        GB/s per flow, in the order of ``routes``.
+    """
+    n = len(routes)
+    if n == 0:
+        return []
+    caps = list(caps) if caps is not None else [None] * n
+    class_of: dict = {}
+    members: list[int] = []            # flows per class
+    croutes: list = []
+    ccaps: list = []
+    index = [0] * n
+    for i, route in enumerate(routes):
+        if not route:
+            raise ValueError(f"flow {i} has an empty route")
+        key = (tuple(route), caps[i])
+        c = class_of.get(key)
+        if c is None:
+            c = class_of[key] = len(croutes)
+            croutes.append(tuple(route))
+            ccaps.append(caps[i])
+            members.append(0)
+        members[c] += 1
+        index[i] = c
+    rates = _fill(croutes, members, ccaps)
+    return [rates[index[i]] for i in range(n)]
 
 
 @dataclass(frozen=True)
@@ -134,51 +180,73 @@ class FlowResult:
 
 
 def simulate(transfers: list[Transfer]) -> FlowResult:
-    """Run ``transfers`` to their ends with max-min fair sharing; rates change only at starts and ends."""
+    """Run ``transfers`` to their ends with max-min fair sharing; rates change only at starts and ends.
+
+    Transfers along the same routes form a class: they share one rate, so each event costs in
+    proportion to the classes in flight and their hops, not to the transfers (a class keeps the
+    service S each of its transfers has had since it began, and each transfer the S at which it
+    ends; the next to end is the one with the least).
+
+    Parameters
+    ----------
+    transfers : list of Transfer
+        What moves, from when, along which routes.
+
+    Returns
+    -------
+    FlowResult
+        Each transfer's end (seconds), each hop's bytes and busy time, the number of events.
+    """
     order = sorted(range(len(transfers)), key=lambda i: (transfers[i].start_s, i))
     pending = [(transfers[i].start_s, i) for i in order]
     heapq.heapify(pending)
     finish = [math.nan] * len(transfers)
-    # active flows: [transfer index, route, remaining GB, size GB, hop -> share of the bytes]
-    active: list[list] = []
     result = FlowResult(finish)
+    classes: dict = {}          # routes -> class
+    live: list = []             # classes with transfers in flight
     now = 0.0
-    while pending or active:
-        rates = max_min_rates([f[1] for f in active]) if active else []
+    while pending or live:
+        rates = _fill([c["route"] for c in live], [len(c["heap"]) for c in live]) if live else []
         next_start = pending[0][0] if pending else math.inf
-        next_end = min((f[2] / r for f, r in zip(active, rates) if r > 0), default=math.inf)
-        dt = min(next_start - now, next_end)
-        if active and dt > 0:
-            used = set()
-            for f, r in zip(active, rates):
-                moved = min(f[2], r * dt)
-                f[2] -= moved
-                for hop, frac in f[4].items():
-                    result.hop_bytes[hop] = result.hop_bytes.get(hop, 0.0) + moved * frac * 1e9
-                    used.add(hop)
-            for hop in used:
+        next_end = min(((c["heap"][0][0] - c["served"]) / r for c, r in zip(live, rates) if r > 0),
+                       default=math.inf)
+        dt = min(next_start - now, max(next_end, 0.0))
+        if live and dt > 0:
+            for c, r in zip(live, rates):
+                c["served"] += r * dt
+            for hop in set().union(*(c["hops"] for c in live)):
                 result.hop_busy_s[hop] = result.hop_busy_s.get(hop, 0.0) + dt
         now += max(dt, 0.0)
         result.events += 1
         still = []
-        for f, r in zip(active, rates):
-            if f[2] <= f[3] * 1e-12 or (r > 0 and f[2] / r <= 1e-15 * max(now, 1.0)):
-                finish[f[0]] = now
-            else:
-                still.append(f)
-        active = still
+        for c in live:
+            eps = 1e-12 * max(1.0, c["served"])
+            while c["heap"] and c["heap"][0][0] - c["served"] <= eps:
+                _, i = heapq.heappop(c["heap"])
+                finish[i] = now
+                for hop, frac in c["share"].items():       # all its bytes crossed its hops
+                    result.hop_bytes[hop] = result.hop_bytes.get(hop, 0.0) + transfers[i].nbytes * frac
+            if c["heap"]:
+                still.append(c)
+        live = still
         while pending and pending[0][0] <= now:
             _, i = heapq.heappop(pending)
             t = transfers[i]
             if t.nbytes == 0:
                 finish[i] = now
                 continue
-            size = t.nbytes / 1e9
-            share: dict[str, float] = {}      # the fraction of the bytes that crosses each hop
-            for route in t.routes:
-                for hop, _ in route:
-                    share[hop] = share.get(hop, 0.0) + 1.0 / len(t.routes)
-            active.append([i, stripe(t.routes), size, size, share])
+            key = tuple(tuple(r) for r in t.routes)
+            c = classes.get(key)
+            if c is None:
+                share: dict[str, float] = {}      # the fraction of the bytes that crosses each hop
+                for route in t.routes:
+                    for hop, _ in route:
+                        share[hop] = share.get(hop, 0.0) + 1.0 / len(t.routes)
+                c = classes[key] = {"route": stripe(t.routes), "heap": [], "served": 0.0, "share": share,
+                                    "hops": frozenset(share)}
+            if not c["heap"]:
+                live.append(c)
+            heapq.heappush(c["heap"], (c["served"] + t.nbytes / 1e9, i))
     return result
 
 
