@@ -293,3 +293,109 @@ def test_sharing_a_raid_across_the_dgx_a100_never_gives_a_gpu_more_than_alone():
     m = shipped("dgx-a100")
     assert rows[-1]["total_GBps"] == pytest.approx(m.drives.count * m.drives.read_GBps)
     assert not math.isnan(rows[0]["per_gpu_GBps"])
+
+
+# ---- data-parallel training on a machine --------------------------------------------------------
+
+# Two GPUs, each with its own drive behind its own switch (own volume), and one socket.
+OWN_DRIVES = """
+[gpus]
+model = "A100-40GB"
+count = 2
+link_generation = 3
+link_lanes = 16
+[drives]
+count = 2
+read_GBps = 3.2
+capacity_GiB = 1024
+link_generation = 4
+link_lanes = 4
+[[sockets]]
+memory_GiB = 256
+memory_bandwidth_GBps = 409.6
+[[switches]]
+name = "a"
+parent = "socket0"
+uplink_generation = 4
+uplink_lanes = 16
+gpus = [0]
+drives = [0]
+[[switches]]
+name = "b"
+parent = "socket0"
+uplink_generation = 4
+uplink_lanes = 16
+gpus = [1]
+drives = [1]
+[[volumes]]
+name = "a"
+drives = [0]
+gpus = [0]
+[[volumes]]
+name = "b"
+drives = [1]
+gpus = [1]
+"""
+SMALL_GPU = ["gpu.memory_GiB=12"]
+TRAIN_TRACE = "llama-1b-s2048-bf16-b4"
+
+
+def test_the_ring_allreduce_takes_2_n_minus_1_over_n_bytes_at_the_bus_bandwidth():
+    from g10core.machine.training import allreduce_seconds
+
+    m = shipped("dgx-a100")
+    for n in (2, 4, 8):
+        t, busbw = allreduce_seconds(m, n, 1e9)
+        assert busbw == m.allreduce_busbw_GBps and t == pytest.approx(2 * (n - 1) / n * 1e9 / (busbw * 1e9))
+    assert allreduce_seconds(m, 1, 1e9) == (0.0, None)
+    # no NVLink, no published figure: the ring over PCIe; the two hops that leave a switch carry one
+    # flow each way, at the uplink's rate (Gen3 x4)
+    m = parse(TWO_SWITCHES, "two.toml")
+    t, busbw = allreduce_seconds(m, 4, 1e9)
+    assert busbw is None and t == pytest.approx(2 * 3 / 4 * 1e9 / (pcie_raw_GBps(3, 4) * 1e9))
+
+
+def test_one_rank_on_a_machine_is_the_run_on_its_gpu():
+    from g10core.machine.training import data_parallel
+    from g10core.simulator import Simulator, resolve_config
+
+    m = shipped("dgx-a100")
+    res = data_parallel(TRAIN_TRACE, "teraio", m, 1, sets=SMALL_GPU)
+    alone = Simulator(resolve_config("default", None, single_gpu_sets(m) + SMALL_GPU)).run(TRAIN_TRACE, "teraio")
+    assert res.per_gpu[0]["rank_s"] == alone.iteration_time_s and res.per_gpu[0]["allreduce_s"] == 0
+    assert res.converged and res.rounds == 1
+
+
+def test_ranks_on_their_own_drives_do_not_slow_each_other_and_on_one_raid_they_do():
+    from g10core.machine.training import data_parallel
+
+    own = data_parallel(TRAIN_TRACE, "teraio", parse(OWN_DRIVES, "own.toml"), 2, sets=SMALL_GPU)
+    one = data_parallel(TRAIN_TRACE, "teraio", parse(OWN_DRIVES, "own.toml"), 1, sets=SMALL_GPU)
+    assert [g["rank_s"] for g in own.per_gpu] == [one.per_gpu[0]["rank_s"]] * 2
+    assert all(v == 1.0 for g in own.per_gpu for v in g["contention"].values())
+    shared_text = OWN_DRIVES.replace('[[volumes]]\nname = "a"\ndrives = [0]\ngpus = [0]\n[[volumes]]\nname = "b"\n'
+                                     'drives = [1]\ngpus = [1]\n', '[[volumes]]\nname = "ab"\ndrives = [0, 1]\n'
+                                     'gpus = [0, 1]\n')
+    shared = data_parallel(TRAIN_TRACE, "teraio", parse(shared_text, "shared.toml"), 2, sets=SMALL_GPU)
+    alone = data_parallel(TRAIN_TRACE, "teraio", parse(shared_text, "shared.toml"), 1, sets=SMALL_GPU)
+    assert shared.per_gpu[0]["contention"]["ssd_read"] > 1
+    assert shared.per_gpu[0]["rank_s"] > alone.per_gpu[0]["rank_s"]
+
+
+def test_each_hop_carries_the_bytes_of_the_ranks_that_cross_it():
+    from g10core.machine.training import data_parallel
+
+    res = data_parallel(TRAIN_TRACE, "teraio", shipped("dgx-a100"), 2, sets=SMALL_GPU)
+    for g in res.per_gpu:
+        tb = g["traffic_bytes"]
+        down = tb.get("ssd_to_gpu", 0) + tb.get("host_to_gpu", 0)
+        assert res.hops[f"gpu{g['gpu']} link down"]["bytes"] == pytest.approx(down, rel=1e-6)
+    assert res.busiest_hop() in res.hops
+    d = res.to_dict()
+    assert d["n_gpus"] == 2 and len(d["per_gpu"]) == 2 and json.dumps(d)
+
+
+def test_a_page_level_policy_is_refused_for_data_parallel_runs(capsys):
+    assert main(["machine", "train", "bert_base-b256", "--machine", "dgx-a100", "--policy", "g10", "--gpus", "2",
+                 "--no-progress"]) == 2
+    assert "tensor-level" in capsys.readouterr().err

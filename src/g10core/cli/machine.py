@@ -73,6 +73,26 @@ def _cmd_bench(args) -> int:
     return EXIT_OK
 
 
+def _cmd_train(args) -> int:
+    from ..machine import load
+    from ..machine.training import data_parallel
+    from .common import EXIT_FAILURE, gpu_sets, heartbeat, simulation_failures
+    import sys
+
+    m = load(args.machine)
+    what = f"{args.trace} under {args.policy} on {m.name}"
+    with simulation_failures(what), heartbeat(what, enabled=not args.no_progress):
+        res = data_parallel(args.trace, args.policy, m, args.gpus, preset=args.preset, sets=gpu_sets(args),
+                            rounds=args.rounds)
+    if human(args):
+        print(res.summary())
+    emit_json(res.to_dict(), args.json_path)
+    if res.failed:
+        print(f"g10sim: simulation failed: {what}: {res.failure_reason}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "machine", help="machines with several GPUs, PCIe switches and drives: list, show, bench",
@@ -91,3 +111,19 @@ def add_parser(subparsers) -> None:
     b = sub.add_parser("bench", help="the flow model beside the GDS guide's near/far reads and DeepNVMe's scaling")
     add_json_option(b)
     b.set_defaults(func=_cmd_bench)
+    t = sub.add_parser("train", help="data-parallel training of a trace on a machine's GPUs (tensor-level policies)",
+                       description="Each of the first --gpus GPUs replays TRACE under a tensor-level policy; their SSD "
+                                   "and host transfers share the machine's hops max-min fair (a fixed point between "
+                                   "the ranks' simulations and the machine's flow model), then the gradients are "
+                                   "all-reduced in a ring. Prints each GPU's iteration and the busiest hops.")
+    t.add_argument("trace", metavar="TRACE")
+    t.add_argument("--machine", required=True, metavar="NAME|FILE.toml")
+    t.add_argument("--policy", required=True, metavar="P", help="a tensor-level policy: teraio, zero-infinity, g10-gds, ...")
+    t.add_argument("--gpus", type=int, default=None, metavar="N", help="ranks: the first N GPUs (default: all)")
+    t.add_argument("--rounds", type=int, default=6, metavar="R", help="at most R rounds of the fixed point (default 6)")
+    t.add_argument("--preset", default="default", metavar="NAME")
+    t.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[], dest="sets",
+                   help="an override after the machine's keys, e.g. --set gpu.memory_GiB=40 (repeatable)")
+    t.add_argument("--no-progress", action="store_true", help="no heartbeat line on stderr")
+    add_json_option(t)
+    t.set_defaults(func=_cmd_train)

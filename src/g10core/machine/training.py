@@ -237,6 +237,11 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
         raise MachineError(f"{machine.path}: --gpus {n}: the machine has {machine.gpus.count} GPUs")
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
+    from ..policies import get as get_policy
+    level = getattr(get_policy(policy), "level", "tensor")
+    if level != "tensor":
+        raise ValueError(f"policy {policy!r} is {level} level: data-parallel runs on a machine take a tensor-level "
+                         "policy (teraio, zero-infinity, zero-offload, g10-gds, g10-host, ...)")
     topo = Topology(machine)
     gpus = list(range(n))
     alone = {g: single_gpu_rates(machine, g) for g in gpus}
