@@ -238,7 +238,10 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
     from ..policies import get as get_policy
-    level = getattr(get_policy(policy), "level", "tensor")
+    try:
+        level = getattr(get_policy(policy), "level", "tensor")
+    except KeyError as exc:              # an unknown name: bad input, one line
+        raise ValueError(str(exc.args[0]) if exc.args else f"unknown policy {policy!r}") from None
     if level != "tensor":
         raise ValueError(f"policy {policy!r} is {level} level: data-parallel runs on a machine take a tensor-level "
                          "policy (teraio, zero-infinity, zero-offload, g10-gds, g10-host, ...)")
