@@ -24,7 +24,20 @@ def _figure(x: float) -> float:
 
 def single_gpu_rates(machine: Machine, gpu: int = 0) -> dict[str, float]:
     """GPU ``gpu``'s uncontended rates (GB/s) on its routes, the other GPUs idle: its volume read
-    (RAID0 over the volume's drives) and write, and host memory to and from it."""
+    (RAID0 over the volume's drives) and write, and host memory to and from it.
+
+    Parameters
+    ----------
+    machine : Machine
+        The machine.
+    gpu : int
+        Which of its GPUs.
+
+    Returns
+    -------
+    dict
+        ``ssd_read``, ``ssd_write``, ``host_to_gpu``, ``gpu_to_host`` in GB/s.
+    """
     topo = Topology(machine)
     return {"ssd_read": _figure(steady_rate_GBps([topo.volume_read(gpu)])[0]),
             "ssd_write": _figure(steady_rate_GBps([topo.volume_write(gpu)])[0]),
@@ -40,6 +53,18 @@ def single_gpu_sets(machine: Machine, gpu: int = 0) -> list[str]:
     A machine of one GPU and one drive with the preset's figures gives the preset's configuration,
     so today's results.  With several GPUs the others are idle (no contention): a lower bound on
     the time a data-parallel rank would take.
+
+    Parameters
+    ----------
+    machine : Machine
+        The machine (:func:`load`).
+    gpu : int
+        Which of its GPUs.
+
+    Returns
+    -------
+    list of str
+        ``section.key=value`` strings for :func:`g10core.simulator.resolve_config`.
     """
     from ..errors import MachineError
 

@@ -227,7 +227,19 @@ def shipped(name: str) -> Machine:
 
 
 def load(spec) -> Machine:
-    """A machine from a shipped name or a TOML file path; :class:`MachineError` names file and entry."""
+    """A machine from a shipped name or a TOML file path.
+
+    Parameters
+    ----------
+    spec : str or path
+        A shipped machine's name (:func:`shipped_names`) or a machine file.
+
+    Returns
+    -------
+    Machine
+        The validated machine; a bad file raises :class:`~g10core.errors.MachineError`, one line
+        naming the file and the entry.
+    """
     text = str(spec)
     if not text.endswith(".toml") and "/" not in text and text in shipped_names():
         return shipped(text)
@@ -303,7 +315,20 @@ class _Reader:
 
 
 def parse(text: str, path: str = "<machine>") -> Machine:
-    """A validated :class:`Machine` from TOML text; ``path`` names it in errors."""
+    """A validated :class:`Machine` from TOML text.
+
+    Parameters
+    ----------
+    text : str
+        The machine file's text (the module docstring gives its tables).
+    path : str
+        What errors call it (the file's path, or a shipped machine's name).
+
+    Returns
+    -------
+    Machine
+        The machine; a broken rule raises :class:`~g10core.errors.MachineError`.
+    """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

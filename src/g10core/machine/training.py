@@ -97,6 +97,7 @@ class DataParallelResult:
         return max(self.hops, key=lambda h: (self.hops[h]["bytes"] / 1e9 / self.hops[h]["bandwidth_GBps"], h))
 
     def to_dict(self) -> dict:
+        """Everything, JSON-able (``g10sim machine train --json``)."""
         return {"machine": self.machine, "trace": self.trace, "policy": self.policy, "n_gpus": self.n_gpus,
                 "iteration_s": self.iteration_s, "per_gpu": self.per_gpu, "hops": self.hops,
                 "busiest_hop": self.busiest_hop(), "allreduce_bytes": self.allreduce_bytes,
