@@ -68,10 +68,11 @@ def _config(args):
     if getattr(args, "gpu", None) is not None:
         raise ValueError(f"--gpu {args.gpu} and --machine {args.machine} both name the GPU; give one")
     machine = load(args.machine)
+    sets = single_gpu_sets(machine, policy=args.policy, preset=args.preset)
     if machine.gpus.count > 1 and human(args):
         print(f"g10sim: note: {machine.name}: GPU 0 alone; the other {machine.gpus.count - 1} GPUs are idle "
-              "(data-parallel training on the machine is not modelled yet)", file=sys.stderr)
-    return resolve_config(args.preset, args.config_file, single_gpu_sets(machine) + gpu_sets(args))
+              "(g10sim machine train runs them data parallel)", file=sys.stderr)
+    return resolve_config(args.preset, args.config_file, sets + gpu_sets(args))
 
 
 def add_parser(subparsers) -> None:

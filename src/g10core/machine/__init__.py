@@ -45,7 +45,7 @@ def single_gpu_rates(machine: Machine, gpu: int = 0) -> dict[str, float]:
             "gpu_to_host": _figure(steady_rate_GBps([[topo.gpu_to_host(gpu)]])[0])}
 
 
-def single_gpu_sets(machine: Machine, gpu: int = 0) -> list[str]:
+def single_gpu_sets(machine: Machine, gpu: int = 0, policy=None, preset: str = "default") -> list[str]:
     """``section.key=value`` overrides that put GPU ``gpu`` of ``machine``, alone, into today's one-GPU
     model: its GPU model and link, its volume's read and write rates (RAID0, capped by every hop of
     the route), the drives' duplex rule, host memory and the host route's rate.
@@ -60,6 +60,11 @@ def single_gpu_sets(machine: Machine, gpu: int = 0) -> list[str]:
         The machine (:func:`load`).
     gpu : int
         Which of its GPUs.
+    policy : str, optional
+        Leave out the machine's keys this policy does not read (a run would warn that they change
+        nothing, :func:`g10core.modelled.ignored_parameters`).
+    preset : str
+        The preset the keys are checked against (with ``policy``).
 
     Returns
     -------
@@ -70,7 +75,7 @@ def single_gpu_sets(machine: Machine, gpu: int = 0) -> list[str]:
 
     if not machine.gpus.in_table:
         raise MachineError(f"{machine.path}: [gpus] model = {machine.gpus.model!r} is not a GPU of g10core.gpus "
-                           "(the machine describes a topology only: g10sim machine routes/bench)")
+                           "(the machine describes a topology only: g10sim machine show, g10sim machine bench)")
     r = single_gpu_rates(machine, gpu)
     host = min(r["host_to_gpu"], r["gpu_to_host"])
     sets = [f"gpu.model={machine.gpus.model}", f"link.generation={machine.gpus.link_generation}",
@@ -80,4 +85,28 @@ def single_gpu_sets(machine: Machine, gpu: int = 0) -> list[str]:
             f"ssd.bandwidth_GBps={r['ssd_read']}", f"ssd.duplex={machine.drives.duplex}"]
     # 0: the write bandwidth is the read's (the configuration's convention)
     sets.append(f"ssd.write_bandwidth_GBps={0 if r['ssd_write'] == r['ssd_read'] else r['ssd_write']}")
-    return sets
+    return sets if policy is None else drop_unread(sets, policy, preset)
+
+
+def drop_unread(sets: list[str], policy, preset: str = "default") -> list[str]:
+    """``sets`` without the keys ``policy`` does not read (``gpu.model`` always stays).
+
+    Parameters
+    ----------
+    sets : list of str
+        ``section.key=value`` overrides.
+    policy : str
+        A policy name.
+    preset : str
+        The preset they apply to.
+
+    Returns
+    -------
+    list of str
+        The overrides a run of ``policy`` reads.
+    """
+    from ..modelled import ignored_parameters
+    from ..simulator import resolve_config
+
+    unread = set(ignored_parameters(resolve_config(preset, None, sets), policy))
+    return [s for s in sets if s.split("=", 1)[0] not in unread or s.startswith("gpu.model=")]

@@ -45,7 +45,7 @@ from ..codes import ROLE_GRADIENT
 from .description import Machine
 from .flows import Transfer, simulate
 from .topology import Topology
-from . import single_gpu_rates, single_gpu_sets
+from . import drop_unread, single_gpu_rates, single_gpu_sets
 
 __all__ = ["data_parallel", "DataParallelResult", "allreduce_seconds", "QUEUE_KIND"]
 
@@ -260,9 +260,9 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
         key = tuple(round(r[k], 9) for k in KINDS) + (tuple(sets),)
         if key not in cache:
             write = 0 if r["ssd_write"] == r["ssd_read"] else r["ssd_write"]
-            rank_sets = single_gpu_sets(machine, g) + [
+            rank_sets = drop_unread(single_gpu_sets(machine, g) + [
                 f"ssd.bandwidth_GBps={r['ssd_read']:.9g}", f"host.bandwidth_GBps={r['host']:.9g}",
-                f"ssd.write_bandwidth_GBps={write:.9g}"] + list(sets)
+                f"ssd.write_bandwidth_GBps={write:.9g}"], policy, preset) + list(sets)
             res = Simulator(resolve_config(preset, None, rank_sets)).run(trace, policy, timeline=True)
             if not res.failed and res.level != "tensor":
                 raise ValueError(f"policy {policy!r} is {res.level} level: data-parallel runs on a machine take a "
