@@ -399,3 +399,45 @@ def test_a_page_level_policy_is_refused_for_data_parallel_runs(capsys):
     assert main(["machine", "train", "bert_base-b256", "--machine", "dgx-a100", "--policy", "g10", "--gpus", "2",
                  "--no-progress"]) == 2
     assert "tensor-level" in capsys.readouterr().err
+
+
+transfers_st = st.lists(st.tuples(st.floats(0, 5), st.floats(1e6, 5e9), st.lists(
+    st.lists(st.tuples(st.sampled_from("abcde"), st.floats(0.05, 5)), min_size=1, max_size=3,
+             unique_by=lambda x: x[0]), min_size=1, max_size=3)), min_size=1, max_size=12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(transfers_st)
+def test_simulated_transfers_conserve_bytes_and_never_beat_their_route_alone(specs):
+    from g10core.machine.flows import stripe
+
+    ts = [Transfer(s, b, tuple(tuple(r) for r in routes)) for s, b, routes in specs]
+    res = simulate(ts, record=True)
+    expect: dict[str, float] = {}
+    for t in ts:
+        alone = max_min_rates([stripe(t.routes)])[0]
+        assert res.finish_s[ts.index(t)] >= t.start_s + t.nbytes / 1e9 / alone * (1 - 1e-9)
+        for route in t.routes:
+            for hop, _ in route:
+                expect[hop] = expect.get(hop, 0.0) + t.nbytes / len(t.routes)
+    for hop, b in expect.items():
+        assert res.hop_bytes[hop] == pytest.approx(b, rel=1e-9)
+    # no hop is ever used beyond its time
+    assert all(0 <= use <= 1 + 1e-9 and t1 >= t0 for _, t0, t1, use in res.segments)
+
+
+def test_a_data_parallel_run_has_a_timeline_track_per_gpu_and_hop_and_frames(tmp_path, capsys):
+    out = tmp_path / "tl.json"
+    assert main(["machine", "train", TRAIN_TRACE, "--machine", "dgx-a100", "--policy", "teraio", "--gpus", "2",
+                 "--set", "gpu.memory_GiB=12", "--no-progress", "--timeline", str(out), "--json",
+                 str(tmp_path / "r.json")]) == 0
+    ev = json.loads(out.read_text())["traceEvents"]
+    gpus = {e["args"]["name"] for e in ev if e.get("name") == "thread_name"}
+    assert gpus == {"GPU 0", "GPU 1"}
+    hops = {e["name"] for e in ev if e.get("ph") == "C"}
+    assert "gpu0 link down" in hops and "drive0 flash" in hops
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["n_gpus"] == 2 and set(d["hops"]) >= hops
+    from g10core.machine.training import data_parallel
+    per_gpu, per_hop = data_parallel(TRAIN_TRACE, "teraio", shipped("dgx-a100"), 2, sets=SMALL_GPU).to_pandas()
+    assert len(per_gpu) == 2 and set(per_hop["hop"]) == set(d["hops"])

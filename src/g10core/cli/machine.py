@@ -76,9 +76,13 @@ def _cmd_bench(args) -> int:
 def _cmd_train(args) -> int:
     from ..machine import load
     from ..machine.training import data_parallel
-    from .common import EXIT_FAILURE, gpu_sets, heartbeat, simulation_failures
+    from .common import EXIT_FAILURE, check_output_path, gpu_sets, heartbeat, simulation_failures
     import sys
 
+    check_output_path(args.json_path, "--json")
+    if args.timeline == "-":
+        raise ValueError("--timeline -: give a file path (a timeline is a file for Perfetto, not text for stdout)")
+    check_output_path(args.timeline, "--timeline")
     m = load(args.machine)
     what = f"{args.trace} under {args.policy} on {m.name}"
     with simulation_failures(what), heartbeat(what, enabled=not args.no_progress):
@@ -87,6 +91,10 @@ def _cmd_train(args) -> int:
     if human(args):
         print(res.summary())
     emit_json(res.to_dict(), args.json_path)
+    if args.timeline is not None and not res.failed:
+        res.write_timeline(args.timeline)
+        if human(args):
+            print(f"wrote {args.timeline} (open it in ui.perfetto.dev or chrome://tracing)")
     if res.failed:
         print(f"g10sim: simulation failed: {what}: {res.failure_reason}", file=sys.stderr)
         return EXIT_FAILURE
@@ -125,5 +133,7 @@ def add_parser(subparsers) -> None:
     t.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[], dest="sets",
                    help="an override after the machine's keys, e.g. --set gpu.memory_GiB=40 (repeatable)")
     t.add_argument("--no-progress", action="store_true", help="no heartbeat line on stderr")
+    t.add_argument("--timeline", metavar="FILE.json",
+                   help="a Perfetto/Chrome trace: a track per GPU, a counter per hop (its fraction in use)")
     add_json_option(t)
     t.set_defaults(func=_cmd_train)

@@ -172,6 +172,8 @@ class FlowResult:
     hop_bytes: dict[str, float] = field(default_factory=dict)
     hop_busy_s: dict[str, float] = field(default_factory=dict)
     events: int = 0
+    # with simulate(..., record=True): (hop, start s, end s, fraction of the hop's time in use)
+    segments: list = field(default_factory=list)
 
     def rate_GBps(self, transfers: list[Transfer], i: int) -> float:
         """Transfer ``i``'s average rate from its start to its end."""
@@ -179,7 +181,7 @@ class FlowResult:
         return transfers[i].nbytes / 1e9 / t if t > 0 else math.inf
 
 
-def simulate(transfers: list[Transfer]) -> FlowResult:
+def simulate(transfers: list[Transfer], record: bool = False) -> FlowResult:
     """Run ``transfers`` to their ends with max-min fair sharing; rates change only at starts and ends.
 
     Transfers along the same routes form a class: they share one rate, so each event costs in
@@ -191,6 +193,8 @@ def simulate(transfers: list[Transfer]) -> FlowResult:
     ----------
     transfers : list of Transfer
         What moves, from when, along which routes.
+    record : bool
+        Also keep each hop's use between events (``FlowResult.segments``: for a timeline).
 
     Returns
     -------
@@ -216,6 +220,12 @@ def simulate(transfers: list[Transfer]) -> FlowResult:
                 c["served"] += r * dt
             for hop in set().union(*(c["hops"] for c in live)):
                 result.hop_busy_s[hop] = result.hop_busy_s.get(hop, 0.0) + dt
+            if record:
+                use: dict[str, float] = {}
+                for c, r in zip(live, rates):
+                    for hop, cost in c["route"]:
+                        use[hop] = use.get(hop, 0.0) + r * cost * len(c["heap"])
+                result.segments.extend((hop, now, now + dt, min(u, 1.0)) for hop, u in use.items())
         now += max(dt, 0.0)
         result.events += 1
         still = []

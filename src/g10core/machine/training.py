@@ -84,6 +84,8 @@ class DataParallelResult:
     failed: bool = False
     failure_reason: str = ""
     notes: list = field(default_factory=list)
+    # (hop, start s, end s, fraction in use) over the last round's replay of every rank at once
+    hop_segments: list = field(default_factory=list, repr=False)
 
     @property
     def iteration_s(self) -> float:
@@ -104,6 +106,58 @@ class DataParallelResult:
                 "allreduce_busbw_GBps": self.allreduce_busbw_GBps, "rounds": self.rounds,
                 "converged": self.converged, "wall_s": self.wall_s, "failed": self.failed,
                 "failure_reason": self.failure_reason, "notes": self.notes}
+
+    def to_pandas(self):
+        """Two DataFrames: one row per GPU, one row per hop (pandas).
+
+        Returns
+        -------
+        tuple
+            ``(per_gpu, hops)``.
+        """
+        import pandas as pd
+
+        gpus = pd.DataFrame([{**{k: v for k, v in g.items() if not isinstance(v, dict)},
+                              **{f"rate_{k}_GBps": v for k, v in g["rates_GBps"].items()},
+                              **{f"contention_{k}": v for k, v in g["contention"].items()},
+                              **{f"traffic_{k}_bytes": v for k, v in g["traffic_bytes"].items()}}
+                             for g in self.per_gpu])
+        hops = pd.DataFrame([{"hop": h, **d} for h, d in self.hops.items()])
+        return gpus, hops
+
+    def write_timeline(self, path) -> None:
+        """A Chrome / Perfetto trace: a track per GPU (its rank's iteration, then the all-reduce)
+        and a counter track per hop (the fraction of its time in use), over one iteration.
+
+        Parameters
+        ----------
+        path : str or path
+            The JSON file to write (replaced whole).
+        """
+        import json
+
+        from ..files import write_text_atomic
+
+        ev = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "GPUs"}},
+              {"name": "process_name", "ph": "M", "pid": 2, "tid": 0, "args": {"name": "hops"}}]
+        for g in self.per_gpu:
+            tid = g["gpu"]
+            ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": f"GPU {tid}"}})
+            ev.append({"name": f"rank ({self.policy})", "cat": "rank", "ph": "X", "pid": 1, "tid": tid, "ts": 0.0,
+                       "dur": g["rank_s"] * 1e6})
+            if g["allreduce_s"] > 0:
+                ev.append({"name": "all-reduce", "cat": "collective", "ph": "X", "pid": 1, "tid": tid,
+                           "ts": g["rank_s"] * 1e6, "dur": g["allreduce_s"] * 1e6})
+        last: dict = {}
+        for hop, t0, t1, use in sorted(self.hop_segments, key=lambda x: (x[0], x[1])):
+            if last.get(hop, (None, -1.0))[1] != t0:        # idle since its last segment
+                if hop in last:
+                    ev.append({"name": hop, "ph": "C", "pid": 2, "ts": last[hop][1] * 1e6, "args": {"use": 0.0}})
+            ev.append({"name": hop, "ph": "C", "pid": 2, "ts": t0 * 1e6, "args": {"use": round(use, 6)}})
+            last[hop] = (t0, t1)
+        for hop, (_t0, t1) in last.items():
+            ev.append({"name": hop, "ph": "C", "pid": 2, "ts": t1 * 1e6, "args": {"use": 0.0}})
+        write_text_atomic(path, json.dumps({"traceEvents": ev, "displayTimeUnit": "ms"}))
 
     def summary(self) -> str:
         """A few lines for people."""
@@ -297,7 +351,7 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
                     route_of[g, q] = _routes(topo, g, q)
                 transfers.append(Transfer(s, b, route_of[g, q]))
                 owner.append((g, q))
-        shared = simulate(transfers)
+        shared = simulate(transfers, record=True)
         moved = 0.0
         for g in gpus:
             mine = [i for i, (h, _q) in enumerate(owner) if h == g]
@@ -341,6 +395,7 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
                         "traffic_bytes": dict(res.counters.get("traffic_bytes", {}))})
     hops = {h: {"bytes": shared.hop_bytes[h], "busy_s": shared.hop_busy_s.get(h, 0.0),
                 "bandwidth_GBps": topo.bandwidth[h]} for h in sorted(shared.hop_bytes)} if shared else {}
+    segments = list(shared.segments) if shared else []
     notes = []
     if not converged:
         notes.append(f"the rates moved by more than {tolerance:g} in the last of {rounds} rounds")
@@ -348,4 +403,5 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
         notes.append("all-reduce on the flow model at the links' line rate (no published bus bandwidth for "
                      "this machine): a lower bound on its time")
     return DataParallelResult(machine.name, str(getattr(trace, "name", trace)), policy, n, per_gpu, hops,
-                              ar_bytes, busbw, done_rounds, converged, time.perf_counter() - t0, notes=notes)
+                              ar_bytes, busbw, done_rounds, converged, time.perf_counter() - t0, notes=notes,
+                              hop_segments=segments)
