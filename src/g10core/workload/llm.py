@@ -211,7 +211,7 @@ class _Builder:
 
 
 def inference_trace(model: str | LMConfig, prompt: int, gen: int, batch: int, gpu: str = "A100-40GB",
-                    weights: str = "fp16", gpu_batches: int = 1) -> Trace:
+                    weights: str = "fp16", gpu_batches: int = 1, kv_cache: str = "fp16") -> Trace:
     """The trace of one batch of requests: prefill, then ``gen - 1`` decode steps.
 
     Parameters
@@ -226,6 +226,9 @@ def inference_trace(model: str | LMConfig, prompt: int, gen: int, batch: int, gp
         ``fp16`` or ``int4`` (with a dequantisation kernel per weight matrix).
     gpu_batches : int
         GPU batches per block (FlexGen's zig-zag order); must divide ``batch``.
+    kv_cache : str
+        ``fp16`` or ``int4`` (FlexGen's ``--compress-cache``: the same group-wise 4-bit format
+        as the weights, 0.5625 B per value; its (de)quantisation work is not modelled).
 
     Returns
     -------
@@ -250,7 +253,10 @@ def inference_trace(model: str | LMConfig, prompt: int, gen: int, batch: int, gp
     g = gpu_model(gpu)
     if weights not in WEIGHT_FORMATS:
         raise ValueError(f"weights = {weights!r}: one of {', '.join(WEIGHT_FORMATS)}")
+    if kv_cache not in WEIGHT_FORMATS:
+        raise ValueError(f"kv_cache = {kv_cache!r}: one of {', '.join(WEIGHT_FORMATS)}")
     check_request(cfg, prompt, gen, batch, gpu_batches)
+    kvb = INT4_BYTES_PER_WEIGHT if kv_cache == "int4" else FP16_BYTES
     int4 = weights == "int4"
     wb = INT4_BYTES_PER_WEIGHT if int4 else FP16_BYTES
     d, f, V, dkv, h, hd = cfg.hidden, cfg.ffn, cfg.vocab, cfg.kv_dim, cfg.heads, cfg.head_dim
@@ -316,10 +322,10 @@ def inference_trace(model: str | LMConfig, prompt: int, gen: int, batch: int, gp
                 other(f"{p}.ln1", phase, [x, mats["ln"]], a, m * d, m * d * FP16_BYTES)
                 qkv = act("qkv", m * (d + 2 * dkv))
                 gemm(f"{p}.qkv", phase, a, mats["qkv"], qkv, m, d + 2 * dkv, d, d * (d + 2 * dkv))
-                new_kv = B.tensor(f"kv:{p}", 2 * gb * s * dkv * FP16_BYTES, False, ROLE_KV_CACHE, i + 1)
+                new_kv = B.tensor(f"kv:{p}", 2 * gb * s * dkv * kvb, False, ROLE_KV_CACHE, i + 1)
                 kv[j][i].append(new_kv)
                 att = act("attn", m * d)
-                cache_bytes = 2 * gb * ctx * dkv * FP16_BYTES
+                cache_bytes = 2 * gb * ctx * dkv * kvb
                 B.kernel(f"{p}.attention", phase, [qkv] + kv[j][i][:-1], [new_kv, att],
                          4.0 * gb * h * s * ctx * hd, cache_bytes + 2 * m * d * FP16_BYTES,
                          UNIT_TENSOR_FP16, KIND_ATTENTION_FWD)
@@ -356,7 +362,7 @@ def inference_trace(model: str | LMConfig, prompt: int, gen: int, batch: int, gp
     if float(t00.sum()) > MAX_ITERATION_TIME_NS:
         raise ValueError("the run's kernel times add up to more than the trace format holds")
     params = dict(model=cfg.name, prompt=int(prompt), gen=int(gen), batch=int(batch), gpu=g.name, weights=weights,
-                  gpu_batches=int(gpu_batches))
+                  gpu_batches=int(gpu_batches), kv_cache=kv_cache)
     trace = Trace(
         model=cfg.name, batch_size=int(batch), tensor_size_bytes=size, tensor_is_global=np.array(B.t_glob, bool),
         tensor_name=np.array(B.t_name, dtype=str), kernel_name=np.array(B.k_name, dtype=str),
