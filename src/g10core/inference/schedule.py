@@ -242,6 +242,8 @@ class InferenceResult:
     placement: dict
     phase_s: list                # per phase: prefill, then each decode step
     memory: dict                 # bytes needed on gpu, cpu, disk and what there is
+    busy_s: dict = field(default_factory=dict)    # seconds each resource is busy (copies each way, disk, compute)
+    bound_s: dict = field(default_factory=dict)   # seconds of the layer steps each resource is the longest in
 
     @property
     def total_s(self) -> float:
@@ -400,11 +402,17 @@ def run_inference(trace: Trace, machine: Machine, policy: str, placement: Placem
     ctod += act_pl[2] * st.act_out / dw
     # a layer's weights read from disk reach the GPU through host memory: with overlap the two hops
     # pipeline (the slower bounds the step); without, they add up
+    parts = np.stack([ctog, gtoc, dtoc, ctod, comp])
     if ov:
-        step = np.maximum.reduce([ctog, gtoc, dtoc, ctod, comp])
+        step = parts.max(axis=0)
     else:
-        step = ctog + gtoc + dtoc + ctod + comp
+        step = parts.sum(axis=0)
     phase_s = step.sum(axis=1)
+    # what the time went to: each resource's busy seconds, and the seconds of the steps it bounds
+    names = ("cpu_to_gpu", "gpu_to_cpu", "disk_to_cpu", "cpu_to_disk", "compute")
+    busy = {n: float(parts[i].sum()) for i, n in enumerate(names)}
+    winner = parts.argmax(axis=0)
+    bound = {n: float(step[winner == i].sum()) for i, n in enumerate(names)}
     place = {"weights": {"gpu": float((W * w_frac[:, 0]).sum() / W.sum()), "cpu": float((W * w_frac[:, 1]).sum() / W.sum()),
                          "disk": float((W * w_frac[:, 2]).sum() / W.sum())},
              "kv_cache": dict(zip(("gpu", "cpu", "disk"), kv_pl)),
@@ -416,7 +424,8 @@ def run_inference(trace: Trace, machine: Machine, policy: str, placement: Placem
     mem.update(gpu_bytes=machine.gpu_memory_bytes, cpu_bytes=machine.host_memory_GB * GB)
     return InferenceResult(policy=policy, model=trace.model, gpu=machine.gpu, batch=st.batch, gpu_batches=gpu_batches,
                            prompt=prompt, gen=st.gen, prefill_s=float(phase_s[0]), decode_s=float(phase_s[1:].sum()),
-                           placement=place, phase_s=[float(x) for x in phase_s], memory=mem)
+                           placement=place, phase_s=[float(x) for x in phase_s], memory=mem, busy_s=busy,
+                           bound_s=bound)
 
 
 __all__ = ["Machine", "MACHINES", "Placement", "LayerStats", "layer_stats", "InferenceResult", "run_inference",
