@@ -100,13 +100,13 @@ _LINK = ("host-to-GPU copies run at the PCIe TLP model's 13.2 GB/s (Gen3 x16); t
          "practice (not all from pinned buffers, and the host's memory shared with the CPU's work)")
 _FLEXGEN_LOOP = ("FlexGen's per-layer, per-GPU-batch Python loop and its synchronisation between the load, store and "
                  "compute streams are not modelled: a layer step is the longest of its five resources (FlexGen's own "
-                 "cost model, which its paper reports as optimistic)")
+                 "cost model)")
 DIFFERENCE_REASONS: dict = {
     ("flexgen-t4", "FlexGen", "opt-6.7b"): "all on the GPU, compute-bound: " + _T4_COMPUTE + "; " + _FLEXGEN_LOOP,
     ("flexgen-t4", "FlexGen", "opt-30b"): ("half of our time is host-to-GPU weight copies, half prefill compute: "
                                            + _LINK + "; " + _T4_COMPUTE + "; " + _FLEXGEN_LOOP),
     ("flexgen-t4", "FlexGen", "opt-175b"): (
-        "95 % of our time waits on the SSD (half the weights, 87 GB, and the whole KV cache at 1.2 GB/s, the disk "
+        "95 % of our time waits on the SSD (half the weights, 175 GB, and the whole KV cache at 1.2 GB/s, the disk "
         "figure of the DeepSpeedExamples T4 configuration); FlexGen reads its disk tensors through the page cache "
         "of 208 GB DRAM, which keeps part of them in memory: our disk tier has no page cache, so we are slower"),
     ("flexgen-t4", "FlexGen with Compression", "opt-6.7b"): (
@@ -138,20 +138,19 @@ DIFFERENCE_REASONS: dict = {
         "which our disk tier does not model, or the SSD reads faster than the 1.2 GB/s we took"),
     ("zero-inference-a6000", "ZeRO-Inference (int4 weights, KV offload)", "opt-30b"): (
         "compute-bound (60 % prefill) at 80.3 % of the A6000's 154.8 TFLOP/s dense fp16 peak (no A6000 GEMM "
-        "measurement in physical-v1) and one memory-bound kernel per int4 dequantisation; DeepSpeed dequantises in "
-        "its own kernels and runs the KV cache's attention on the CPU through Python"),
+        "measurement in physical-v1) and one memory-bound kernel per int4 dequantisation"),
     ("zero-inference-a6000", "ZeRO-Inference (int4 weights, KV offload)", "opt-66b"): (
         "weight copies (26.3 GB/s, the PCIe 4 x16 TLP model) and compute about equally; see OPT-30B"),
     ("zero-inference-a6000", "ZeRO-Inference (int4 weights, KV offload)", "opt-175b"): (
         "70 % of our time copies int4 weights at 26.3 GB/s; DeepSpeed's copies from host memory are slower (its "
         "README: pinned memory is off by default, so copies are from pageable memory)"),
     ("zero-inference-a6000", "ZeRO-Inference (int4 weights, KV offload)", "bloom-176b"): (
-        "as OPT-175B, and BLOOM's 250,880-token vocabulary makes its head 3.6 GB of int4 weights; our BLOOM has "
-        "no ALiBi bias work in attention"),
+        "as OPT-175B, and BLOOM's 250,880-token vocabulary makes its head 2.0 GB of int4 weights, copied at every "
+        "step; our BLOOM has no ALiBi bias work in attention"),
     ("zero-inference-a6000", "ZeRO-Inference (int4 weights, KV offload)", "llama-2-70b"): (
         "80 % of our time is prefill compute of batch 200 x 512 tokens at 80.3 % of the tensor-core peak; with "
-        "grouped-query attention its cache is small, so our CPU attention is quick; the published run computes "
-        "attention over the offloaded cache with its 8-way grouped heads expanded, which we do not model"),
+        "grouped-query attention its cache is small, so our CPU attention is quick; which part of the published "
+        "run is slower than ours cannot be told without its breakdown (not published)"),
 }
 
 
