@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from ..codes import ROLE_KV_CACHE, ROLE_PARAMETER
+from ..errors import SimulationError
 from ..gpus import gpu_model
 from ..pcie import PcieSpec
 from ..workload.physical import KIND_ATTENTION_FWD
@@ -51,8 +52,9 @@ GB = 1e9
 POLICIES = ("flexgen", "zero-inference", "accelerate")
 
 
-class InferenceMemoryError(ValueError):
-    """A placement that does not fit the machine (one line: what needs how much of what)."""
+class InferenceMemoryError(SimulationError):
+    """A placement that does not fit the machine (one line: what needs how much of what); the
+    command line exits 1, as for a run that could not complete."""
 
 
 @dataclass(frozen=True)

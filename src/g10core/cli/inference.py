@@ -1,0 +1,119 @@
+"""``g10sim trace inference`` (write an inference trace), ``g10sim inference run`` (run it under an
+offloading system's schedule) and ``g10sim reproduce inference`` (the published tables beside ours)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .common import EXIT_OK, add_json_option, emit_json, fmt_bytes, human, positive_int
+
+
+def _cmd_trace_inference(args) -> int:
+    from ..codes import ROLE_KV_CACHE
+    from ..workload.llm import inference_trace
+    from ..workload.trace import SCHEMA_VERSION, summarize, write_trace
+
+    trace = inference_trace(args.model, args.prompt, args.gen, args.batch, gpu=args.gpu, weights=args.weights,
+                            gpu_batches=args.gpu_batches, kv_cache=args.kv_cache)
+    path = Path(args.output)
+    write_trace(trace, path)
+    info = {"path": str(path), "file_size_bytes": path.stat().st_size, "schema_version": SCHEMA_VERSION}
+    info.update(summarize(trace))
+    info["kv_cache_bytes"] = int(trace.tensor_size_bytes[trace.tensor_role == ROLE_KV_CACHE].sum())
+    info["phases"] = int(trace.kernel_phase.max()) + 1
+    if human(args):
+        print(f"wrote {path}: {args.model}, prompt {args.prompt}, {args.gen} tokens, batch {args.batch} on "
+              f"{args.gpu}: {trace.n_kernels} kernels in prefill + {args.gen - 1} decode steps, weights "
+              f"{fmt_bytes(trace.global_bytes)}, KV cache {fmt_bytes(info['kv_cache_bytes'])}")
+    emit_json(info, args.json_path)
+    return EXIT_OK
+
+
+def add_trace_inference(sub) -> None:
+    """``g10sim trace inference`` (added to the ``trace`` group)."""
+    from ..gpus import GPUS
+    from ..workload.llm import MODELS, WEIGHT_FORMATS
+
+    s = sub.add_parser("inference", help="write the trace of an LLM inference run (prefill + decode steps)",
+                       description="Write the analytical trace of one batch of requests to a decoder LM: prefill, "
+                                   "then gen - 1 decode steps, kernel times from the physical model on --gpu, the KV "
+                                   "cache as kv_cache tensors (g10core.workload.llm; trace format 5).")
+    s.add_argument("--model", required=True, choices=list(MODELS), metavar="MODEL",
+                   help=f"one of {', '.join(MODELS)}")
+    s.add_argument("--prompt", type=positive_int, required=True, metavar="N", help="prompt tokens per sequence")
+    s.add_argument("--gen", type=int, required=True, metavar="N", help="tokens generated per sequence (>= 1)")
+    s.add_argument("--batch", type=positive_int, required=True, metavar="B", help="sequences in the batch")
+    s.add_argument("--gpu", default="A100-40GB", choices=list(GPUS), metavar="NAME",
+                   help="the GPU the kernel times are for (default A100-40GB)")
+    s.add_argument("--weights", choices=WEIGHT_FORMATS, default="fp16", help="weight format (default fp16)")
+    s.add_argument("--kv-cache", choices=WEIGHT_FORMATS, default="fp16", help="KV cache format (default fp16)")
+    s.add_argument("--gpu-batches", type=positive_int, default=1, metavar="N",
+                   help="GPU batches per block, FlexGen's zig-zag order (default 1; must divide --batch)")
+    s.add_argument("-o", "--output", required=True, metavar="PATH", help="trace file to write")
+    add_json_option(s)
+    s.set_defaults(func=_cmd_trace_inference)
+
+
+def _cmd_inference_run(args) -> int:
+    from ..workload.trace import read_trace
+    from ..workload.tracestore import resolve_trace
+    from ..inference.schedule import MACHINES, Placement, run_inference
+
+    trace = read_trace(resolve_trace(args.trace))
+    placement = Placement.from_percent(*args.percent) if args.percent else None
+    if args.policy != "flexgen" and (args.percent or args.no_overlap):
+        raise ValueError("--percent and --no-overlap are FlexGen's (--policy flexgen)")
+    result = run_inference(trace, MACHINES[args.machine], args.policy, placement=placement,
+                           cpu_attention=args.cpu_attention, overlap=False if args.no_overlap else None,
+                           zero_device=args.zero_device)
+    if human(args):
+        print(result.summary())
+    emit_json(result.to_dict(), args.json_path)
+    return EXIT_OK
+
+
+def _cmd_reproduce_inference(args) -> int:
+    from ..inference.published import format_table, reproduce_inference
+
+    rows = reproduce_inference(tuple(args.tables))
+    if human(args):
+        print(format_table(rows))
+    emit_json(rows, args.json_path)
+    return EXIT_OK
+
+
+def add_reproduce_inference(sub) -> None:
+    """``g10sim reproduce inference`` (added to the ``reproduce`` group)."""
+    r = sub.add_parser("inference", help="FlexGen's and ZeRO-Inference's published throughput tables beside ours",
+                       description="Run every cell of FlexGen's T4 table (FMInference/FlexiGen, "
+                                   "benchmark/batch_size_table.md) and ZeRO-Inference's A6000 table "
+                                   "(microsoft/DeepSpeedExamples, zero_inference/README.md) with the published batch "
+                                   "and placement, and print ours beside the published tokens/s with the reason for "
+                                   "each difference over 20 %.")
+    r.add_argument("--tables", nargs="+", choices=("flexgen-t4", "zero-inference-a6000"),
+                   default=["flexgen-t4", "zero-inference-a6000"], help="which tables (default both)")
+    add_json_option(r)
+    r.set_defaults(func=_cmd_reproduce_inference)
+
+
+def add_parser(subparsers) -> None:
+    """The ``inference`` command group."""
+    from ..inference.schedule import MACHINES, POLICIES
+
+    p = subparsers.add_parser("inference", help="run an inference trace under an offloading system's schedule",
+                              description="LLM inference with weights and KV cache offloaded to host memory and SSD "
+                                          "(docs/guide/inference.md).")
+    sub = p.add_subparsers(dest="inference_command", metavar="COMMAND", required=True)
+    r = sub.add_parser("run", help="one batch of requests: time to first token, time per output token, tokens/s")
+    r.add_argument("trace", metavar="TRACE", help="an inference trace (g10sim trace inference)")
+    r.add_argument("--policy", choices=POLICIES, required=True)
+    r.add_argument("--machine", choices=list(MACHINES), required=True,
+                   help="the machine (GPU, host memory, SSD, CPU) of a published table")
+    r.add_argument("--percent", type=float, nargs=6, metavar=("WG", "WC", "CG", "CC", "HG", "HC"),
+                   help="flexgen: percent of weights, KV cache and activations on GPU and CPU (the rest on disk)")
+    r.add_argument("--cpu-attention", action="store_true",
+                   help="attention over an offloaded KV cache on the CPU (FlexGen --cpu; ZeRO-Inference KV offload)")
+    r.add_argument("--no-overlap", action="store_true", help="flexgen: no overlap of copies and compute")
+    r.add_argument("--zero-device", choices=("cpu", "nvme"), default="cpu",
+                   help="zero-inference: where the weights live (default cpu)")
+    add_json_option(r)
+    r.set_defaults(func=_cmd_inference_run)
