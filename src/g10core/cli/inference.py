@@ -16,8 +16,9 @@ def _cmd_trace_inference(args) -> int:
                             gpu_batches=args.gpu_batches, kv_cache=args.kv_cache)
     path = Path(args.output)
     write_trace(trace, path)
-    info = {"path": str(path), "file_size_bytes": path.stat().st_size, "schema_version": SCHEMA_VERSION}
+    info = {"path": str(path), "file_size_bytes": path.stat().st_size}
     info.update(summarize(trace))
+    info["schema_version"] = SCHEMA_VERSION
     info["kv_cache_bytes"] = int(trace.tensor_size_bytes[trace.tensor_role == ROLE_KV_CACHE].sum())
     info["phases"] = int(trace.kernel_phase.max()) + 1
     if human(args):

@@ -1,0 +1,333 @@
+"""LLM inference: the analytical prefill + decode trace, trace format 5, the offloading schedules
+(FlexGen, ZeRO-Inference, Accelerate), the metrics, the published tables and the CLI."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from g10core.cli import main
+from g10core.codes import ROLE_KV_CACHE, ROLE_PARAMETER
+from g10core.inference.published import CELLS, DIFFERENCE_REASONS, reproduce_inference
+from g10core.inference.schedule import (MACHINES, InferenceMemoryError, Machine, Placement, layer_stats,
+                                        run_inference)
+from g10core.workload.llm import (INT4_BYTES_PER_WEIGHT, MODELS, inference_trace, lm_config)
+from g10core.workload.physical import KIND_GEMM, physical_model
+from g10core.workload.trace import TraceError, read_trace, validate_trace, write_trace
+
+TINY = dict(prompt=8, gen=4, batch=2)
+
+
+def tiny(**kw):
+    args = {**TINY, "gpu": "T4", **kw}
+    return inference_trace(kw.pop("model", "opt-125m") if "model" in kw else "opt-125m",
+                           **{k: v for k, v in args.items() if k != "model"})
+
+
+# ---- the generator -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", ["opt-125m", "gpt2", "llama-2-7b"])
+@pytest.mark.parametrize("prompt, gen, batch", [(8, 4, 2), (16, 1, 3)])
+def test_kv_cache_is_the_closed_form(model, prompt, gen, batch):
+    cfg = lm_config(model)
+    if model == "llama-2-7b":      # keep the test small: the layer count does not change the form
+        cfg = dataclasses.replace(cfg, layers=2)
+    t = inference_trace(cfg, prompt, gen, batch, gpu="T4")
+    kv = t.tensor_size_bytes[t.tensor_role == ROLE_KV_CACHE].sum()
+    # the tokens cached at the end: the prompt and every generated token but the last
+    tokens = prompt + gen - 1
+    assert kv == 2 * cfg.layers * (cfg.kv_heads or cfg.heads) * cfg.head_dim * tokens * batch * 2
+    assert kv == cfg.kv_cache_bytes(tokens, batch)
+
+
+def test_grouped_query_attention_shrinks_the_cache():
+    cfg = lm_config("llama-2-70b")
+    assert cfg.kv_dim == 8 * cfg.head_dim
+    assert cfg.kv_cache_bytes(10, 1) * 8 == 2 * cfg.layers * cfg.hidden * 10 * 2
+
+
+def test_phases_and_attention_over_the_growing_cache():
+    t = tiny()
+    cfg = lm_config("opt-125m")
+    assert t.kernel_phase.tolist() == sorted(t.kernel_phase.tolist())
+    assert set(t.kernel_phase.tolist()) == set(range(TINY["gen"]))
+    attn = np.flatnonzero(np.char.endswith(t.kernel_name.astype(str), ".attention"))
+    assert attn.size == cfg.layers * TINY["gen"]
+    for k in attn.tolist():
+        tensors, modes = t.kernel_accesses(k)
+        cached = [x for x, m in zip(tensors.tolist(), modes.tolist()) if t.tensor_role[x] == ROLE_KV_CACHE and m == 1]
+        assert len(cached) == int(t.kernel_phase[k])      # step i reads prefill's tensor and i - 1 decode tensors
+
+
+def test_kernel_times_are_the_physical_model():
+    t = tiny()
+    assert np.array_equal(t.kernel_time_ideal_ns, physical_model().ideal_ns(t.kernel_work, "T4"))
+    gemm = t.kernel_work.kind == KIND_GEMM
+    assert gemm.any() and np.all(t.kernel_work.tiles[gemm] > 0)
+
+
+def test_int4_weights_and_their_dequantisation():
+    cfg = lm_config("opt-125m")
+    fp16, int4 = tiny(), tiny(weights="int4")
+    names = int4.tensor_name.astype(str)
+    blocks = (int4.tensor_role == ROLE_PARAMETER) & np.char.startswith(names, "param:layers.") & \
+        ~np.char.endswith(names, ".ln")
+    n = sum(cfg.layer_weights().values()) * cfg.layers
+    assert abs(int(int4.tensor_size_bytes[blocks].sum()) - n * INT4_BYTES_PER_WEIGHT) <= blocks.sum()
+    deq = np.char.endswith(int4.kernel_name.astype(str), ".dequant")
+    # one per weight matrix (4 per block, and the head) per GPU batch per phase
+    assert deq.sum() == (4 * cfg.layers + 1) * TINY["gen"]
+    assert int4.n_kernels == fp16.n_kernels + deq.sum()
+
+
+def test_gpu_batches_run_a_layer_for_each_before_the_next():
+    t = tiny(batch=4, gpu_batches=2)
+    names = t.kernel_name.astype(str).tolist()
+    i0, i1 = names.index("prefill.g0.l0.qkv"), names.index("prefill.g1.l0.qkv")
+    assert i0 < i1 < names.index("prefill.g0.l1.qkv")
+    with pytest.raises(ValueError, match="multiple"):
+        tiny(batch=3, gpu_batches=2)
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(gen=0), "gen = 0"), (dict(prompt=2040, gen=16), "beyond opt-125m's context"),
+    (dict(batch=0), "batch = 0"), (dict(weights="int3"), "weights"), (dict(kv_cache="int2"), "kv_cache")])
+def test_bad_requests_are_refused(kw, words):
+    with pytest.raises(ValueError, match=words):
+        tiny(**kw)
+
+
+def test_unknown_model_and_gpu():
+    with pytest.raises(ValueError, match="unknown model"):
+        inference_trace("opt-7b", 8, 2, 1)
+    with pytest.raises(ValueError, match="unknown GPU"):
+        inference_trace("opt-125m", 8, 2, 1, gpu="T5")
+
+
+def test_published_sizes():
+    # the published parameter counts (OPT: Zhang et al. 2022, Table 1; Llama 2: the model cards' 7B and 70B,
+    # 6.74e9 and 68.98e9 exactly; GPT-2 XL: 1,557,611,200 in the Hugging Face checkpoint), within 3 %
+    # (norms and biases left out)
+    for name, n in (("opt-6.7b", 6.7e9), ("opt-30b", 30e9), ("opt-66b", 66e9), ("opt-175b", 175e9),
+                    ("llama-2-7b", 6.74e9), ("llama-2-70b", 68.98e9), ("gpt2-xl", 1.5576e9)):
+        assert abs(MODELS[name].n_parameters() / n - 1) < 0.03, name
+
+
+# ---- trace format 5 ------------------------------------------------------------------------------
+
+def test_format_5_round_trip(tmp_path):
+    t = tiny()
+    back = read_trace(write_trace(t, tmp_path / "i.h5"))
+    assert back.attrs["schema_version"] == 5
+    assert np.array_equal(back.kernel_phase, t.kernel_phase)
+    assert np.array_equal(back.tensor_role, t.tensor_role)
+
+
+def test_a_version_4_file_still_reads_and_has_no_phases(tmp_path):
+    t = dataclasses.replace(tiny(), kernel_phase=None,
+                            tensor_role=np.where(tiny().tensor_role == ROLE_KV_CACHE, 0, tiny().tensor_role).astype(np.int8))
+    path = write_trace(t, tmp_path / "v4.h5")
+    with h5py.File(path, "r+") as f:
+        f.attrs["schema_version"] = 4
+    back = read_trace(path)
+    assert back.kernel_phase is None and back.attrs["schema_version"] == 4
+
+
+def test_version_4_refuses_the_kv_cache_role(tmp_path):
+    path = write_trace(tiny(), tmp_path / "v.h5")
+    with h5py.File(path, "r+") as f:
+        f.attrs["schema_version"] = 4
+    with pytest.raises(TraceError, match="role") as info:
+        read_trace(path)
+    assert "v.h5" in str(info.value) and info.value.row is not None
+
+
+def test_bad_phases_are_refused_naming_dataset_and_row():
+    t = tiny()
+    phase = t.kernel_phase.copy()
+    phase[5] = 3
+    with pytest.raises(TraceError, match="/kernel_phase") as info:
+        validate_trace(dataclasses.replace(t, kernel_phase=phase))
+    assert info.value.row == 6
+    with pytest.raises(TraceError, match="rows"):
+        validate_trace(dataclasses.replace(t, kernel_phase=phase[:-1]))
+
+
+# ---- the schedules: closed forms on a small model ------------------------------------------------
+
+BIG_HOST = Machine("T4", 1000.0, 2.0, 1.0, 16, 128.0, 100.0)
+
+
+def test_all_on_the_gpu_is_the_sum_of_kernel_times():
+    t = tiny()
+    r = run_inference(t, BIG_HOST, "flexgen")
+    assert r.total_s == pytest.approx(t.kernel_time_ideal_ns.sum() / 1e9)
+    assert r.ttft_s == pytest.approx(t.kernel_time_ideal_ns[t.kernel_phase == 0].sum() / 1e9)
+    assert r.tpot_s == pytest.approx(r.decode_s / (TINY["gen"] - 1))
+    assert r.tokens_per_s == pytest.approx(TINY["batch"] * TINY["gen"] / r.total_s)
+    assert len(r.phase_s) == TINY["gen"] and sum(r.phase_s) == pytest.approx(r.total_s)
+
+
+def test_zero_inference_is_the_longer_of_copy_and_compute_per_layer():
+    t = tiny()
+    st = layer_stats(t)
+    h2d = BIG_HOST.link_GBps("to_device") * 1e9
+    r = run_inference(t, BIG_HOST, "zero-inference")
+    expect = np.maximum(st.weight_bytes[None, :] / h2d, st.gpu_s).sum()
+    assert r.total_s == pytest.approx(expect)
+    nvme = run_inference(t, BIG_HOST, "zero-inference", zero_device="nvme")
+    expect = np.maximum.reduce([st.weight_bytes[None, :] / h2d + 0 * st.gpu_s,
+                                st.weight_bytes[None, :] / (BIG_HOST.disk_read_GBps * 1e9) + 0 * st.gpu_s,
+                                st.gpu_s]).sum()
+    assert nvme.total_s == pytest.approx(expect)
+    assert nvme.total_s >= r.total_s
+
+
+def test_flexgen_hand_computed_case():
+    # weights half in host memory, half on disk, no overlap: each layer step is the sum of the copy of
+    # its off-GPU half, the disk read of its disk half and its compute
+    t = tiny()
+    st = layer_stats(t)
+    h2d = BIG_HOST.link_GBps("to_device") * 1e9
+    pl = Placement.from_percent(0, 50, 100, 0, 100, 0)
+    r = run_inference(t, BIG_HOST, "flexgen", placement=pl, overlap=False)
+    W = st.weight_bytes
+    expect = (st.gpu_s + (W / h2d)[None, :] + (0.5 * W / (BIG_HOST.disk_read_GBps * 1e9))[None, :]).sum()
+    assert r.total_s == pytest.approx(expect)
+    overlapped = run_inference(t, BIG_HOST, "flexgen", placement=pl)
+    assert overlapped.total_s <= r.total_s
+    assert overlapped.placement["weights"] == pytest.approx({"gpu": 0.0, "cpu": 0.5, "disk": 0.5})
+
+
+def test_flexgen_kv_cache_in_host_memory_costs_its_bytes_each_way():
+    t = tiny()
+    st = layer_stats(t)
+    pl = Placement.from_percent(100, 0, 0, 100, 100, 0)
+    r = run_inference(t, BIG_HOST, "flexgen", placement=pl, overlap=False)
+    h2d, d2h = BIG_HOST.link_GBps("to_device") * 1e9, BIG_HOST.link_GBps("from_device") * 1e9
+    assert r.total_s == pytest.approx((st.gpu_s + st.kv_read / h2d + st.kv_write / d2h).sum())
+    cpu = run_inference(t, BIG_HOST, "flexgen", placement=pl, cpu_attention=True, overlap=False)
+    assert cpu.placement["cpu_attention"]
+
+
+def test_accelerate_copies_offloaded_layers_without_overlap():
+    cfg = dataclasses.replace(lm_config("opt-13b"), layers=12)          # 7.3 GB of fp16 weights
+    t = inference_trace(cfg, 4, 2, 1, gpu="T4")
+    st = layer_stats(t)
+    small = dataclasses.replace(BIG_HOST, gpu="T4")
+    r = run_inference(t, small, "accelerate")
+    assert r.placement["weights"]["gpu"] == pytest.approx(1.0)           # it all fits: nothing moves
+    assert r.total_s == pytest.approx(st.gpu_s.sum())
+    big = inference_trace(lm_config("opt-13b"), 4, 2, 1, gpu="T4")      # 26 GB: some layers in host memory
+    st = layer_stats(big)
+    r = run_inference(big, small, "accelerate")
+    assert 0 < r.placement["weights"]["cpu"] < 1
+    h2d = small.link_GBps("to_device") * 1e9
+    on_cpu = r.placement["weights"]["cpu"] * st.weight_bytes.sum()
+    assert r.total_s == pytest.approx(st.gpu_s.sum() + st.gpu_s.shape[0] * on_cpu / h2d)
+
+
+def test_more_link_bandwidth_is_never_slower():
+    t = tiny()
+    slow = run_inference(t, BIG_HOST, "zero-inference", zero_device="nvme")
+    fast = run_inference(t, dataclasses.replace(BIG_HOST, disk_read_GBps=20.0), "zero-inference", zero_device="nvme")
+    assert fast.total_s <= slow.total_s
+
+
+def test_a_placement_that_does_not_fit_is_refused():
+    t = inference_trace("opt-6.7b", 8, 2, 1, gpu="T4")
+    tight = dataclasses.replace(BIG_HOST, host_memory_GB=1.0)
+    with pytest.raises(InferenceMemoryError, match="cpu memory"):
+        run_inference(t, tight, "zero-inference")
+    with pytest.raises(ValueError, match="sum to 1|at most 100"):
+        Placement.from_percent(60, 50, 0, 0, 0, 100)
+    with pytest.raises(ValueError, match="sum to 1"):
+        Placement(weights=(0.5, 0.2, 0.2))
+
+
+def test_not_an_inference_trace_or_wrong_gpu():
+    t = tiny()
+    with pytest.raises(ValueError, match="not an inference trace"):
+        run_inference(dataclasses.replace(t, kernel_phase=None), BIG_HOST, "flexgen")
+    with pytest.raises(ValueError, match="A6000"):
+        run_inference(t, MACHINES["zero-inference-a6000"], "flexgen")
+
+
+def test_result_to_pandas_has_a_row_per_phase():
+    pytest.importorskip("pandas")
+    r = run_inference(tiny(), BIG_HOST, "flexgen")
+    df = r.to_pandas()
+    assert df["phase"].tolist() == ["prefill", "decode1", "decode2", "decode3"]
+    assert df["seconds"].sum() == pytest.approx(r.total_s)
+    assert json.dumps(r.to_dict())
+
+
+# ---- the simulator on an inference trace ---------------------------------------------------------
+
+def test_simulator_reports_inference_metrics(tmp_path):
+    from g10core.config import resolve
+    from g10core.simulator import Simulator
+
+    t = tiny()
+    cfg = resolve(sets=["run.iterations=2", "gpu.model=T4"])
+    ideal = Simulator(cfg).run(t, "ideal")
+    inf = ideal.inference
+    ours = run_inference(t, BIG_HOST, "flexgen")
+    assert inf["tokens_per_s"] == pytest.approx(ours.tokens_per_s, rel=1e-3)
+    assert inf["ttft_s"] == pytest.approx(ours.ttft_s, rel=1e-3)
+    assert ideal.to_dict()["inference"]["gen"] == TINY["gen"]
+    uvm = Simulator(resolve(sets=["run.iterations=2", "gpu.model=T4", "gpu.memory_GiB=0.25"])).run(t, "base-uvm")
+    assert not uvm.failed and uvm.inference["tokens_per_s"] <= inf["tokens_per_s"] * (1 + 1e-9)
+    assert uvm.inference["warm_up_iterations"] == 1
+
+
+# ---- the published tables and the CLI ------------------------------------------------------------
+
+def test_every_big_difference_has_a_reason():
+    rows = reproduce_inference()
+    assert len(rows) == len(CELLS)
+    for r in rows:
+        assert r["tokens_per_s"] is not None, r
+        if abs(r["ratio"] - 1) > 0.2:
+            assert (r["table"], r["system"], r["model"]) in DIFFERENCE_REASONS and r["reason"]
+
+
+def test_cli_end_to_end(tmp_path, capsys):
+    path = tmp_path / "t.h5"
+    assert main(["trace", "inference", "--model", "opt-125m", "--prompt", "8", "--gen", "4", "--batch", "2",
+                 "--gpu", "T4", "-o", str(path), "--json", "-"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["schema_version"] == 5 and info["phases"] == 4
+    assert main(["inference", "run", str(path), "--policy", "flexgen", "--machine", "flexgen-t4",
+                 "--percent", "0", "100", "100", "0", "100", "0", "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tokens_per_s"] > 0 and out["placement"]["weights"]["cpu"] == 1.0
+    assert main(["reproduce", "inference", "--tables", "zero-inference-a6000", "--json", "-"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 5
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["trace", "inference", "--model", "opt-125m", "--prompt", "8", "--gen", "0", "--batch", "2"], 2),
+    (["trace", "inference", "--model", "gpt2", "--prompt", "1020", "--gen", "8", "--batch", "1"], 2),
+    (["trace", "inference", "--model", "opt-7b", "--prompt", "8", "--gen", "2", "--batch", "1"], 2),
+])
+def test_cli_bad_input_exits_2(tmp_path, capsys, argv, code):
+    assert main(argv + ["-o", str(tmp_path / "x.h5")]) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 or "usage" in err
+
+
+def test_cli_run_refusals(tmp_path, capsys):
+    path = tmp_path / "t.h5"
+    write_trace(inference_trace("opt-6.7b", 8, 2, 1, gpu="T4"), path)
+    assert main(["inference", "run", str(path), "--policy", "flexgen", "--machine", "flexgen-t4",
+                 "--percent", "60", "50", "0", "0", "0", "100"]) == 2
+    assert main(["inference", "run", str(path), "--policy", "flexgen", "--machine", "zero-inference-a6000"]) == 2
+    capsys.readouterr()
+    big = tmp_path / "b.h5"
+    write_trace(inference_trace("opt-30b", 8, 2, 1, gpu="T4"), big)     # 60 GB of weights on a 16 GB GPU
+    assert main(["inference", "run", str(big), "--policy", "flexgen", "--machine", "flexgen-t4"]) == 1
+    assert "gpu memory" in capsys.readouterr().err
