@@ -331,3 +331,42 @@ def test_cli_run_refusals(tmp_path, capsys):
     write_trace(inference_trace("opt-30b", 8, 2, 1, gpu="T4"), big)     # 60 GB of weights on a 16 GB GPU
     assert main(["inference", "run", str(big), "--policy", "flexgen", "--machine", "flexgen-t4"]) == 1
     assert "gpu memory" in capsys.readouterr().err
+
+
+# ---- FlexGen's policy search ---------------------------------------------------------------------
+
+def test_search_agrees_with_the_schedule_and_beats_the_grid_it_searched():
+    from g10core.inference.search import search_flexgen
+
+    cfg = dataclasses.replace(lm_config("opt-1.3b"), layers=4)
+    machine = dataclasses.replace(BIG_HOST, host_memory_GB=4.0)
+    r = search_flexgen(cfg, 16, 4, machine, gpu_batch_sizes=(1, 4), gpu_batches=(1, 2), step=50)
+    t = inference_trace(cfg, 16, 4, r.gpu_batch_size * r.gpu_batches, gpu="T4", gpu_batches=r.gpu_batches)
+    ours = run_inference(t, machine, "flexgen", placement=r.placement, cpu_attention=r.cpu_attention)
+    assert ours.tokens_per_s == pytest.approx(r.tokens_per_s)
+    # every placement on the grid at the chosen batch sizes is no faster
+    for w in ((1, 0, 0), (0, 1, 0), (0.5, 0.5, 0), (0, 0, 1)):
+        for kv in ((1, 0, 0), (0, 1, 0), (0, 0, 1)):
+            for cpu in (False, True):
+                try:
+                    x = run_inference(t, machine, "flexgen", placement=Placement(w, kv), cpu_attention=cpu)
+                except InferenceMemoryError:
+                    continue
+                assert x.tokens_per_s <= r.tokens_per_s * (1 + 1e-9)
+
+
+def test_search_refuses_what_fits_nowhere():
+    from g10core.inference.search import search_flexgen
+
+    tiny_machine = Machine("T4", 0.5, 1.0, 1.0, 1, 1.0, 1.0, disk_GB=0.5)
+    with pytest.raises(ValueError, match="no FlexGen policy"):
+        search_flexgen("opt-13b", 8, 2, tiny_machine, gpu_batch_sizes=(1,), gpu_batches=(1,))
+    with pytest.raises(ValueError, match="step"):
+        search_flexgen("opt-125m", 8, 2, BIG_HOST, step=7)
+
+
+def test_cli_search(capsys):
+    assert main(["inference", "search", "--model", "opt-125m", "--prompt", "8", "--gen", "2",
+                 "--machine", "flexgen-t4", "--step", "50", "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tokens_per_s"] > 0 and len(out["percent"]) == 6

@@ -72,6 +72,22 @@ def _cmd_inference_run(args) -> int:
     return EXIT_OK
 
 
+def _cmd_inference_search(args) -> int:
+    from ..inference.schedule import MACHINES
+    from ..inference.search import search_flexgen
+
+    r = search_flexgen(args.model, args.prompt, args.gen, MACHINES[args.machine], weights=args.weights,
+                       kv_cache=args.kv_cache, step=args.step)
+    if human(args):
+        print(f"FlexGen's policy for {args.model} on {args.machine} (prompt {args.prompt}, {args.gen} tokens): "
+              f"--gpu-batch-size {r.gpu_batch_size} --num-gpu-batches {r.gpu_batches} --percent "
+              f"{' '.join(map(str, r.percent))}{' --cpu' if r.cpu_attention else ''}: {r.tokens_per_s:.4g} tokens/s "
+              f"(batch {r.gpu_batch_size * r.gpu_batches}; {r.feasible:,} of {r.evaluated:,} candidates fit; "
+              f"{r.wall_s:.1f} s)")
+    emit_json(r.to_dict(), args.json_path)
+    return EXIT_OK
+
+
 def _cmd_reproduce_inference(args) -> int:
     from ..inference.published import format_table, reproduce_inference
 
@@ -118,3 +134,20 @@ def add_parser(subparsers) -> None:
                    help="zero-inference: where the weights live (default cpu)")
     add_json_option(r)
     r.set_defaults(func=_cmd_inference_run)
+
+    from ..workload.llm import MODELS, WEIGHT_FORMATS
+    q = sub.add_parser("search", help="FlexGen's policy search: the placement and batch sizes its cost model "
+                                      "finds fastest",
+                       description="Enumerate GPU batch sizes, GPU batches per block, the weights' and KV cache's "
+                                   "percentages on GPU/CPU/disk and CPU attention, under the machine's capacities, "
+                                   "with FlexGen's cost model (g10core.inference.search); print the policy chosen.")
+    q.add_argument("--model", required=True, choices=list(MODELS), metavar="MODEL", help=f"one of {', '.join(MODELS)}")
+    q.add_argument("--prompt", type=positive_int, required=True, metavar="N")
+    q.add_argument("--gen", type=int, required=True, metavar="N")
+    q.add_argument("--machine", choices=list(MACHINES), required=True)
+    q.add_argument("--weights", choices=WEIGHT_FORMATS, default="fp16")
+    q.add_argument("--kv-cache", choices=WEIGHT_FORMATS, default="fp16")
+    q.add_argument("--step", type=positive_int, default=10, metavar="PERCENT",
+                   help="the percentages' grid step (default 10; a divisor of 100)")
+    add_json_option(q)
+    q.set_defaults(func=_cmd_inference_search)

@@ -72,6 +72,8 @@ class Machine:
     cpu_cores, cpu_GFLOPs_per_core, cpu_memory_GBps : float
         The CPU that runs attention over an offloaded cache: cores, fp32 FLOP/s per core,
         sustained DRAM bandwidth.
+    disk_GB : float
+        The SSD's capacity (default: unbounded).
     sources : dict
         Where each figure comes from.
     """
@@ -83,6 +85,7 @@ class Machine:
     cpu_cores: int
     cpu_GFLOPs_per_core: float
     cpu_memory_GBps: float
+    disk_GB: float = math.inf
     sources: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -111,15 +114,15 @@ _SKYLAKE = ("a Skylake-SP core: 2.0 GHz x 2 AVX-512 FMA units x 16 fp32 lanes x 
             "not published (an assumption)")
 MACHINES: dict = {
     "flexgen-t4": Machine(
-        "T4", 208.0, 1.2, 1.2, 16, 128.0, 96.9,
-        sources={"gpu": "FlexGen batch_size_table.md: one T4 16 GB", "host_memory_GB": "208 GB DRAM (same)",
+        "T4", 208.0, 1.2, 1.2, 16, 128.0, 96.9, disk_GB=1500.0,
+        sources={"disk_GB": "1.5 TB of SSD (FlexGen batch_size_table.md)","gpu": "FlexGen batch_size_table.md: one T4 16 GB", "host_memory_GB": "208 GB DRAM (same)",
                  "disk_read_GBps": ("1,200 MB/s: DeepSpeedExamples zero_inference/README.md, its (commented) T4 "
                                     "configuration 'NVIDIA T4 GPU with 16GB HBM; 208GB host CPU memory with disk "
                                     "throughput of 1200 MB/s' (FlexGen's machine); writes taken as reads"),
                  "cpu": _SKYLAKE}),
     "zero-inference-a6000": Machine(
-        "A6000", 252.0, 5.6, 5.6, 16, 128.0, 96.9,
-        sources={"gpu": "DeepSpeedExamples zero_inference/README.md: one NVIDIA A6000 48 GB",
+        "A6000", 252.0, 5.6, 5.6, 16, 128.0, 96.9, disk_GB=2000.0,
+        sources={"disk_GB": "CS3040 NVMe 2 TB (same README)","gpu": "DeepSpeedExamples zero_inference/README.md: one NVIDIA A6000 48 GB",
                  "host_memory_GB": "252 GB host CPU memory (same)",
                  "disk_read_GBps": "CS3040 NVMe 2 TB, 5600 MB/s sequential reads (same); writes taken as reads",
                  "cpu": "not published (a Lambda workstation): the FlexGen machine's CPU figures, " + _SKYLAKE}),
@@ -290,8 +293,8 @@ class InferenceResult:
 
 
 def _fits(policy, need: dict, machine: Machine) -> None:
-    have = {"gpu": machine.gpu_memory_bytes, "cpu": machine.host_memory_GB * GB}
-    for tier in ("gpu", "cpu"):
+    have = {"gpu": machine.gpu_memory_bytes, "cpu": machine.host_memory_GB * GB, "disk": machine.disk_GB * GB}
+    for tier in ("gpu", "cpu", "disk"):
         if need[tier] > have[tier]:
             raise InferenceMemoryError(
                 f"{policy}: needs {need[tier] / GB:.1f} GB of {tier} memory, the machine has {have[tier] / GB:.1f} GB")
