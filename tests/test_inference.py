@@ -370,3 +370,15 @@ def test_cli_search(capsys):
                  "--machine", "flexgen-t4", "--step", "50", "--json", "-"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["tokens_per_s"] > 0 and len(out["percent"]) == 6
+
+
+def test_timeline_draws_prefill_and_each_decode_step(tmp_path):
+    from g10core.config import resolve
+    from g10core.simulator import Simulator
+
+    t = tiny()
+    r = Simulator(resolve(sets=["run.iterations=2", "gpu.model=T4"])).run(t, "base-uvm")
+    path = r.write_timeline(tmp_path / "tl.json")
+    events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("cat") == "phase"]
+    assert [e["name"] for e in events] == (["prefill"] + [f"decode {i}" for i in range(1, TINY["gen"])]) * 2
+    assert r.inference["phase_first_kernel"][-1] == t.n_kernels

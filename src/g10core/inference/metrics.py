@@ -27,7 +27,8 @@ def inference_metrics(result, trace) -> dict:
     dict
         ``iteration`` (the one reported), ``ttft_s``, ``tpot_s`` (None when ``gen`` is 1),
         ``tokens_per_s``, ``prefill_s``, ``decode_s``, ``phase_s`` (per phase of that iteration:
-        prefill, decode 1, ...), ``batch``, ``gen``, ``per_iteration`` (the first four per iteration).
+        prefill, decode 1, ...), ``batch``, ``gen``, ``phase_first_kernel`` (the first kernel of each
+        phase, then K), ``per_iteration`` (the first four per iteration).
     """
     if trace.kernel_phase is None or result.failed:
         return {}
@@ -60,6 +61,9 @@ def inference_metrics(result, trace) -> dict:
                      "prefill_s": pre_end - t0, "decode_s": t_end - pre_end, "phase_s": phase_s})
         prev_end = t_end
     last = rows[-1]
+    # the first kernel of each phase, and K: what the timeline's phase track reads
+    phase_first_kernel = np.searchsorted(phase_of, np.arange(P + 1)).tolist()
     return {**{k2: v for k2, v in last.items()}, "batch": batch, "gen": gen,
+            "phase_first_kernel": phase_first_kernel,
             "warm_up_iterations": len(rows) - 1,
             "per_iteration": [{k2: r[k2] for k2 in ("iteration", "ttft_s", "tpot_s", "tokens_per_s")} for r in rows]}
