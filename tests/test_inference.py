@@ -127,8 +127,9 @@ def test_format_5_round_trip(tmp_path):
 
 
 def test_a_version_4_file_still_reads_and_has_no_phases(tmp_path):
-    t = dataclasses.replace(tiny(), kernel_phase=None,
-                            tensor_role=np.where(tiny().tensor_role == ROLE_KV_CACHE, 0, tiny().tensor_role).astype(np.int8))
+    t = tiny()
+    role = np.where(t.tensor_role == ROLE_KV_CACHE, 0, t.tensor_role).astype(np.int8)
+    t = dataclasses.replace(t, kernel_phase=None, tensor_role=role)
     path = write_trace(t, tmp_path / "v4.h5")
     with h5py.File(path, "r+") as f:
         f.attrs["schema_version"] = 4

@@ -20,7 +20,7 @@ published numbers).  :data:`DIFFERENCE_REASONS` says why a cell differs by more 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..workload.llm import inference_trace
 from .schedule import MACHINES, InferenceMemoryError, Placement, run_inference
@@ -57,7 +57,8 @@ def _fg(model, tps, gbs, ngb, percent, cpu=False, overlap=None, weights="fp16", 
                 Placement.from_percent(*percent), cpu, overlap, source=FLEXGEN_SRC,
                 note=f"--percent {' '.join(map(str, percent))} --gpu-batch-size {gbs} --num-gpu-batches {ngb}"
                      + (" --cpu" if cpu else "") + (" --overlap False" if overlap is False else "")
-                     + (" --compress-weight" if weights == "int4" else "") + (" --compress-cache" if kv == "int4" else ""))
+                     + (" --compress-weight" if weights == "int4" else "")
+                     + (" --compress-cache" if kv == "int4" else ""))
 
 
 CELLS: tuple = (

@@ -115,14 +115,16 @@ _SKYLAKE = ("a Skylake-SP core: 2.0 GHz x 2 AVX-512 FMA units x 16 fp32 lanes x 
 MACHINES: dict = {
     "flexgen-t4": Machine(
         "T4", 208.0, 1.2, 1.2, 16, 128.0, 96.9, disk_GB=1500.0,
-        sources={"disk_GB": "1.5 TB of SSD (FlexGen batch_size_table.md)","gpu": "FlexGen batch_size_table.md: one T4 16 GB", "host_memory_GB": "208 GB DRAM (same)",
+        sources={"disk_GB": "1.5 TB of SSD (FlexGen batch_size_table.md)",
+                 "gpu": "FlexGen batch_size_table.md: one T4 16 GB", "host_memory_GB": "208 GB DRAM (same)",
                  "disk_read_GBps": ("1,200 MB/s: DeepSpeedExamples zero_inference/README.md, its (commented) T4 "
                                     "configuration 'NVIDIA T4 GPU with 16GB HBM; 208GB host CPU memory with disk "
                                     "throughput of 1200 MB/s' (FlexGen's machine); writes taken as reads"),
                  "cpu": _SKYLAKE}),
     "zero-inference-a6000": Machine(
         "A6000", 252.0, 5.6, 5.6, 16, 128.0, 96.9, disk_GB=2000.0,
-        sources={"disk_GB": "CS3040 NVMe 2 TB (same README)","gpu": "DeepSpeedExamples zero_inference/README.md: one NVIDIA A6000 48 GB",
+        sources={"disk_GB": "CS3040 NVMe 2 TB (same README)",
+                 "gpu": "DeepSpeedExamples zero_inference/README.md: one NVIDIA A6000 48 GB",
                  "host_memory_GB": "252 GB host CPU memory (same)",
                  "disk_read_GBps": "CS3040 NVMe 2 TB, 5600 MB/s sequential reads (same); writes taken as reads",
                  "cpu": "not published (a Lambda workstation): the FlexGen machine's CPU figures, " + _SKYLAKE}),
@@ -418,8 +420,8 @@ def run_inference(trace: Trace, machine: Machine, policy: str, placement: Placem
     busy = {n: float(parts[i].sum()) for i, n in enumerate(names)}
     winner = parts.argmax(axis=0)
     bound = {n: float(step[winner == i].sum()) for i, n in enumerate(names)}
-    place = {"weights": {"gpu": float((W * w_frac[:, 0]).sum() / W.sum()), "cpu": float((W * w_frac[:, 1]).sum() / W.sum()),
-                         "disk": float((W * w_frac[:, 2]).sum() / W.sum())},
+    share = (W[:, None] * w_frac).sum(axis=0) / W.sum()
+    place = {"weights": {"gpu": float(share[0]), "cpu": float(share[1]), "disk": float(share[2])},
              "kv_cache": dict(zip(("gpu", "cpu", "disk"), kv_pl)),
              "activations": dict(zip(("gpu", "cpu", "disk"), act_pl)),
              "cpu_attention": bool(attn_cpu and kv_off > 0), "overlap": bool(ov)}

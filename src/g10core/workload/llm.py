@@ -308,8 +308,8 @@ def inference_trace(model: str | LMConfig, prompt: int, gen: int, batch: int, gp
         for j in range(gpu_batches):
             tok = B.tensor(f"input:tokens.{tag}.g{j}", gb * s * 8, False, ROLE_INPUT)
             x = B.tensor(f"act:{tag}.g{j}.embed", gb * s * d * FP16_BYTES, False, ROLE_TEMPORARY)
-            B.kernel(f"{tag}.g{j}.embed", phase, [tok, w_emb], [x], gb * s * d, gb * s * 8 + 2 * gb * s * d * FP16_BYTES,
-                     UNIT_CUDA_FP32, KIND_OTHER)
+            B.kernel(f"{tag}.g{j}.embed", phase, [tok, w_emb], [x], gb * s * d,
+                     gb * s * 8 + 2 * gb * s * d * FP16_BYTES, UNIT_CUDA_FP32, KIND_OTHER)
             xs.append(x)
         for i in range(cfg.layers):
             mats = blocks[i]
