@@ -383,3 +383,65 @@ def test_timeline_draws_prefill_and_each_decode_step(tmp_path):
     events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("cat") == "phase"]
     assert [e["name"] for e in events] == (["prefill"] + [f"decode {i}" for i in range(1, TINY["gen"])]) * 2
     assert r.inference["phase_first_kernel"][-1] == t.n_kernels
+
+
+# ---- vLLM-style preemption -----------------------------------------------------------------------
+
+def _kv_total(t):
+    return float(t.tensor_size_bytes[t.tensor_role == ROLE_KV_CACHE].sum())
+
+
+def test_a_budget_that_holds_the_cache_never_preempts():
+    from g10core.inference.preemption import serve_with_preemption
+
+    t = inference_trace("opt-125m", 32, 8, 8, gpu="T4")
+    r = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=2 * _kv_total(t))
+    assert r.preemptions == 0 and r.recomputed_tokens == 0 and r.swapped_bytes == 0
+    assert r.total_s == pytest.approx(run_inference(t, BIG_HOST, "flexgen").total_s)
+
+
+def test_hand_computed_case_one_sequence_at_a_time():
+    # prompt 16, 3 tokens, 2 sequences, blocks of 16: each sequence needs 2 blocks (17 then 18 tokens);
+    # a budget of 3 blocks runs them one after the other, without preemption
+    from g10core.inference.preemption import _decode_model, serve_with_preemption
+
+    t = inference_trace("opt-125m", 16, 3, 2, gpu="T4")
+    block = 16 * _kv_total(t) / (2 * (16 + 3 - 1))
+    r = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=3 * block)
+    floor, at_b = _decode_model(t)
+    step = [floor[i] + (at_b[i] - floor[i]) * 1 / 2 for i in (1, 2)]
+    prefill_per_token = layer_stats(t).gpu_s[0].sum() / (2 * 16)
+    assert r.preemptions == 0
+    assert r.total_s == pytest.approx(2 * (16 * prefill_per_token + step[0] + step[1]))
+    assert r.ttft_s == pytest.approx((16 * prefill_per_token + (2 * 16 * prefill_per_token + step[0] + step[1])) / 2)
+
+
+def test_swap_and_recompute_choices():
+    from g10core.inference.preemption import serve_with_preemption
+
+    t = inference_trace("opt-125m", 32, 32, 16, gpu="T4")
+    budget = 0.5 * _kv_total(t)
+    auto = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=budget)
+    assert auto.mode == "recompute" and auto.preemptions > 0 and auto.recomputed_tokens > 0 and auto.swapped_bytes == 0
+    beams = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=budget, seqs_per_group=4)
+    assert beams.mode == "swap" and beams.preemptions > 0 and beams.swapped_bytes > 0 and beams.recomputed_tokens == 0
+    block = 16 * _kv_total(t) / (16 * (32 + 32 - 1))
+    assert beams.swapped_bytes / block == pytest.approx(round(beams.swapped_bytes / block))
+    for r in (auto, beams):
+        assert r.total_s > serve_with_preemption(t, BIG_HOST, kv_budget_bytes=2 * _kv_total(t)).total_s
+    from g10core.errors import SimulationError
+    with pytest.raises(SimulationError, match="swap space"):
+        serve_with_preemption(t, BIG_HOST, kv_budget_bytes=budget, mode="swap", swap_space_bytes=1.0)
+
+
+def test_a_budget_below_one_sequence_is_refused(tmp_path, capsys):
+    from g10core.inference.preemption import serve_with_preemption
+
+    t = inference_trace("opt-125m", 32, 4, 2, gpu="T4")
+    with pytest.raises(ValueError, match="KV budget"):
+        serve_with_preemption(t, BIG_HOST, kv_budget_bytes=1000.0)
+    path = write_trace(t, tmp_path / "t.h5")
+    assert main(["inference", "serve", str(path), "--machine", "flexgen-t4", "--kv-budget-GB", "0.000001"]) == 2
+    assert "KV budget" in capsys.readouterr().err
+    assert main(["inference", "serve", str(path), "--machine", "flexgen-t4", "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["preemptions"] == 0

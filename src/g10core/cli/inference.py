@@ -88,6 +88,25 @@ def _cmd_inference_search(args) -> int:
     return EXIT_OK
 
 
+def _cmd_inference_serve(args) -> int:
+    from ..inference.preemption import serve_with_preemption
+    from ..inference.schedule import MACHINES
+    from ..workload.trace import read_trace
+    from ..workload.tracestore import resolve_trace
+
+    trace = read_trace(resolve_trace(args.trace))
+    budget = None if args.kv_budget_GB is None else args.kv_budget_GB * 1e9
+    r = serve_with_preemption(trace, MACHINES[args.machine], kv_budget_bytes=budget, mode=args.mode,
+                              seqs_per_group=args.seqs_per_group, swap_space_bytes=args.swap_space_GiB * (1 << 30))
+    if human(args):
+        print(f"{trace.model}, batch {r.batch}, prompt {r.prompt}, {r.gen} tokens, KV budget "
+              f"{r.kv_budget_bytes / 1e9:.3g} GB ({r.mode} on preemption): {r.total_s:.4g} s, {r.tokens_per_s:.4g} "
+              f"tokens/s, mean time to first token {r.ttft_s:.4g} s; {r.preemptions} preemptions, "
+              f"{r.recomputed_tokens} tokens recomputed, {r.swapped_bytes / 1e9:.3g} GB swapped")
+    emit_json(r.to_dict(), args.json_path)
+    return EXIT_OK
+
+
 def _cmd_reproduce_inference(args) -> int:
     from ..inference.published import format_table, reproduce_inference
 
@@ -151,3 +170,23 @@ def add_parser(subparsers) -> None:
                    help="the percentages' grid step (default 10; a divisor of 100)")
     add_json_option(q)
     q.set_defaults(func=_cmd_inference_search)
+
+    from ..inference.preemption import MODES
+    v = sub.add_parser("serve", help="vLLM-style serving of the batch with a KV budget: preemption by swap or "
+                                     "recompute",
+                       description="Serve the trace's batch with its KV cache in blocks of 16 tokens limited to "
+                                   "--kv-budget-GB on the GPU; when a decode step finds no free block the latest "
+                                   "sequence is preempted and recovered by recomputation or swapping, vLLM's rule "
+                                   "(g10core.inference.preemption).")
+    v.add_argument("trace", metavar="TRACE", help="an inference trace with one GPU batch")
+    v.add_argument("--machine", choices=list(MACHINES), required=True)
+    v.add_argument("--kv-budget-GB", type=float, metavar="GB",
+                   help="GPU memory for KV blocks (default: the GPU's memory less weights and activations)")
+    v.add_argument("--mode", choices=MODES, default="auto",
+                   help="auto: vLLM's rule (recompute for one sequence per group, swap for several)")
+    v.add_argument("--seqs-per-group", type=positive_int, default=1, metavar="N",
+                   help="sequences per request (parallel sampling / beam width; default 1)")
+    v.add_argument("--swap-space-GiB", type=float, default=4.0, metavar="GiB",
+                   help="host memory for swapped blocks (vLLM's default 4)")
+    add_json_option(v)
+    v.set_defaults(func=_cmd_inference_serve)
