@@ -445,3 +445,33 @@ def test_a_budget_below_one_sequence_is_refused(tmp_path, capsys):
     assert "KV budget" in capsys.readouterr().err
     assert main(["inference", "serve", str(path), "--machine", "flexgen-t4", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["preemptions"] == 0
+
+
+# ---- invariants ----------------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as hst  # noqa: E402
+
+_TRACE = None
+
+
+def _shared_trace():
+    global _TRACE
+    if _TRACE is None:
+        _TRACE = tiny()
+    return _TRACE
+
+
+@settings(max_examples=40, deadline=None)
+@given(w=hst.tuples(hst.integers(0, 10), hst.integers(0, 10)), kv=hst.tuples(hst.integers(0, 10), hst.integers(0, 10)),
+       cpu=hst.booleans(), overlap=hst.booleans(), factor=hst.floats(1.0, 10.0),
+       which=hst.sampled_from(["disk_read_GBps", "disk_write_GBps", "cpu_memory_GBps", "cpu_GFLOPs_per_core"]))
+def test_more_bandwidth_never_makes_a_run_slower(w, kv, cpu, overlap, factor, which):
+    t = _shared_trace()
+    def frac(a, b):
+        a, b = min(a, 10), min(b, 10 - min(a, 10))
+        return (a / 10, b / 10, (10 - a - b) / 10)
+    pl = Placement(frac(*w), frac(*kv))
+    base = run_inference(t, BIG_HOST, "flexgen", placement=pl, cpu_attention=cpu, overlap=overlap)
+    more = dataclasses.replace(BIG_HOST, **{which: getattr(BIG_HOST, which) * factor})
+    faster = run_inference(t, more, "flexgen", placement=pl, cpu_attention=cpu, overlap=overlap)
+    assert faster.total_s <= base.total_s * (1 + 1e-12)
