@@ -475,3 +475,39 @@ def test_more_bandwidth_never_makes_a_run_slower(w, kv, cpu, overlap, factor, wh
     more = dataclasses.replace(BIG_HOST, **{which: getattr(BIG_HOST, which) * factor})
     faster = run_inference(t, more, "flexgen", placement=pl, cpu_attention=cpu, overlap=overlap)
     assert faster.total_s <= base.total_s * (1 + 1e-12)
+
+
+# ---- the planner ---------------------------------------------------------------------------------
+
+def test_plan_finds_the_least_disk_bandwidth_for_a_target():
+    from g10core.inference.plan import plan_inference
+
+    t = tiny()
+    target = 0.5 * run_inference(t, dataclasses.replace(BIG_HOST, disk_read_GBps=100.0), "zero-inference",
+                                 zero_device="nvme").tokens_per_s
+    out = plan_inference(t, BIG_HOST, "zero-inference", "disk_read_GBps", 0.01, 100.0, target_tokens_per_s=target,
+                         zero_device="nvme")
+    at = lambda v: run_inference(t, dataclasses.replace(BIG_HOST, disk_read_GBps=v), "zero-inference",  # noqa: E731
+                                 zero_device="nvme").tokens_per_s
+    assert at(out["value"]) >= target > at(out["value"] * (1 - 2e-3))
+
+
+def test_plan_gpu_memory_and_refusals(tmp_path, capsys):
+    from g10core.errors import SimulationError
+    from g10core.inference.plan import plan_inference
+
+    t = tiny()
+    out = plan_inference(t, BIG_HOST, "flexgen", "gpu_memory_GB", 0.01, 16.0, target_tpot_s=1.0)
+    need = run_inference(t, BIG_HOST, "flexgen").memory["gpu_needed_bytes"] / 1e9
+    assert need <= out["value"] <= need * 1.002
+    with pytest.raises(SimulationError, match="no value of"):
+        plan_inference(t, BIG_HOST, "flexgen", "gpu_memory_GB", 0.001, 0.01, target_tokens_per_s=1.0)
+    with pytest.raises(ValueError, match="vary"):
+        plan_inference(t, BIG_HOST, "flexgen", "cores", 1, 2, target_tokens_per_s=1.0)
+    path = write_trace(t, tmp_path / "t.h5")
+    base = ["inference", "plan", str(path), "--policy", "flexgen", "--machine", "flexgen-t4", "--vary",
+            "gpu_memory_GB"]
+    assert main(base + ["--range", "0.01", "16", "--target-tpot-s", "1", "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] > 0
+    assert main(base + ["--range", "0.001", "0.01", "--target-tpot-s", "1"]) == 1
+    assert main(base + ["--range", "1", "16"]) == 2

@@ -107,6 +107,27 @@ def _cmd_inference_serve(args) -> int:
     return EXIT_OK
 
 
+def _cmd_inference_plan(args) -> int:
+    from ..inference.plan import plan_inference
+    from ..inference.schedule import MACHINES, Placement
+    from ..workload.trace import read_trace
+    from ..workload.tracestore import resolve_trace
+
+    if (args.target_tokens_per_s is None) == (args.target_tpot_s is None):
+        raise ValueError("give exactly one of --target-tokens-per-s and --target-tpot-s")
+    trace = read_trace(resolve_trace(args.trace))
+    placement = Placement.from_percent(*args.percent) if args.percent else None
+    out = plan_inference(trace, MACHINES[args.machine], args.policy, args.vary, args.range[0], args.range[1],
+                         target_tokens_per_s=args.target_tokens_per_s, target_tpot_s=args.target_tpot_s,
+                         placement=placement, cpu_attention=args.cpu_attention, zero_device=args.zero_device)
+    if human(args):
+        tpot = f"{out['tpot_s']:.4g} s" if out["tpot_s"] is not None else "-"
+        print(f"least {args.vary} for the target: {out['value']:.4g} {out['unit']} ({args.policy} on {args.machine}: "
+              f"{out['tokens_per_s']:.4g} tokens/s, time per output token {tpot})")
+    emit_json(out, args.json_path)
+    return EXIT_OK
+
+
 def _cmd_reproduce_inference(args) -> int:
     from ..inference.published import format_table, reproduce_inference
 
@@ -190,3 +211,22 @@ def add_parser(subparsers) -> None:
                    help="host memory for swapped blocks (vLLM's default 4)")
     add_json_option(v)
     v.set_defaults(func=_cmd_inference_serve)
+
+    from ..inference.plan import PLANNABLE
+    pl = sub.add_parser("plan", help="the least host memory, SSD bandwidth or GPU memory for a target tokens/s or "
+                                     "time per output token",
+                        description="Bisect one machine figure (--vary) over --range for the least value at which "
+                                    "the policy's run reaches the target (g10core.inference.plan). Exit 1 when even "
+                                    "the top of the range does not.")
+    pl.add_argument("trace", metavar="TRACE", help="an inference trace")
+    pl.add_argument("--policy", choices=POLICIES, required=True)
+    pl.add_argument("--machine", choices=list(MACHINES), required=True)
+    pl.add_argument("--vary", choices=list(PLANNABLE), required=True)
+    pl.add_argument("--range", type=float, nargs=2, required=True, metavar=("LO", "HI"))
+    pl.add_argument("--target-tokens-per-s", type=float, metavar="X")
+    pl.add_argument("--target-tpot-s", type=float, metavar="S")
+    pl.add_argument("--percent", type=float, nargs=6, metavar=("WG", "WC", "CG", "CC", "HG", "HC"))
+    pl.add_argument("--cpu-attention", action="store_true")
+    pl.add_argument("--zero-device", choices=("cpu", "nvme"), default="cpu")
+    add_json_option(pl)
+    pl.set_defaults(func=_cmd_inference_plan)

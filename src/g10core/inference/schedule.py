@@ -74,6 +74,8 @@ class Machine:
         sustained DRAM bandwidth.
     disk_GB : float
         The SSD's capacity (default: unbounded).
+    gpu_memory_GB : float or None
+        The GPU memory a run may use; None: the GPU model's (``memory_GiB``).
     sources : dict
         Where each figure comes from.
     """
@@ -86,6 +88,7 @@ class Machine:
     cpu_GFLOPs_per_core: float
     cpu_memory_GBps: float
     disk_GB: float = math.inf
+    gpu_memory_GB: float | None = None    # None: the GPU model's memory
     sources: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -98,6 +101,8 @@ class Machine:
 
     @property
     def gpu_memory_bytes(self) -> float:
+        if self.gpu_memory_GB is not None:
+            return self.gpu_memory_GB * GB
         return gpu_model(self.gpu).memory_GiB * (1 << 30)
 
     def link_GBps(self, direction: str) -> float:
