@@ -136,7 +136,8 @@ DIFFERENCE_REASONS: dict = {
     ("flexgen-t4", "DeepSpeed ZeRO-Inference", "opt-175b"): (
         "all our time reads the 350 GB of weights from the SSD at 1.2 GB/s per token (292 s); the published 0.01 "
         "tokens/s is about 100 s per token: the page cache of 208 GB DRAM holds part of the weights between tokens, "
-        "which our disk tier does not model, or the SSD reads faster than the 1.2 GB/s we took"),
+        "which our disk tier does not model, or the SSD reads faster than the 1.2 GB/s we took (g10sim inference plan: "
+        "our model reaches 0.01 tokens/s at 3.5 GB/s)"),
     ("zero-inference-a6000", "ZeRO-Inference (int4 weights, KV offload)", "opt-30b"): (
         "compute-bound (60 % prefill) at 80.3 % of the A6000's 154.8 TFLOP/s dense fp16 peak (no A6000 GEMM "
         "measurement in physical-v1) and one memory-bound kernel per int4 dequantisation"),
