@@ -511,3 +511,29 @@ def test_plan_gpu_memory_and_refusals(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["value"] > 0
     assert main(base + ["--range", "0.001", "0.01", "--target-tpot-s", "1"]) == 1
     assert main(base + ["--range", "1", "16"]) == 2
+
+
+# ---- ZeRO-Inference replayed by the tensor-level simulator ---------------------------------------
+
+@pytest.mark.parametrize("device", ["cpu", "nvme"])
+def test_zero_inference_replay_agrees_with_the_closed_form(device):
+    import warnings
+
+    from g10core.config import resolve
+    from g10core.inference.replay import zero_inference_replay
+
+    t = tiny()
+    link = BIG_HOST.link_GBps("to_device")
+    cfg = resolve(sets=["gpu.model=T4", "host.memory_GiB=200", f"ssd.bandwidth_GBps={BIG_HOST.disk_read_GBps!r}",
+                        f"host.bandwidth_GBps={link!r}", f"link.bandwidth_GBps={link!r}"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = zero_inference_replay(t, cfg, device)
+    closed = run_inference(t, BIG_HOST, "zero-inference", zero_device=device)
+    assert not r["failed"]
+    # every layer step fetches its weights once per phase: the traffic is the closed form's
+    weights = float(layer_stats(t).weight_bytes.sum())
+    pages = t.tensor_pages[t.tensor_role == ROLE_PARAMETER].sum() * 4096
+    assert r["traffic_bytes"]["host_to_gpu"] == pages * TINY["gen"]
+    assert pages >= weights
+    assert r["time_s"] == pytest.approx(closed.total_s, rel=0.01)

@@ -180,6 +180,20 @@ class LayerStats:
     gen: int
 
 
+def kernel_layers(trace: Trace) -> np.ndarray:
+    """Per kernel, its layer: the largest layer of the weights and cache tensors it touches, else the
+    layer of the kernel before it (0 before any)."""
+    K = trace.n_kernels
+    at = trace.access_tensor.astype(np.int64)
+    ak = np.repeat(np.arange(K), np.diff(trace.access_offsets))
+    has_layer = np.isin(trace.tensor_role[at], (ROLE_PARAMETER, ROLE_KV_CACHE))
+    klayer = np.full(K, -1, np.int64)
+    np.maximum.at(klayer, ak[has_layer], trace.tensor_layer[at[has_layer]].astype(np.int64))
+    idx = np.where(klayer >= 0, np.arange(K), 0)
+    np.maximum.accumulate(idx, out=idx)
+    return np.maximum(klayer[idx], 0)
+
+
 def layer_stats(trace: Trace) -> LayerStats:
     """Aggregate ``trace`` by (phase, layer): see :class:`LayerStats`.  A kernel's layer is the
     largest layer of the weights and cache tensors it touches, else the layer of the kernel before
@@ -191,12 +205,7 @@ def layer_stats(trace: Trace) -> LayerStats:
     off, at, am = trace.access_offsets, trace.access_tensor.astype(np.int64), trace.access_mode
     ak = np.repeat(np.arange(K), np.diff(off))
     role, tl, size = trace.tensor_role, trace.tensor_layer, trace.tensor_size_bytes.astype(np.float64)
-    has_layer = np.isin(role[at], (ROLE_PARAMETER, ROLE_KV_CACHE))
-    klayer = np.full(K, -1, np.int64)
-    np.maximum.at(klayer, ak[has_layer], tl[at[has_layer]].astype(np.int64))
-    idx = np.where(klayer >= 0, np.arange(K), 0)
-    np.maximum.accumulate(idx, out=idx)
-    klayer = np.maximum(klayer[idx], 0)
+    klayer = kernel_layers(trace)
     phase = trace.kernel_phase.astype(np.int64)
     P, NL = int(phase.max()) + 1, int(klayer.max()) + 1
     step = phase * NL + klayer
