@@ -537,3 +537,29 @@ def test_zero_inference_replay_agrees_with_the_closed_form(device):
     assert r["traffic_bytes"]["host_to_gpu"] == pages * TINY["gen"]
     assert pages >= weights
     assert r["time_s"] == pytest.approx(closed.total_s, rel=0.01)
+
+
+def test_accelerate_replay_agrees_with_the_closed_form():
+    import warnings
+
+    from g10core.config import resolve
+    from g10core.inference.replay import accelerate_replay
+
+    cfg13 = dataclasses.replace(lm_config("opt-13b"), layers=30)      # 19 GB: some layers must leave the T4
+    t = inference_trace(cfg13, 8, 3, 1, gpu="T4")
+    link = BIG_HOST.link_GBps("to_device")
+    cfg = resolve(sets=["gpu.model=T4", "host.memory_GiB=200", f"ssd.bandwidth_GBps={BIG_HOST.disk_read_GBps!r}",
+                        f"host.bandwidth_GBps={link!r}", f"link.bandwidth_GBps={link!r}"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        host = accelerate_replay(t, cfg, BIG_HOST)
+        small = dataclasses.replace(BIG_HOST, host_memory_GB=1.0)
+        disk = accelerate_replay(t, cfg, small)
+    closed = run_inference(t, BIG_HOST, "accelerate")
+    assert 0 < closed.placement["weights"]["cpu"] < 1 and host["plan"]["layers_on"]["cpu"] > 0
+    assert host["time_s"] == pytest.approx(closed.total_s, rel=0.01)
+    # layers on disk: the replay's queues overlap one tensor's SSD read with the copy of the one before,
+    # where the closed form runs a layer's two hops one after the other
+    closed_disk = run_inference(t, small, "accelerate")
+    assert disk["plan"]["layers_on"]["disk"] > 0
+    assert host["time_s"] < disk["time_s"] <= closed_disk.total_s * (1 + 1e-6)

@@ -316,6 +316,26 @@ def _fits(policy, need: dict, machine: Machine) -> None:
                 f"{policy}: needs {need[tier] / GB:.1f} GB of {tier} memory, the machine has {have[tier] / GB:.1f} GB")
 
 
+def accelerate_device_map(st: LayerStats, machine: Machine) -> np.ndarray:
+    """Per layer, where Accelerate's ``device_map="auto"`` puts its weights: 0 GPU, 1 CPU, 2 disk.
+
+    In layer order, a layer goes to the GPU while it fits beside the batch's KV cache, the largest
+    kernel's activations and one offloaded layer's weights in flight, then to host memory while it
+    fits, then to disk."""
+    W = st.weight_bytes
+    where = np.full(W.size, 2, np.int64)
+    gpu_room = machine.gpu_memory_bytes - st.kv_total - st.peak_activation - float(W.max())
+    cpu_room = machine.host_memory_GB * GB
+    for layer in range(W.size):
+        if W[layer] <= gpu_room:
+            where[layer] = 0
+            gpu_room -= W[layer]
+        elif W[layer] <= cpu_room:
+            where[layer] = 1
+            cpu_room -= W[layer]
+    return where
+
+
 def run_inference(trace: Trace, machine: Machine, policy: str, placement: Placement | None = None,
                   cpu_attention: bool = False, overlap: bool | None = None, stats: LayerStats | None = None,
                   zero_device: str = "cpu") -> InferenceResult:
@@ -378,17 +398,7 @@ def run_inference(trace: Trace, machine: Machine, policy: str, placement: Placem
         kv_pl, act_pl, attn_cpu = (1.0, 0.0, 0.0), (1.0, 0.0, 0.0), False
         prefetch_layers = 1
         w_frac = np.zeros((NL, 3))
-        gpu_room = machine.gpu_memory_bytes - st.kv_total - st.peak_activation - float(W.max())
-        cpu_room = machine.host_memory_GB * GB
-        for layer in range(NL):
-            if W[layer] <= gpu_room:
-                w_frac[layer, 0] = 1
-                gpu_room -= W[layer]
-            elif W[layer] <= cpu_room:
-                w_frac[layer, 1] = 1
-                cpu_room -= W[layer]
-            else:
-                w_frac[layer, 2] = 1
+        w_frac[np.arange(NL), accelerate_device_map(st, machine)] = 1
 
     # memory
     off_gpu = w_frac[:, 1] + w_frac[:, 2]
