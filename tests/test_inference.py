@@ -306,8 +306,10 @@ def test_cli_end_to_end(tmp_path, capsys):
                  "--percent", "0", "100", "100", "0", "100", "0", "--json", "-"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["tokens_per_s"] > 0 and out["placement"]["weights"]["cpu"] == 1.0
-    assert main(["reproduce", "inference", "--tables", "zero-inference-a6000", "--json", "-"]) == 0
+    png = tmp_path / "inf.png"
+    assert main(["reproduce", "inference", "--tables", "zero-inference-a6000", "--json", "-", "--plot", str(png)]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 5
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("argv, code", [

@@ -134,6 +134,10 @@ def _cmd_reproduce_inference(args) -> int:
     rows = reproduce_inference(tuple(args.tables))
     if human(args):
         print(format_table(rows))
+    if args.plot:
+        from ..inference.published import plot_table
+
+        plot_table(rows, args.plot)
     emit_json(rows, args.json_path)
     return EXIT_OK
 
@@ -148,6 +152,7 @@ def add_reproduce_inference(sub) -> None:
                                    "each difference over 20 %.")
     r.add_argument("--tables", nargs="+", choices=("flexgen-t4", "zero-inference-a6000"),
                    default=["flexgen-t4", "zero-inference-a6000"], help="which tables (default both)")
+    r.add_argument("--plot", metavar="PATH.png", help="also draw ours beside the published (matplotlib)")
     add_json_option(r)
     r.set_defaults(func=_cmd_reproduce_inference)
 

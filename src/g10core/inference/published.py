@@ -204,3 +204,28 @@ def format_table(rows: list[dict]) -> str:
         if r.get("reason"):
             lines.append(f"    why: {r['reason']}")
     return "\n".join(lines)
+
+
+def plot_table(rows: list[dict], path):
+    """Ours beside the published tokens/s, one panel per table, log scale (matplotlib Agg; atomic write)."""
+    from ..experiments.report import _new_figure, _save
+
+    tables = [t for t in ("flexgen-t4", "zero-inference-a6000") if any(r["table"] == t for r in rows)]
+    fig = _new_figure(6.0 * max(1, len(tables)), 3.6)
+    for i, table in enumerate(tables):
+        ax = fig.add_subplot(1, len(tables), i + 1)
+        sel = [r for r in rows if r["table"] == table]
+        labels = [f"{r['system'].replace('DeepSpeed ', '').replace(' (int4 weights, KV offload)', '')}\n"
+                  f"{r['model']} b{r['batch']}" for r in sel]
+        x = range(len(sel))
+        ax.bar([v - 0.2 for v in x], [r["published_tokens_per_s"] for r in sel], width=0.4, label="published")
+        ax.bar([v + 0.2 for v in x], [r["tokens_per_s"] or 0 for r in sel], width=0.4, label="g10core")
+        ax.set_yscale("log")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(labels, rotation=90, fontsize=5)
+        ax.set_ylabel("tokens/s", fontsize=8)
+        ax.set_title({"flexgen-t4": "FlexGen's table (T4 16 GB)",
+                      "zero-inference-a6000": "ZeRO-Inference's table (A6000 48 GB)"}[table], fontsize=8)
+        ax.legend(fontsize=6, frameon=False)
+    fig.tight_layout()
+    return _save(fig, path)
