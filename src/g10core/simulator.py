@@ -954,6 +954,10 @@ class Simulator:
             result = self._run_page(trace, plan, hint_info, common, meta)
         else:
             raise TypeError(f"policy {pol.name!r}: plan() returned {type(plan).__name__}, not a plan")
+        if trace.kernel_phase is not None and not result.failed:   # an inference run: its batch's metrics
+            from .inference.metrics import inference_metrics
+
+            result = dataclasses.replace(result, inference=inference_metrics(result, trace))
         meta.update(wall_s=time.perf_counter() - t_start, peak_rss_MB=_peak_rss_MB(),
                     g10core_version=__version__, python=platform.python_version(),
                     created_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))

@@ -70,6 +70,7 @@ QUEUE_TRACKS = {0: ((PID_LINK, 11, "GPU->SSD", 3), (PID_SSD, 3, "writes", 2)),
 QUEUE_SPAN_NAMES = ("GPU->SSD", "SSD->GPU", "GPU->host", "host->GPU", "host->SSD", "SSD->host")
 CPU_SORT = 2         # the CPU's kernels right below the GPU's
 TID_KERNELS, TID_ITERATIONS = 1, 2
+TID_PHASES = 4       # an inference run's prefill and decode steps (Result.inference)
 TID_BATCHES, TID_HINT_IN, TID_HINT_OUT = 1, 2, 3
 TID_GC = 1
 # a link track per channel (codes.TL_CHANNELS order): its name and its spans' name
@@ -349,6 +350,17 @@ def timeline_events(result) -> tuple[list[str], dict]:
         iteration_ns.append(en - sn)
         ev.append(_x(f'"iteration {int(it)}"', "iteration", PID_GPU, TID_ITERATIONS, sn, en,
                      {"iteration": int(it), "start_cycles": s, "end_cycles": e, "kernels": int(sel.size)}))
+        bounds = (getattr(result, "inference", None) or {}).get("phase_first_kernel")
+        if bounds:   # an inference run: each phase of the batch, prefill then every decode step
+            if it == k["iteration"][0]:
+                ev += _meta(PID_GPU, TID_PHASES, "prefill / decode steps", 1)
+            kk = k["kernel"][sel]
+            for p in range(len(bounds) - 1):
+                ps = sel[(kk >= bounds[p]) & (kk < bounds[p + 1])]
+                if ps.size:
+                    label = "prefill" if p == 0 else f"decode {p}"
+                    ev.append(_x(f'"{label}"', "phase", PID_GPU, TID_PHASES, int(clock.ns(int(prev_end[ps].min()))),
+                                 int(clock.ns(int(k["end"][ps].max()))), {"iteration": int(it), "phase": p}))
 
     # ---- link: per channel, the executions' spans merged ----
     if recorded:
