@@ -441,3 +441,23 @@ def test_a_data_parallel_run_has_a_timeline_track_per_gpu_and_hop_and_frames(tmp
     from g10core.machine.training import data_parallel
     per_gpu, per_hop = data_parallel(TRAIN_TRACE, "teraio", shipped("dgx-a100"), 2, sets=SMALL_GPU).to_pandas()
     assert len(per_gpu) == 2 and set(per_hop["hop"]) == set(d["hops"])
+
+
+def test_the_machine_planner_finds_the_fewest_drives_and_more_drives_never_slow_a_run():
+    from g10core.machine.planning import drive_order, fewest_drives
+
+    m = shipped("workstation-1gpu-4ssd")
+    every = fewest_drives(TRAIN_TRACE, "teraio", m, 1e-9, sets=SMALL_GPU)      # reached at once: 1 drive
+    assert every.drives == 1
+    plan = fewest_drives(TRAIN_TRACE, "teraio", m, 1.0, sets=SMALL_GPU)     # ideal itself: missed, all drives run
+    assert plan.drives is None
+    runs = fewest_drives(TRAIN_TRACE, "teraio", m, 0.999999 * plan.runs[m.drives.count][0], sets=SMALL_GPU).runs
+    fractions = [runs[k][0] for k in sorted(runs)]
+    assert len(runs) >= 2 and fractions == sorted(fractions)
+    target = (runs[min(runs)][0] + runs[max(runs)][0]) / 2
+    found = fewest_drives(TRAIN_TRACE, "teraio", m, target, sets=SMALL_GPU)
+    brute = min(k for k, (f, _, _) in found.runs.items() if f >= target)
+    assert found.drives == brute and all(f < target for k, (f, _, _) in found.runs.items() if k < brute)
+    # the DGX A100's drives spread over its four switches before any switch gets a second
+    d = shipped("dgx-a100")
+    assert drive_order(d, range(8)) == [0, 2, 4, 6, 1, 3, 5, 7]

@@ -101,6 +101,27 @@ def _cmd_train(args) -> int:
     return EXIT_OK
 
 
+def _cmd_plan(args) -> int:
+    from ..machine import load
+    from ..machine.planning import fewest_drives
+    from .common import gpu_sets, heartbeat, simulation_failures
+
+    m = load(args.machine)
+    what = f"{args.trace} under {args.policy} on {m.name}"
+    with simulation_failures(what), heartbeat(what, enabled=not args.no_progress):
+        plan = fewest_drives(args.trace, args.policy, m, args.target, args.gpus, preset=args.preset,
+                             sets=gpu_sets(args))
+    if human(args):
+        for k, (f, t, h) in sorted(plan.runs.items()):
+            print(f"  {k:3d} drives: {f:6.1%} of ideal, iteration {t:.3f} s, busiest hop {h}")
+        if plan.drives is None:
+            print(f"{what}: even every drive of the volume misses {args.target:.0%} of ideal")
+        else:
+            print(f"{what}: {plan.drives} drive(s) reach {args.target:.0%} of ideal")
+    emit_json(plan.to_dict(), args.json_path)
+    return EXIT_OK
+
+
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "machine", help="machines with several GPUs, PCIe switches and drives: list, show, bench",
@@ -137,3 +158,17 @@ def add_parser(subparsers) -> None:
                    help="a Perfetto/Chrome trace: a track per GPU, a counter per hop (its fraction in use)")
     add_json_option(t)
     t.set_defaults(func=_cmd_train)
+    pl = sub.add_parser("plan", help="the fewest drives for a target fraction of ideal (data parallel)",
+                        description="Bisect the number of drives of the GPUs' RAID0 volume (spread over the switches "
+                                    "first) for the fewest with which data-parallel training reaches --target of "
+                                    "ideal; prints every run made.")
+    pl.add_argument("trace", metavar="TRACE")
+    pl.add_argument("--machine", required=True, metavar="NAME|FILE.toml")
+    pl.add_argument("--policy", required=True, metavar="P")
+    pl.add_argument("--target", type=float, required=True, metavar="F", help="fraction of ideal, e.g. 0.5")
+    pl.add_argument("--gpus", type=int, default=None, metavar="N")
+    pl.add_argument("--preset", default="default", metavar="NAME")
+    pl.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[], dest="sets")
+    pl.add_argument("--no-progress", action="store_true")
+    add_json_option(pl)
+    pl.set_defaults(func=_cmd_plan)
