@@ -200,7 +200,8 @@ def test_production_code_never_imports_the_oracle(name):
 # never one above.  The top level holds the compiled core and its Python faces (layer 0) and the
 # drivers that run a policy's plan on them (layer 3).
 DRIVERS = {"simulator", "modelled", "slot_model"}
-WING_LAYER = {"examples": 0, "workload": 1, "policies": 2, "experiments": 4, "capture": 5, "cli": 6,
+WING_LAYER = {"examples": 0, "workload": 1, "policies": 2, "inference": 3, "machine": 3, "experiments": 4,
+              "capture": 5, "cli": 6,
               "testing": 6, "__main__": 7}
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from g10core.cli import main
 from g10core.codes import ROLE_KV_CACHE, ROLE_PARAMETER
-from g10core.inference.published import CELLS, DIFFERENCE_REASONS, reproduce_inference
+from g10core.experiments.inference import CELLS, DIFFERENCE_REASONS, reproduce_inference
 from g10core.inference.schedule import (MACHINES, InferenceMemoryError, Machine, Placement, layer_stats,
                                         run_inference)
 from g10core.workload.llm import (INT4_BYTES_PER_WEIGHT, MODELS, inference_trace, lm_config)

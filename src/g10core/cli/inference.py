@@ -129,13 +129,13 @@ def _cmd_inference_plan(args) -> int:
 
 
 def _cmd_reproduce_inference(args) -> int:
-    from ..inference.published import format_table, reproduce_inference
+    from ..experiments.inference import format_table, reproduce_inference
 
     rows = reproduce_inference(tuple(args.tables))
     if human(args):
         print(format_table(rows))
     if args.plot:
-        from ..inference.published import plot_table
+        from ..experiments.inference import plot_table
 
         plot_table(rows, args.plot)
     emit_json(rows, args.json_path)

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from ..codes import ROLE_KV_CACHE, ROLE_PARAMETER
-from ..errors import SimulationError
+from ..errors import InferenceMemoryError  # noqa: F401 (importable from here)
 from ..gpus import gpu_model
 from ..pcie import PcieSpec
 from ..workload.physical import KIND_ATTENTION_FWD
@@ -50,11 +50,6 @@ from ..workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
 GB = 1e9
 POLICIES = ("flexgen", "zero-inference", "accelerate")
-
-
-class InferenceMemoryError(SimulationError):
-    """A placement that does not fit the machine (one line: what needs how much of what); the
-    command line exits 1, as for a run that could not complete."""
 
 
 @dataclass(frozen=True)

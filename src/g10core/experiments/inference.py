@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass
 
 from ..workload.llm import inference_trace
-from .schedule import MACHINES, InferenceMemoryError, Placement, run_inference
+from ..errors import InferenceMemoryError
+from ..inference.schedule import MACHINES, Placement, run_inference
 
 FLEXGEN_SRC = "FMInference/FlexiGen benchmark/batch_size_table.md; placements: benchmark/flexgen/bench_suite.py"
 ZERO_SRC = "microsoft/DeepSpeedExamples inference/huggingface/zero_inference/README.md (2023)"
@@ -208,7 +209,7 @@ def format_table(rows: list[dict]) -> str:
 
 def plot_table(rows: list[dict], path):
     """Ours beside the published tokens/s, one panel per table, log scale (matplotlib Agg; atomic write)."""
-    from ..experiments.report import _new_figure, _save
+    from .report import _new_figure, _save
 
     tables = [t for t in ("flexgen-t4", "zero-inference-a6000") if any(r["table"] == t for r in rows)]
     fig = _new_figure(6.0 * max(1, len(tables)), 3.6)
