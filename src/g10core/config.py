@@ -45,7 +45,7 @@ from .params import (  # noqa: F401
     SECTIONS, SSDTierSpec, TranslationSpec, ITERATION_RULES, BREAKDOWN_RULES, BATCH_PROFILES, check_value, param,
     param_of)
 from .gpus import gpu_model
-from .pcie import PcieSpec
+from .link.pcie import PcieSpec
 from .ssd import device_spec, ssd_preset
 
 from .params import GiB  # noqa: E402,F401
@@ -236,7 +236,7 @@ def check_cross(cfg: SimConfig) -> None:
 def fault_handler_spec(cfg: SimConfig):
     """The far-fault handler of ``cfg`` (``fault_handler.FaultHandlerSpec``), checked: errors name ``fault.<key>``.
     With ``fault.handler = batched`` the GPU must hold two VA blocks (a batch's and a victim's)."""
-    from .fault_handler import spec_from_config
+    from .uvm.fault_handler import spec_from_config
 
     spec = spec_from_config(cfg)
     if cfg.fault.handler == "batched":

@@ -24,8 +24,9 @@ import warnings
 
 import numpy as np
 
-from . import __version__, evictors, policies, results
-from ._replay import NoProgress, Replay
+from . import __version__, policies, results
+from .uvm import evictors
+from .uvm._replay import NoProgress, Replay
 from .workload.vitality import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
 from .slot_model import (UNITS_PER_CYCLE, ArtifactConstants, check_cycles_fit, kernel_cycles, liveness,
                          physical_fault_params)
@@ -70,7 +71,7 @@ def detailed_devices(trace: Trace, cfg):
     rounded up to 1 GiB when the preset is smaller.  (VA-block-aligned tensors, the
     detailed preset's far-fault handler, keep the trace's logical pages on the SSD.)
     """
-    from .pcie import link_from_config
+    from .link.pcie import link_from_config
     from .ssd import ssd_from_config, ssd_spec_from_config
 
     _, layout_pages = ssd_first_pages(trace, ssd_spec_from_config(cfg).page_size_bytes)
@@ -202,7 +203,7 @@ def replay_inputs(trace: Trace, cfg, hints=None, *, eviction="arrival", apply_hi
                   devices=None, first_pages=None, advice=False):
     """(constants dict, arrays dict) for ``_replay.Replay`` (inputs already validated).
 
-    ``eviction``: an :class:`~g10core.evictors.EvictionRule` (or a name ``evictors.resolve``
+    ``eviction``: an :class:`~g10core.uvm.evictors.EvictionRule` (or a name ``evictors.resolve``
     takes), recorded as ``consts["eviction"]``;
     ``devices``: the ``(ssd, link)`` of :func:`detailed_devices` for the detailed preset;
     ``first_pages``: the tensors' first pages when not the trace's (:func:`aligned_first_pages`);
@@ -352,8 +353,8 @@ def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace: Trace, u
     """The detailed preset's ``_kernelrun.KernelRunner``: the far-fault handler of ``[fault]`` on
     ``gpu.sms`` SMs, the devices' link and SSD, the translator; victims by the rule when
     ``use_evictor`` (:func:`victims_by_evictor`)."""
-    from ._kernelrun import KernelRunner
-    from .fault_handler import spec_from_config
+    from .uvm._kernelrun import KernelRunner
+    from .uvm.fault_handler import spec_from_config
 
     spec = spec_from_config(cfg)
     gpu_pages, host_pages = int(consts["gpu_pages"]), int(consts["host_pages"])
@@ -859,7 +860,7 @@ class Simulator:
             only decides the eviction rule (page level) or the simulation mode (tensor level).
         eviction : str or None
             An eviction rule replacing the policy's (page level): a name of
-            ``g10core.evictors`` (``arrival``, ``deepum``, ``belady``) or ``FILE.py:FUNC``, a
+            ``g10core.uvm.evictors`` (``arrival``, ``deepum``, ``belady``) or ``FILE.py:FUNC``, a
             score function compiled with numba.
         timeline : bool
             Record what the timeline needs (page level: transfers per kernel and link direction,

@@ -146,7 +146,7 @@ def physical_fault_params(cfg) -> dict:
         ``batch_fixed_cycles``, ``batch_per_block_cycles``, ``batch_per_page_cycles``,
         ``batch_unmap_cycles``.
     """
-    from .fault_handler import spec_from_config
+    from .uvm.fault_handler import spec_from_config
 
     g, f = cfg.gpu, cfg.fault
     page = g.page_size_bytes
