@@ -481,3 +481,20 @@ def adapt_subsamples(st: dict, k: int, runs: list, target: float = TARGET_RELATI
 def translator_from_spec(spec: TLBSpec | None) -> TLB:
     """A ``TLB`` for ``spec`` (``None``: the no-cost translator)."""
     return TLB(spec if spec is not None else TLBSpec(model="none"))
+
+
+def translator(cfg, trace, arrays: dict, t11):
+    """The ``[tlb]`` translator (``tlb.TLB``) with the replay's kernel table attached: each
+    kernel's tensors in access order (inputs, then outputs), at the replay's first pages."""
+    tlb = TLB(spec_from_config(cfg))
+    K = trace.n_kernels
+    n_in, n_out = np.diff(arrays["in_off"]), np.diff(arrays["out_off"])
+    off = np.concatenate(([0], np.cumsum(n_in + n_out))).astype(np.int64)
+    acc = np.empty(int(off[-1]), np.int64)
+    for k in range(K):
+        a, b = int(arrays["in_off"][k]), int(arrays["in_off"][k + 1])
+        c, d = int(arrays["out_off"][k]), int(arrays["out_off"][k + 1])
+        acc[off[k]:off[k] + b - a] = arrays["in_t"][a:b]
+        acc[off[k] + b - a:off[k + 1]] = arrays["out_t"][c:d]
+    tlb.attach_kernels(arrays["t_first"], arrays["t_np"], off, acc, t11, reuse=cfg.tlb.reuse)
+    return tlb
