@@ -544,11 +544,9 @@ def is_detailed(cfg: SimConfig) -> bool:
     return cfg.link.model == "pcie"
 
 
-
 def is_batched(cfg: SimConfig) -> bool:
     """Kernels run on the far-fault handler (``fault.handler = batched``, the detailed preset)."""
     return cfg.fault.handler == "batched"
-
 
 
 def check_supported(cfg: SimConfig) -> None:
@@ -563,7 +561,6 @@ def check_supported(cfg: SimConfig) -> None:
                           "ssd.model = 'ftl')")
 
 
-
 def detailed_components(cfg: SimConfig) -> list[str]:
     """The keys of ``cfg`` that select a detailed component (far-fault handler, TLB hierarchy,
     PCIe link, FTL SSD), as ``key = value``."""
@@ -572,7 +569,6 @@ def detailed_components(cfg: SimConfig) -> list[str]:
           ("link.model", cfg.link.model, cfg.link.model == "pcie"),
           ("ssd.model", cfg.ssd.model, cfg.ssd.model == "ftl"))
     return [f"{k} = {v!r}" for k, v, used in on if used]
-
 
 
 def check_level_supported(cfg: SimConfig, pol) -> None:
@@ -585,7 +581,6 @@ def check_level_supported(cfg: SimConfig, pol) -> None:
                           "g10-artifact)")
 
 
-
 def check_clock(cfg: SimConfig, *, stacklevel: int = 3) -> None:
     """Warn when ``gpu.frequency_GHz`` is set away from the presets': it is the simulation clock (the
     unit of every cycle count), not the GPU's speed, so it scales no kernel time."""
@@ -595,7 +590,6 @@ def check_clock(cfg: SimConfig, *, stacklevel: int = 3) -> None:
             f"gpu.frequency_GHz = {cfg.gpu.frequency_GHz:g} is the simulation clock (the unit of the cycle counts), "
             f"not the GPU's speed: kernel times do not scale with it (results move only by rounding to whole "
             f"cycles); choose the GPU with gpu.model (--gpu)"), stacklevel=stacklevel)
-
 
 
 def slot_model_applies_advice(cfg: SimConfig) -> bool:

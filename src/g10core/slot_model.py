@@ -283,7 +283,6 @@ def detailed_quotas(cfg, ssd, link) -> dict:
     return out
 
 
-
 def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
     """The derived per-tick quotas must let pages move; each error names the parameters."""
     link = f"link.bandwidth_GBps = {cfg.link.bandwidth_GBps:g} and link.batch_pages = {cfg.link.batch_pages}"

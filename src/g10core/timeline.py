@@ -143,7 +143,6 @@ def link_rate_excess(log: np.ndarray, queues, bandwidth_Bps: float, frequency_GH
     return float(level.max() - bandwidth_Bps)
 
 
-
 class Clock:
     """Cycles of a ``freq_hz`` clock to whole nanoseconds, exactly (integer arithmetic)."""
 

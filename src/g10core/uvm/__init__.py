@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import warnings
 
-SUBMODULES = ("evictors", "fault_handler")   # (a submodule's name is looked up here before it is imported)
+_SUBMODULES = ("evictors", "fault_handler")   # (a submodule's name is looked up here before it is imported)
 
 
 def __getattr__(name: str):
-    if not name.startswith("_") and name not in SUBMODULES:
+    if not name.startswith("_") and name not in _SUBMODULES:
         from .fault_handler import __all__ as moved
 
         if name in moved:

@@ -26,7 +26,6 @@ def ssd_first_pages(trace, flash_page_bytes: int) -> tuple[np.ndarray, int]:
     return first, int((first + -(-npages // ratio) * ratio).max(initial=0))
 
 
-
 def aligned_first_pages(trace, block_pages: int) -> np.ndarray:
     """Tensors' first pages with each tensor starting on a VA block (``cudaMallocManaged``
     alignment), in the trace's order: a VA block then belongs to one tensor, as the far-fault
@@ -38,7 +37,6 @@ def aligned_first_pages(trace, block_pages: int) -> np.ndarray:
     out = np.empty_like(first)
     out[order] = np.concatenate(([0], np.cumsum(span)[:-1])) if len(span) else span
     return out
-
 
 
 def detailed_devices(trace, cfg):
@@ -71,7 +69,6 @@ def detailed_devices(trace, cfg):
     return ssd, link_from_config(cfg)
 
 
-
 def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
     """What the detailed preset's devices saw over the whole run (both iterations)."""
     rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
@@ -98,13 +95,11 @@ def device_counters(raw: dict, ssd, link, consts: dict) -> dict:
     }
 
 
-
 def victims_by_evictor(cfg, rule) -> bool:
     """Whether the far-fault handler asks the eviction rule ``rule`` for its victims
     (``fault.victims``: evictor, or policy with a rule other than the arrival order), rather
     than taking the head of its chunk list (``fault.chunk_order``)."""
     return cfg.fault.victims == "evictor" or (cfg.fault.victims == "policy" and not rule.arrival_order)
-
 
 
 def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace, use_evictor: bool):
@@ -124,7 +119,6 @@ def kernel_runner(cfg, consts: dict, arrays: dict, devices, tlb, trace, use_evic
                           lpn_first=ssd_first_pages(trace, ssd.spec.page_size_bytes)[0])
     runner.set_thrashing(spec.thrashing_params())
     return runner
-
 
 
 def handler_counters(raw: dict, runner, cfg, use_evictor: bool) -> dict:

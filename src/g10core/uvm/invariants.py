@@ -121,7 +121,6 @@ def replay_invariant_violations(raw: dict, consts: dict, t11, *, fresh_pages: in
     return out
 
 
-
 def run_violations(raw: dict, consts: dict, t11, trace, rule, applied, runner) -> list[str]:
     """:func:`replay_invariant_violations` of a finished run, with what its inputs tell: the pages
     the run must bring in fresh (the arrival-order rule with no hints applied: every page of a
@@ -161,7 +160,6 @@ def pages_in_by_cause(raw: dict, n_iter: int) -> dict:
     return out
 
 
-
 def accounting_violations(raw: dict, n_iter: int) -> list[str]:
     """Every page moved to the GPU is counted once, under one cause (docs/accounting.md): per
     iteration, pages from host memory (from the SSD) = the causes' host (SSD) pages; over the run,
@@ -190,11 +188,9 @@ def accounting_violations(raw: dict, n_iter: int) -> list[str]:
     return out
 
 
-
 def _count(n: int) -> str:
     """A page count as people read it: 3.2 M, 196,608."""
     return f"{n / 1e6:.1f} M" if n >= 10_000_000 else f"{n:,}"
-
 
 
 def no_progress_reason(info: dict, trace, rule, consts: dict, given_hints: bool = False) -> str:
