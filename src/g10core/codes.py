@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+# The traces' page: tensors are laid out in 4 KiB pages (workload/trace.py), the unit of every
+# page count the replay returns.
+PAGE_SIZE_BYTES = 4096
+
 # Tier: where a page lives (_types.Tier).
 TIER_NONE = -1
 TIER_NOT_PRESENT = 0

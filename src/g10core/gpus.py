@@ -9,7 +9,7 @@ names (40 GB, 80 GB, ...) read as GiB, the unit of ``gpu.memory_GiB``.
 What the table sets (:func:`apply_model`): choosing a model puts its memory, SMs and PCIe
 link in ``gpu.memory_GiB``, ``gpu.sms``, ``link.generation``, ``link.lanes``,
 ``link.bandwidth_GBps`` and ``host.bandwidth_GBps`` (the link's raw bandwidth per direction,
-:class:`~g10core.pcie.PcieSpec`), except the keys the user sets explicitly: those win.  The
+:class:`~g10core.link.pcie.PcieSpec`), except the keys the user sets explicitly: those win.  The
 peaks and the memory bandwidth retarget a trace's kernel times
 (:mod:`g10core.workload.retarget`).  The profiling GPU of the calibrated kernel-time model
 (:class:`g10core.workload.kerneltime.ProfilingGPU`) takes its A100 figures from this table.

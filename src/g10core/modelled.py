@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from . import evictors, policies
+from . import policies
+from .uvm import evictors
 from .config import DEFAULT_PRESET, FTL_KEYS, SECTIONS, preset
 from .policies.base import WINDOW_KEY
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .codes import KERNEL_COLUMNS, TL_CHANNELS, TL_OP_KINDS
+from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, TL_CHANNELS, TL_OP_KINDS, TRAFFIC_ROW_DTYPE, as_columns
 from .files import read_text, replacing
 
 SCHEMA = "g10core-timeline"
@@ -142,7 +142,6 @@ def link_rate_excess(log: np.ndarray, queues, bandwidth_Bps: float, frequency_GH
     order = np.lexsort((delta, times))          # at one instant, ends before starts
     level = np.cumsum(delta[order])
     return float(level.max() - bandwidth_Bps)
-
 
 
 class Clock:
@@ -702,3 +701,16 @@ def tracks(doc: dict) -> dict:
 
 
 __all__ = ["Clock", "merge_spans", "read_timeline", "timeline_events", "tracks", "us_text", "write_timeline"]
+
+
+def timeline_data(raw: dict, consts: dict, *, detailed: bool) -> dict:
+    """What :mod:`g10core.timeline` draws, from the replay's output (``consts["timeline"]`` set):
+    the recorder's arrays, the kernel rows (a failed run's too) and the constants that scale them."""
+    tl = raw["timeline"]
+    return {"kernel_rows": as_columns(raw["kernels"], KERNEL_ROW_DTYPE),
+            "spans": tl["spans"], "ops": tl["ops"], "execs": tl["execs"],
+            "traffic": as_columns(raw["pcie"], TRAFFIC_ROW_DTYPE), "model": "batches" if detailed else "slots",
+            "freq_hz": int(consts["freq_hz"]), "page_bytes": int(consts.get("page_bytes", 4096)),
+            "tick_cycles": int(consts["tick_cycles"]), "gpu_pages": int(consts["gpu_pages"]),
+            "host_pages": int(consts["host_pages"]), "kernels_per_iteration": int(consts["kernels"]),
+            "iterations": int(consts["iterations"])}

@@ -92,7 +92,7 @@ def add_parser(subparsers) -> None:
                    help="eviction rule replacing the policy's (page level): arrival (the artifact's 'LRU': first in, "
                         "first out by arrival; lru is accepted for it, with a warning that says so), "
                         "deepum, belady, or FILE.py:FUNC, a score function compiled with numba (see "
-                        "g10core.evictors; shipped examples: farthest_next_use.py:score, "
+                        "g10core.uvm.evictors; shipped examples: farthest_next_use.py:score, "
                         "least_recently_used.py:score, largest_tensor_first.py:score)")
     add_config_options(p)
     p.add_argument("--machine", metavar="NAME|FILE.toml", action=Once,

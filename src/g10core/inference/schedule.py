@@ -44,7 +44,7 @@ import numpy as np
 from ..codes import ROLE_KV_CACHE, ROLE_PARAMETER
 from ..errors import InferenceMemoryError  # noqa: F401 (importable from here)
 from ..gpus import gpu_model
-from ..pcie import PcieSpec
+from ..link.pcie import PcieSpec
 from ..workload.physical import KIND_ATTENTION_FWD
 from ..workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 

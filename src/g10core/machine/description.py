@@ -59,7 +59,7 @@ from pathlib import Path
 from ..errors import MachineError
 from ..files import read_text
 from ..gpus import GPUS
-from ..pcie import GENERATIONS
+from ..link.pcie import GENERATIONS
 
 __all__ = ["Machine", "GPUSet", "DriveSet", "Socket", "Switch", "Volume", "load", "parse", "shipped",
            "shipped_names", "pcie_raw_GBps"]

@@ -21,7 +21,7 @@ from libc.math cimport fabs
 from libc.string cimport memset
 from libc.stdint cimport int64_t
 
-from .._types cimport HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE
+from ..core._types cimport HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE
 from libcpp cimport bool as cbool
 
 cdef extern from "<algorithm>" nogil:

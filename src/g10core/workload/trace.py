@@ -22,13 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..codes import ROLE_NAMES
+from ..codes import PAGE_SIZE_BYTES, ROLE_NAMES  # noqa: F401 (PAGE_SIZE_BYTES: importable from here)
 from ..errors import TraceError  # noqa: F401 (defined in errors.py; importable from here)
 from ..files import NOT_A_REGULAR_FILE, is_special_file, replacing
 from ..gpus import DEFAULT_GPU, GPUS, unknown_text
 from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 
-PAGE_SIZE_BYTES = 4096
 
 # Access mode bits in ``access_mode``.
 ACCESS_READ = 1   # the kernel reads the tensor (it is one of its inputs)
