@@ -16,7 +16,7 @@ phase takes
 * without overlap (Hugging Face Accelerate's hooks move an offloaded layer's weights to the
   GPU when the layer is called, then run it): the sum of the same terms.
 
-Copies run at the GPU link's effective bandwidth (:class:`g10core.pcie.PcieSpec` of the GPU's
+Copies run at the GPU link's effective bandwidth (:class:`g10core.link.pcie.PcieSpec` of the GPU's
 PCIe generation and lanes); the SSD at the machine's read and write bandwidth; a layer's weights
 coming from the SSD pass through host memory on their way to the GPU (both hops counted, the
 slower one bounding an overlapped step).  Attention on the CPU (FlexGen's ``--cpu``,

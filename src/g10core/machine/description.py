@@ -71,7 +71,7 @@ SWITCH_KINDS = ("pcie-switch", "root-ports")
 
 def pcie_raw_GBps(generation: int, lanes: int) -> float:
     """Raw bandwidth per direction after line encoding, GB/s (Gen3 x16: 15.754), as the configuration's
-    ``link.bandwidth_GBps`` counts it (:mod:`g10core.pcie`)."""
+    ``link.bandwidth_GBps`` counts it (:mod:`g10core.link.pcie`)."""
     gts, enc = GENERATIONS[generation]
     return round(float(gts * enc * lanes / 8), 3)
 
