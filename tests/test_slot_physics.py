@@ -6,6 +6,9 @@
 * the SSD's duplex rule: with ``ssd.duplex = shared`` reads and writes add up
   (reads / read bandwidth + writes / write bandwidth = the time), with ``full`` each
   direction runs at its own bandwidth;
+* a shared SSD serves its reads and writes fairly (half each while both wait), so a backlog of
+  pre-evictions does not starve a read; a prefetch hint keeps the pages whose pre-eviction is
+  still queued;
 * zero-fill: a kernel whose only faults are first touches costs their allocation
   (``gpu.malloc_us_per_byte``), not link time (plus, under ``default``'s physical fault time,
   the driver's batch costs of those faults, which no link speed changes either);
@@ -22,7 +25,7 @@ import pytest
 from g10core.uvm._fault import FaultModel, PhysicalFaultModel
 from g10core.uvm._replay import Replay
 from g10core.config import preset
-from g10core.policies import HINT_DTYPE, HINT_TO_HOST, HINT_TO_SSD
+from g10core.policies import HINT_DTYPE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
 from g10core.simulator import Simulator, replay_inputs
 from g10core.slot_model import ArtifactConstants, physical_fault_params
 from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
@@ -134,6 +137,42 @@ def test_the_duplex_rule_under_g10_artifact_is_full():
     # 10 pages a slot each way (int(50 x 3.2 / 15.754)): both directions at once
     tick = ArtifactConstants.from_config(config("g10-artifact", link=15.754)).tick_cycles
     assert rows[1, 3] - rows[1, 2] == pytest.approx(M / 10 * tick, rel=0.01)
+
+
+def read_behind_writes_seconds(name="default", **ssd):
+    """k0 writes B (M pages); k1 (1 us) queues A's prefetch (M/4 pages, on the SSD) and then B's
+    pre-eviction to the SSD; k2 reads A: the time from k1's begin to k2's end."""
+    M = N // 4
+    trace = make_trace([M, M // 4], [False, True], [([], [0]), ([], []), ([1], []), ([0], [])],
+                       [1000.0] * 4)
+    hints = np.array([(1, 1, HINT_TO_GPU), (1, 0, HINT_TO_SSD)], HINT_DTYPE)
+    rows, _ = replay(trace, config(name, link=15.754, **ssd), hints)
+    return rows[2, 3] - rows[1, 2]
+
+
+def test_a_backlog_of_ssd_writes_does_not_starve_a_read_queued_before_them():
+    """Shared SSD: while both directions wait each gets half of it, so A's M/4 pages take twice
+    their time at the read bandwidth (writes first: after all M of B's, 5x); full duplex: once."""
+    M = N // 4
+    read = stream_seconds(M // 4, 3.2)
+    assert close(read_behind_writes_seconds(duplex="shared"), 2 * read, tol=0.03)
+    assert close(read_behind_writes_seconds(duplex="full"), read)
+    # g10-artifact: the published rule (full duplex) is unchanged
+    assert close(read_behind_writes_seconds("g10-artifact"), read, tol=0.03)   # (whole-page quotas)
+
+
+@pytest.mark.parametrize("duplex", ["shared", "full"])
+def test_a_prefetch_keeps_the_pages_whose_pre_eviction_is_still_queued(duplex):
+    """B (M pages) is pre-evicted at k1 (1 us) and prefetched at k2, which reads it: outside
+    g10-artifact B's pages never left (they were still queued), so k2 does not wait for B to go
+    out and come back; g10-artifact leaves pages in transfer alone (B leaves: M pages at R)."""
+    M = N // 4
+    trace = make_trace([M], [False], [([], [0]), ([], []), ([0], [])], [1000.0] * 3)
+    hints = np.array([(1, 0, HINT_TO_SSD), (2, 0, HINT_TO_GPU)], HINT_DTYPE)
+    rows, _ = replay(trace, config(link=15.754, duplex=duplex), hints)
+    assert rows[2, 3] - rows[2, 2] < 0.01 * stream_seconds(M, 3.2) * FREQ
+    rows, _ = replay(trace, config("g10-artifact", link=15.754), hints)
+    assert rows[2, 3] - rows[1, 2] >= stream_seconds(M, 3.2) * FREQ
 
 
 ZF = 196_608                                # pages first touched by one kernel (BERT-256's kernel 511)

@@ -374,7 +374,8 @@ class SSDTierSpec:
         "shared", choices=("shared", "full"),
         doc="whether the SSD's reads and writes add up (the slot model, ssd.model = bandwidth, and the "
             "tensor-level simulator): shared, reads / read bandwidth + writes / write bandwidth <= the time, "
-            "as flash dies and channels serve both (default); full, each direction at its own bandwidth at "
+            "as flash dies and channels serve both, the slot model serving them max-min fair (default); full, "
+            "each direction at its own bandwidth at "
             "once (g10-artifact, as published). The FTL device (detailed) shares its planes and channels by "
             "construction. docs/physics.md")
     latency_us: float = param(

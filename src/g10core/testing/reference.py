@@ -14,8 +14,11 @@ Outside ``g10-artifact`` (``ArtifactConstants.exact``) three of them give way to
 ``docs/physics.md``: each path (SSD reads, SSD writes, host in, host out) has a budget of slot
 time, a page costs its time at the path's bandwidth and what a slot leaves unused below one
 page is carried to the next; with ``ssd.duplex = shared`` SSD reads and writes draw on one
-budget; victims go to host memory while it has room, else to the SSD, and wait for the next
-slot when that path's budget is spent; zero-fill faults cost their allocation, not link time.
+budget, which a slot shares max-min fair between them (while SSD reads wait, pre-evictions to
+the SSD first take at most half of it, the reads what is left, the pre-evictions the rest); a
+prefetch hint keeps a tensor's pages still queued for pre-eviction on the GPU; victims go to host
+memory while it has room, else to the SSD, and wait for the next slot when that path's budget is
+spent; zero-fill faults cost their allocation, not link time.
 With ``fault.handler = physical`` (the ``default`` preset) a faulting kernel's fault time is
 :func:`physical_fault_cycles` instead of the profile formula.
 """
@@ -296,6 +299,7 @@ class ReferenceReplay:
         self.carry = dict(self.cap)    # every path idle before the run
         self.avail = dict(self.cap)
         self.used = {b: 0 for b in self.cap}
+        self.write_share = None        # units SSD writes may spend before the slot's reads (None: no limit)
         self.log = None                # debug: list of (kind, time, page, 1, tier)
         self.now = 0
 
@@ -404,8 +408,32 @@ class ReferenceReplay:
         if self.out_n >= self.c.gpu_batch:
             return None
         if queue == "evict_ssd" or self.host_full():
-            return SSD if self._fits(WR) else None
+            write_ok = self.write_share is None or self.used[self.bucket[WR]] + self.cost[WR] <= self.write_share
+            return SSD if self._fits(WR) and write_ok else None
         return HOST if self._fits(HO) else None
+
+    def _seen_budget(self, b):
+        """Budget b in units as the slot's decisions see it: the largest sum of its paths' page
+        costs that fits in it."""
+        a = self.avail[b]
+        costs = sorted({self.cost[p] for p in self.cost if self.bucket[p] == b})
+        if a < 0:
+            return -costs[0]
+        if len(costs) == 1:
+            return a // costs[0] * costs[0]
+        c1, c2 = costs
+        return max(w * c2 + (a - w * c2) // c1 * c1 for w in range(a // c2 + 1))
+
+    def _preevict_exact(self):
+        """Pre-evictions: SSD queue, then host queue, each page where _pre_dest sends it."""
+        q = self.q
+        for name in ("evict_ssd", "evict_cpu"):
+            while q[name]:
+                d = self._pre_dest(name)
+                if d is None:
+                    break
+                self.process_evict(q[name][0], d)
+                q[name].popleft()
 
     def _record_fetch(self, src):
         c = self.c
@@ -524,14 +552,11 @@ class ReferenceReplay:
         busy = any(q.values())
         if busy:
             if self.exact:
-                # pre-evictions: SSD queue, then host queue, each page where _pre_dest sends it
-                for name in ("evict_ssd", "evict_cpu"):
-                    while q[name]:
-                        d = self._pre_dest(name)
-                        if d is None:
-                            break
-                        self.process_evict(q[name][0], d)
-                        q[name].popleft()
+                # a shared SSD with reads waiting: the writes first take at most half of it
+                self.write_share = None
+                if c.ssd_shared and (q["pf_ssd"] or q["pre_ssd"]):
+                    self.write_share = self._seen_budget(self.bucket[RD]) // 2
+                self._preevict_exact()
             else:
                 self._artifact_preevict()
             # page-fault fetches: SSD, then host
@@ -541,6 +566,10 @@ class ReferenceReplay:
             self._alloc_queue(q["pf_alloc"], True)
             # prefetches: SSD then host
             self._prefetch()
+            if self.exact and self.write_share is not None:
+                # the reads have had their share: the writes take what they left
+                self.write_share = None
+                self._preevict_exact()
             # pre-allocations
             self._alloc_queue(q["prealloc"], False)
             if (self.eviction == EVICT_DEEPUM and self.resched is not None and not self.resched[2]
@@ -627,6 +656,15 @@ class ReferenceReplay:
     # ---- kernel begin ---------------------------------------------------------
     def apply_hint(self, t, action):
         q = self.q
+        if action == HINT_TO_GPU and self.exact:
+            # pages of t still queued to leave never left the GPU: they stay
+            for name in ("evict_ssd", "evict_cpu"):
+                mine = [p for p in q[name] if self.tensor_of(p) == t]
+                if mine:
+                    for p in mine:
+                        self.intr[p] = 0
+                        self.intr_set.discard(p)
+                    q[name] = type(q[name])(p for p in q[name] if self.tensor_of(p) != t)
         for p in self.pages(t):
             if self.intr[p]:
                 continue

@@ -107,6 +107,8 @@ cdef class Batcher:
     cdef int64_t used[N_PK]                # spent in the current slot
     cdef int64_t rec_key[N_PK]             # the recorded slot's budgets as its decisions see them
     cdef int64_t rec_used[N_PK]            # what it spent
+    cdef bint ssd_shared                   # SSD reads and writes draw on one budget (ssd.duplex = shared)
+    cdef int64_t ssd_write_share           # units GPU->SSD writes may spend before the slot's reads (BIG: no limit)
     # slots of the current shape (same operations, queues, destinations and flags), one per
     # budget key: what each moved, spent and changed (try_bulk_exact)
     cdef int64_t shape[OPS_MAX * 3 + SEQ_MAX * 4 + 16]
@@ -276,6 +278,9 @@ cdef class Batcher:
     cdef bint can_in(self, int8_t src) noexcept nogil
     cdef int8_t exact_victim_dest(self) noexcept nogil
     cdef int8_t exact_pre_dest(self, int q) noexcept nogil
+    cdef bint write_fits(self) noexcept nogil
+    cdef int keep_queued_evictions(self, int32_t t, int q) except -1 nogil
+    cdef void fair_ssd_share(self) noexcept nogil
     cdef int64_t budget_key(self, int b, int64_t a) noexcept nogil
     cdef void budgets_begin(self) noexcept nogil
     cdef void budgets_end(self) noexcept nogil

@@ -39,6 +39,7 @@ closed forms.
 """
 from libc.stdint cimport int8_t, int32_t, int64_t
 from libcpp.vector cimport vector
+from libcpp.deque cimport deque
 
 from ..core._types cimport (queue_run, victim_t, traffic_row,
                       TIER_NONE, TIER_NOT_PRESENT, TIER_SSD, TIER_HOST, TIER_GPU,
@@ -109,6 +110,8 @@ cdef class Batcher:
         self.qs.resize(N_QUEUES)
         cdef int i, b
         self.exact = quotas.get("exact", False)
+        self.ssd_shared = False
+        self.ssd_write_share = BIG
         for i in range(N_PK):
             self.cost[i] = 1
             self.bucket[i] = i
@@ -121,6 +124,7 @@ cdef class Batcher:
             self.cost[PK_HOST_IN] = self.cost[PK_HOST_OUT] = quotas["host_units"]
             if quotas["ssd_shared"]:
                 self.bucket[PK_SSD_OUT] = PK_SSD_IN
+                self.ssd_shared = True
             for i in range(N_PK):
                 if self.cost[i] - 1 > self.cap[self.bucket[i]]:
                     self.cap[self.bucket[i]] = self.cost[i] - 1
@@ -263,6 +267,9 @@ cdef class Batcher:
             # (a restart re-applies a kernel's hints when the table holds only that kernel's:
             # advice is applied, and counted, once)
             return 0 if self.waiting else self.advise(t, action)
+        if action == HINT_TO_GPU and self.exact:
+            self.keep_queued_evictions(t, Q_EVICT_SSD)
+            self.keep_queued_evictions(t, Q_EVICT_HOST)
         self.pt.idle_runs(t, segs)
         cdef size_t i = 0
         while i < segs.size():
@@ -296,6 +303,31 @@ cdef class Batcher:
                     self.ssd.pages_freed(s, e - s)
                     self.link.pages_freed(s, e - s)
                 self.pt.assign(t, s, e, TIER_NOT_PRESENT, 0)
+        return 0
+
+    cdef int keep_queued_evictions(self, int32_t t, int q) except -1 nogil:
+        """Tensor t is wanted on the GPU again (a prefetch hint): its pages still queued in
+        pre-eviction queue q never left the GPU, so they stay (exact quotas only: the artifact
+        leaves pages in transfer alone; docs/physics.md, the SSD's duplex rule)."""
+        cdef size_t j, n = self.qs[q].size()
+        cdef queue_run r
+        cdef bint any_t = False
+        for j in range(n):
+            if self.qs[q][j].tensor == t:
+                any_t = True
+                break
+        if not any_t:
+            return 0
+        cdef deque[queue_run] kept
+        for j in range(n):
+            r = self.qs[q][j]
+            if r.tensor == t:
+                self.pt.assign(t, r.start, r.start + r.count, TIER_GPU, 0)
+                self.qlen[q] -= r.count
+            else:
+                kept.push_back(r)
+        self.qs[q].swap(kept)
+        self.n_rec = 0
         return 0
 
     cdef int fault_tensor(self, int32_t t, int64_t* info) except -1 nogil:
@@ -627,10 +659,35 @@ cdef class Batcher:
         if self.out_n >= self.gpu_batch:
             return -1
         if q == Q_EVICT_SSD:
-            return TIER_SSD if self.fits(PK_SSD_OUT) else -1
+            return TIER_SSD if self.write_fits() else -1
         if not self.pt.host_full():
             return TIER_HOST if self.fits(PK_HOST_OUT) else -1
-        return TIER_SSD if self.fits(PK_SSD_OUT) else -1
+        return TIER_SSD if self.write_fits() else -1
+
+    cdef inline bint write_fits(self) noexcept nogil:
+        """One more pre-evicted page fits on the SSD's write path, within the writes' fair share."""
+        return (self.fits(PK_SSD_OUT)
+                and self.used[self.bucket[PK_SSD_OUT]] + self.cost[PK_SSD_OUT] <= self.ssd_write_share)
+
+    cdef void fair_ssd_share(self) noexcept nogil:
+        """A shared SSD serves its two directions fairly (docs/physics.md, the SSD's duplex rule):
+        while SSD reads wait, the slot's pre-evictions to the SSD get half the SSD budget first,
+        the reads then take what is left, and the pre-evictions the rest after them (max-min
+        fair: half each when both are backlogged, the rest to the one that needs it).  An NVMe
+        controller serves its submission queues round robin by default (NVM Express 1.3, 4.11
+        Command Arbitration; Linux commit 3b6592f70ad7 splits reads and writes into separate
+        queues so that writes cannot flood the reads), and the UVM driver issues evictions and
+        prefetches as separate operations, so neither direction waits for the other's backlog.  The share is half of
+        the budget as the slot's decisions see it (``budget_key``), so slots of one key still
+        do the same (a bulk repeat copies them)."""
+        cdef int b = self.bucket[PK_SSD_IN]
+        cdef int64_t key
+        self.ssd_write_share = BIG
+        if self.ssd_shared and (self.qlen[Q_FAULT_SSD] or self.qlen[Q_PREFETCH_SSD]):
+            key = self.budget_key(b, self.avail[b])
+            if self.bc2[b] < 0:
+                key *= self.bc1[b]          # (one page cost: the key counts pages)
+            self.ssd_write_share = key // 2
 
     cdef int64_t budget_key(self, int b, int64_t a) noexcept nogil:
         """Budget a as the slot's decisions see it: they only compare a with sums of the costs
@@ -1012,12 +1069,19 @@ cdef class Batcher:
         if not self.all_empty():
             if self.pt.host_full():
                 self.forced_evict = TIER_SSD
+            if self.exact:
+                self.fair_ssd_share()
             self.evict_queue(Q_EVICT_SSD, TIER_SSD)
             self.evict_queue(Q_EVICT_HOST, TIER_HOST)
             self.pf_fetch(Q_FAULT_SSD, TIER_SSD)
             self.pf_fetch(Q_FAULT_HOST, TIER_HOST)
             self.alloc_queue(Q_FAULT_ALLOC, True)
             self.prefetch()
+            if self.ssd_write_share != BIG:
+                # the reads have had their share: the writes take what they left
+                self.ssd_write_share = BIG
+                self.evict_queue(Q_EVICT_SSD, TIER_SSD)
+                self.evict_queue(Q_EVICT_HOST, TIER_HOST)
             self.alloc_queue(Q_PREALLOC, False)
             if (self.ev.lockup_fallback() and self.waiting and not self.started
                     and self.in_n + self.out_n == 0 and self.pt.pinned_in_transfer() > 0):
