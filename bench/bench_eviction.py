@@ -28,7 +28,7 @@ def main():
     ap.add_argument("--traces", nargs="*", default=TRACES)
     args = ap.parse_args()
     # imported here: asv imports every module of bench/ against older commits too
-    from g10core import evictors
+    from g10core.uvm import evictors
     from g10core.examples import path as example
     from g10core.simulator import Simulator
 

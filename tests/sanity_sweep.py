@@ -12,6 +12,11 @@ cause, in ``tests/sanity_allowlist.toml``.
 and prints the table of violations per policy and resource (the issue's before/after
 table: ``--preset g10-artifact`` is the behaviour of the default before the exploration
 preset existed).
+
+``--gpus A100-40GB,H100-PCIe,H100-SXM`` (or ``all``) sweeps host and GPU memory on each of
+these GPU models instead (:func:`gpu_resources`: a resource ``gpu_memory@MODEL`` and
+``host_memory@MODEL`` per model, the model's kernel times, link and memory from its table row,
+one key moved at a time around them).
 """
 from __future__ import annotations
 
@@ -45,6 +50,43 @@ RESOURCES = {
 # the fast subset of the default test suite: BERT-256 under every policy
 FAST_TRACES = ("bert_base-b256",)
 FAST_RESOURCES = RESOURCES
+
+# host and GPU memory on each GPU model (issue 43): GPU memory at 0.8, 1, 1.2 and 1.6 x the model's,
+# host memory from none to twice the preset's, with the steps where G10's plan once switched
+# between host and SSD offloads (ResNet152-b1280 on H100-PCIe, 20 -> 24 GiB; docs/physics.md)
+GPU_MEMORY_FACTORS = (0.8, 1.0, 1.2, 1.6)
+GPU_HOST_MEMORY_GiB = (0.0, 16.0, 24.0, 32.0, 48.0, 64.0, 128.0, 256.0)
+# the fast test's slice: BERT-256 under G10's three policies on a GPU model other than the A100
+GPU_FAST = {"traces": ("bert_base-b256",), "policies": ("g10", "g10-gds", "g10-host"), "gpus": ("H100-PCIe",)}
+
+
+def gpu_resources(models, host_points=GPU_HOST_MEMORY_GiB) -> dict:
+    """``{"gpu_memory@M": ("gpu.memory_GiB", points, ("gpu.model=M",)), "host_memory@M": ...}``
+    for each GPU model ``M`` (``g10core.gpus``): the resource's key and points, and the override
+    that selects the model (its kernel times, link and memory; the point then replaces one key)."""
+    from g10core.gpus import gpu_model
+
+    out = {}
+    for m in models:
+        mem = gpu_model(m).memory_GiB
+        out[f"gpu_memory@{m}"] = ("gpu.memory_GiB", tuple(float(round(f * mem)) for f in GPU_MEMORY_FACTORS),
+                                  (f"gpu.model={m}",))
+        out[f"host_memory@{m}"] = ("host.memory_GiB", tuple(host_points), (f"gpu.model={m}",))
+    return out
+
+
+def known_resources() -> dict:
+    """Every resource an allow-list entry may name: the default grid's, the wide grid's and the
+    per-GPU-model memory axes of every GPU model."""
+    from g10core.gpus import GPUS
+
+    return {**RESOURCES, **gpu_resources(tuple(GPUS))}
+
+
+def axis(spec) -> str:
+    """The index key of a resource: its config key, with the overrides that select its GPU model."""
+    key, _, *fixed = spec
+    return key if not fixed or not fixed[0] else f"{key}@{','.join(fixed[0])}"
 
 # the wide grid (issue 33), under default and detailed: the link 4-256 GB/s, the SSD 0.4-64 GB/s,
 # GPU memory 16-192 GiB (below a trace's largest kernel a run is refused, which is no violation),
@@ -114,16 +156,19 @@ def tasks(preset_name: str, traces=FIG11_TRACES, policies=POLICIES, resources=RE
         model, _, batch = name.rpartition("-b")
         path = str(trace_file(traces_dir, model, int(batch)))
         for policy in policies:
-            for key, values in resources.values():
+            for spec in resources.values():
+                key, values, *fixed = spec
+                ax = axis(spec)
                 for v in values:
-                    cfg = resolve(preset_name, None, [f"{key}={_val(v) if isinstance(v, str) else repr(v)}"])
+                    cfg = resolve(preset_name, None, [*(fixed[0] if fixed else ()),
+                                                      f"{key}={_val(v) if isinstance(v, str) else repr(v)}"])
                     if refused(cfg):
-                        index[(name, policy, key, v)] = None     # no slower run: a refusal (exit 2)
+                        index[(name, policy, ax, v)] = None     # no slower run: a refusal (exit 2)
                         continue
                     if (name, policy, cfg.hash) in index:
-                        index[(name, policy, key, v)] = index[(name, policy, cfg.hash)]
+                        index[(name, policy, ax, v)] = index[(name, policy, cfg.hash)]
                         continue
-                    index[(name, policy, cfg.hash)] = index[(name, policy, key, v)] = len(out)
+                    index[(name, policy, cfg.hash)] = index[(name, policy, ax, v)] = len(out)
                     out.append(RunTask(model, int(batch), policy, path, cfg))
     return out, index
 
@@ -147,9 +192,10 @@ def violations(rows, index, traces=FIG11_TRACES, policies=POLICIES, resources=RE
     found = []
     for name in traces:
         for policy in policies:
-            for resource, (key, values) in resources.items():
-                ran = [v for v in values if index[(name, policy, key, v)] is not None]
-                times = [rows[index[(name, policy, key, v)]]["time_s"] for v in ran]
+            for resource, spec in resources.items():
+                key, values, ax = spec[0], spec[1], axis(spec)
+                ran = [v for v in values if index[(name, policy, ax, v)] is not None]
+                times = [rows[index[(name, policy, ax, v)]]["time_s"] for v in ran]
                 for (a, ta), (b, tb) in zip(zip(ran, times), zip(ran[1:], times[1:])):
                     slower = (math.isfinite(ta) and not math.isfinite(tb)) or \
                         (math.isfinite(tb) and tb > ta * (1 + TOLERANCE))
@@ -181,17 +227,19 @@ def load_allowlist(path=ALLOWLIST) -> dict[tuple, str]:
     with open(path, "rb") as fh:
         data = tomllib.load(fh)
     out = {}
+    known = known_resources()
     for i, e in enumerate(data.get("allow", [])):
         for k in ("trace", "policy", "resource", "lower", "higher", "cause"):
             if k not in e:
                 raise ValueError(f"{path}: allow[{i}] lacks {k}")
-        if e["resource"] not in RESOURCES:
-            raise ValueError(f"{path}: allow[{i}].resource = {e['resource']!r}; known: {', '.join(RESOURCES)}")
+        if e["resource"] not in known:
+            raise ValueError(f"{path}: allow[{i}].resource = {e['resource']!r}; known: {', '.join(RESOURCES)} "
+                             "and gpu_memory@MODEL, host_memory@MODEL")
         if e.get("preset", "default") not in WIDE_PRESETS:
             raise ValueError(f"{path}: allow[{i}].preset = {e['preset']!r}; known: {', '.join(WIDE_PRESETS)}")
         if not str(e["cause"]).strip():
             raise ValueError(f"{path}: allow[{i}] has an empty cause")
-        num = not isinstance(RESOURCES[e["resource"]][1][0], str)
+        num = not isinstance(known[e["resource"]][1][0], str)
         lower, higher = (float(e["lower"]), float(e["higher"])) if num else (e["lower"], e["higher"])
         out[(e.get("preset", "default"), e["trace"], e["policy"], e["resource"], lower, higher)] = e["cause"]
     return out
@@ -214,12 +262,13 @@ def step_table(found: list[Violation], rows, index, traces, policies, resources,
     allowed = {} if allowed is None else allowed
     out = []
     for name in traces:
-        for resource, (key, values) in resources.items():
+        for resource, spec in resources.items():
+            values, ax = spec[1], axis(spec)
             checked = tiny = 0
             worst, worst_at = 0.0, ""
             for policy in policies:
-                ran = [v for v in values if index[(name, policy, key, v)] is not None]
-                times = [rows[index[(name, policy, key, v)]]["time_s"] for v in ran]
+                ran = [v for v in values if index[(name, policy, ax, v)] is not None]
+                times = [rows[index[(name, policy, ax, v)]]["time_s"] for v in ran]
                 for (a, ta), (b, tb) in zip(zip(ran, times), zip(ran[1:], times[1:])):
                     if not math.isfinite(ta):
                         continue
@@ -240,11 +289,12 @@ def step_table(found: list[Violation], rows, index, traces, policies, resources,
 
 
 def print_step_table(trows: list[dict]) -> None:
-    print(f"{'trace':<22}{'resource':<16}{'preset':<10}{'checked':>8}{'slower':>8}{'any':>6}  largest slowdown")
+    wr = max([16] + [len(r["resource"]) + 2 for r in trows])
+    print(f"{'trace':<22}{'resource':<{wr}}{'preset':<10}{'checked':>8}{'slower':>8}{'any':>6}  largest slowdown")
     for r in trows:
         big = "-" if not r["largest_at"] else (
             "fails" if not math.isfinite(r["largest_pct"]) else f"{r['largest_pct']:+.3f} % ({r['largest_at']})")
-        print(f"{r['trace']:<22}{r['resource']:<16}{r['preset']:<10}{r['checked']:>8}{r['slower']:>8}"
+        print(f"{r['trace']:<22}{r['resource']:<{wr}}{r['preset']:<10}{r['checked']:>8}{r['slower']:>8}"
               f"{r['slower_any']:>6}  {big}")
         for c in r["causes"]:
             print(f"{'':<30}{c}")
@@ -261,10 +311,16 @@ def main(argv=None) -> int:
     ap.add_argument("--traces", help="comma-separated trace names (default: the Fig. 11 five, --fast: BERT-256, "
                                      "--wide: WIDE_TRACES)")
     ap.add_argument("--policies", help="comma-separated policies (default: every one the preset runs)")
+    ap.add_argument("--gpus", help="comma-separated GPU models, or 'all': sweep host and GPU memory on each "
+                                   "(gpu_resources) instead of the default resources")
     args = ap.parse_args(argv)
     traces, resources = (FAST_TRACES, FAST_RESOURCES) if args.fast else (FIG11_TRACES, RESOURCES)
     if args.wide:
         resources, traces = WIDE_RESOURCES, (FAST_TRACES if args.fast else WIDE_TRACES)
+    if args.gpus:
+        from g10core.gpus import GPUS
+
+        resources = gpu_resources(tuple(GPUS) if args.gpus == "all" else tuple(args.gpus.split(",")))
     if args.traces:
         traces = tuple(args.traces.split(","))
     presets = [args.preset] if args.preset else (list(WIDE_PRESETS) if args.wide else ["default"])
@@ -281,9 +337,10 @@ def main(argv=None) -> int:
                                    progress=True)
         t = table(found, policies=pols, resources=resources)
         print(f"violations per policy and resource, preset {preset} ({len(rows)} runs)")
-        print(f"{'policy':<12}" + "".join(f"{r:>16}" for r in resources) + f"{'total':>8}")
+        w = {r: max(16, len(r) + 2) for r in resources}
+        print(f"{'policy':<12}" + "".join(f"{r:>{w[r]}}" for r in resources) + f"{'total':>8}")
         for p, per in t.items():
-            print(f"{p:<12}" + "".join(f"{per[r]:>16}" for r in resources) + f"{sum(per.values()):>8}")
+            print(f"{p:<12}" + "".join(f"{per[r]:>{w[r]}}" for r in resources) + f"{sum(per.values()):>8}")
         for v in found:
             print(("  allowed  " if v.entry in allowed else "  VIOLATION ") + str(v))
             unexplained += v.entry not in allowed

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from g10core import codes, results
-from g10core._replay import Replay
+from g10core.uvm._replay import Replay
 from g10core.config import preset
 from g10core.experiments.report import format_run_summary
 from g10core.simulator import Simulator, replay_inputs
@@ -126,7 +126,7 @@ def test_refetched_pages_are_the_requeued_victims():
 
 
 def test_moved_row_mirrors_its_struct():
-    from g10core import _replay
+    from g10core.uvm import _replay
 
     lay = _replay.layout()["moved_row"]
     dt = codes.MOVED_ROW_DTYPE

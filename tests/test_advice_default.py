@@ -26,8 +26,8 @@ import math
 import numpy as np
 import pytest
 
-from g10core._fault import FaultModel
-from g10core._replay import Replay
+from g10core.uvm._fault import FaultModel
+from g10core.uvm._replay import Replay
 from g10core.codes import (HINT_ADVISE_ACCESSED_BY, HINT_ADVISE_PREFER_GPU, HINT_ADVISE_PREFER_HOST,
                            HINT_ADVISE_READ_MOSTLY, HINT_DTYPE, HINT_TO_HOST)
 from g10core.config import preset

@@ -122,7 +122,7 @@ def test_temporaries_are_recorded_by_phase(mixed):
 
 def test_roles_survive_the_file(mixed, tmp_path):
     back = read_trace(write_trace(mixed, tmp_path / "m.h5"))
-    assert back.attrs["schema_version"] == 4
+    assert back.attrs["schema_version"] == 5
     assert np.array_equal(back.tensor_role, mixed.tensor_role)
     assert np.array_equal(back.tensor_layer, mixed.tensor_layer)
 

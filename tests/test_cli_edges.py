@@ -223,10 +223,13 @@ def test_an_inference_profile_is_imported_with_a_warning(profiles, tmp_path, cap
     lines = err.strip().splitlines()
     assert code == 0 and len(lines) == 1 and lines[0].startswith("g10sim: warning: infer.et.json: the profile has "
                                                                  "no backward pass"), err
-    assert "inference is not supported yet (issue 45)" in lines[0]
+    assert "an inference profile, imported as one forward pass" in lines[0]
+    from g10core.workload.trace import read_trace
+    assert read_trace(tmp_path / "i.h5").kernel_phase.tolist() == [0] * read_trace(tmp_path / "i.h5").n_kernels
     et, kin = profiles["train"]
     code, out, err = run(capsys, "trace", "import-torch", "--et", et, "--kineto", kin, "-o", tmp_path / "t.h5")
     assert code == 0 and err == ""
+    assert read_trace(tmp_path / "t.h5").kernel_phase is None
 
 
 # ---- docs that quote the code -------------------------------------------------------------------

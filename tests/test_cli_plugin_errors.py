@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from g10core import evictors
+from g10core.uvm import evictors
 from g10core.cli import main
 from g10core.errors import EvictionRuleError, PluginError, ScoreFunctionError
 from g10core.simulator import Simulator

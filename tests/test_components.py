@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g10core import evictors
-from g10core._fault import ProfileFaultModel
+from g10core.uvm import evictors
+from g10core.uvm._fault import ProfileFaultModel
 from g10core.config import preset
 from g10core.testing.reference import ArtifactConstants, fault_model_cycles
 
@@ -53,8 +53,8 @@ def test_every_page_policy_names_a_registered_rule():
 
 def test_a_device_schedules_its_own_events_on_the_engine_queue():
     """A device's events fire in time order with the kernel and slot events and come back to it."""
-    from g10core._device import EventProbe
-    from g10core._replay import Replay
+    from g10core.uvm._device import EventProbe
+    from g10core.uvm._replay import Replay
     from g10core.simulator import replay_inputs
     from g10core.workload.synth import synthesize
 

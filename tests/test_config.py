@@ -211,16 +211,23 @@ def test_keys_no_code_read_are_gone(key):
         resolve(sets=[f"{key}=1"])
 
 
+# the rules between keys that a run applies (config.py keeps them with the config; the simulator
+# calls them): a key they read is read by the run
+RUN_RULES = {"check_supported", "is_detailed", "is_batched", "detailed_components", "check_level_supported",
+             "check_clock", "slot_model_applies_advice"}
+
+
 def _tracking(cfg, reads):
-    """A copy of ``cfg`` whose sections record every field read outside config.py and dataclasses."""
+    """A copy of ``cfg`` whose sections record every field read outside config.py's own checks and
+    dataclasses."""
     def wrap(spec, section):
         names = {f.name for f in fields(spec)}
 
         class Tracking(type(spec)):
             def __getattribute__(self, name):
                 if name in names:
-                    caller = sys._getframe(1).f_code.co_filename
-                    if not caller.endswith(("config.py", "dataclasses.py")):
+                    code = sys._getframe(1).f_code
+                    if code.co_name in RUN_RULES or not code.co_filename.endswith(("config.py", "dataclasses.py")):
                         reads.add(f"{section}.{name}")
                 return object.__getattribute__(self, name)
 

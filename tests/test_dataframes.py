@@ -180,7 +180,7 @@ def test_a_failed_run_has_empty_frames_with_their_columns(runs):
 
 
 def test_to_pandas_refuses_another_table(runs):
-    with pytest.raises(ValueError, match="'kernels' or 'iterations'"):
+    with pytest.raises(ValueError, match="'kernels', 'iterations' or 'inference'"):
         runs["g10"].to_pandas("tensors")
 
 

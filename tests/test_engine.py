@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from g10core._engine import EventQueue
+from g10core.core._engine import EventQueue
 from g10core.config import preset
 from g10core.simulator import Simulator
 from g10core.workload.synth import synthesize

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from g10core import evictors
+from g10core.uvm import evictors
 from g10core.config import preset
 from g10core.simulator import Simulator
 from g10core.workload.synth import synthesize
@@ -141,8 +141,8 @@ def test_farthest_next_use_callback_equals_builtin_belady(small_trace):
 def test_score_inputs_follow_the_contract():
     # tensor 0 used by kernels 0 and 2 of 4; two iterations simulated
     trace = one_page_trace([[0], [1], [0], [1]], 2)
-    from g10core._evict import NEVER, ScoreEvictor
-    from g10core._pagetable import PageTable
+    from g10core.uvm._evict import NEVER, ScoreEvictor
+    from g10core.uvm._pagetable import PageTable
 
     uses = {"off": np.array([0, 2, 4]), "kernels": np.array([0, 2, 1, 3])}
     pt = PageTable({"first": [0, 1], "pages": [1, 1], "is_global": [1, 1], "birth": [0, 1], "death": [3, 4]}, 4, 10)
@@ -284,8 +284,8 @@ def test_deepum_search_finds_the_first_page_outside_its_window(seed, window, wal
     asks the tensors instead of walking the list; under random arrivals and departures,
     which split, shrink and unlink nodes and move the cursor to the head, it must name the
     page a walk of the whole list from the head names."""
-    from g10core._evict import DeepUMWindowEvictor
-    from g10core._pagetable import PageTable
+    from g10core.uvm._evict import DeepUMWindowEvictor
+    from g10core.uvm._pagetable import PageTable
     rng = np.random.default_rng(seed)
     sizes = rng.integers(20, 120, 12)
     first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
@@ -354,8 +354,8 @@ def test_deepum_prefetch_victims_pass_pages_queued_to_leave():
     until its queue evicts them.  DeepUM+'s search for a prefetch's victim must pass them
     like its window's pages (its fault search and the arrival rule already did): taken,
     they left twice, and the queue then met pages no longer on the GPU."""
-    from g10core._evict import DeepUMWindowEvictor
-    from g10core._pagetable import PageTable
+    from g10core.uvm._evict import DeepUMWindowEvictor
+    from g10core.uvm._pagetable import PageTable
     from g10core.codes import TIER_GPU
     sizes = np.array([10, 10, 10])
     pt = PageTable({"first": [0, 10, 20], "pages": sizes, "is_global": [0] * 3, "birth": [0] * 3,

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g10core._fault import PhysicalFaultModel
-from g10core._replay import Replay
+from g10core.uvm._fault import PhysicalFaultModel
+from g10core.uvm._replay import Replay
 from g10core.config import preset, resolve
-from g10core.fault_handler import spec_from_config
+from g10core.uvm.fault_handler import spec_from_config
 from g10core.simulator import replay_inputs
 from g10core.slot_model import physical_fault_params
 from g10core.testing.reference import physical_fault_cycles, shared_link_times

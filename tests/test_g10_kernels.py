@@ -46,7 +46,7 @@ def test_greedy_pass_names_agree():
 
 GREEDY_PARAMS = dict(gpu_memory_bytes=100, target_bytes=90, host_memory_bytes=0, ssd_latency_us=1.0,
                      system_latency_us=1.0, ssd_bytes_per_us=1.0, host_bytes_per_us=1.0, delta=0.0,
-                     exact_keys=False, looped_budgets=False)
+                     exact_keys=False, looped_budgets=False, shared_ssd=False)
 
 
 def no_interval_pass(kern, mem, params):
@@ -185,6 +185,7 @@ def budget_state(draw):
 def test_budget_walks_and_bookings_equal_reference(state, data):
     cap, est, full = state
     K = cap.shape[1]
+    shared = data.draw(st.booleans())   # ssd.duplex = shared: GPU->SSD books the SSD->GPU row
     est_r, full_r = est.copy(), full.copy()
     est_c, full_c = est.copy(), full.copy()
     sizes = st.sampled_from([1, 2, 4095, 4096, 1 << 20, 3 * 10**8 + 1, 1 << 34])
@@ -194,21 +195,24 @@ def test_budget_walks_and_bookings_equal_reference(state, data):
         d = data.draw(st.integers(0, 3))
         if op == "forward":
             start = data.draw(st.integers(0, K))
-            got = (ref.walk_forward(cap, est_r, full_r, d, size, start),
-                   comp.walk_forward(cap, est_c, full_c, d, size, start))
+            got = (ref.walk_forward(cap, est_r, full_r, d, size, start, shared),
+                   comp.walk_forward(cap, est_c, full_c, d, size, start, shared))
         elif op == "backward":
             needed = data.draw(st.integers(0, K))
-            got = (ref.walk_backward(cap, est_r, full_r, d, size, needed),
-                   comp.walk_backward(cap, est_c, full_c, d, size, needed))
+            got = (ref.walk_backward(cap, est_r, full_r, d, size, needed, shared),
+                   comp.walk_backward(cap, est_c, full_c, d, size, needed, shared))
         else:
             kind, d, shadow = data.draw(st.sampled_from(BOOKINGS))
             start = data.draw(st.integers(0, K))
             r_fn, c_fn = (ref.reserve_ssd, comp.reserve_ssd) if kind == "ssd" else (ref.reserve_pcie, comp.reserve_pcie)
-            got = (r_fn(cap, est_r, full_r, d, shadow, size, start),
-                   c_fn(cap, est_c, full_c, d, shadow, size, start))
+            got = (r_fn(cap, est_r, full_r, d, shadow, size, start, shared),
+                   c_fn(cap, est_c, full_c, d, shadow, size, start, shared))
         assert got[0] == got[1]
         assert est_r.tobytes() == est_c.tobytes()  # bit for bit
         np.testing.assert_array_equal(full_r, full_c)
+    if shared:  # nothing reads or books the GPU->SSD row
+        assert est_r[ref.G2S].tobytes() == est[ref.G2S].tobytes()
+        np.testing.assert_array_equal(full_r[ref.G2S], full[ref.G2S])
 
 
 # ---- whole schedules -----------------------------------------------------------
@@ -376,6 +380,31 @@ def test_random_schedules_equal_reference_without_quirks(case):
     # a plan the greedy pass fits stays within the target after the prefetches are placed
     if a.stats["fits_target"] and not a.params.shave_peak:
         assert a.stats["estimate_peak_bytes"] <= a.params.target_bytes
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scheduling_case())
+def test_random_schedules_equal_reference_shared_ssd(case):
+    """With a shared SSD (``ssd.duplex = shared``, no quirks) both implementations book SSD reads
+    and writes in one budget, and invalidate the cached walks either booking changed."""
+    trace, cfg, variant, exact_keys = case
+    cfg = cfg.with_overrides({"scheduler": {"artifact_quirks": False}, "ssd": {"duplex": "shared"}})
+    a = _plan_with(ref, trace, cfg, variant, None, exact_keys)
+    assert a.params.shared_ssd
+    b = _plan_with(comp, trace, cfg, variant, None, exact_keys)
+    assert_same_schedule(a, b)
+    assert a.booked_bytes.tobytes() == b.booked_bytes.tobytes()
+    assert not a.booked_bytes[ref.G2S].any()   # both directions are in the S2G row
+
+
+@pytest.mark.parametrize("name,variant", [("bert_base-b256", "g10"), ("inceptionv3-b768", "host")])
+def test_real_schedules_equal_reference_shared_ssd(load_shipped, name, variant):
+    trace = load_shipped(name)
+    cfg = preset("default")
+    assert cfg.ssd.duplex == "shared"
+    a = _plan_with(ref, trace, cfg, variant, None, False)
+    assert a.params.shared_ssd and a.stats["offloads_ssd"] > 0
+    assert_same_schedule(a, _plan_with(comp, trace, cfg, variant, None, False))
 
 
 def test_resnet152_plan_fits_gpu_memory_without_quirks(load_shipped):

@@ -27,7 +27,7 @@ def run(capsys, *argv):
 # ---- the table ---------------------------------------------------------------------------
 
 def test_the_table_has_every_model_with_a_source_for_every_figure():
-    assert {"A100-40GB", "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L40S", "RTX-4090"} <= set(GPUS)
+    assert {"A100-40GB", "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L40S", "RTX-4090", "T4", "A6000"} <= set(GPUS)
     for g in GPUS.values():
         assert g.memory_GiB > 0 and g.sms > 0 and g.memory_bandwidth_GBps > 0
         assert 0 < g.fp32_TFLOPs <= g.tf32_TFLOPs * 1.000001 <= g.fp16_TFLOPs and g.bf16_TFLOPs == g.fp16_TFLOPs

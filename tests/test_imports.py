@@ -168,7 +168,7 @@ def all_cycles(graph):
 
 def test_the_scan_sees_the_package():
     graph = import_graph()
-    assert {"g10core.simulator", "g10core.cli", "g10core.config", "g10core._replay"} <= set(graph)
+    assert {"g10core.simulator", "g10core.cli", "g10core.config", "g10core.uvm._replay"} <= set(graph)
     # lazy (function-level) imports count: the run command imports the simulator inside its function
     assert "g10core.simulator" in graph["g10core.cli.run"]
     # relative imports resolve to modules; a submodule import runs its packages (not the importer's own)
@@ -197,13 +197,19 @@ def test_production_code_never_imports_the_oracle(name):
 
 
 # The layers, bottom up (DESIGN.md "Layout"): a module may import its own layer and those below,
-# never one above.  The top level holds the compiled core and its Python faces (layer 0) and the
-# drivers that run a policy's plan on them (layer 3).  capture/ records workloads (traces) and
-# experiments/ runs the simulator on them (``reproduce llm`` on the captured LLM traces, Fig. 11 on
-# the captured twins): the wing that records sits below the wing that runs experiments (issue 44).
+# never one above.  The machine model's packages (one per component, compiled modules and Python
+# face together) and the top level's shared modules (config, params, codes, errors, results) are
+# layer 0; the drivers that run a policy's plan on them are layer 3.  capture/ records workloads
+# (traces) and experiments/ runs the simulator on them (``reproduce llm`` on the captured LLM traces,
+# Fig. 11 on the captured twins): the wing that records sits below the wing that runs experiments
+# (issue 44).
 DRIVERS = {"simulator", "modelled", "slot_model"}
-WING_LAYER = {"examples": 0, "workload": 1, "policies": 2, "capture": 4, "experiments": 5, "cli": 6,
+WING_LAYER = {"examples": 0, "workload": 1, "policies": 2, "inference": 3, "machine": 3, "capture": 4,
+              "experiments": 5, "cli": 6,
               "testing": 6, "__main__": 7}
+# The machine model's packages, bottom up (docs/architecture.md): the shared C types and the event
+# engine; the links; the devices on a link; the UVM driver and the replay that use them all.
+MACHINE = {"core": 0, "link": 1, "ssd": 2, "tlb": 2, "uvm": 3}
 
 
 # The example files (examples/*.py, not the package's __init__) are a user's files that g10sim
@@ -220,8 +226,60 @@ def layer(name: str) -> int | None:
         return None
     if parts[1] in WING_LAYER:
         return WING_LAYER[parts[1]]
+    if parts[1] in MACHINE:
+        return 0
     assert len(parts) == 2, f"{name}: a subpackage that is not a wing ({', '.join(WING_LAYER)})"
     return 3 if parts[1] in DRIVERS else 0
+
+
+def cimport_graph() -> dict[str, set[str]]:
+    """Module -> the g10core modules its .pyx and .pxd cimport (the compile-time dependencies)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(SRC.rglob("*")):
+        if path.suffix not in (".pyx", ".pxd"):
+            continue
+        name = module_name(path)
+        for line in path.read_text().splitlines():
+            m = re.match(r"\s*from\s+(\.*)([\w.]*)\s+cimport\b", line) or re.match(r"\s*cimport\s+()([\w.]+)", line)
+            if m:
+                target = _resolve(name, False, m.group(2) or None, len(m.group(1)))
+                if target.startswith(PACKAGE + "."):
+                    graph.setdefault(name, set()).add(target)
+        graph.setdefault(name, set())
+    return graph
+
+
+def machine_rank(name: str) -> int | None:
+    parts = name.split(".")
+    return MACHINE.get(parts[1]) if len(parts) >= 2 else None
+
+
+def test_the_machine_packages_are_layered_by_import_and_cimport():
+    # a component imports (and cimports) only its own package and the packages below it: the SSD
+    # may use the link, never the UVM driver; core knows no device
+    graph = import_graph()
+    cgraph = cimport_graph()
+    assert "g10core.link._pcie" in cgraph["g10core.ssd._ssd"]              # the scan sees cimports
+    assert "g10core.core._types" in cgraph["g10core.uvm._replay"]
+    for g in (cgraph, graph):
+        missing = sorted(d for deps in g.values() for d in deps
+                         if d not in g and d not in MODULES and machine_rank(d) is not None)
+        assert not missing, f"cimports of modules that do not exist: {missing}"
+    upward = sorted(f"{a} -> {b}" for g in (graph, cgraph) for a, deps in g.items() for b in deps
+                    if machine_rank(a) is not None and machine_rank(b) is not None
+                    and a.split(".")[1] != b.split(".")[1] and machine_rank(b) >= machine_rank(a))
+    assert not upward, "a machine package uses one beside or above it: " + "; ".join(upward)
+    # the machine model never reaches up into the drivers, the policies or the workload
+    for a, deps in graph.items():
+        if machine_rank(a) is not None:
+            assert all(layer(b) in (None, 0) for b in deps), (a, sorted(deps))
+    assert find_cycle(cgraph) is None, find_cycle(cgraph)
+
+
+def test_the_top_level_holds_no_compiled_module():
+    # issue 44: a device's parts live in its package; the top holds the package's face
+    top = sorted(p.name for p in SRC.iterdir() if p.suffix in (".pyx", ".pxd", ".pyi"))
+    assert not top, f"compiled modules at the top of g10core: {top}"
 
 
 def test_every_subpackage_is_a_wing():
@@ -247,6 +305,7 @@ def test_the_layer_check_sees_an_upward_import():
     assert layer("g10core.workload.hints") < layer("g10core.policies") < layer("g10core.simulator")
     assert layer("g10core.simulator") < layer("g10core.experiments.sweep") < layer("g10core.cli.run")
     assert layer("g10core.config") == 0 and layer("g10core") is None
+    assert layer("g10core.ssd._ssd") == layer("g10core.uvm.evictors") == 0 < layer("g10core.simulator")
 
 
 def test_capture_imports_nothing_from_experiments():
@@ -309,7 +368,7 @@ def test_structured_errors_pickle_whole():
 
 def test_the_replay_keeps_only_the_event_loop_and_the_kernel_state_machine():
     # issue 11: components live in their own modules; the replay stays small enough to read whole
-    lines = (SRC / "_replay.pyx").read_text().count("\n")
+    lines = (SRC / "uvm" / "_replay.pyx").read_text().count("\n")
     assert 0 < lines <= 600, lines
 
 
@@ -320,7 +379,7 @@ def test_every_pyx_is_built_as_the_module_its_path_names():
     import importlib.util
 
     pyx = sorted(name for name, path in MODULES.items() if path.suffix == ".pyx")
-    assert {"g10core.workload._traceidx", "g10core.policies._g10sched", "g10core._replay"} <= set(pyx)
+    assert {"g10core.workload._traceidx", "g10core.policies._g10sched", "g10core.uvm._replay"} <= set(pyx)
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
     not_built = [name for name in pyx
                  if not (getattr(importlib.util.find_spec(name), "origin", None) or "").endswith(suffixes)]

@@ -320,9 +320,9 @@ def test_a_range_set_across_two_tensors_keeps_each_tensors_counters_and_arrival_
     """A batch merges the ranges it brings in; when a tensor ends on a VA block the next one
     starts there, so one range spans both: each tensor's counters and arrival chain must get
     its own pages (they went to the first, and Belady's evictor later named page -1)."""
-    from g10core._kernelrun import PageTableTiers
-    from g10core._pagetable import PageTable
-    from g10core.fault_handler import TIERS
+    from g10core.uvm._kernelrun import PageTableTiers
+    from g10core.uvm._pagetable import PageTable
+    from g10core.uvm.fault_handler import TIERS
 
     pt = PageTable({"first": [0, 512, 1024], "pages": [512, 512, 100], "is_global": [0, 0, 0],
                     "birth": [0, 0, 0], "death": [5, 5, 5]}, 2048, 4096)
@@ -341,9 +341,9 @@ def test_tiers_without_the_arrival_list_keep_the_same_runs_counters_and_traffic(
     """Under the handler's least-recently-migrated rule no evictor reads the page table's GPU
     arrival list, so the tier map does not keep it (it was ~19 % of a Base UVM run): runs,
     counters, occupancy and traffic must be those of a tier map that keeps it."""
-    from g10core._kernelrun import PageTableTiers
-    from g10core._pagetable import PageTable
-    from g10core.fault_handler import TIERS
+    from g10core.uvm._kernelrun import PageTableTiers
+    from g10core.uvm._pagetable import PageTable
+    from g10core.uvm.fault_handler import TIERS
 
     moves = [(480, 1050, "gpu"), (500, 1030, "host"), (0, 300, "gpu"), (100, 200, "ssd"),
              (520, 900, "gpu"), (0, 1124, "not_present"), (10, 20, "gpu"), (600, 1100, "gpu")]
@@ -384,7 +384,7 @@ def test_belady_with_a_long_sequential_prefetch_keeps_within_gpu_memory():
 def test_busy_intervals_coalesced_as_recorded_give_the_same_periods(pairs, in_order):
     """The runner joins a busy interval to the last one as it records it (batches come in time
     order, hint transfers may not); the merged periods must be those of the raw intervals."""
-    from g10core._kernelrun import busy_periods, coalesced_busy_periods
+    from g10core.uvm._kernelrun import busy_periods, coalesced_busy_periods
     rows = [(a, a + d) for a, d in pairs]
     if in_order:
         rows.sort()

@@ -14,10 +14,11 @@ import json
 import numpy as np
 import pytest
 
-from g10core import evictors, simulator
-from g10core._evict import ScoreEvictor
-from g10core._pagetable import PageTable
-from g10core._replay import GUARD_SLACK_SLOTS, NoProgress, Replay
+from g10core import simulator
+from g10core.uvm import evictors
+from g10core.uvm._evict import ScoreEvictor
+from g10core.uvm._pagetable import PageTable
+from g10core.uvm._replay import GUARD_SLACK_SLOTS, NoProgress, Replay
 from g10core.cli import main
 from g10core.codes import TIER_GPU
 from g10core.config import preset

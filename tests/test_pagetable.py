@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g10core._pagetable import PageTable
+from g10core.uvm._pagetable import PageTable
 from g10core.codes import TIER_GPU, TIER_HOST, TIER_NOT_PRESENT, TIER_SSD
 
 SIZES = [3, 1, 4, 2, 5]                      # pages per tensor

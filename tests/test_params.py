@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 import g10core
-from g10core import config, fault_handler, params, pcie, ssd, tlb
+from g10core import config, params, ssd, tlb
+from g10core.link import pcie
+from g10core.uvm import fault_handler
 from g10core.params import _KEY, SECTIONS, declaration, param_of
 
 SPECS = {"tlb": tlb.TLBSpec, "fault": fault_handler.FaultHandlerSpec, "link": pcie.PcieSpec, "ssd": ssd.SSDSpec}

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from g10core.config import ConfigError
-from g10core.pcie import FLOW_HOST, FLOW_PEER, FROM_DEVICE, TO_DEVICE, PcieLink, PcieSpec, pcie_preset
+from g10core.link.pcie import FLOW_HOST, FLOW_PEER, FROM_DEVICE, TO_DEVICE, PcieLink, PcieSpec, pcie_preset
 
 # PCIe base specification: GT/s per lane and line-code efficiency.
 SPEC_RATE = {1: (Fraction(25, 10), Fraction(8, 10)), 2: (Fraction(5), Fraction(8, 10)),

@@ -204,7 +204,7 @@ def test_attention_kind_is_checked():
 def test_kernel_work_round_trips_through_format_4(tmp_path):
     trace = capture_family("resnet", "50", batch=2, seq_len=32, layers=(1, 1, 1, 1))
     back = read_trace(write_trace(trace, tmp_path / "r.h5"))
-    assert back.attrs["schema_version"] == 4
+    assert back.attrs["schema_version"] == 5
     for name in ("flops", "bytes", "unit", "kind", "tiles", "fill"):
         assert np.array_equal(getattr(back.kernel_work, name), getattr(trace.kernel_work, name)), name
 

@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pytest
 
-from g10core._replay import Replay
+from g10core.uvm._replay import Replay
 from g10core.config import preset
 from g10core.policies.baseline import deepum_hints
 from g10core.simulator import replay_inputs

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from g10core._replay import Replay
+from g10core.uvm._replay import Replay
 from g10core.config import preset
 from g10core.policies import HINT_DTYPE, HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
 from g10core.policies.baseline import deepum_hints
@@ -170,7 +170,7 @@ def test_deepum_eviction_under_g10_pre_evictions(n_kernels, seed, gpu_pages):
     victims, and the queue then evicted pages no longer on the GPU ("internal: page 7 is not
     in the GPU page list", found by fuzzing; the reference failed alike).  Both now pass
     them; these small traces hit it within a few kernels."""
-    from g10core import evictors
+    from g10core.uvm import evictors
     from g10core.simulator import Simulator, _resolve_policy
     trace = synthesize(n_kernels, (4 * n_kernels + 100) * PAGE, pattern="random", seed=seed)
     cfg = small_config(gpu_pages, 400, 8)

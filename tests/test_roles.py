@@ -55,7 +55,7 @@ def hand_trace(**fields) -> Trace:
 
 def test_role_codes_are_the_shared_ones():
     assert ROLE_NAMES == {0: "unknown", 1: "parameter", 2: "gradient", 3: "optimizer_state", 4: "activation",
-                          5: "workspace", 6: "input", 7: "temporary"}
+                          5: "workspace", 6: "input", 7: "temporary", 8: "kv_cache"}
     for code, name in ROLE_NAMES.items():
         assert getattr(codes, "ROLE_" + name.upper()) == code
         assert roles.role_code(name) == code
@@ -78,7 +78,7 @@ def test_inference_on_a_hand_made_trace():
 def test_bytes_by_role_adds_unrounded_sizes():
     got = roles.bytes_by_role(hand_trace())
     assert got == {"unknown": 0, "parameter": 8192 + 12288, "gradient": 12288 + 8192, "optimizer_state": 12288,
-                   "activation": 8192, "workspace": 4096, "input": 4096, "temporary": 8192}
+                   "activation": 8192, "workspace": 4096, "input": 4096, "temporary": 8192, "kv_cache": 0}
     assert sum(got.values()) == sum(s for _, s, _ in TENSORS)
 
 
@@ -119,7 +119,7 @@ def test_roles_written_and_read_back(tmp_path):
     t = hand_trace(tensor_role=role, tensor_layer=layer)
     path = write_trace(t, tmp_path / "t.h5")
     with h5py.File(path) as f:
-        assert f.attrs["schema_version"] == SCHEMA_VERSION == 4
+        assert f.attrs["schema_version"] == SCHEMA_VERSION == 5
         assert f["tensors"].dtype.names == ("size_bytes", "is_global", "role", "layer")
     back = read_trace(path)
     assert back.tensor_role.dtype == np.int8 and back.tensor_layer.dtype == np.int32
@@ -222,7 +222,7 @@ def test_a_version_2_file_without_roles_is_refused(tmp_path):
         read_trace(path)
 
 
-@pytest.mark.parametrize("col, value, words", [("tensor_role", 8, "role code"), ("tensor_role", -1, "role code"),
+@pytest.mark.parametrize("col, value, words", [("tensor_role", 9, "role code"), ("tensor_role", -1, "role code"),
                                                ("tensor_layer", -2, ">= -1")])
 def test_bad_roles_are_refused(col, value, words):
     t = hand_trace()
@@ -266,7 +266,7 @@ def test_trace_info_json_has_bytes_by_role(tmp_path, capsys):
     path = write_trace(hand_trace(), tmp_path / "t.h5")
     assert main(["trace", "info", str(path), "--json", "-"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["schema_version"] == 4
+    assert info["schema_version"] == SCHEMA_VERSION
     assert info["bytes_by_role"] == roles.bytes_by_role(hand_trace())
     assert info["bytes_by_role"]["temporary"] == 8192
     assert info["bytes_by_role"]["optimizer_state"] == 12288

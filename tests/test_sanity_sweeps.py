@@ -18,10 +18,11 @@ def _unexplained(found, allowed):
 
 def test_the_allowlist_is_well_formed_and_every_entry_has_a_cause():
     allowed = S.load_allowlist()
+    known = S.known_resources()
     for (preset, trace, policy, resource, lower, higher), cause in allowed.items():
-        assert trace in S.FIG11_TRACES + S.WIDE_TRACES and policy in S.POLICIES and resource in S.RESOURCES
+        assert trace in S.FIG11_TRACES + S.WIDE_TRACES and policy in S.POLICIES and resource in known
         assert preset in S.WIDE_PRESETS
-        values = S.RESOURCES[resource][1] + S.WIDE_RESOURCES.get(resource, (None, ()))[1]
+        values = known[resource][1] + S.WIDE_RESOURCES.get(resource, (None, ()))[1]
         assert lower in values and higher in values and lower < higher
         assert len(cause.split()) >= 8, cause
 
@@ -48,6 +49,32 @@ def test_full_sanity_sweep_in_the_exploration_preset(traces_dir):
     assert len(index) == len(rows) + len(S.FIG11_TRACES) * len(S.POLICIES) * sum(len(v) for _, v in S.RESOURCES.values())
     assert all(r["time_s"] > 0 for r in rows)
     assert _unexplained(found, S.load_allowlist()) == []
+
+
+def test_gpu_resources_move_one_key_on_each_model():
+    res = S.gpu_resources(("A100-40GB", "H100-PCIe"))
+    assert res["gpu_memory@H100-PCIe"] == ("gpu.memory_GiB", (64.0, 80.0, 96.0, 128.0), ("gpu.model=H100-PCIe",))
+    assert res["gpu_memory@A100-40GB"][1] == (32.0, 40.0, 48.0, 64.0)
+    assert res["host_memory@A100-40GB"][1] == S.GPU_HOST_MEMORY_GiB
+    ts, index = S.tasks("default", ("bert_base-b256",), ("g10",), res)
+    # one run per point, the model selected on every one; each model at its own memory and 128 GiB of
+    # host memory is one configuration, run once for both of its axes
+    assert len(ts) == 4 + 8 + 4 + 8 - 2
+    assert {t.config.gpu.model for t in ts} == {"A100-40GB", "H100-PCIe"}
+    h100 = ts[index[("bert_base-b256", "g10", S.axis(res["host_memory@H100-PCIe"]), 16.0)]].config
+    assert (h100.gpu.model, h100.gpu.memory_GiB, h100.host.memory_GiB) == ("H100-PCIe", 80.0, 16.0)
+
+
+def test_fast_sanity_sweep_of_memory_on_another_gpu(traces_dir):
+    """Host and GPU memory on the H100-PCIe under G10, G10-GDS and G10-Host (BERT-256)."""
+    g = S.GPU_FAST
+    res = S.gpu_resources(g["gpus"])
+    found, rows, index = S.sweep("default", traces=g["traces"], policies=g["policies"], resources=res, jobs=1,
+                                 traces_dir=traces_dir)
+    assert all(r["time_s"] > 0 for r in rows)
+    assert _unexplained(found, S.load_allowlist()) == []
+    trows = S.step_table(found, rows, index, g["traces"], g["policies"], res, "default")
+    assert sum(r["checked"] for r in trows) > 0
 
 
 def test_fast_slice_of_the_wide_sweep(traces_dir):

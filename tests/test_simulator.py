@@ -175,7 +175,7 @@ def _raw(run_result_raw, **changes):
 @pytest.fixture(scope="module")
 def real_replay(training):
     """A genuine base-uvm replay output plus what the checker needs."""
-    from g10core._replay import Replay
+    from g10core.uvm._replay import Replay
 
     cfg = config(0.012)
     consts, arrays, (t11, _t00) = simulator.replay_inputs(training, cfg, None, eviction="lru", apply_hints=False)
@@ -233,7 +233,7 @@ def test_a_replay_that_never_ends_is_stopped(training, monkeypatch):
 def test_the_progress_guard_leaves_room_for_real_runs(training):
     """No waiting kernel of a real run comes near the progress guard's budget (the Fig. 11
     traces under every page-level policy use at most 3 % of it)."""
-    from g10core._replay import Replay
+    from g10core.uvm._replay import Replay
 
     for policy in PAGE_POLICIES + ("belady",):
         pol = get_policy(policy)(config(0.012))
@@ -244,7 +244,7 @@ def test_the_progress_guard_leaves_room_for_real_runs(training):
 
 
 def test_the_tick_budget_leaves_room_for_real_runs(training):
-    from g10core._replay import Replay
+    from g10core.uvm._replay import Replay
 
     for policy in PAGE_POLICIES:
         pol = get_policy(policy)(config(0.012))

@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from g10core._fault import FaultModel, PhysicalFaultModel
-from g10core._replay import Replay
+from g10core.uvm._fault import FaultModel, PhysicalFaultModel
+from g10core.uvm._replay import Replay
 from g10core.config import preset
 from g10core.policies import HINT_DTYPE, HINT_TO_HOST, HINT_TO_SSD
 from g10core.simulator import Simulator, replay_inputs

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from g10core.config import ConfigError, preset, resolve
-from g10core.pcie import PcieSpec, link_from_config, link_spec_from_config
+from g10core.link.pcie import PcieSpec, link_from_config, link_spec_from_config
 from g10core.ssd import SSD, ssd_from_config, ssd_preset, ssd_spec_from_config
 
 GiB = 1 << 30

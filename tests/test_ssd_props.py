@@ -272,7 +272,7 @@ def test_page_larger_than_block_is_refused():
 
 
 def test_bad_link_and_unknown_preset_parameters():
-    from g10core.pcie import PcieSpec
+    from g10core.link.pcie import PcieSpec
     with pytest.raises(ConfigError, match=r"ssd\.link\.lanes"):
         SSDSpec(link=PcieSpec(lanes=5)).check()
     with pytest.raises(ConfigError, match="unknown ssd parameter"):

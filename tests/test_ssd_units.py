@@ -4,9 +4,9 @@ manager's victim choice (_ssd_gc).  The composed device is tested in test_ssd_ft
 test_ssd_props.py."""
 import pytest
 
-from g10core._ssd_gc import BlockManager
-from g10core._ssd_map import MappingUnit
-from g10core._ssd_wbuf import WriteBuffer
+from g10core.ssd._ssd_gc import BlockManager
+from g10core.ssd._ssd_map import MappingUnit
+from g10core.ssd._ssd_wbuf import WriteBuffer
 from g10core.ssd import SSDSpec
 from test_ssd_stubs import stub_names, test_stub_matches_the_compiled_module as check_stub
 
@@ -119,14 +119,14 @@ def test_victims_greedy_by_valid_pages_fifo_by_age(victim, order):
 
 # ---- stubs ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("module_name,cls_name", [("_ssd_map", "MappingUnit"), ("_ssd_wbuf", "WriteBuffer"),
-                                                  ("_ssd_gc", "BlockManager")])
+@pytest.mark.parametrize("module_name,cls_name", [("ssd._ssd_map", "MappingUnit"), ("ssd._ssd_wbuf", "WriteBuffer"),
+                                                  ("ssd._ssd_gc", "BlockManager")])
 def test_unit_stubs_match_the_compiled_modules(module_name, cls_name):
     check_stub(module_name, cls_name)
 
 
 def test_front_end_has_no_python_names():
-    import g10core._ssd_front as front
-    classes, top = stub_names("_ssd_front")
+    import g10core.ssd._ssd_front as front
+    classes, top = stub_names("ssd._ssd_front")
     assert classes == {} and top == set()
     assert not [n for n in dir(front) if not n.startswith("_")]

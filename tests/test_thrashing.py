@@ -16,9 +16,9 @@ import pytest
 from g10core.codes import HINT_DTYPE, HINT_ADVISE_PREFER_HOST, ACTION_NAMES
 from g10core.config import preset
 from g10core.errors import HintError
-from g10core.pcie import PcieLink, PcieSpec
+from g10core.link.pcie import PcieLink, PcieSpec
 from g10core.simulator import Simulator
-from g10core.fault_handler import PAGE_BYTES, FaultHandler, FaultHandlerSpec
+from g10core.uvm.fault_handler import PAGE_BYTES, FaultHandler, FaultHandlerSpec
 from g10core.workload.hints import read_hints, validate_hints, write_hints
 from g10core.workload.synth import synthesize
 

@@ -275,7 +275,7 @@ def test_merge_spans_joins_touching_and_overlapping_ones():
 
 
 def test_record_layouts_match_the_structs():
-    from g10core import _timeline
+    from g10core.uvm import _timeline
 
     lay = _timeline.layout()
     assert lay["TL_N"] == codes.TL_N == len(codes.TL_CHANNELS)

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from g10core.config import ConfigError
 from g10core.tlb import TLB, TLBSpec, t_quantile_995
-from g10core._tlb import NoTranslation, SetAssociativeTLB
+from g10core.tlb._tlb import NoTranslation, SetAssociativeTLB
 
 
 # ---- a pure-Python model of the same hierarchy (presence only, no timing) ----------

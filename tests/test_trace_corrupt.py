@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from g10core.cli import main
-from g10core.workload.trace import UNITS, TraceError, read_trace, write_trace
+from g10core.workload.trace import SCHEMA_VERSION, UNITS, TraceError, read_trace, write_trace
 
 
 def _replace(path, name, data):
@@ -92,7 +92,7 @@ CASES = {
     "truncated file": (_truncate, "/", None, None, "truncated"),
     "empty file": (lambda p: p.write_bytes(b""), "/", None, None, "not an HDF5 file"),
     "not HDF5": (lambda p: p.write_text("kernel,tensor\n0,1\n"), "/", None, None, "not an HDF5 file"),
-    "newer schema version": (lambda p: _set_attr(p, "schema_version", 5), "/", None, "schema_version",
+    "newer schema version": (lambda p: _set_attr(p, "schema_version", SCHEMA_VERSION + 1), "/", None, "schema_version",
                              "upgrade g10core"),
     "schema version 0": (lambda p: _set_attr(p, "schema_version", 0), "/", None, "schema_version",
                          "not supported"),
@@ -228,7 +228,7 @@ def test_a_binary_file_given_as_text_is_refused_naming_it(good_file, tmp_path, c
 
 def test_cli_validate_ok_and_mixed(good_file, tmp_path, capsys):
     assert main(["trace", "validate", str(good_file)]) == 0
-    assert capsys.readouterr().out.startswith(f"ok {good_file}: schema v4, 64 kernels")
+    assert capsys.readouterr().out.startswith(f"ok {good_file}: schema v{SCHEMA_VERSION}, 64 kernels")
     bad = tmp_path / "bad.h5"
     bad.write_bytes(b"\0" * 100)
     missing = tmp_path / "missing.h5"

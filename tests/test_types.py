@@ -25,7 +25,8 @@ def test_hint_rec_is_packed():
 
 
 def test_codes_are_the_compiled_ones():
-    from g10core import _replay, codes as types
+    from g10core import codes as types
+    from g10core.uvm import _replay
 
     lay = _replay.layout()
     assert lay["tiers"] == {"none": types.TIER_NONE, "not_present": types.TIER_NOT_PRESENT, "ssd": types.TIER_SSD,
@@ -38,7 +39,8 @@ def test_codes_are_the_compiled_ones():
 
 
 def test_record_dtypes_match_their_structs():
-    from g10core import _replay, codes as types
+    from g10core import codes as types
+    from g10core.uvm import _replay
 
     lay = _replay.layout()
     for dtype, key in ((types.KERNEL_ROW_DTYPE, "kernel_row"), (types.TRAFFIC_ROW_DTYPE, "traffic_row")):

@@ -1,4 +1,4 @@
-"""Far-fault handler (g10core.uvm, _uvm.pyx): fault buffer and batches, deduplication, the
+"""Far-fault handler (g10core.uvm.fault_handler, uvm/_uvm.pyx): fault buffer and batches, deduplication, the
 prefetchers inside the VA block, least-recently-migrated eviction, destinations, hints, frees,
 timing through the PCIe link and the SSD (detailed_model.md §1, §5)."""
 import math
@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from g10core.config import ConfigError
-from g10core.pcie import PcieLink, PcieSpec
+from g10core.link.pcie import PcieLink, PcieSpec
 from g10core.ssd import SSD
 from g10core.tlb import TLB, TLBSpec
-from g10core.uvm import (FAULT_DUPLICATE, FAULT_QUEUED, FAULT_RESIDENT, TIERS, FaultHandler,
+from g10core.uvm.fault_handler import (FAULT_DUPLICATE, FAULT_QUEUED, FAULT_RESIDENT, TIERS, FaultHandler,
                          FaultHandlerSpec)
-from g10core._uvm import RunTierMap
+from g10core.uvm._uvm import RunTierMap
 
 B = 512          # pages per 2 MiB VA block
 U = 16           # pages per 64 KiB migration unit
@@ -65,7 +65,7 @@ def test_bad_values_are_refused_naming_the_field(field, value):
 @pytest.mark.parametrize("name", ["unit_pages", "block_pages"])
 def test_compiled_handler_refuses_sizes_that_are_not_powers_of_two(name):
     # it divides pages by these with shifts; the spec's check refuses such sizes first
-    from g10core._uvm import FarFaultHandler
+    from g10core.uvm._uvm import FarFaultHandler
     params = FaultHandlerSpec().check().compiled_params(1024, 1024)
     params[name] = 24
     with pytest.raises(ValueError, match=f"{name} = 24: must be a power of two"):
@@ -96,7 +96,7 @@ def test_python_entry_points_refuse_bad_input():
 
 
 def test_codes_are_the_compiled_ones():
-    from g10core import _uvm, uvm
+    from g10core.uvm import _uvm, fault_handler as uvm
     lay = _uvm.layout()
     assert lay["prefetchers"] == uvm.PREFETCHERS
     assert lay["evict_destinations"] == uvm.EVICT_DESTINATIONS

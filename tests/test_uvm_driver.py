@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from g10core.config import preset
-from g10core.pcie import PcieSpec
+from g10core.link.pcie import PcieSpec
 from g10core.tlb import TLB, TLBSpec
-from g10core.uvm import BATCH_PARTS, EARLIER_RULES, TIERS, FaultHandler, FaultHandlerSpec, spec_from_config
+from g10core.uvm.fault_handler import BATCH_PARTS, EARLIER_RULES, TIERS, FaultHandler, FaultHandlerSpec, spec_from_config
 
 B = 512          # pages per 2 MiB VA block
 U = 16           # pages per 64 KiB migration unit (the big page)
@@ -32,7 +32,7 @@ def resident_then_fault(spec, resident_pages, fault_page):
 
 
 def test_rule_codes_are_the_compiled_ones():
-    from g10core import _uvm, uvm
+    from g10core.uvm import _uvm, fault_handler as uvm
     lay = _uvm.layout()
     assert lay["tree_rules"] == uvm.TREE_RULES and lay["chunk_orders"] == uvm.CHUNK_ORDERS
 

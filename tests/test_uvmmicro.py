@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from g10core.experiments import uvmmicro
 from g10core.config import ConfigError
 from g10core.params import BATCH_PROFILES
-from g10core.uvm import FaultHandlerSpec
+from g10core.uvm.fault_handler import FaultHandlerSpec
 
 # the earlier split's costs are whole cycles at 1.2 GHz: the closed forms below are exact with them
 EARLIER_SPLIT = BATCH_PROFILES["uvmsmart-gtx1080ti"]

@@ -13,7 +13,7 @@ The tables (NAME): ``validation`` (docs/validation.md: g10core.capture.validatio
 golden predictions tests/data/validation_expected.json, which tests/test_validation.py checks
 against a fresh run), ``llm-traces`` and ``twin-traces`` (the traces README: each shipped capture's
 kernels, footprint, memory ratio and ideal time, read from the files), ``gpus`` (docs/gpus.md: the
-table g10core.gpus.GPUS, with each model's PCIe link as g10core.pcie computes it),
+table g10core.gpus.GPUS, with each model's PCIe link as g10core.link.pcie computes it),
 ``calibration-errors`` (docs/guide/capture.md: the leave-one-model-out errors the shipped calibration
 a100-g10-v1 records) and ``capture-families`` (docs/guide/capture.md: g10core.capture.families'
 families, sizes and parameter counts).  Needs no torch.
@@ -97,7 +97,7 @@ def _number(x) -> str:
 
 def gpus_table() -> str:
     from g10core.gpus import GPUS
-    from g10core.pcie import PcieSpec
+    from g10core.link.pcie import PcieSpec
 
     lines = ["| model | memory (GiB) | SMs | memory bandwidth (GB/s) | FP32 | TF32 | FP16/BF16 | FP8 | PCIe link | "
              "link GB/s per direction |", "|---|---|---|---|---|---|---|---|---|---|"]

@@ -4,7 +4,7 @@
  * assigned by push() from a counter that only grows, so the key is a total order and
  * a run is deterministic: events at the same time and priority fire in the order
  * they were scheduled (first scheduled, first fired).  Must match the declarations in
- * src/g10core/_engine.pxd.
+ * src/g10core/core/_engine.pxd.
  */
 #ifndef G10CORE_EVENTQ_H
 #define G10CORE_EVENTQ_H

@@ -1,5 +1,5 @@
 /* Exact integer helpers for the PCIe and SSD timing models.
- * Must match the `cdef extern from "g10core/pcie_math.h"` block in src/g10core/_pcie.pxd.
+ * Must match the `cdef extern from "g10core/pcie_math.h"` block in src/g10core/link/_pcie.pxd.
  */
 #ifndef G10CORE_PCIE_MATH_H
 #define G10CORE_PCIE_MATH_H

@@ -1,6 +1,6 @@
 /* Ordered map of page runs for the page-level replay (_pagetable.pyx).
  *
- * Must match the declarations in src/g10core/_types.pxd ("page-level replay" section) and
+ * Must match the declarations in src/g10core/core/_types.pxd ("page-level replay" section) and
  * _pagetable.pxd: g10_loc_run is a run's state; g10_runmap maps a run's first page to it.
  * A run covers consecutive pages of one tensor with one location and in-transfer flag; runs
  * never cross a tensor boundary [lo, hi).

@@ -1,6 +1,6 @@
 /* Small inline helpers for the SSD model: latency-histogram buckets and a
  * seeded random stream for GC victim sampling.
- * Must match the `cdef extern from "g10core/ssd_math.h"` block in src/g10core/_ssd_math.pxd.
+ * Must match the `cdef extern from "g10core/ssd_math.h"` block in src/g10core/ssd/_ssd_math.pxd.
  */
 #ifndef G10CORE_SSD_MATH_H
 #define G10CORE_SSD_MATH_H

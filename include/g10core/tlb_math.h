@@ -1,4 +1,4 @@
-/* Exact integer helper for the TLB model's schedule (src/g10core/_tlb.pyx).
+/* Exact integer helper for the TLB model's schedule (src/g10core/tlb/_tlb.pyx).
  * Must match the `cdef extern from "g10core/tlb_math.h"` block in _tlb.pyx.
  */
 #ifndef G10CORE_TLB_MATH_H

@@ -1,10 +1,12 @@
 """g10core: a cycle-approximate simulator of a unified GPU memory and storage system.
 
 The public API lives in the Python layer: the simulator and its configuration at the top
-(``simulator``, ``results``, ``config``, ``evictors``), the workload in ``workload/`` (traces,
+(``simulator``, ``results``, ``config``), the workload in ``workload/`` (traces,
 hint files, vitality analysis), the migration policies in ``policies/``, and sweeps,
-reproduction and reports in ``experiments/``.  The compiled modules (``_*.pyx``) are internal.
-Modules that moved into a wing stay importable by their old names, with a DeprecationWarning
+reproduction and reports in ``experiments/``.  The machine model is one package per component
+(``core/``, ``link/``, ``ssd/``, ``tlb/``, ``uvm/``), each holding its compiled modules
+(``_*.pyx``, internal) and its Python face (the spec and handle; ``uvm.evictors``).
+Modules that moved stay importable by their old names, with a DeprecationWarning
 (``_moved.py``).
 """
 __version__ = "0.1.0"

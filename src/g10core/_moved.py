@@ -35,7 +35,29 @@ MOVED = {
     "uvmmicro": "experiments.uvmmicro",
     "ssdbench": "experiments.ssdbench",
     "artifact_constants": "slot_model",
-    "uvm": "fault_handler",                     # the far-fault handler's spec and Python handle
+    # issue 44: the machine model grouped by component (compiled modules too: the alias is the
+    # very extension module, so objects pickled under the old name still load)
+    "pcie": "link.pcie",
+    "evictors": "uvm.evictors",
+    "fault_handler": "uvm.fault_handler",       # (``g10core.uvm``, its name before, is now the package)
+    "_engine": "core._engine",
+    "_pcie": "link._pcie",
+    "_ssd": "ssd._ssd",
+    "_ssd_front": "ssd._ssd_front",
+    "_ssd_gc": "ssd._ssd_gc",
+    "_ssd_map": "ssd._ssd_map",
+    "_ssd_wbuf": "ssd._ssd_wbuf",
+    "_tlb": "tlb._tlb",
+    "_pagetable": "uvm._pagetable",
+    "_fault": "uvm._fault",
+    "_uvm": "uvm._uvm",
+    "_evict": "uvm._evict",
+    "_batcher": "uvm._batcher",
+    "_device": "uvm._device",
+    "_kernelrun": "uvm._kernelrun",
+    "_timeline": "uvm._timeline",
+    "_progress": "uvm._progress",
+    "_replay": "uvm._replay",
     "capture.timing": "workload.kerneltime",   # the kernel-time model, below the simulator that retargets with it
 }
 

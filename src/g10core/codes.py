@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+# The traces' page: tensors are laid out in 4 KiB pages (workload/trace.py), the unit of every
+# page count the replay returns.
+PAGE_SIZE_BYTES = 4096
+
 # Tier: where a page lives (_types.Tier).
 TIER_NONE = -1
 TIER_NOT_PRESENT = 0
@@ -43,9 +47,13 @@ ROLE_INPUT = 6
 # optimizer step) that is none of the roles above: a forward temporary backward does not need, a
 # backward temporary (the gradient of an activation), an optimizer temporary (trace format 3)
 ROLE_TEMPORARY = 7
+# the keys and values of an inference run's attention layers (trace format 5): written by prefill and
+# by each decode step for its new tokens, read by every later step's attention (workload/llm.py)
+ROLE_KV_CACHE = 8
 ROLE_NAMES = {ROLE_UNKNOWN: "unknown", ROLE_PARAMETER: "parameter", ROLE_GRADIENT: "gradient",
               ROLE_OPTIMIZER_STATE: "optimizer_state", ROLE_ACTIVATION: "activation",
-              ROLE_WORKSPACE: "workspace", ROLE_INPUT: "input", ROLE_TEMPORARY: "temporary"}
+              ROLE_WORKSPACE: "workspace", ROLE_INPUT: "input", ROLE_TEMPORARY: "temporary",
+              ROLE_KV_CACHE: "kv_cache"}
 # memory advice (cudaMemAdvise; issue 37): applied by the far-fault handler (fault.handler = batched)
 # and, per tensor, by the slot model with exact quotas (the default preset); g10-artifact ignores it
 HINT_ADVISE_PREFER_GPU = 5    # cudaMemAdviseSetPreferredLocation, the GPU

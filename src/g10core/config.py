@@ -32,11 +32,12 @@ import json
 import math
 import numbers
 import tomllib
+import warnings
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError  # noqa: F401 (defined in errors.py; importable from here)
+from .errors import ConfigError, G10Warning  # noqa: F401 (ConfigError: defined in errors.py; importable from here)
 from .files import read_text
 # Every key's declaration and the checker live in params.py, below the components whose specs are
 # built from them; they are importable from here as before.
@@ -45,7 +46,7 @@ from .params import (  # noqa: F401
     SECTIONS, SSDTierSpec, TranslationSpec, ITERATION_RULES, BREAKDOWN_RULES, BATCH_PROFILES, check_value, param,
     param_of)
 from .gpus import gpu_model
-from .pcie import PcieSpec
+from .link.pcie import PcieSpec
 from .ssd import device_spec, ssd_preset
 
 from .params import GiB  # noqa: E402,F401
@@ -236,7 +237,7 @@ def check_cross(cfg: SimConfig) -> None:
 def fault_handler_spec(cfg: SimConfig):
     """The far-fault handler of ``cfg`` (``fault_handler.FaultHandlerSpec``), checked: errors name ``fault.<key>``.
     With ``fault.handler = batched`` the GPU must hold two VA blocks (a batch's and a victim's)."""
-    from .fault_handler import spec_from_config
+    from .uvm.fault_handler import spec_from_config
 
     spec = spec_from_config(cfg)
     if cfg.fault.handler == "batched":
@@ -546,3 +547,63 @@ def value_text(value) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def is_detailed(cfg: SimConfig) -> bool:
+    """The link and the SSD are devices (``link.model = pcie``, ``ssd.model = ftl``)."""
+    return cfg.link.model == "pcie"
+
+
+def is_batched(cfg: SimConfig) -> bool:
+    """Kernels run on the far-fault handler (``fault.handler = batched``, the detailed preset)."""
+    return cfg.fault.handler == "batched"
+
+
+def check_supported(cfg: SimConfig) -> None:
+    """Refuse combinations of component models the simulator cannot run (rather than ignore them)."""
+    if (cfg.link.model == "pcie") != (cfg.ssd.model == "ftl"):
+        raise ConfigError(f"link.model = {cfg.link.model!r} with ssd.model = {cfg.ssd.model!r}: the PCIe link "
+                          "and the FTL SSD are modelled together (preset detailed: link.model = 'pcie', "
+                          "ssd.model = 'ftl'; preset g10-artifact: 'slots' and 'bandwidth')")
+    if is_batched(cfg) and not is_detailed(cfg):
+        raise ConfigError("fault.handler = 'batched' with link.model = 'slots': the far-fault handler moves pages "
+                          "through the PCIe link and the FTL SSD (preset detailed: link.model = 'pcie', "
+                          "ssd.model = 'ftl')")
+
+
+def detailed_components(cfg: SimConfig) -> list[str]:
+    """The keys of ``cfg`` that select a detailed component (far-fault handler, TLB hierarchy,
+    PCIe link, FTL SSD), as ``key = value``."""
+    on = (("fault.handler", cfg.fault.handler, cfg.fault.handler == "batched"),
+          ("tlb.model", cfg.tlb.model, cfg.tlb.model != "none"),
+          ("link.model", cfg.link.model, cfg.link.model == "pcie"),
+          ("ssd.model", cfg.ssd.model, cfg.ssd.model == "ftl"))
+    return [f"{k} = {v!r}" for k, v, used in on if used]
+
+
+def check_level_supported(cfg: SimConfig, pol) -> None:
+    """Refuse a tensor-level policy under the detailed components: its simulator moves whole
+    tensors over FIFOs at bandwidth and would give another preset's numbers."""
+    keys = detailed_components(cfg) if pol.level == "tensor" else []
+    if keys:
+        raise ConfigError(f"policy {pol.name!r} is tensor level and does not run through the detailed components "
+                          f"({', '.join(keys)}; preset {cfg.preset!r}): run it without them (--preset default or "
+                          "g10-artifact)")
+
+
+def check_clock(cfg: SimConfig, *, stacklevel: int = 3) -> None:
+    """Warn when ``gpu.frequency_GHz`` is set away from the presets': it is the simulation clock (the
+    unit of every cycle count), not the GPU's speed, so it scales no kernel time."""
+    ref = preset(DEFAULT_PRESET).gpu.frequency_GHz
+    if cfg.gpu.frequency_GHz != ref:
+        warnings.warn(G10Warning(
+            f"gpu.frequency_GHz = {cfg.gpu.frequency_GHz:g} is the simulation clock (the unit of the cycle counts), "
+            f"not the GPU's speed: kernel times do not scale with it (results move only by rounding to whole "
+            f"cycles); choose the GPU with gpu.model (--gpu)"), stacklevel=stacklevel)
+
+
+def slot_model_applies_advice(cfg: SimConfig) -> bool:
+    """The slot model applies memory advice with exact quotas and no devices (the ``default``
+    preset's model); the artifact's rules (``g10-artifact``) and the slot model with devices
+    ignore it (a run warns).  The far-fault handler (``fault.handler = batched``) always applies it."""
+    return not cfg.scheduler.artifact_quirks and not is_detailed(cfg)

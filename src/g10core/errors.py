@@ -16,7 +16,7 @@ import functools
 import inspect
 import os
 
-__all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError",
+__all__ = ["G10Error", "InputError", "ConfigError", "TraceError", "HintError", "CorruptHDF5", "ArtifactError", "MachineError", "InferenceMemoryError",
            "CannotFit", "CaptureError", "ProfileError", "EvictionRuleError", "PolicyError", "PluginError",
            "ScoreFunctionError", "TensorSimError", "SweepError", "SimulationError", "did_you_mean", "guarded",
            "is_outside"]
@@ -123,6 +123,11 @@ class CorruptHDF5(InputError):
 
 class ArtifactError(InputError):
     """A file of the G10 artifact does not parse; the message names file and line."""
+
+
+class MachineError(InputError):
+    """A machine description (``--machine FILE``, :mod:`g10core.machine`) is invalid; the one-line
+    message names the file and the entry (``[[switches]] 'sw2'``, ``gpu 3``, ...)."""
 
 
 class CannotFit(InputError):
@@ -251,6 +256,11 @@ class SimulationError(G10Error, RuntimeError):
     Not bad input (that is an :class:`InputError`); the command line prints one line
     and exits 1.
     """
+
+
+class InferenceMemoryError(SimulationError):
+    """An inference placement that does not fit the machine (one line: what needs how much of
+    what); the command line exits 1, as for a run that could not complete."""
 
 
 # ---- code from outside g10core (plug-ins): its exceptions become PluginError -----------------------

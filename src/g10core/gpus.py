@@ -9,7 +9,7 @@ names (40 GB, 80 GB, ...) read as GiB, the unit of ``gpu.memory_GiB``.
 What the table sets (:func:`apply_model`): choosing a model puts its memory, SMs and PCIe
 link in ``gpu.memory_GiB``, ``gpu.sms``, ``link.generation``, ``link.lanes``,
 ``link.bandwidth_GBps`` and ``host.bandwidth_GBps`` (the link's raw bandwidth per direction,
-:class:`~g10core.pcie.PcieSpec`), except the keys the user sets explicitly: those win.  The
+:class:`~g10core.link.pcie.PcieSpec`), except the keys the user sets explicitly: those win.  The
 peaks and the memory bandwidth retarget a trace's kernel times
 (:mod:`g10core.workload.retarget`).  The profiling GPU of the calibrated kernel-time model
 (:class:`g10core.workload.kerneltime.ProfilingGPU`) takes its A100 figures from this table.
@@ -34,6 +34,14 @@ B200_DS = ("NVIDIA HGX B200 / DGX B200 technical specifications (individual Blac
            "180 GB HBM3e, 7.7 TB/s, PCIe Gen5 128 GB/s; sparse peaks halved)")
 B200_SMS = "148 SMs: CUDA device query of an HGX B200 (not in NVIDIA's datasheet)"
 L40S_DS = "NVIDIA L40S datasheet (sparse peaks halved; PCIe Gen4 x16)"
+T4_DS = ("NVIDIA T4 Tensor Core GPU datasheet: 16 GB GDDR6, 320+ GB/s (320), FP32 8.1 TFLOPS, mixed precision "
+         "(FP16/FP32) 65 TFLOPS, PCIe Gen3 x16; no TF32/BF16 on Turing (their rows take the FP16/FP32 ones: "
+         "a kernel of those units runs at that rate), FP64 1/32 of FP32 (Turing whitepaper)")
+T4_WP = "NVIDIA Turing GPU Architecture whitepaper (TU104 in the T4: 40 SMs)"
+A6000_DS = ("NVIDIA RTX A6000 datasheet: 48 GB GDDR6, 768 GB/s, 84 second-generation RT/third-generation tensor "
+            "cores, FP32 38.7 TFLOPS, tensor 309.7 TFLOPS with sparsity (154.8 dense FP16/BF16, 77.4 dense TF32), "
+            "PCIe Gen4 x16; FP64 1/64 of FP32 (GA102, NVIDIA Ampere GA102 GPU Architecture whitepaper)")
+A6000_WP = "NVIDIA Ampere GA102 GPU Architecture whitepaper (RTX A6000: 84 SMs)"
 ADA_WP = ("NVIDIA Ada GPU Architecture whitepaper, GeForce RTX 4090 column (tensor rates with FP32 "
           "accumulate, dense)")
 
@@ -97,11 +105,16 @@ GPUS: dict[str, GPUModel] = {g.name: g for g in (
     GPUModel("L40S", 48.0, 142, 864.0, 1.43, 91.6, 183.0, 362.05, 362.05, 733.0, 4, 16,
              _src(L40S_DS, "NVIDIA Ada GPU Architecture whitepaper (AD102, L40S: 142 SMs)",
                   fp64_TFLOPs="1/64 of FP32 (Ada GPU Architecture whitepaper)")),
+    GPUModel("T4", 16.0, 40, 320.0, 0.25, 8.1, 8.1, 65.0, 65.0, None, 3, 16,
+             _src(T4_DS, T4_WP, fp8_TFLOPs="no FP8 on Turing (T4 datasheet)",
+                  tf32_TFLOPs="no TF32 on Turing: the FP32 rate", bf16_TFLOPs="no BF16 on Turing: the FP16 rate")),
+    GPUModel("A6000", 48.0, 84, 768.0, 0.6, 38.7, 77.4, 154.8, 154.8, None, 4, 16,
+             _src(A6000_DS, A6000_WP, fp8_TFLOPs="no FP8 on Ampere (RTX A6000 datasheet)")),
     GPUModel("RTX-4090", 24.0, 128, 1008.0, 1.29, 82.6, 82.6, 165.2, 165.2, 330.3, 4, 16,
              _src(ADA_WP, ADA_WP, fp64_TFLOPs="1/64 of FP32 (Ada GPU Architecture whitepaper)")),
 )}
 # other spellings a user may type: suggested, not accepted (a result records one name per GPU)
-ALIASES = {"RTX 4090": "RTX-4090", "RTX4090": "RTX-4090", "H100": "H100-SXM", "A100": "A100-40GB"}
+ALIASES = {"RTX A6000": "A6000", "RTX-A6000": "A6000", "Tesla T4": "T4", "RTX 4090": "RTX-4090", "RTX4090": "RTX-4090", "H100": "H100-SXM", "A100": "A100-40GB"}
 
 
 def known() -> list[str]:

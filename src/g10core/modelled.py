@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from . import evictors, policies
+from . import policies
+from .uvm import evictors
 from .config import DEFAULT_PRESET, FTL_KEYS, SECTIONS, preset
 from .policies.base import WINDOW_KEY
 
@@ -173,7 +174,8 @@ def ignored_parameters(cfg, policy, eviction=None) -> list[str]:
         # (the exact quotas that read them are off under the artifact's quirks: whole pages, full duplex)
         if key in SLOT_SSD_KEYS and (cfg.ssd.model == "ftl" or cfg.fault.handler == "batched"
                                      or cfg.scheduler.artifact_quirks):
-            reads = False
+            # a planner that books by it still reads it (G10's SSD budget), except under the quirks
+            reads = key in cls.plans_with and not cfg.scheduler.artifact_quirks
         if key in HANDLER_KEYS and cfg.fault.handler != "batched" and not (
                 cfg.fault.handler == "physical" and key in PHYSICAL_KEYS):
             reads = False

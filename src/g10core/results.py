@@ -550,6 +550,8 @@ class Result:
     breakdown_rule: str | None = None   # None: the config's run.breakdown_rule (else partition)
     kernel_names: object = None    # the trace's kernel_name array (a reference), or None
     timeline: dict = field(default_factory=dict)   # the recorder's arrays (timeline=True), not in the JSON
+    # an inference trace's run (g10core.inference.metrics): time to first token, time per output token, tokens/s
+    inference: dict = field(default_factory=dict)
 
     def __post_init__(self):
         run = (self.config or {}).get("run", {}) if isinstance(self.config, dict) else {}
@@ -708,9 +710,17 @@ class Result:
         ValueError
             ``table`` is not one of the two.
         """
-        if table not in ("kernels", "iterations"):
-            raise ValueError(f"Result.to_pandas({table!r}): the table must be 'kernels' or 'iterations'")
+        if table not in ("kernels", "iterations", "inference"):
+            raise ValueError(f"Result.to_pandas({table!r}): the table must be 'kernels', 'iterations' or 'inference'")
         pd = import_pandas("Result.to_pandas")
+        if table == "inference":   # one row per phase of the reported batch (an inference trace's run)
+            inf = self.inference or {}
+            phases = inf.get("phase_s", [])
+            df = pd.DataFrame({"phase": ["prefill"] + [f"decode{i}" for i in range(1, len(phases))],
+                               "seconds": phases})
+            for key in ("iteration", "ttft_s", "tpot_s", "tokens_per_s", "batch", "gen"):
+                df[key] = inf.get(key)
+            return df
         if table == "kernels":
             return pd.DataFrame(self.kernel_table(), columns=list(KERNEL_TABLE_COLUMNS))
         rows = self.iteration_rows()
@@ -767,6 +777,7 @@ class Result:
             "failed": bool(self.failed),
             "failure_reason": self.failure_reason,
             "iterations": [it.to_dict() for it in self.iterations],
+            "inference": self.inference or None,
             "counters": self.counters,
             "metadata": self.metadata,
         }

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .workload.vitality import ns_to_cycles
+from .config import SimConfig, is_detailed
 from .errors import ConfigError
-from .workload.trace import ACCESS_READ, Trace, kernel_working_set_bytes
+from .workload.trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes
 
 # The simulated clock is int64 cycles; a run's kernel times (all faulting) must leave 8x room
 # for the stalls on top of them.
@@ -146,7 +147,7 @@ def physical_fault_params(cfg) -> dict:
         ``batch_fixed_cycles``, ``batch_per_block_cycles``, ``batch_per_page_cycles``,
         ``batch_unmap_cycles``.
     """
-    from .fault_handler import spec_from_config
+    from .uvm.fault_handler import spec_from_config
 
     g, f = cfg.gpu, cfg.fault
     page = g.page_size_bytes
@@ -250,3 +251,60 @@ def worst_physical_fault_cycles(trace: Trace, cfg) -> float:
     driver = (np.ceil(np.ceil(pages / p["unit_pages"]) / p["batch_faults"]) * p["batch_fixed_cycles"]
               + blocks * (p["batch_per_block_cycles"] + p["batch_unmap_cycles"]) + pages * p["batch_per_page_cycles"])
     return float(np.sum(transfer + driver))
+
+
+def detailed_quotas(cfg, ssd, link) -> dict:
+    """Per-tick constants when the link and the SSD are devices (the ``detailed`` preset).
+
+    A tick is the time the link takes to carry ``link.batch_pages`` pages to the GPU
+    (setup latency plus bytes at its effective bandwidth), in either direction at once;
+    the SSD's share of a tick follows from its own link's effective bandwidth, and a tick
+    moves SSD pages only when the SSD can take new commands (see ``_replay.Replay``).
+    """
+    page = cfg.gpu.page_size_bytes
+    batch = cfg.link.batch_pages
+    tick = link.spec.idle_transfer_cycles(batch * page, "to_device", "peer")
+    link_GBps = link.spec.effective_GBps("to_device", "peer")
+    ssd_GBps = min(ssd.spec.link.effective_GBps("from_device", "host"), link_GBps)
+    # host.bandwidth_GBps below link.bandwidth_GBps: the host flow's share (pcie.host_flow_scale)
+    scale = link.spec.host_flow_scale
+    host_batch = batch if scale == 1 else max(1, int(batch * scale))
+    out = dict(tick_cycles=int(tick), gpu_batch=batch, host_batch=host_batch,
+               ssd_batch=max(1, int(batch * ssd_GBps / link_GBps)))
+    if not cfg.scheduler.artifact_quirks:
+        # exact quotas: the SSD's link moves batch * ssd/link pages per slot, the fraction carried
+        # (the FTL device throttles the slots it cannot serve; its reads and writes share its
+        # planes and channels, so the slot cap is per direction); the host flow batch * scale
+        units = max(int(tick), 1) * UNITS_PER_CYCLE
+        out.update(exact=True, slot_units=units, ssd_read_units=max(1, round(units * link_GBps / (batch * ssd_GBps))),
+                   host_units=max(1, units // batch if scale == 1 else int(units / (batch * scale))),
+                   ssd_shared=False)
+        out["ssd_write_units"] = out["ssd_read_units"]
+    return out
+
+
+def check_constants(cfg: SimConfig, c: ArtifactConstants) -> None:
+    """The derived per-tick quotas must let pages move; each error names the parameters."""
+    link = f"link.bandwidth_GBps = {cfg.link.bandwidth_GBps:g} and link.batch_pages = {cfg.link.batch_pages}"
+    # (exact quotas carry a fraction of a page from slot to slot: any bandwidth moves pages; under
+    # detailed the devices give the per-slot quotas: at least one page each)
+    if c.ssd_batch < 1 and not c.exact and not is_detailed(cfg):
+        raise ConfigError(f"ssd.bandwidth_GBps = {cfg.ssd.bandwidth_GBps:g} with {link} gives "
+                          f"int({cfg.link.batch_pages} * {cfg.ssd.bandwidth_GBps:g} / {cfg.link.bandwidth_GBps:g}) "
+                          "= 0 SSD pages per transfer slot; raise ssd.bandwidth_GBps or link.batch_pages")
+    if c.host_batch < 1 and not c.exact and not is_detailed(cfg):
+        raise ConfigError(f"host.bandwidth_GBps = {cfg.host.bandwidth_GBps:g} with {link} gives 0 host pages "
+                          "per transfer slot; raise host.bandwidth_GBps or link.batch_pages")
+    if c.alloc_batch < 1:
+        page = cfg.gpu.page_size_bytes
+        malloc = round(cfg.gpu.malloc_us_per_byte * page / 1e6 * c.freq_hz)
+        raise ConfigError(f"gpu.malloc_us_per_byte = {cfg.gpu.malloc_us_per_byte:g} makes one {page}-byte page "
+                          f"take {malloc} cycles to allocate, longer than a transfer slot ({c.tick_cycles} cycles "
+                          f"for {link}): no page could ever be allocated; lower gpu.malloc_us_per_byte or raise "
+                          "link.batch_pages")
+    if c.gpu_pages < 1:
+        raise ConfigError(f"gpu.memory_GiB = {cfg.gpu.memory_GiB:g} is less than one "
+                          f"{cfg.gpu.page_size_bytes}-byte page")
+    if cfg.gpu.page_size_bytes != PAGE_SIZE_BYTES:
+        raise ConfigError(f"gpu.page_size_bytes = {cfg.gpu.page_size_bytes}: traces are laid out in "
+                          f"{PAGE_SIZE_BYTES}-byte pages; other page sizes are not supported yet")

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .codes import KERNEL_COLUMNS, TL_CHANNELS, TL_OP_KINDS
+from .codes import KERNEL_COLUMNS, KERNEL_ROW_DTYPE, TL_CHANNELS, TL_OP_KINDS, TRAFFIC_ROW_DTYPE, as_columns
 from .files import read_text, replacing
 
 SCHEMA = "g10core-timeline"
@@ -70,6 +70,7 @@ QUEUE_TRACKS = {0: ((PID_LINK, 11, "GPU->SSD", 3), (PID_SSD, 3, "writes", 2)),
 QUEUE_SPAN_NAMES = ("GPU->SSD", "SSD->GPU", "GPU->host", "host->GPU", "host->SSD", "SSD->host")
 CPU_SORT = 2         # the CPU's kernels right below the GPU's
 TID_KERNELS, TID_ITERATIONS = 1, 2
+TID_PHASES = 4       # an inference run's prefill and decode steps (Result.inference)
 TID_BATCHES, TID_HINT_IN, TID_HINT_OUT = 1, 2, 3
 TID_GC = 1
 # a link track per channel (codes.TL_CHANNELS order): its name and its spans' name
@@ -141,7 +142,6 @@ def link_rate_excess(log: np.ndarray, queues, bandwidth_Bps: float, frequency_GH
     order = np.lexsort((delta, times))          # at one instant, ends before starts
     level = np.cumsum(delta[order])
     return float(level.max() - bandwidth_Bps)
-
 
 
 class Clock:
@@ -349,6 +349,17 @@ def timeline_events(result) -> tuple[list[str], dict]:
         iteration_ns.append(en - sn)
         ev.append(_x(f'"iteration {int(it)}"', "iteration", PID_GPU, TID_ITERATIONS, sn, en,
                      {"iteration": int(it), "start_cycles": s, "end_cycles": e, "kernels": int(sel.size)}))
+        bounds = (getattr(result, "inference", None) or {}).get("phase_first_kernel")
+        if bounds:   # an inference run: each phase of the batch, prefill then every decode step
+            if it == k["iteration"][0]:
+                ev += _meta(PID_GPU, TID_PHASES, "prefill / decode steps", 1)
+            kk = k["kernel"][sel]
+            for p in range(len(bounds) - 1):
+                ps = sel[(kk >= bounds[p]) & (kk < bounds[p + 1])]
+                if ps.size:
+                    label = "prefill" if p == 0 else f"decode {p}"
+                    ev.append(_x(f'"{label}"', "phase", PID_GPU, TID_PHASES, int(clock.ns(int(prev_end[ps].min()))),
+                                 int(clock.ns(int(k["end"][ps].max()))), {"iteration": int(it), "phase": p}))
 
     # ---- link: per channel, the executions' spans merged ----
     if recorded:
@@ -690,3 +701,16 @@ def tracks(doc: dict) -> dict:
 
 
 __all__ = ["Clock", "merge_spans", "read_timeline", "timeline_events", "tracks", "us_text", "write_timeline"]
+
+
+def timeline_data(raw: dict, consts: dict, *, detailed: bool) -> dict:
+    """What :mod:`g10core.timeline` draws, from the replay's output (``consts["timeline"]`` set):
+    the recorder's arrays, the kernel rows (a failed run's too) and the constants that scale them."""
+    tl = raw["timeline"]
+    return {"kernel_rows": as_columns(raw["kernels"], KERNEL_ROW_DTYPE),
+            "spans": tl["spans"], "ops": tl["ops"], "execs": tl["execs"],
+            "traffic": as_columns(raw["pcie"], TRAFFIC_ROW_DTYPE), "model": "batches" if detailed else "slots",
+            "freq_hz": int(consts["freq_hz"]), "page_bytes": int(consts.get("page_bytes", 4096)),
+            "tick_cycles": int(consts["tick_cycles"]), "gpu_pages": int(consts["gpu_pages"]),
+            "host_pages": int(consts["host_pages"]), "kernels_per_iteration": int(consts["kernels"]),
+            "iterations": int(consts["iterations"])}

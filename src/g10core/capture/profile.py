@@ -827,11 +827,14 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
         k_op.append(op)
     if not sizes:
         raise ProfileError(et_path, "nodes[*].inputs", "no tensor on the profiled device: nothing to page")
-    if "backward" not in phases:
-        # an inference (forward-only) profile: the trace format is one training iteration
+    inference = "backward" not in phases
+    if inference:
+        # an inference (forward-only) profile: one forward pass, marked as the prefill of an inference trace
+        # (format 5); the decode steps of a generate() call are not told apart from it
         warnings.warn(G10Warning(
             f"{Path(et_path).name}: the profile has no backward pass (no operator ran under autograd's backward): "
-            "imported as one training iteration of its forward kernels; inference is not supported yet (issue 45)"),
+            "an inference profile, imported as one forward pass (trace format 5: every kernel in phase 0, prefill; "
+            "decode steps are not told apart; `g10sim trace inference` writes prefill and decode steps)"),
             stacklevel=2)
 
     size = np.array(sizes, np.int64)
@@ -922,7 +925,8 @@ def import_profile(et_path, kineto_path, *, model: str | None = None, batch_size
         kernel_time_ideal_ns=t11, kernel_time_fault_all_ns=t00, kernel_time_fault_outputs_ns=t10,
         kernel_workspace_bytes=np.zeros(K, np.int64),
         access_offsets=offsets, access_tensor=a_tensor, access_mode=a_mode,
-        source=source, profiling_gpu=profiling_gpu, profiled_gpu=profiled, attrs=attrs, kernel_work=work)
+        source=source, profiling_gpu=profiling_gpu, profiled_gpu=profiled, attrs=attrs, kernel_work=work,
+        kernel_phase=np.zeros(K, np.int32) if inference else None)
     validate_trace(trace)
     return trace
 

@@ -37,7 +37,7 @@ import warnings
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .. import __version__
-from . import config, hints, plan, policies, report, reproduce, run, ssd, sweep, trace, uvm_micro
+from . import config, hints, inference, machine, plan, policies, report, reproduce, run, ssd, sweep, trace, uvm_micro
 from ..errors import G10Warning, SimulationError
 from .common import (  # noqa: F401 (the helpers every command group uses, importable from here)
     EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERNAL, EXIT_OK, EXPECTED_ERRORS, OneLineParser, add_config_options,
@@ -57,6 +57,8 @@ COMMAND_GROUPS = [
     sweep.add_parser,
     plan.add_parser,
     policies.add_parser,
+    inference.add_parser,
+    machine.add_parser,
 ]
 
 

@@ -277,6 +277,8 @@ def add_parser(subparsers) -> None:
     a.set_defaults(func=_cmd_reproduce_all, json_path=None)
 
     add_llm_command(sub)       # `reproduce llm`: every policy on the captured LLM traces
+    from .inference import add_reproduce_inference   # `reproduce inference`: FlexGen's and ZeRO-Inference's tables
+    add_reproduce_inference(sub)
     v = sub.add_parser(
         "validation", help="the physical kernel-time model beside published real-GPU training throughput",
         description="Capture each published training measurement's workload (g10core.capture.validation: "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from .common import (EXIT_FAILURE, EXIT_OK, Once, add_config_options, add_json_option, check_output_path,
-                     config_from_args, heartbeat, human, policy_help, simulation_failures)
+                     config_from_args, gpu_sets, heartbeat, human, policy_help, simulation_failures)
 
 
 def _cmd_run(args) -> int:
@@ -19,7 +19,7 @@ def _cmd_run(args) -> int:
     if args.timeline == "-":
         raise ValueError("--timeline -: give a file path (a timeline is a file for Perfetto, not text for stdout)")
     check_output_path(args.timeline, "--timeline")
-    sim = Simulator(config_from_args(args))
+    sim = Simulator(_config(args))
     hint_file = read_hints(args.hints) if args.hints else None
     policy = args.policy
     if policy is None:
@@ -57,6 +57,24 @@ def _cmd_run(args) -> int:
     return EXIT_OK
 
 
+def _config(args):
+    """The run's configuration; with ``--machine``, the machine's GPU 0 alone (``g10core.machine``): its keys
+    go after ``--config`` and before ``--set``."""
+    if getattr(args, "machine", None) is None:
+        return config_from_args(args)
+    from ..machine import load, single_gpu_sets
+    from ..simulator import resolve_config
+
+    if getattr(args, "gpu", None) is not None:
+        raise ValueError(f"--gpu {args.gpu} and --machine {args.machine} both name the GPU; give one")
+    machine = load(args.machine)
+    sets = single_gpu_sets(machine, policy=args.policy, preset=args.preset)
+    if machine.gpus.count > 1 and human(args):
+        print(f"g10sim: note: {machine.name}: GPU 0 alone; the other {machine.gpus.count - 1} GPUs are idle "
+              "(g10sim machine train runs them data parallel)", file=sys.stderr)
+    return resolve_config(args.preset, args.config_file, sets + gpu_sets(args))
+
+
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="simulate one trace under one policy",
@@ -74,9 +92,13 @@ def add_parser(subparsers) -> None:
                    help="eviction rule replacing the policy's (page level): arrival (the artifact's 'LRU': first in, "
                         "first out by arrival; lru is accepted for it, with a warning that says so), "
                         "deepum, belady, or FILE.py:FUNC, a score function compiled with numba (see "
-                        "g10core.evictors; shipped examples: farthest_next_use.py:score, "
+                        "g10core.uvm.evictors; shipped examples: farthest_next_use.py:score, "
                         "least_recently_used.py:score, largest_tensor_first.py:score)")
     add_config_options(p)
+    p.add_argument("--machine", metavar="NAME|FILE.toml", action=Once,
+                   help="run on GPU 0 of a machine (g10sim machine list; docs/guide/machines.md): its GPU, link, "
+                        "host memory and its RAID0 volume's rates over their routes set the configuration "
+                        "(after --config, before --set)")
     add_json_option(p)
     p.add_argument("--kernels", action="store_true",
                    help="put the per-kernel table into the JSON too (needs --json; the same columns for every "

@@ -227,3 +227,5 @@ def add_parser(subparsers) -> None:
     from .capture import add_capture_command, add_import_command
     add_capture_command(sub)      # `trace capture` (g10core.capture; needs torch to run)
     add_import_command(sub)       # `trace import-torch` (JSON only)
+    from .inference import add_trace_inference
+    add_trace_inference(sub)      # `trace inference` (g10core.workload.llm)

@@ -16,7 +16,7 @@ def _blocks(text: str) -> list[int]:
 
 
 def _spec(args):
-    from ..fault_handler import FaultHandlerSpec
+    from ..uvm.fault_handler import FaultHandlerSpec
 
     over = {name: getattr(args, name) for name in ("batch_faults", "batch_fixed_us", "batch_per_page_us",
                                                     "migration_unit_bytes", "prefetch_threshold")

@@ -1,7 +1,7 @@
 """Examples of a user's code that g10sim loads from a file, found here by file name when no
 such file exists in the current directory:
 
-* eviction rules for ``--eviction FILE.py:FUNC`` (see ``g10core.evictors``):
+* eviction rules for ``--eviction FILE.py:FUNC`` (see ``g10core.uvm.evictors``):
   ``g10sim run TRACE --policy base-uvm --eviction farthest_next_use.py:score``;
 * policies for ``--policy FILE.py:NAME`` (see ``docs/plugins.md``):
   ``g10sim run TRACE --policy prefetch_next_inputs.py:PrefetchNextInputs``.

@@ -509,6 +509,12 @@ def format_run_summary(result) -> str:
                  f"{n_it} identical iterations" if n_it > 1 else "one iteration")
     lines.append(f"  iteration time   {result.iteration_time_s:.3f} s ({which}); "
                  f"{result.slowdown:.3f}x ideal ({result.ideal_time_s:.3f} s)")
+    inf = getattr(result, "inference", None)
+    if inf:   # an inference trace: each iteration is one batch of requests, iteration 0 the warm-up
+        tpot = f"{inf['tpot_s']:.4g} s" if inf.get("tpot_s") is not None else "-"
+        lines.append(f"  inference        batch {inf['batch']} x {inf['gen']} tokens (iteration {inf['iteration']}): "
+                     f"time to first token {inf['ttft_s']:.4g} s, time per output token {tpot}, "
+                     f"{inf['tokens_per_s']:.4g} tokens/s")
     per = "per iteration, " if len(rep) > 1 else ""
     if result.level == "page":
         f = result.faults_pages

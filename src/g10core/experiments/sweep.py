@@ -360,7 +360,8 @@ def parse_sweep(doc: dict, *, source: str = "<sweep>", base_dir=".", text: str |
         What is wrong, naming the key.
     """
     from .. import policies as registry
-    from ..simulator import Simulator, check_level_supported
+    from ..config import check_level_supported
+    from ..simulator import Simulator
 
     src = _Text(text)
     base_dir = Path(base_dir)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import ConfigError
-from ..fault_handler import PAGE_BYTES, FaultHandler, FaultHandlerSpec
+from ..uvm.fault_handler import PAGE_BYTES, FaultHandler, FaultHandlerSpec
 
 __all__ = ["prefetch", "batching", "tlb", "oversub", "oversub_table", "PATTERNS", "DEFAULT_BLOCKS",
            "OVERSUB_PATTERNS", "OVERSUB_MODES", "OVERSUB_FACTORS", "OVERSUB_GPUS", "OVERSUB_SOURCE",
@@ -135,7 +135,7 @@ def tlb(entries: int, ways: int, pattern: str = "cyclic", pages: int = 64, round
     """Sweep ``pages`` pages ``rounds`` times over one LRU TLB of ``entries`` entries in sets of
     ``ways``; ``pattern`` "cyclic" visits pages 0..N-1, "stride" visits multiples of the set
     count (all in set 0)."""
-    from .._tlb import SetAssociativeTLB
+    from ..tlb._tlb import SetAssociativeTLB
     _positive_int("entries", entries, 1 << 20)
     _positive_int("ways", ways, entries)
     if entries % ways:
@@ -331,7 +331,7 @@ def oversub(gpu: str = "A100-40GB", pattern: str = "streaming", mode: str = "pag
 
 
 def _link_GBps(cfg) -> float:
-    from ..pcie import link_spec_from_config
+    from ..link.pcie import link_spec_from_config
     return link_spec_from_config(cfg).effective_GBps("to_device", "host")
 
 

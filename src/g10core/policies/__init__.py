@@ -7,7 +7,7 @@ the plan by its type (never by the policy's name):
 
 * :class:`PagePlan`: the compiled page-level replay applies a hint table (numpy array of
   ``HINT_DTYPE``) each iteration and evicts with a registered eviction rule
-  (``g10core.evictors``) or a user's compiled score function;
+  (``g10core.uvm.evictors``) or a user's compiled score function;
 * :class:`TensorPlan`: a tensor-granularity simulation the policy brings along;
 * :class:`IdealPlan`: no simulation, the sum of the ideal kernel times.
 

@@ -21,7 +21,7 @@ from libc.math cimport fabs
 from libc.string cimport memset
 from libc.stdint cimport int64_t
 
-from .._types cimport HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE
+from ..core._types cimport HINT_TO_GPU, HINT_TO_SSD, HINT_TO_HOST, HINT_FREE
 from libcpp cimport bool as cbool
 
 cdef extern from "<algorithm>" nogil:
@@ -79,12 +79,16 @@ CMP_AREA, CMP_LESS, CMP_GREATER = MODE_AREA, MODE_LESS, MODE_GREATER
 GREEDY_FITS, GREEDY_TAKEN, GREEDY_EXHAUSTED = END_FITS, END_TAKEN, END_EXHAUSTED
 
 
-# The four bandwidth budgets, one bucket per (direction, kernel), row-major.
+# The four bandwidth budgets, one bucket per (direction, kernel), row-major.  A direction books
+# and reads the row ``row[d]``: its own, or with a shared SSD (ssd.duplex = shared) GPU->SSD
+# the SSD->GPU row, so that reads and writes draw on one SSD budget per kernel.
 cdef struct budgets:
     const double* cap          # [4 * K] bytes the bucket can carry
     double* est                # [4 * K] bytes booked so far
     cbool* full                # [4 * K] bucket closed to further bookings
     int64_t K                  # kernels per iteration
+    int64_t row[4]             # bucket row of each direction
+    cbool shared_ssd           # row[DIR_G2S] == row[DIR_S2G]
 
 # Keys of one emulated std::sort.
 cdef struct sort_keys:
@@ -147,6 +151,7 @@ cdef struct greedy_params:
     double delta               # safety margin, a fraction of the move time
     cbool exact_keys           # every key summed exactly (reference mode, slower), not only near ties
     cbool looped_budgets       # a looped offload books the bandwidth budgets (False: the artifact's time test)
+    cbool shared_ssd           # SSD reads and writes book one budget (ssd.duplex = shared; False: the artifact's two)
 
 # What the greedy pass did (greedy_pass returns it as a dict with these keys).
 cdef struct greedy_stats:
@@ -343,7 +348,7 @@ cdef void std_sort_c(int64_t* p, int64_t n, const sort_keys* k) noexcept nogil:
 
 cdef int64_t walk_forward_c(const budgets* bud, int64_t d, int64_t size, int64_t start) noexcept nogil:
     """Kernel where ``size`` bytes are through direction ``d``, starting at ``start``."""
-    cdef int64_t K = bud.K, o = d * bud.K, rest = size, i = start
+    cdef int64_t K = bud.K, o = bud.row[d] * bud.K, rest = size, i = start
     while rest > 0 and i < K:
         if not bud.full[o + i]:
             # C++ `long -= double`: the double difference, truncated toward zero
@@ -356,7 +361,7 @@ cdef int64_t walk_forward_c(const budgets* bud, int64_t d, int64_t size, int64_t
 
 cdef int64_t walk_backward_c(const budgets* bud, int64_t d, int64_t size, int64_t needed) noexcept nogil:
     """Kernel where a transfer of ``size`` bytes must start to be in by ``needed``."""
-    cdef int64_t o = d * bud.K, rest = size, i = needed - 1
+    cdef int64_t o = bud.row[d] * bud.K, rest = size, i = needed - 1
     while rest > 0 and i >= 0:
         if not bud.full[o + i]:
             rest = <int64_t>(<double>rest - (bud.cap[o + i] - bud.est[o + i]))
@@ -369,7 +374,7 @@ cdef int64_t walk_backward_c(const budgets* bud, int64_t d, int64_t size, int64_
 cdef int64_t reserve_ssd_c(budgets* bud, int64_t d, int64_t shadow, int64_t size, int64_t start) noexcept nogil:
     """Book an SSD transfer from ``start`` on; it also fills the PCIe bucket ``shadow``.
     Returns the last kernel touched."""
-    cdef int64_t K = bud.K, od = d * bud.K, osh = shadow * bud.K, rest = size, i = start
+    cdef int64_t K = bud.K, od = bud.row[d] * bud.K, osh = bud.row[shadow] * bud.K, rest = size, i = start
     cdef const double* cap = bud.cap
     cdef double* est = bud.est
     cdef cbool* full = bud.full
@@ -399,7 +404,7 @@ cdef int64_t reserve_ssd_c(budgets* bud, int64_t d, int64_t shadow, int64_t size
 cdef int64_t reserve_pcie_c(budgets* bud, int64_t d, int64_t shadow, int64_t size, int64_t start) noexcept nogil:
     """Book a host transfer from ``start`` on (with the artifact's excess quirk on the
     SSD bucket ``shadow``, see the reference).  Returns the last kernel touched."""
-    cdef int64_t K = bud.K, od = d * bud.K, osh = shadow * bud.K, rest = size, i = start
+    cdef int64_t K = bud.K, od = bud.row[d] * bud.K, osh = bud.row[shadow] * bud.K, rest = size, i = start
     cdef const double* cap = bud.cap
     cdef double* est = bud.est
     cdef cbool* full = bud.full
@@ -757,7 +762,7 @@ cdef int64_t record_wrapped_drops(int64_t* flips, int64_t nfl, int64_t K, const 
 cdef int64_t walk_forward_wrapped_c(const budgets* bud, int64_t d, int64_t size, int64_t start,
                                     int64_t last) noexcept nogil:
     """Index in [start, last] where ``size`` bytes are through direction ``d`` (``last`` if never)."""
-    cdef int64_t K = bud.K, o = d * bud.K, rest = size, x = start, i
+    cdef int64_t K = bud.K, o = bud.row[d] * bud.K, rest = size, x = start, i
     while rest > 0 and x <= last:
         i = x % K
         if not bud.full[o + i]:
@@ -772,7 +777,7 @@ cdef int64_t walk_backward_wrapped_c(const budgets* bud, int64_t d, int64_t size
                                      int64_t first) noexcept nogil:
     """Index in [first, needed) where a transfer of ``size`` bytes must start to be in by
     ``needed`` (``first`` if never)."""
-    cdef int64_t K = bud.K, o = d * bud.K, rest = size, x = needed - 1, i
+    cdef int64_t K = bud.K, o = bud.row[d] * bud.K, rest = size, x = needed - 1, i
     while rest > 0 and x >= first:
         i = x % K
         if not bud.full[o + i]:
@@ -787,7 +792,7 @@ cdef int64_t reserve_wrapped_c(budgets* bud, int64_t d, int64_t shadow, int64_t 
                                bint ssd) noexcept nogil:
     """Book ``size`` bytes through ``d`` from index ``start`` on, over at most one iteration
     (``reserve_ssd_c``'s buckets when ``ssd``, else ``reserve_pcie_c``'s).  Returns the last index."""
-    cdef int64_t K = bud.K, od = d * bud.K, osh = shadow * bud.K, rest = size, x = start, i
+    cdef int64_t K = bud.K, od = bud.row[d] * bud.K, osh = bud.row[shadow] * bud.K, rest = size, x = start, i
     cdef const double* cap = bud.cap
     cdef double* est = bud.est
     cdef cbool* full = bud.full
@@ -882,7 +887,7 @@ cdef bint looped_booked_c(int64_t c, int64_t s, int64_t e, int64_t size, int64_t
     if ssd_tier:
         ssd_open = False
         for x in range(s, clear):
-            if not bud.full[DIR_G2S * K + x % K]:
+            if not bud.full[bud.row[DIR_G2S] * K + x % K]:
                 ssd_open = True
                 break
         if not ssd_open and all_at_most(cpu, K, cpu_line - size):
@@ -1093,7 +1098,7 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                     continue
                 ssd_open = False  # any GPU->SSD room before the ideal eviction end?
                 for j in range(s, clear):
-                    if not full[DIR_G2S * K + j]:
+                    if not full[bud.row[DIR_G2S] * K + j]:
                         ssd_open = True
                         break
                 if not ssd_open and all_at_most(cpu, K, cpu_line - size):
@@ -1195,6 +1200,8 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
             for i in range(I):
                 if not offloaded[i]:
                     dirty[i] |= walk_redo(iv, i, dep, kind, lo, hi)
+                    if bud.shared_ssd:  # one SSD budget: both walks read what either booking changed
+                        dirty[i] |= walk_redo(iv, i, dep, CH_G2S + CH_S2G - kind, lo, hi)
         if nfl:
             rebuild_prefix(mem, K, line, ks)
             for i in range(I):
@@ -1289,7 +1296,8 @@ cdef void _hints_done(const hint_out* h, int64_t[::1] nh) except *:
         raise RuntimeError("_g10sched: the hint arrays are too short for this schedule")
 
 
-cdef budgets _budgets(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full, int64_t K) except *:
+cdef budgets _budgets(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full, int64_t K,
+                      bint shared_ssd) except *:
     cdef budgets b
     _need(cap.shape[0] == 4 and cap.shape[1] == K and est.shape[0] == 4 and est.shape[1] == K
           and full.shape[0] == 4 and full.shape[1] == K, "cap, est, full must have shape (4, K)")
@@ -1297,6 +1305,11 @@ cdef budgets _budgets(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1
     b.est = &est[0, 0]
     b.full = &full[0, 0]
     b.K = K
+    b.row[DIR_S2G] = DIR_S2G
+    b.row[DIR_G2S] = DIR_S2G if shared_ssd else DIR_G2S
+    b.row[DIR_H2G] = DIR_H2G
+    b.row[DIR_G2H] = DIR_G2H
+    b.shared_ssd = shared_ssd
     return b
 
 
@@ -1334,33 +1347,34 @@ def std_sort(int64_t[::1] p, int mode, const double[::1] k1, const double[::1] k
 
 
 def walk_forward(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full, int64_t d,
-                 int64_t size, int64_t start):
-    """Kernel where ``size`` bytes are through direction ``d``, starting at ``start``."""
-    cdef budgets b = _budgets(cap, est, full, cap.shape[1])
+                 int64_t size, int64_t start, bint shared_ssd=False):
+    """Kernel where ``size`` bytes are through direction ``d``, starting at ``start``
+    (``shared_ssd``: GPU->SSD reads and books the SSD->GPU row, ssd.duplex = shared)."""
+    cdef budgets b = _budgets(cap, est, full, cap.shape[1], shared_ssd)
     _need(0 <= d < 4 and b.K >= 1 and 0 <= start, "bad direction, K or start")
     return walk_forward_c(&b, d, size, start)
 
 
 def walk_backward(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full, int64_t d,
-                  int64_t size, int64_t needed):
+                  int64_t size, int64_t needed, bint shared_ssd=False):
     """Kernel where a transfer of ``size`` bytes must start to be in by ``needed``."""
-    cdef budgets b = _budgets(cap, est, full, cap.shape[1])
+    cdef budgets b = _budgets(cap, est, full, cap.shape[1], shared_ssd)
     _need(0 <= d < 4 and b.K >= 1 and needed <= b.K, "bad direction, K or needed")
     return walk_backward_c(&b, d, size, needed)
 
 
 def reserve_ssd(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full, int64_t d,
-                int64_t shadow, int64_t size, int64_t start):
+                int64_t shadow, int64_t size, int64_t start, bint shared_ssd=False):
     """Book an SSD transfer from ``start`` on (also into PCIe bucket ``shadow``); last kernel touched."""
-    cdef budgets b = _budgets(cap, est, full, cap.shape[1])
+    cdef budgets b = _budgets(cap, est, full, cap.shape[1], shared_ssd)
     _need(0 <= d < 4 and 0 <= shadow < 4 and b.K >= 1 and 0 <= start, "bad direction, K or start")
     return reserve_ssd_c(&b, d, shadow, size, start)
 
 
 def reserve_pcie(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full, int64_t d,
-                 int64_t shadow, int64_t size, int64_t start):
+                 int64_t shadow, int64_t size, int64_t start, bint shared_ssd=False):
     """Book a host transfer from ``start`` on (artifact quirk on SSD bucket ``shadow``); last kernel touched."""
-    cdef budgets b = _budgets(cap, est, full, cap.shape[1])
+    cdef budgets b = _budgets(cap, est, full, cap.shape[1], shared_ssd)
     _need(0 <= d < 4 and 0 <= shadow < 4 and b.K >= 1 and 0 <= start, "bad direction, K or start")
     return reserve_pcie_c(&b, d, shadow, size, start)
 
@@ -1403,7 +1417,7 @@ def greedy_pass(int64_t[::1] mem, int64_t[::1] cpu, const double[::1] table, con
     cdef Py_ssize_t I = iv_tensor.shape[0]
     _need(K >= 1 and cpu.shape[0] == K and table.shape[0] == K + 1 and ext.shape[0] >= 2 * K + 1,
           "mem, cpu need K >= 1 entries, table K + 1, ext 2 K + 1")
-    cdef budgets bud = _budgets(cap, est, full, K)
+    cdef budgets bud = _budgets(cap, est, full, K, p.shared_ssd)
     cdef interval_table iv = _intervals(iv_tensor, iv_start, iv_end, iv_looped, iv_time, iv_size)
     _need(perm.shape[0] == I and offloaded.shape[0] == I and really.shape[0] == I
           and loc_iv.shape[0] == I and loc_pre.shape[0] == I and loc_evf.shape[0] == I,

@@ -41,6 +41,8 @@ TENSOR_LEVEL_KEYS = frozenset({"gpu.model", "gpu.memory_GiB", "gpu.frequency_GHz
                                "run.breakdown_rule"}) | section_keys("noise")
 # G10's plan times its migrations with these (allocation, SSD latency, fault time: lead and safe times)
 G10_TIMING_KEYS = frozenset({"gpu.malloc_us_per_byte", "ssd.latency_us", "fault.system_latency_us"})
+# ... and books its SSD moves by the SSD's duplex rule (one budget for reads and writes when shared)
+G10_PLANNER_KEYS = G10_TIMING_KEYS | {"ssd.duplex"}
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class PagePlan:
     hints : ndarray
         The ``HINT_DTYPE`` table applied each iteration (when ``apply_hints``).
     eviction : EvictionRule or str
-        A rule of ``g10core.evictors`` (an ``EvictionRule``, or its name), for what hints leave.
+        A rule of ``g10core.uvm.evictors`` (an ``EvictionRule``, or its name), for what hints leave.
     apply_hints : bool
         False: the hints are ignored (Base UVM, Belady).
     """
@@ -104,7 +106,7 @@ class Policy:
     level : str
         ``page``, ``tensor`` or ``ideal``: what its plans are.
     eviction : str
-        Page level: the eviction rule for what the hints leave (``g10core.evictors``).
+        Page level: the eviction rule for what the hints leave (``g10core.uvm.evictors``).
     apply_hints : bool
         Page level, False: hints are ignored (Base UVM).
     description : str
@@ -289,7 +291,7 @@ def guard_methods(cls) -> None:
 def check(cls) -> None:
     """Refuse a class that cannot be registered (ValueError): not a :class:`Policy` subclass, no
     ``name``, a ``level`` other than page, tensor or ideal, or (page level) an ``eviction`` rule
-    that :mod:`g10core.evictors` does not know.  Built-in and plug-in policies get these checks."""
+    that :mod:`g10core.uvm.evictors` does not know.  Built-in and plug-in policies get these checks."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise ValueError(f"{getattr(cls, '__name__', type(cls).__name__)} is not a Policy subclass "
                          "(g10core.policies.Policy)")
@@ -302,7 +304,7 @@ def check(cls) -> None:
         raise ValueError(f"policy {cls.name}: reads or not_applicable name unknown configuration keys: "
                          f"{', '.join(unknown)}")
     if cls.level == "page":
-        from .. import evictors
+        from ..uvm import evictors
 
         evictors.resolve(cls.eviction)      # a registered rule, or registration fails
 

@@ -21,7 +21,7 @@ from ..codes import (ACTION_NAMES, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_
                      TIER_NAMES, TIER_NOT_PRESENT, TIER_SSD)
 from ..workload.trace import Trace
 from . import tensorsim
-from .base import (G10_SCHEDULER_KEYS, G10_TIMING_KEYS, HOST_KEYS, QUIRKS_KEY, TENSOR_LEVEL_KEYS, TensorPolicy,
+from .base import (G10_PLANNER_KEYS, G10_SCHEDULER_KEYS, HOST_KEYS, QUIRKS_KEY, TENSOR_LEVEL_KEYS, TensorPolicy,
                    register)
 from .g10 import schedule, target_quirk
 
@@ -166,7 +166,8 @@ def placement_summary(trace: Trace, tier: np.ndarray) -> dict:
 
 class _G10TensorLevel(TensorPolicy):
     variant: str = ""
-    reads = TENSOR_LEVEL_KEYS | G10_TIMING_KEYS | G10_SCHEDULER_KEYS | {QUIRKS_KEY}
+    reads = TENSOR_LEVEL_KEYS | G10_PLANNER_KEYS | G10_SCHEDULER_KEYS | {QUIRKS_KEY}
+    plans_with = G10_PLANNER_KEYS           # the scheduler's lead and safe times, its SSD budget rule
 
     def schedule(self, trace: Trace) -> np.ndarray:
         """G10's schedule and, outside ``g10-artifact``, the hints that stream the globals that do

@@ -53,6 +53,13 @@ G2S = 1  # GPU -> SSD (pre-evict to SSD)
 H2G = 2  # host -> GPU over PCIe
 G2H = 3  # GPU -> host over PCIe
 
+
+def budget_row(d, shared_ssd):
+    """The row of cap/est/full that direction ``d`` reads and books: its own, or with a shared
+    SSD (ssd.duplex = shared) the SSD->GPU row for GPU->SSD too, so that the SSD's reads and
+    writes draw on one budget per kernel."""
+    return S2G if shared_ssd and d == G2S else d
+
 # hint actions, equal to g10core.policies.HINT_*
 A_TO_GPU = 0
 A_TO_SSD = 1
@@ -79,6 +86,7 @@ GREEDY_PARAMS = (
     "delta",               # safety margin, a fraction of the move time
     "exact_keys",          # every key summed exactly (slower), not only near ties
     "looped_budgets",      # a looped offload books the bandwidth budgets (False: the artifact's time test)
+    "shared_ssd",          # SSD reads and writes book one budget (ssd.duplex = shared; False: the artifact's two)
 )
 GREEDY_STATS = (
     "steps",                  # greedy steps begun (each sorts the keys once)
@@ -252,8 +260,10 @@ def std_sort(p, mode, k1, k2):
 # bandwidth budgets (one bucket per kernel and direction)
 # ---------------------------------------------------------------------------
 
-def walk_forward(cap, est, full, d, size, start):
-    """Kernel where ``size`` bytes are through direction ``d``, starting at ``start``."""
+def walk_forward(cap, est, full, d, size, start, shared_ssd=False):
+    """Kernel where ``size`` bytes are through direction ``d``, starting at ``start``
+    (``shared_ssd``: in the row :func:`budget_row` gives)."""
+    d = budget_row(d, shared_ssd)
     K = cap.shape[1]
     rest = size
     i = start
@@ -266,8 +276,9 @@ def walk_forward(cap, est, full, d, size, start):
     return i
 
 
-def walk_backward(cap, est, full, d, size, needed):
+def walk_backward(cap, est, full, d, size, needed, shared_ssd=False):
     """Kernel where a transfer of ``size`` bytes must start to be in by ``needed``."""
+    d = budget_row(d, shared_ssd)
     rest = size
     i = needed - 1
     while rest > 0 and i >= 0:
@@ -279,10 +290,11 @@ def walk_backward(cap, est, full, d, size, needed):
     return i
 
 
-def reserve_ssd(cap, est, full, d, shadow, size, start):
+def reserve_ssd(cap, est, full, d, shadow, size, start, shared_ssd=False):
     """Book an SSD transfer from ``start`` on; it also fills the PCIe bucket ``shadow``.
 
     Returns the last kernel touched."""
+    d, shadow = budget_row(d, shared_ssd), budget_row(shadow, shared_ssd)
     K = cap.shape[1]
     rest = size
     i = start
@@ -308,10 +320,11 @@ def reserve_ssd(cap, est, full, d, shadow, size, start):
     return i
 
 
-def reserve_pcie(cap, est, full, d, shadow, size, start):
+def reserve_pcie(cap, est, full, d, shadow, size, start, shared_ssd=False):
     """Book a host transfer from ``start`` on.  Quirk copied from the artifact: once the
     PCIe bucket is past ``cap_pcie - cap_ssd``, the whole excess (not the increment) is
     added to the SSD bucket ``shadow``.  Returns the last kernel touched."""
+    d, shadow = budget_row(d, shared_ssd), budget_row(shadow, shared_ssd)
     K = cap.shape[1]
     rest = size
     i = start
@@ -755,21 +768,21 @@ def _push_local(loc_iv, loc_pre, loc_evf, n_loc, c, pre, evf):
 
 
 def _looped_booked(c, s, e, size, clear, pidx, ssd_tier, cap, est, full, cpu, cpu_line, mem, line,
-                   flips, nfl, ch, nch, iv_tensor, really, stats, hk, ht, ha, nh, host_times):
+                   flips, nfl, ch, nch, iv_tensor, really, stats, hk, ht, ha, nh, host_times, g2s):
     """A looped offload that books the bandwidth budgets (``looped_budgets``), as a local one does:
     over the index range [s, e + K), evicted from s on, prefetched to be in by e + K.  In the SSD
     tier (``ssd_tier``) it goes to host memory instead when the GPU->SSD budget is full from s to
     the ideal eviction end and host memory has room (``host_times``: the host tier's move and lead,
     the extended and plain time tables).  The tensor is out of GPU memory between the later of the
     budget walk's and the time test's eviction ends and the earlier of their prefetch starts.
-    Returns (nch, nfl, booked)."""
+    ``g2s``: the budget row GPU->SSD books (:func:`budget_row`).  Returns (nch, nfl, booked)."""
     K = mem.shape[0]
     last = e + K - 1
     to_host = not ssd_tier
     if ssd_tier:
         ssd_open = False
         for x in range(s, clear):
-            if not full[G2S, x % K]:
+            if not full[g2s, x % K]:
                 ssd_open = True
                 break
         if not ssd_open and _all_at_most(cpu, cpu_line - size):
@@ -782,7 +795,7 @@ def _looped_booked(c, s, e, size, clear, pidx, ssd_tier, cap, est, full, cpu, cp
         evf = walk_forward_wrapped(cap, est, full, G2H, size, s, last)
     else:
         pre = walk_backward_wrapped(cap, est, full, S2G, size, e + K, s)
-        evf = walk_forward_wrapped(cap, est, full, G2S, size, s, last)
+        evf = walk_forward_wrapped(cap, est, full, g2s, size, s, last)
     out = max(evf, clear)
     back = min(pre, pidx)
     if pre <= evf or back <= out:
@@ -794,14 +807,14 @@ def _looped_booked(c, s, e, size, clear, pidx, ssd_tier, cap, est, full, cpu, cp
     if to_host:
         hi = reserve_wrapped(cap, est, full, H2G, S2G, size, back, False)
         nch = _record_wrapped(ch, nch, CH_S2G, back, hi, K)
-        hi = reserve_wrapped(cap, est, full, G2H, G2S, size, s, False)
+        hi = reserve_wrapped(cap, est, full, G2H, g2s, size, s, False)
         nch = _record_wrapped(ch, nch, CH_G2S, s, hi, K)
         if ssd_tier:  # the host tier books it after (as for every interval it takes)
             _add_wrapped(cpu, size, s, e)
     else:
         hi = reserve_wrapped(cap, est, full, S2G, H2G, size, back, True)
         nch = _record_wrapped(ch, nch, CH_S2G, back, hi, K)
-        hi = reserve_wrapped(cap, est, full, G2S, G2H, size, s, True)
+        hi = reserve_wrapped(cap, est, full, g2s, G2H, size, s, True)
         nch = _record_wrapped(ch, nch, CH_G2S, s, hi, K)
     stats["offloads_looped"] += 1
     for x in range(out + 1, back):
@@ -827,6 +840,8 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
     ssd_Bpus, host_Bpus = params["ssd_bytes_per_us"], params["host_bytes_per_us"]
     delta, exact_keys = params["delta"], bool(params["exact_keys"])
     looped_budgets = bool(params["looped_budgets"])
+    shared_ssd = bool(params["shared_ssd"])
+    g2s = budget_row(G2S, shared_ssd)   # the row GPU->SSD reads and books
     stats = dict.fromkeys(GREEDY_STATS, 0)
     if iv_tensor.shape[0] == 0:
         stats["end"] = GREEDY_FITS if _all_at_most(mem, target) else GREEDY_EXHAUSTED
@@ -870,7 +885,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 continue
             if dirty[i]:
                 if dirty[i] & RE_FORWARD:
-                    om = walk_forward(cap, est, full, G2S, iv_size[i] // 2, iv_start[i])
+                    om = walk_forward(cap, est, full, g2s, iv_size[i] // 2, iv_start[i])
                     if om != dep[i, 0]:
                         dep[i, 0] = om
                         exact[i] = False
@@ -935,7 +950,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     continue
                 ssd_open = False  # any GPU->SSD room before the ideal eviction end?
                 for j in range(s, clear):
-                    if not full[G2S, j]:
+                    if not full[g2s, j]:
                         ssd_open = True
                         break
                 if not ssd_open and _all_at_most(cpu, cpu_line - size):
@@ -947,7 +962,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                         _push_local(loc_iv, loc_pre, loc_evf, n_loc, c, pre, evf)
                         last = reserve_pcie(cap, est, full, H2G, S2G, size, pre)
                         nch = _record(ch, nch, CH_S2G, pre, last)
-                        last = reserve_pcie(cap, est, full, G2H, G2S, size, s)
+                        last = reserve_pcie(cap, est, full, G2H, g2s, size, s)
                         nch = _record(ch, nch, CH_G2S, s, last)
                         _add_wrapped(cpu, size, s, e)
                         stats["offloads_host"] += 1
@@ -957,14 +972,14 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                         continue
                 else:
                     pre = walk_backward(cap, est, full, S2G, size, e)
-                    evf = walk_forward(cap, est, full, G2S, size, s)
+                    evf = walk_forward(cap, est, full, g2s, size, s)
                     if pre > evf:
                         _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_SSD)
                         really[c] = True
                         _push_local(loc_iv, loc_pre, loc_evf, n_loc, c, pre, evf)
                         last = reserve_ssd(cap, est, full, S2G, H2G, size, pre)
                         nch = _record(ch, nch, CH_S2G, pre, last)
-                        last = reserve_ssd(cap, est, full, G2S, G2H, size, s)
+                        last = reserve_ssd(cap, est, full, g2s, G2H, size, s)
                         nch = _record(ch, nch, CH_G2S, s, last)
                         stats["offloads_ssd"] += 1
                     else:
@@ -986,7 +1001,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     nch, nfl, ok = _looped_booked(c, s, e, size, clear, pidx, True, cap, est, full, cpu,
                                                   cpu_line, mem, line, flips, nfl, ch, nch, iv_tensor,
                                                   really, stats, hk, ht, ha, nh,
-                                                  (cpu_move, cpu_lead, ext, table))
+                                                  (cpu_move, cpu_lead, ext, table), g2s)
                     offloaded[c] = True
                     if not ok:
                         continue
@@ -1013,7 +1028,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     _push_local(loc_iv, loc_pre, loc_evf, n_loc, c, pre, evf)
                     last = reserve_pcie(cap, est, full, H2G, S2G, size, pre)
                     nch = _record(ch, nch, CH_S2G, pre, last)
-                    last = reserve_pcie(cap, est, full, G2H, G2S, size, s)
+                    last = reserve_pcie(cap, est, full, G2H, g2s, size, s)
                     nch = _record(ch, nch, CH_G2S, s, last)
                     stats["offloads_host"] += 1
                     for j in range(evf + 1, pre):
@@ -1031,7 +1046,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 if looped_budgets:
                     nch, nfl, _ = _looped_booked(c, s, e, size, clear, pidx, False, cap, est, full, cpu,
                                                  cpu_line, mem, line, flips, nfl, ch, nch, iv_tensor,
-                                                 really, stats, hk, ht, ha, nh, None)
+                                                 really, stats, hk, ht, ha, nh, None, g2s)
                 else:
                     if pidx != s:
                         _push_hint(hk, ht, ha, nh, s, iv_tensor[c], A_TO_HOST)
@@ -1054,6 +1069,9 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
             for i in range(I):
                 if not offloaded[i]:
                     dirty[i] |= _walk_redo(i, dep, iv_start, iv_end, iv_looped, kind, lo, hi)
+                    if shared_ssd:  # one SSD budget: both walks read what either booking changed
+                        dirty[i] |= _walk_redo(i, dep, iv_start, iv_end, iv_looped, CH_G2S + CH_S2G - kind,
+                                               lo, hi)
         if nfl:
             _rebuild_prefix(mem, line, step_us, M, C, M2, C2, on, on2)
             fresh[:] = False

@@ -7,7 +7,7 @@ first offending row (or -1), so the caller can name the row in its error.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-from g10core._types cimport hint_rec
+from g10core.core._types cimport hint_rec
 
 import numpy as np
 

@@ -194,7 +194,7 @@ def fault_times_ns(t11: np.ndarray, in_bytes: np.ndarray, out_bytes: np.ndarray,
 
 def link_GBps(gpu: GPUModel) -> float:
     """Raw bandwidth per direction of ``gpu``'s PCIe link (the table's generation and lanes), GB/s."""
-    from ..pcie import PcieSpec
+    from ..link.pcie import PcieSpec
 
     return PcieSpec(generation=gpu.pcie_generation, lanes=gpu.pcie_lanes).raw_GBps
 

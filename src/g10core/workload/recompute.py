@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..codes import HINT_DTYPE, HINT_FREE, HINT_RECOMPUTE
+from ..codes import HINT_DTYPE, HINT_FREE, HINT_RECOMPUTE, KERNEL_ROW_DTYPE, MOVED_ROW_DTYPE, as_columns
 from ..errors import HintError
 from .trace import ACCESS_READ, ACCESS_WRITE, Trace
 
@@ -273,3 +273,44 @@ def _build(trace: Trace, hints: np.ndarray, copies: dict, n_tensors: int, n_hint
 
 
 __all__ = ["COPY_PREFIX", "Expansion", "expand", "has_recompute"]
+
+
+def fold_recompute(raw: dict, expansion, t11, freq_hz) -> tuple[dict, dict]:
+    """The replay's output on a recompute-expanded trace folded back onto the trace's kernels.
+
+    Each run of executed rows charged to one kernel (its recompute copies, then itself) becomes
+    one row: the copies' start, the kernel's end and occupancy, the sums of the page counts,
+    moved pages and translation cycles; a run a stopped replay cut short is dropped.  Returns
+    ``(raw, counters)``, the counters holding the recompute work per iteration.
+    """
+    rows = as_columns(raw["kernels"], KERNEL_ROW_DTYPE)
+    if rows.shape[0] == 0:
+        return raw, {"tensors": expansion.n_tensors, "kernels": expansion.n_kernels, "hints": expansion.n_hinted,
+                     "ideal_s": 0.0, "time_s": []}
+    k, it = rows[:, 1], rows[:, 0]
+    starts, keep = expansion.fold_rows(k, it)
+    ends = np.append(starts[1:], rows.shape[0]) - 1
+    # each copy's time: its end minus the previous row's end (as summarize counts a kernel's time)
+    prev_end = np.concatenate(([0], rows[:-1, 3]))
+    copy = expansion.is_copy[k]
+    per_it = np.zeros(int(it.max()) + 1, np.int64)
+    np.add.at(per_it, it[copy], (rows[:, 3] - prev_end)[copy])
+    out = rows[ends].copy()
+    out[:, 1] = expansion.group[k[ends]]
+    out[:, 2] = rows[starts, 2]
+    sums = np.add.reduceat(rows[:, 4:8], starts, axis=0)
+    out[:, 4:8] = sums
+    folded = dict(raw)
+    folded["kernels"] = np.ascontiguousarray(out[keep])
+    if "moved" in raw:
+        moved = as_columns(raw["moved"], MOVED_ROW_DTYPE)
+        folded["moved"] = np.ascontiguousarray(np.add.reduceat(moved, starts, axis=0)[keep])
+    if "translation_cycles" in raw:
+        tr = np.asarray(raw["translation_cycles"], np.int64)
+        if tr.size == rows.shape[0]:
+            folded["translation_cycles"] = np.ascontiguousarray(np.add.reduceat(tr, starts)[keep])
+    hz = float(freq_hz)
+    counters = {"tensors": expansion.n_tensors, "kernels": expansion.n_kernels, "hints": expansion.n_hinted,
+                "ideal_s": int(np.asarray(t11, np.int64)[expansion.is_copy].sum()) / hz,   # t11: the expanded trace's
+                "time_s": (per_it / hz).tolist()}
+    return folded, counters

@@ -26,13 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..codes import ROLE_NAMES
+from ..codes import PAGE_SIZE_BYTES, ROLE_NAMES  # noqa: F401 (PAGE_SIZE_BYTES: importable from here)
 from ..errors import TraceError  # noqa: F401 (defined in errors.py; importable from here)
 from ..files import NOT_A_REGULAR_FILE, is_special_file, replacing
 from ..gpus import DEFAULT_GPU, GPUS, unknown_text
 from .h5safe import H5_ERRORS, LIBVER, CorruptHDF5, check_global_heaps, h5_reason, read_safely
 
-PAGE_SIZE_BYTES = 4096
 
 # Access mode bits in ``access_mode``.
 ACCESS_READ = 1   # the kernel reads the tensor (it is one of its inputs)
@@ -82,6 +81,10 @@ class Trace:
         Per kernel (format version 4, optional): its FLOPs, the bytes it reads and writes, the
         unit that runs it, its kind and its GEMM tiles (:class:`g10core.workload.physical.KernelWork`),
         what the physical kernel-time model and retargeting read; None where not recorded.
+    kernel_phase : ndarray or None
+        Per kernel (format version 5, optional; int32): the inference phase it belongs to,
+        ``PHASE_PREFILL`` (0) for the prompt's forward pass and ``i`` for decode step ``i``
+        (:mod:`g10core.workload.llm`); None for a training trace.
 
     See Also
     --------
@@ -120,6 +123,9 @@ class Trace:
     # the work of every kernel (format version 4; workload.physical.KernelWork): FLOPs, bytes, unit,
     # kind, GEMM tiles; None: not recorded (the published profiles, imported profiles)
     kernel_work: "object | None" = None
+    # the inference phase of every kernel (format version 5, optional): PHASE_PREFILL (0) for the
+    # prompt's forward pass, i >= 1 for decode step i; None: not an inference trace
+    kernel_phase: np.ndarray | None = None
 
     def __post_init__(self):
         if self.tensor_role is None or self.tensor_layer is None:
@@ -260,8 +266,10 @@ class Trace:
 # ============================================================================
 
 SCHEMA = "g10core-trace"
-SCHEMA_VERSION = 4                         # what write_trace writes
-SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4)   # what read_trace reads
+SCHEMA_VERSION = 5                            # what write_trace writes
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)   # what read_trace reads
+# Trace.kernel_phase: the prompt's forward pass; decode step i is phase i (format 5)
+PHASE_PREFILL = 0
 # Version history of the file format; every change of layout or meaning bumps the
 # version and adds a line here and in traces/README.md.
 SCHEMA_HISTORY = {
@@ -275,9 +283,12 @@ SCHEMA_HISTORY = {
     4: "optional /kernel_work (K rows: flops f8, bytes f8, unit u1, kind u1, tiles i8, fill f4): each kernel's work, "
        "which the physical kernel-time model (workload.physical) and retargeting read; same layout otherwise, "
        "version-3 files read unchanged",
+    5: "role code 8, kv_cache (codes.ROLE_KV_CACHE); optional /kernel_phase (K rows, int32: 0 prefill, i >= 1 "
+       "decode step i) marking an inference trace (workload.llm); same layout otherwise, version-4 files read "
+       "unchanged",
 }
 # The largest role code each format version allows (version 1 stores none).
-MAX_ROLE_CODE = {2: 6, 3: max(ROLE_NAMES), 4: max(ROLE_NAMES)}
+MAX_ROLE_CODE = {2: 6, 3: 7, 4: 7, 5: max(ROLE_NAMES)}
 
 # Packed record types of the two tables (the in-memory Trace keeps them as columns).
 TENSOR_DTYPE = np.dtype([("size_bytes", "<i8"), ("is_global", "u1"), ("role", "i1"), ("layer", "<i4")])
@@ -482,6 +493,26 @@ def validate_trace(trace: Trace, path=None) -> None:
         _validate_hints(trace.hints, K, T, path)
     if trace.kernel_work is not None:
         _validate_kernel_work(trace.kernel_work, K, path)
+    if trace.kernel_phase is not None:
+        _validate_kernel_phase(trace.kernel_phase, K, path)
+
+
+def _validate_kernel_phase(phase, K: int, path) -> None:
+    """/kernel_phase: K int32 rows, each >= 0, never decreasing (prefill, then decode steps in order)."""
+    if not isinstance(phase, np.ndarray) or phase.ndim != 1 or phase.dtype != np.int32:
+        got = f"{phase.dtype} {phase.shape}" if isinstance(phase, np.ndarray) else type(phase).__name__
+        raise TraceError(path, "/kernel_phase", f"must be a 1-D int32 array, got {got} (Trace.kernel_phase)")
+    if phase.shape[0] != K:
+        raise TraceError(path, "/kernel_phase", f"has {phase.shape[0]} rows, expected {K} (kernels)")
+    bad = np.flatnonzero(phase < 0)
+    if bad.size:
+        raise TraceError(path, "/kernel_phase", f"got {int(phase[bad[0]])}; must be >= 0 (0 prefill, i decode "
+                         f"step i)", bad[0])
+    bad = np.flatnonzero(np.diff(phase) < 0)
+    if bad.size:
+        r = int(bad[0]) + 1
+        raise TraceError(path, "/kernel_phase", f"got {int(phase[r])} after {int(phase[r - 1])}; phases must not "
+                         f"decrease (prefill, then decode steps in order)", r)
 
 
 def _validate_kernel_work(work, K: int, path) -> None:
@@ -641,6 +672,8 @@ def write_trace(trace: Trace, path) -> Path:
                 work[fld] = getattr(trace.kernel_work, fld)
             ds = _create(f, "kernel_work", work)
             ds.attrs["units"] = json.dumps(KERNEL_WORK_UNITS, sort_keys=True)
+        if trace.kernel_phase is not None:
+            _create(f, "kernel_phase", trace.kernel_phase)
     return path
 
 
@@ -952,6 +985,10 @@ def _read_fields(f, path) -> dict:
         kernel_work = KernelWork(**{fld: _column(raw, "/kernel_work", fld, KERNEL_WORK_DTYPE[fld], path)
                                     for fld in KERNEL_WORK_DTYPE.names})
 
+    kernel_phase = None
+    if version >= 5 and "kernel_phase" in f:
+        kernel_phase = _column(_load(_dataset(f, path, "kernel_phase"), path), "/kernel_phase", None, np.int32, path)
+
     return dict(
         model=model,
         batch_size=batch_size,
@@ -975,6 +1012,7 @@ def _read_fields(f, path) -> dict:
         tensor_role=role,
         tensor_layer=layer,
         kernel_work=kernel_work,
+        kernel_phase=kernel_phase,
     )
 
 

@@ -18,6 +18,9 @@ Four families of traces reach the simulator (``docs/validity.md`` has the long f
     A torch.profiler recording: a GPU profile's kernel times are that GPU's (as measured); a
     CPU profile's are operator CPU durations, not GPU times, unless imported with
     ``--cpu-times physical`` (the physical model on a named GPU).
+``inference-physical``
+    An analytical inference run (:mod:`g10core.workload.llm`): the work of each kernel written
+    down from the model's configuration, timed by the physical model.
 ``synthetic``
     Generated traces: their times are what their generator was told; ``synthetic-physical``:
     generated work (bytes, FLOPs per byte) timed by the physical model.
@@ -39,6 +42,8 @@ FAMILY_LINES = {
     "synthetic": "synthetic: times are the generator's parameters, not a GPU's",
     "synthetic-physical": "synthetic work (bytes and FLOPs per byte as asked) timed by the physical model on the "
                           "named GPU: physical seconds of a made-up workload",
+    "inference-physical": "an analytical LLM inference run (g10core.workload.llm): each kernel's FLOPs and bytes from "
+                          "the model's configuration, timed by the physical model on the named GPU",
     "unknown": "of unknown origin: its times are whatever the file says",
 }
 
@@ -53,6 +58,8 @@ def trace_family(trace) -> str:
         if a["import_time_source"] == "gpu":
             return "imported-gpu"
         return "imported-cpu-physical" if a.get("import_cpu_times") == "physical" else "imported-cpu"
+    if "inference_model" in a:
+        return "inference-physical"
     if any(k.startswith("synth_") for k in a):
         return "synthetic-physical" if "synth_flops_per_byte" in a else "synthetic"
     if "G10 artifact" in trace.source:

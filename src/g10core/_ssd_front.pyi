@@ -1,2 +1,0 @@
-# Type stub of the compiled module g10core._ssd_front, the SSD's host interface (see
-# _ssd_front.pyx): it has no Python-level names; SSDCore (g10core._ssd) is its face.

@@ -1,0 +1,254 @@
+"""vLLM-style preemption when the KV cache outgrows its GPU budget: swap to host memory or recompute.
+
+vLLM (Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+PagedAttention", SOSP 2023, section 4.5 "Scheduling and Preemption") keeps the KV cache in blocks
+of ``block_size`` tokens (16 by default).  When a decode step needs a block and none is free, it
+preempts sequences, the latest to arrive first (first-come first-served), evicting all of a
+sequence's blocks, and recovers them later in one of two ways:
+
+* **recompute**: the sequence goes back to the front of the waiting queue; when it is admitted
+  again its prompt and the tokens generated so far are run as one prefill, rebuilding its cache;
+* **swap**: its blocks are copied to host memory (the swap space, 4 GiB per GPU by default) and
+  copied back when there are free blocks for all of them.
+
+The engine's rule (vLLM's scheduler): recompute for a sequence group of one sequence (the
+default, cheaper for short sequences), swap for a group of several (parallel sampling, beam
+search: ``seqs_per_group > 1``), since recomputation would lose their shared prefix.  ``mode``
+forces one or the other.
+
+The run here is one batch of ``batch`` requests that all arrive at once (the trace's batch,
+prompt and generation length) served by that scheduler, step by step: each step either admits
+waiting sequences (a prefill of their prompts, or of prompt and generated tokens after a
+recompute preemption), swaps sequences back in, or runs one decode step of every running
+sequence.  Costs come from the trace, kernel by kernel (``physical-v1`` on its GPU):
+
+* a decode step of ``r`` sequences: every decode kernel's time at ``r`` interpolated between its
+  weight-only floor (launch + its weights' bytes at the memory bandwidth, what does not depend on
+  the batch) and its time at the trace's batch, linearly in ``r`` (exact where a kernel is
+  memory-bound, as decode kernels are, and where it is compute-bound), at the trace's decode step
+  nearest the running sequences' mean length;
+* a prefill of ``n`` tokens: the trace's prefill time per token;
+* a swap: the sequence's blocks over the GPU link (GPU-to-host out, host-to-GPU in), the model
+  waiting for them (vLLM issues the copies before the step's forward pass).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..codes import ROLE_KV_CACHE
+from ..errors import SimulationError
+from ..gpus import gpu_model
+from ..workload.physical import physical_model
+from ..workload.trace import Trace
+from .schedule import GB, Machine, layer_stats
+
+BLOCK_SIZE = 16                      # vLLM's default block_size (tokens per KV block)
+SWAP_SPACE_BYTES = 4 * (1 << 30)     # vLLM's default swap_space: 4 GiB per GPU
+MODES = ("auto", "recompute", "swap")
+
+
+@dataclass(frozen=True)
+class PreemptionResult:
+    """One batch served under a KV budget."""
+
+    mode: str                    # the recovery used: recompute or swap
+    batch: int
+    prompt: int
+    gen: int
+    kv_budget_bytes: float
+    block_size: int
+    total_s: float
+    ttft_s: float                # mean over sequences: arrival (0) to its first token
+    preemptions: int
+    recomputed_tokens: int
+    swapped_bytes: float
+    steps: int
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch * self.gen / self.total_s
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["tokens_per_s"] = self.tokens_per_s
+        return d
+
+
+def _decode_model(trace: Trace):
+    """(floor_s, at_batch_s) per decode phase: the decode kernels' weight-only floor and their time at
+    the trace's batch, summed per phase (index 1..gen-1)."""
+    g = gpu_model(trace.profiled_gpu)
+    pm = physical_model()
+    phase = trace.kernel_phase.astype(np.int64)
+    K = trace.n_kernels
+    ak = np.repeat(np.arange(K), np.diff(trace.access_offsets))
+    at = trace.access_tensor.astype(np.int64)
+    names = trace.tensor_name.astype(str)
+    # what does not depend on the batch: the weights, and their dequantised fp16 copies
+    fixed = trace.tensor_is_global | np.char.startswith(names, "fp16:")
+    w_bytes = np.bincount(ak[fixed[at]], weights=trace.tensor_size_bytes[at[fixed[at]]].astype(float), minlength=K)
+    floor = pm.launch_overhead_us * 1e-6 + w_bytes / (pm.memory_fraction * g.memory_bandwidth_GBps * 1e9)
+    t = trace.kernel_time_ideal_ns / 1e9
+    floor = np.minimum(floor, t)
+    P = int(phase.max()) + 1
+    return (np.bincount(phase, weights=floor, minlength=P), np.bincount(phase, weights=t, minlength=P))
+
+
+def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float | None = None, mode: str = "auto",
+                          seqs_per_group: int = 1, block_size: int = BLOCK_SIZE,
+                          swap_space_bytes: float = SWAP_SPACE_BYTES) -> PreemptionResult:
+    """Serve the trace's batch with its KV cache limited to ``kv_budget_bytes`` on the GPU.
+
+    Parameters
+    ----------
+    trace : Trace
+        An inference trace (one GPU batch: ``gpu_batches`` 1).
+    machine : Machine
+        Its GPU must be the trace's.
+    kv_budget_bytes : float, optional
+        The GPU memory for KV blocks; default: the GPU's memory less the weights and the largest
+        kernel's activations (vLLM's ``gpu_memory_utilization`` share left after profiling).
+    mode : str
+        ``auto`` (vLLM's rule: recompute for ``seqs_per_group`` 1, swap otherwise), ``recompute``
+        or ``swap``.
+    block_size, swap_space_bytes :
+        vLLM's ``block_size`` (16) and ``swap_space`` (4 GiB).
+
+    Raises
+    ------
+    ValueError
+        A budget below one sequence's prompt and first token, a bad mode, not an inference trace.
+    SimulationError
+        Swapping out a sequence finds the swap space full (vLLM stops with an error too).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode = {mode!r}: one of {', '.join(MODES)}")
+    if not isinstance(seqs_per_group, int) or seqs_per_group < 1:
+        raise ValueError(f"seqs_per_group = {seqs_per_group!r}: an integer >= 1")
+    st = layer_stats(trace)
+    if int(trace.attrs.get("inference_gpu_batches", 1)) != 1:
+        raise ValueError("serve_with_preemption: make the trace with one GPU batch (--gpu-batches 1)")
+    if trace.profiled_gpu != machine.gpu:
+        raise ValueError(f"the trace's kernel times are for {trace.profiled_gpu}, the machine's GPU is {machine.gpu}")
+    B, G = st.batch, st.gen
+    P = int(trace.attrs.get("inference_prompt", 0))
+    kv_tok = float(trace.tensor_size_bytes[trace.tensor_role == ROLE_KV_CACHE].sum()) / (B * (P + G - 1))
+    if kv_budget_bytes is None:
+        kv_budget_bytes = machine.gpu_memory_bytes - float(st.weight_bytes.sum()) - st.peak_activation
+    block_bytes = block_size * kv_tok
+    n_blocks = int(kv_budget_bytes // block_bytes) if kv_budget_bytes > 0 else 0
+    blocks_of = lambda n: -(-n // block_size)  # noqa: E731
+    if n_blocks < blocks_of(P + 1):
+        one = blocks_of(P + 1)
+        raise ValueError(f"a KV budget of {kv_budget_bytes / GB:.3g} GB holds {n_blocks} blocks of {block_size} "
+                         f"tokens; one sequence's prompt and first token need {one} ({one * block_bytes / GB:.3g} GB)")
+    use = ("swap" if seqs_per_group > 1 else "recompute") if mode == "auto" else mode
+    floor, at_b = _decode_model(trace)
+    prefill_per_token = float(st.gpu_s[0].sum()) / (B * P)
+    h2d, d2h = machine.link_GBps("to_device") * GB, machine.link_GBps("from_device") * GB
+
+    done = np.zeros(B, np.int64)          # tokens generated per sequence (the first comes out of its prefill)
+    first_token = np.full(B, np.nan)
+    waiting = list(range(B))              # FCFS: sequence ids in arrival order
+    running: list[int] = []
+    swapped: list[int] = []
+    free = n_blocks
+    swap_used = 0.0
+    now = 0.0
+    preemptions = recomputed = steps = 0
+    swapped_bytes = 0.0
+    held = np.zeros(B, np.int64)          # blocks each sequence holds on the GPU
+
+    while True:
+        steps += 1
+        if steps > 50 * B * G + 1000:
+            raise SimulationError("vLLM-style serving made no progress (a budget too small for its batch)")
+        if swapped:                      # swapped sequences come back first, oldest first, while they fit
+            s = min(swapped)
+            need = blocks_of(P + int(done[s]))
+            if need <= free:
+                swapped.remove(s)
+                free -= need
+                held[s] = need
+                nbytes = need * block_bytes
+                now += nbytes / h2d
+                swap_used -= nbytes
+                running.append(s)
+                running.sort()
+                continue
+        elif waiting:                    # admit waiting sequences (one prefill) while their blocks fit
+            admitted, tokens = [], 0
+            while waiting:
+                s = waiting[0]
+                length = P + int(done[s])
+                need = blocks_of(length + 1)
+                if need > free:
+                    break
+                waiting.pop(0)
+                free -= need
+                held[s] = need
+                admitted.append(s)
+                tokens += length
+                if done[s] > 0:
+                    recomputed += length
+            if admitted:
+                now += tokens * prefill_per_token
+                for s in admitted:
+                    if done[s] == 0:
+                        done[s] = 1
+                        first_token[s] = now
+                for s in admitted:
+                    if done[s] >= G:     # its one token came out of the prefill: it is done
+                        free += int(held[s])
+                        held[s] = 0
+                running = sorted(running + [s for s in admitted if done[s] < G])
+                continue
+        if not running:
+            if not waiting and not swapped:
+                break
+            raise SimulationError("vLLM-style serving: no sequence can run in the KV budget")
+        # a decode step: every running sequence gains a token; a block boundary needs a free block
+        need = [s for s in running if blocks_of(P + int(done[s]) + 1) > held[s]]
+        while len(need) > free:
+            victim = running.pop()       # the latest to arrive
+            preemptions += 1
+            if use == "swap":
+                nbytes = float(held[victim]) * block_bytes
+                if swap_used + nbytes > swap_space_bytes:
+                    raise SimulationError(f"vLLM-style swap: the swap space of {swap_space_bytes / GB:.3g} GB is full "
+                                          f"(vLLM stops with the same error); raise it or recompute")
+                swap_used += nbytes
+                swapped_bytes += nbytes
+                now += nbytes / d2h
+                swapped.append(victim)
+            else:
+                waiting.insert(0, victim)
+                waiting.sort()
+            free += int(held[victim])
+            held[victim] = 0
+            need = [s for s in running if blocks_of(P + int(done[s]) + 1) > held[s]]
+        if not running:
+            continue
+        for s in need:
+            held[s] += 1
+        free -= len(need)
+        r = len(running)
+        mean_step = int(round(float(np.mean(done[running]))))
+        t = min(max(mean_step, 1), G - 1) if G > 1 else 0
+        now += floor[t] + (at_b[t] - floor[t]) * r / B
+        for s in running:
+            done[s] += 1
+        finished = [s for s in running if done[s] >= G]
+        for s in finished:
+            free += int(held[s])
+            held[s] = 0
+        running = [s for s in running if done[s] < G]
+    return PreemptionResult(mode=use, batch=B, prompt=P, gen=G, kv_budget_bytes=float(kv_budget_bytes),
+                            block_size=block_size, total_s=now, ttft_s=float(np.nanmean(first_token)),
+                            preemptions=preemptions, recomputed_tokens=int(recomputed), swapped_bytes=swapped_bytes,
+                            steps=steps)
+
+
+__all__ = ["serve_with_preemption", "PreemptionResult", "BLOCK_SIZE", "SWAP_SPACE_BYTES", "MODES"]

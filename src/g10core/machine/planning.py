@@ -1,0 +1,113 @@
+"""The planner over a machine: the fewest drives that reach a target fraction of ideal.
+
+``g10sim machine plan TRACE --machine M --policy P --gpus N --target 0.8``: the ranks' volume is
+cut to its first k drives, taken one switch at a time in turn (so k drives spread over the switches
+before any switch gets a second), and data-parallel training (:mod:`g10core.machine.training`)
+runs at each k the search visits.  More drives never make a run slower for a reason the machine
+would not have (each drive adds bandwidth and no hop loses any), so the search is a bisection over
+k: about log2(drives) + 1 runs.  The fraction of ideal is the ideal iteration (the trace's kernel
+times) over the slowest GPU's iteration, all-reduce included.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .description import Machine, Volume
+from .training import data_parallel
+
+__all__ = ["fewest_drives", "DrivePlan", "drive_order"]
+
+
+def drive_order(machine: Machine, drives) -> list[int]:
+    """``drives`` taken one switch at a time in turn (the switches in file order).
+
+    Parameters
+    ----------
+    machine : Machine
+        The machine.
+    drives : sequence of int
+        The drives to order (a volume's).
+
+    Returns
+    -------
+    list of int
+        The same drives, spread over the switches first.
+    """
+    per_switch = [[d for d in s.drives if d in set(drives)] for s in machine.switches]
+    out = []
+    while any(per_switch):
+        for lst in per_switch:
+            if lst:
+                out.append(lst.pop(0))
+    return out
+
+
+@dataclass
+class DrivePlan:
+    """What :func:`fewest_drives` found: ``drives`` (None when even all of them miss the target) and
+    every run, ``k -> (fraction of ideal, iteration s, busiest hop)``."""
+
+    target: float
+    drives: int | None
+    runs: dict
+
+    def to_dict(self) -> dict:
+        """JSON-able."""
+        return {"target": self.target, "drives": self.drives,
+                "runs": {str(k): {"fraction_of_ideal": f, "iteration_s": t, "busiest_hop": h}
+                         for k, (f, t, h) in sorted(self.runs.items())}}
+
+
+def fewest_drives(trace, policy: str, machine: Machine, target: float, n_gpus: int | None = None, *,
+                  preset: str = "default", sets=()) -> DrivePlan:
+    """The fewest drives of the GPUs' volume for which data-parallel training reaches ``target``.
+
+    Parameters
+    ----------
+    trace : str or path
+        The trace.
+    policy : str
+        A tensor-level policy.
+    machine : Machine
+        The machine; the first GPU's volume gives the drives to choose from.
+    target : float
+        The fraction of ideal to reach, in (0, 1].
+    n_gpus : int, optional
+        Ranks (default all).
+    preset : str
+        The configuration preset.
+    sets : sequence of str
+        Overrides after the machine's.
+
+    Returns
+    -------
+    DrivePlan
+        The fewest drives (None if all of them miss the target) and each run made.
+    """
+    if not 0 < target <= 1:
+        raise ValueError(f"--target {target:g}: must be in (0, 1]")
+    n = machine.gpus.count if n_gpus is None else int(n_gpus)
+    order = drive_order(machine, machine.volume_of_gpu(0).drives)
+    runs: dict = {}
+
+    def frac(k: int) -> float:
+        if k not in runs:
+            m = replace(machine, volumes=(Volume(f"first {k}", tuple(sorted(order[:k])), tuple(range(n))),))
+            res = data_parallel(trace, policy, m, n, preset=preset, sets=sets)
+            if res.failed:
+                runs[k] = (0.0, float("inf"), None)
+            else:
+                ideal = max(g["ideal_s"] for g in res.per_gpu)
+                runs[k] = (ideal / res.iteration_s, res.iteration_s, res.busiest_hop())
+        return runs[k][0]
+
+    lo, hi = 1, len(order)
+    if frac(hi) < target:
+        return DrivePlan(target, None, runs)
+    while lo < hi:                       # the least k with frac(k) >= target
+        mid = (lo + hi) // 2
+        if frac(mid) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return DrivePlan(target, lo, runs)

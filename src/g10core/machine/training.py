@@ -1,0 +1,407 @@
+"""Data-parallel training on a machine: ranks that replay a trace and contend for the shared hops.
+
+Each of the first ``n`` GPUs of a machine is a data-parallel rank that replays the whole trace under a
+tensor-level policy (the tensor-level simulator, :mod:`g10core.policies.tensorsim`), then joins the
+gradient all-reduce.  The ranks' SSD and host transfers cross the machine's hops
+(:mod:`g10core.machine.topology`), where they share each hop max-min fair with the transfers of the
+other ranks in flight there (:mod:`g10core.machine.flows`): never "bandwidth / n".
+
+How the ranks and the machine are coupled (a fixed point, round by round):
+
+1. Each rank is simulated alone with its own routes' rates (:func:`~g10core.machine.single_gpu_rates`:
+   its volume's RAID0 read and write, host memory to and from it).  Ranks whose configuration is
+   the same share one simulation.
+2. Every rank's transfer log, merged into busy periods per queue (a queue serves one transfer at a
+   time, so back-to-back transfers are one stream), is replayed on the machine's flow model twice:
+   all ranks together, and each rank alone.
+3. A rank's contention factor per kind of transfer (SSD read, SSD write, host) is how long that kind
+   was busy (the union of its busy periods' spans) with every rank in flight over how long alone (at
+   least 1: the replay is of the same bytes from the same starts, so this is the loss of rate);
+   the rank's next simulation runs at its alone rate / that factor.
+4. Until no rate moves by more than ``tolerance`` (relative), or ``rounds`` rounds; a move against
+   the previous one goes half way (in log space), which damps the see-saw (slower transfers spread
+   out, so they overlap less).
+
+The all-reduce of the gradients (the bytes of the trace's gradient tensors) follows each rank's
+iteration (not overlapped with the backward pass: an upper bound on its cost): a ring, 2 (n - 1) / n
+x the bytes over each GPU's link (NCCL's bus bandwidth definition, NVIDIA/nccl-tests
+``doc/PERFORMANCE.md``), at the machine's published all-reduce bus bandwidth
+(``[nvlink] allreduce_busbw_GBps``) where it has one, else on the flow model over the GPUs' links
+(the ring's n transfers at once).
+
+Not modelled: ZeRO-3's partitioning of parameters, gradients and optimizer state across ranks (each
+rank here holds and moves its full copy, as plain data parallelism does), the overlap of the
+all-reduce with backward, several nodes.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..codes import ROLE_GRADIENT
+from .description import Machine
+from .flows import Transfer, simulate
+from .topology import Topology
+from . import drop_unread, single_gpu_rates, single_gpu_sets
+
+__all__ = ["data_parallel", "DataParallelResult", "allreduce_seconds", "QUEUE_KIND"]
+
+# tensorsim's queues (GPU_TO_SSD, SSD_TO_GPU, GPU_TO_HOST, HOST_TO_GPU, HOST_TO_SSD, SSD_TO_HOST) ->
+# the configuration rate each runs at (ssd.bandwidth_GBps, ssd.write_bandwidth_GBps, host.bandwidth_GBps)
+QUEUE_KIND = ("ssd_write", "ssd_read", "host", "host", "ssd_write", "ssd_read")
+KINDS = ("ssd_read", "ssd_write", "host")
+MIN_RATE_GBps = 0.1          # the configuration's least bandwidth (params.py)
+
+
+@dataclass
+class DataParallelResult:
+    """A data-parallel run on a machine: per GPU and per hop.
+
+    Attributes
+    ----------
+    per_gpu : list of dict
+        ``gpu``, ``iteration_s`` (rank + all-reduce), ``rank_s``, ``allreduce_s``, ``ideal_s``, the rates
+        it ran at (``rates_GBps``), its ``contention`` factors and ``traffic_bytes``.
+    hops : dict
+        hop -> ``bytes``, ``busy_s`` (some transfer in flight on it) and ``bandwidth_GBps``, over one
+        iteration of every rank at once.
+    """
+
+    machine: str
+    trace: str
+    policy: str
+    n_gpus: int
+    per_gpu: list
+    hops: dict
+    allreduce_bytes: int
+    allreduce_busbw_GBps: float | None
+    rounds: int
+    converged: bool
+    wall_s: float
+    failed: bool = False
+    failure_reason: str = ""
+    notes: list = field(default_factory=list)
+    # (hop, start s, end s, fraction in use) over the last round's replay of every rank at once
+    hop_segments: list = field(default_factory=list, repr=False)
+
+    @property
+    def iteration_s(self) -> float:
+        """The slowest rank's iteration (the ranks synchronise at the all-reduce)."""
+        return max((g["iteration_s"] for g in self.per_gpu), default=math.inf)
+
+    def busiest_hop(self) -> str | None:
+        """The hop busiest in proportion to its bandwidth: bytes / bandwidth, the longest."""
+        if not self.hops:
+            return None
+        return max(self.hops, key=lambda h: (self.hops[h]["bytes"] / 1e9 / self.hops[h]["bandwidth_GBps"], h))
+
+    def to_dict(self) -> dict:
+        """Everything, JSON-able (``g10sim machine train --json``)."""
+        return {"machine": self.machine, "trace": self.trace, "policy": self.policy, "n_gpus": self.n_gpus,
+                "iteration_s": self.iteration_s, "per_gpu": self.per_gpu, "hops": self.hops,
+                "busiest_hop": self.busiest_hop(), "allreduce_bytes": self.allreduce_bytes,
+                "allreduce_busbw_GBps": self.allreduce_busbw_GBps, "rounds": self.rounds,
+                "converged": self.converged, "wall_s": self.wall_s, "failed": self.failed,
+                "failure_reason": self.failure_reason, "notes": self.notes}
+
+    def to_pandas(self):
+        """Two DataFrames: one row per GPU, one row per hop (pandas).
+
+        Returns
+        -------
+        tuple
+            ``(per_gpu, hops)``.
+        """
+        import pandas as pd
+
+        gpus = pd.DataFrame([{**{k: v for k, v in g.items() if not isinstance(v, dict)},
+                              **{f"rate_{k}_GBps": v for k, v in g["rates_GBps"].items()},
+                              **{f"contention_{k}": v for k, v in g["contention"].items()},
+                              **{f"traffic_{k}_bytes": v for k, v in g["traffic_bytes"].items()}}
+                             for g in self.per_gpu])
+        hops = pd.DataFrame([{"hop": h, **d} for h, d in self.hops.items()])
+        return gpus, hops
+
+    def write_timeline(self, path) -> None:
+        """A Chrome / Perfetto trace: a track per GPU (its rank's iteration, then the all-reduce)
+        and a counter track per hop (the fraction of its time in use), over one iteration.
+
+        Parameters
+        ----------
+        path : str or path
+            The JSON file to write (replaced whole).
+        """
+        import json
+
+        from ..files import write_text_atomic
+
+        ev = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "GPUs"}},
+              {"name": "process_name", "ph": "M", "pid": 2, "tid": 0, "args": {"name": "hops"}}]
+        for g in self.per_gpu:
+            tid = g["gpu"]
+            ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": f"GPU {tid}"}})
+            ev.append({"name": f"rank ({self.policy})", "cat": "rank", "ph": "X", "pid": 1, "tid": tid, "ts": 0.0,
+                       "dur": g["rank_s"] * 1e6})
+            if g["allreduce_s"] > 0:
+                ev.append({"name": "all-reduce", "cat": "collective", "ph": "X", "pid": 1, "tid": tid,
+                           "ts": g["rank_s"] * 1e6, "dur": g["allreduce_s"] * 1e6})
+        last: dict = {}
+        for hop, t0, t1, use in sorted(self.hop_segments, key=lambda x: (x[0], x[1])):
+            if last.get(hop, (None, -1.0))[1] != t0:        # idle since its last segment
+                if hop in last:
+                    ev.append({"name": hop, "ph": "C", "pid": 2, "ts": last[hop][1] * 1e6, "args": {"use": 0.0}})
+            ev.append({"name": hop, "ph": "C", "pid": 2, "ts": t0 * 1e6, "args": {"use": round(use, 6)}})
+            last[hop] = (t0, t1)
+        for hop, (_t0, t1) in last.items():
+            ev.append({"name": hop, "ph": "C", "pid": 2, "ts": t1 * 1e6, "args": {"use": 0.0}})
+        write_text_atomic(path, json.dumps({"traceEvents": ev, "displayTimeUnit": "ms"}))
+
+    def summary(self) -> str:
+        """A few lines for people."""
+        lines = [f"{self.trace} under {self.policy} on {self.machine}, {self.n_gpus} GPU(s) data parallel: "
+                 f"iteration {self.iteration_s:.3f} s ({self.rounds} round(s), "
+                 f"{'converged' if self.converged else 'not converged'}; {self.wall_s:.1f} s wall)"]
+        if self.failed:
+            lines.append(f"  failed: {self.failure_reason}")
+            return "\n".join(lines)
+        for g in self.per_gpu:
+            c = ", ".join(f"{k} x{v:.2f}" for k, v in g["contention"].items() if v > 1.0005) or "none"
+            lines.append(f"  GPU {g['gpu']}: {g['iteration_s']:.3f} s = rank {g['rank_s']:.3f} + all-reduce "
+                         f"{g['allreduce_s']:.3f} (ideal {g['ideal_s']:.3f}); SSD read {g['rates_GBps']['ssd_read']:.2f} "
+                         f"GB/s, write {g['rates_GBps']['ssd_write']:.2f}; contention {c}")
+        ranked = sorted(self.hops, key=lambda h: -self.hops[h]["bytes"] / 1e9 / self.hops[h]["bandwidth_GBps"])
+        for h in ranked[:5]:
+            d = self.hops[h]
+            lines.append(f"  hop {h:24s} {d['bytes'] / 1e9:9.2f} GB, busy {d['busy_s']:.3f} s "
+                         f"({d['bytes'] / 1e9 / d['bandwidth_GBps']:.3f} s at {d['bandwidth_GBps']:g} GB/s)")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def allreduce_seconds(machine: Machine, n: int, nbytes: float) -> tuple[float, float | None]:
+    """Seconds of a ring all-reduce of ``nbytes`` over the first ``n`` GPUs, and the bus bandwidth used.
+
+    Parameters
+    ----------
+    machine : Machine
+        The machine (its ``[nvlink] allreduce_busbw_GBps``, else its links).
+    n : int
+        GPUs in the ring.
+    nbytes : float
+        Bytes each GPU reduces.
+
+    Returns
+    -------
+    tuple
+        ``(seconds, bus bandwidth in GB/s or None when the flow model gave it)``.
+    """
+    if n <= 1 or nbytes <= 0:
+        return 0.0, None
+    wire = 2.0 * (n - 1) / n * nbytes          # bytes each GPU sends (and receives) in a ring
+    if machine.allreduce_busbw_GBps is not None:
+        return wire / (machine.allreduce_busbw_GBps * 1e9), machine.allreduce_busbw_GBps
+    topo = Topology(machine)
+    ring = [Transfer(0.0, wire, (topo.gpu_to_gpu(i, (i + 1) % n),)) for i in range(n)]
+    return max(simulate(ring).finish_s), None
+
+
+def _busy_periods(rows, hz: float):
+    """Per queue, the transfers merged into busy periods: (queue, start s, end s, bytes)."""
+    out = []
+    for q in np.unique(rows["queue"]):
+        s = np.sort(rows[rows["queue"] == q], order="start")
+        start, end, nbytes = int(s["start"][0]), int(s["end"][0]), float(s["bytes"][0])
+        for r in s[1:]:
+            if int(r["start"]) <= end:
+                end, nbytes = max(end, int(r["end"])), nbytes + float(r["bytes"])
+            else:
+                out.append((int(q), start / hz, end / hz, nbytes))
+                start, end, nbytes = int(r["start"]), int(r["end"]), float(r["bytes"])
+        out.append((int(q), start / hz, end / hz, nbytes))
+    return out
+
+
+def _union(intervals) -> float:
+    """The length of the union of ``(start, end)`` intervals: how long a kind of transfer was busy."""
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    return total + (cur_e - cur_s if cur_e is not None else 0.0)
+
+
+def _routes(topo: Topology, gpu: int, queue: int) -> tuple:
+    vol = topo.machine.volume_of_gpu(gpu).drives
+    sock = topo.gpu_socket(gpu)
+    if queue == 0:
+        return tuple(topo.volume_write(gpu))
+    if queue == 1:
+        return tuple(topo.volume_read(gpu))
+    if queue == 2:
+        return (topo.gpu_to_host(gpu),)
+    if queue == 3:
+        return (topo.host_to_gpu(gpu),)
+    if queue == 4:
+        return tuple(topo.host_to_drive(d, sock) for d in vol)
+    return tuple(topo.drive_to_host(d, sock) for d in vol)
+
+
+def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = None, *, preset: str = "default",
+                  sets=(), rounds: int = 6, tolerance: float = 0.01) -> DataParallelResult:
+    """Train ``trace`` data parallel on the first ``n_gpus`` GPUs of ``machine`` under ``policy``.
+
+    Parameters
+    ----------
+    trace : str or path or Trace
+        The trace each rank replays.
+    policy : str
+        A tensor-level policy (``teraio``, ``zero-infinity``, ``g10-gds``, ...).
+    machine : Machine
+        The machine (:func:`g10core.machine.load`).
+    n_gpus : int, optional
+        Ranks (default: every GPU of the machine).
+    preset : str
+        The configuration preset.
+    sets : sequence of str
+        ``section.key=value`` overrides after the machine's (e.g. ``gpu.memory_GiB=40``).
+    rounds : int
+        At most this many rounds of the fixed point.
+    tolerance : float
+        Stop when no rank's rate moves by more than this (relative).
+
+    Returns
+    -------
+    DataParallelResult
+        Per GPU and per hop.
+    """
+    from ..errors import MachineError
+    from ..simulator import Simulator, resolve_config
+    from ..workload.trace import read_trace
+    from ..workload.tracestore import resolve_trace
+
+    t0 = time.perf_counter()
+    n = machine.gpus.count if n_gpus is None else int(n_gpus)
+    if not 1 <= n <= machine.gpus.count:
+        raise MachineError(f"{machine.path}: --gpus {n}: the machine has {machine.gpus.count} GPUs")
+    if rounds < 1:
+        raise ValueError("rounds must be >= 1")
+    from ..policies import get as get_policy
+    try:
+        level = getattr(get_policy(policy), "level", "tensor")
+    except KeyError as exc:              # an unknown name: bad input, one line
+        raise ValueError(str(exc.args[0]) if exc.args else f"unknown policy {policy!r}") from None
+    if level != "tensor":
+        raise ValueError(f"policy {policy!r} is {level} level: data-parallel runs on a machine take a tensor-level "
+                         "policy (teraio, zero-infinity, zero-offload, g10-gds, g10-host, ...)")
+    topo = Topology(machine)
+    gpus = list(range(n))
+    alone = {g: single_gpu_rates(machine, g) for g in gpus}
+    base = {g: {"ssd_read": alone[g]["ssd_read"], "ssd_write": alone[g]["ssd_write"],
+                "host": min(alone[g]["host_to_gpu"], alone[g]["gpu_to_host"])} for g in gpus}
+    rates = {g: dict(base[g]) for g in gpus}
+    cache: dict = {}
+    tr = trace if hasattr(trace, "n_kernels") else None
+
+    def run_rank(g):
+        r = rates[g]
+        key = tuple(round(r[k], 9) for k in KINDS) + (tuple(sets),)
+        if key not in cache:
+            write = 0 if r["ssd_write"] == r["ssd_read"] else r["ssd_write"]
+            rank_sets = drop_unread(single_gpu_sets(machine, g) + [
+                f"ssd.bandwidth_GBps={r['ssd_read']:.9g}", f"host.bandwidth_GBps={r['host']:.9g}",
+                f"ssd.write_bandwidth_GBps={write:.9g}"], policy, preset) + list(sets)
+            res = Simulator(resolve_config(preset, None, rank_sets)).run(trace, policy, timeline=True)
+            if not res.failed and res.level != "tensor":
+                raise ValueError(f"policy {policy!r} is {res.level} level: data-parallel runs on a machine take a "
+                                 "tensor-level policy (teraio, zero-infinity, zero-offload, g10-gds, g10-host, ...)")
+            cache[key] = res
+        return cache[key]
+
+    converged, results, shared, done_rounds = False, {}, None, 0
+    ran_with: dict = {}
+    route_of: dict = {}
+    last_step = {g: {k: 0.0 for k in KINDS} for g in gpus}
+    contention: dict = {g: {k: 1.0 for k in KINDS} for g in gpus}
+    for done_rounds in range(1, rounds + 1):
+        ran_with = {g: dict(rates[g]) for g in gpus}
+        results = {g: run_rank(g) for g in gpus}
+        failed = [g for g in gpus if results[g].failed]
+        if failed:
+            res = results[failed[0]]
+            return DataParallelResult(machine.name, str(getattr(trace, "name", trace)), policy, n, [], {}, 0, None,
+                                      done_rounds, False, time.perf_counter() - t0, True,
+                                      f"GPU {failed[0]}: {res.failure_reason}")
+        periods = {}
+        for g in gpus:
+            tl = results[g].timeline
+            rows = tl.get("tensor_transfers")
+            hz = float(tl.get("freq_hz", 1.2e9))
+            periods[g] = _busy_periods(rows, hz) if rows is not None and len(rows) else []
+        transfers, owner = [], []
+        for g in gpus:
+            for q, s, _e, b in periods[g]:
+                if (g, q) not in route_of:
+                    route_of[g, q] = _routes(topo, g, q)
+                transfers.append(Transfer(s, b, route_of[g, q]))
+                owner.append((g, q))
+        shared = simulate(transfers, record=True)
+        moved = 0.0
+        for g in gpus:
+            mine = [i for i, (h, _q) in enumerate(owner) if h == g]
+            solo = simulate([transfers[i] for i in mine])
+            spans = {k: ([], []) for k in KINDS}
+            for j, i in enumerate(mine):
+                k = QUEUE_KIND[owner[i][1]]
+                spans[k][0].append((transfers[i].start_s, shared.finish_s[i]))
+                spans[k][1].append((transfers[i].start_s, solo.finish_s[j]))
+            took = {k: (_union(spans[k][0]), _union(spans[k][1])) for k in KINDS}
+            new = {}
+            for k in KINDS:
+                factor = max(1.0, took[k][0] / took[k][1]) if took[k][1] > 0 else 1.0
+                target = max(base[g][k] / factor, MIN_RATE_GBps)
+                # damp only a see-saw: a move against the last one goes half way (geometric mean)
+                step = math.log(target / rates[g][k])
+                if step * last_step[g][k] < 0:
+                    step /= 2
+                last_step[g][k] = step
+                new[k] = rates[g][k] * math.exp(step)
+                moved = max(moved, abs(new[k] / rates[g][k] - 1))
+                contention[g][k] = factor
+            rates[g] = new
+        if moved <= tolerance:
+            converged = True
+            break
+    # the ranks that ran last, the rates they ran at and the contention factors the replay of that round found
+    ar_bytes = 0
+    if tr is None:
+        tr = read_trace(resolve_trace(trace))
+    if tr.tensor_role is not None:
+        ar_bytes = int(np.sum(np.asarray(tr.tensor_size_bytes)[np.asarray(tr.tensor_role) == ROLE_GRADIENT]))
+    ar_s, busbw = allreduce_seconds(machine, n, ar_bytes)
+    per_gpu = []
+    for g in gpus:
+        res = results[g]
+        per_gpu.append({"gpu": g, "iteration_s": res.iteration_time_s + ar_s, "rank_s": res.iteration_time_s,
+                        "allreduce_s": ar_s, "ideal_s": res.ideal_time_s,
+                        "rates_GBps": {k: round(v, 6) for k, v in ran_with[g].items()},
+                        "contention": {k: round(v, 4) for k, v in contention[g].items()},
+                        "traffic_bytes": dict(res.counters.get("traffic_bytes", {}))})
+    hops = {h: {"bytes": shared.hop_bytes[h], "busy_s": shared.hop_busy_s.get(h, 0.0),
+                "bandwidth_GBps": topo.bandwidth[h]} for h in sorted(shared.hop_bytes)} if shared else {}
+    segments = list(shared.segments) if shared else []
+    notes = []
+    if not converged:
+        notes.append(f"the rates moved by more than {tolerance:g} in the last of {rounds} rounds")
+    if n > 1 and busbw is None:
+        notes.append("all-reduce on the flow model at the links' line rate (no published bus bandwidth for "
+                     "this machine): a lower bound on its time")
+    return DataParallelResult(machine.name, str(getattr(trace, "name", trace)), policy, n, per_gpu, hops,
+                              ar_bytes, busbw, done_rounds, converged, time.perf_counter() - t0, notes=notes,
+                              hop_segments=segments)
