@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy
 from Cython.Build import cythonize
-from setuptools import Extension, setup
+from setuptools import Extension, find_namespace_packages, setup
 
 HERE = Path(__file__).parent
 DEBUG = os.environ.get("G10_CYTHON_DEBUG", "0") == "1"
@@ -79,7 +79,16 @@ def _mode_changed():
     return old != mode
 
 
+# The package's folders: every package below src/ (as a src layout), and the shipped traces, which
+# the project's layout keeps in the top-level traces/ and every wheel and sdist installs as the
+# package data g10core/workload/traces/ (g10core.workload.tracestore finds them either way).
+TRACES_PACKAGE = "g10core.workload.traces"
+PACKAGE_DIR = {"": "src", TRACES_PACKAGE: "traces"}
+PACKAGES = find_namespace_packages("src", include=["g10core", "g10core.*"], exclude=["*.__pycache__"]) + [TRACES_PACKAGE]
+
 setup(
+    package_dir=PACKAGE_DIR,
+    packages=PACKAGES,
     ext_modules=cythonize(
         extensions(),
         compiler_directives=DIRECTIVES,

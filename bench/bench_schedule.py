@@ -24,7 +24,8 @@ import json
 import time
 from pathlib import Path
 
-CHECKOUT_TRACES = next((p for p in (Path(__file__).resolve().parents[1] / "src" / "g10core" / d for d in ("workload/traces", "traces")) if p.is_dir()), Path("."))
+# this checkout's traces, wherever its commit kept them (top-level traces/ since issue 44)
+CHECKOUT_TRACES = next((p for p in (Path(__file__).resolve().parents[1] / d for d in ("traces", "src/g10core/workload/traces", "src/g10core/traces")) if p.is_dir()), Path("."))
 HEADLINE = [("bert_base", 256), ("vit", 1280), ("inceptionv3", 1536), ("resnet152", 1280), ("senet154", 1024)]
 VARIANTS = ("g10", "gds", "host")
 

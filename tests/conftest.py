@@ -31,7 +31,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-# Every model x batch of the artifact's workloads/ (its README), shipped in g10core/workload/traces/.
+# Every model x batch of the artifact's workloads/ (its README), shipped in traces/ (g10core/workload/traces/ once installed).
 SHIPPED_WORKLOADS = (
     [("bert_base", b) for b in (128, 256, 384, 512, 640, 768, 1024)]
     + [("vit", b) for b in (256, 512, 768, 1024, 1280, 1536)]
@@ -123,7 +123,7 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def traces_dir() -> Path:
-    """The shipped traces (package data, g10core/workload/traces)."""
+    """The shipped traces (the top-level traces/; package data g10core/workload/traces once installed)."""
     from g10core.workload.tracestore import shipped_dir
 
     return shipped_dir()

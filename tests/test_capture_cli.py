@@ -82,7 +82,7 @@ def test_reproduce_llm_one_trace_json(traces_dir, capsys):
     assert code == 0, err
     doc = json.loads(stdout)
     rows = doc["rows"]
-    from g10core.capture.llm import llm_policies
+    from g10core.experiments.llm import llm_policies
 
     assert [r["policy"] for r in rows] == list(llm_policies())     # every registered policy
     assert [r["policy"] for r in rows][:len(FIG11_POLICIES)] == list(FIG11_POLICIES)

@@ -1,4 +1,5 @@
-"""The shipped LLM traces (captured by g10core.capture) and `reproduce llm` (no PyTorch needed)."""
+"""The shipped LLM traces (captured by g10core.capture) and `reproduce llm` (g10core.experiments.llm; no
+PyTorch needed)."""
 from __future__ import annotations
 
 import json
@@ -7,9 +8,10 @@ import pytest
 from conftest import SHIPPED_LLM_NAMES
 
 from g10core.capture.families import BertConfig, GPT2Config, LlamaConfig, parameter_count
-from g10core.capture.llm import LLM_WORKLOADS, MACHINES, format_llm_table, llm_policies, machine_config, reproduce_llm
+from g10core.capture.llm import LLM_WORKLOADS
 from g10core.codes import ROLE_NAMES
 from g10core.config import preset
+from g10core.experiments.llm import MACHINES, format_llm_table, llm_policies, machine_config, reproduce_llm
 from g10core.experiments.published import FIG11_POLICIES
 from g10core.workload import roles
 from g10core.workload.trace import read_trace, summarize

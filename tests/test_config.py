@@ -9,6 +9,7 @@ the FTL device's geometry and rules are ``[ssd]`` keys that default to the
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -385,3 +386,14 @@ def test_long_kernels_within_the_clock_run(tmp_path, capsys):
         assert code == 0 and err == ""
         t = json.loads(out)["iteration_time_s"]
         assert math.isfinite(t) and t >= json.loads(out)["ideal_time_s"] > 1e4
+
+
+def test_a_preset_is_built_and_checked_once_and_shared():
+    # a run asks for two or three presets (reference values, the clock check): one frozen object each
+    from g10core import config as config_module
+
+    for name in config_module.PRESETS:
+        assert config_module.preset(name) is config_module.preset(name)
+        assert config_module.preset(name) == config_module.PRESETS[name]()     # what the factory builds
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config_module.preset("default").preset = "mine"

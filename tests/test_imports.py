@@ -199,10 +199,13 @@ def test_production_code_never_imports_the_oracle(name):
 # The layers, bottom up (DESIGN.md "Layout"): a module may import its own layer and those below,
 # never one above.  The machine model's packages (one per component, compiled modules and Python
 # face together) and the top level's shared modules (config, params, codes, errors, results) are
-# layer 0; the drivers that run a policy's plan on them are layer 3.
+# layer 0; the drivers that run a policy's plan on them are layer 3.  capture/ records workloads
+# (traces) and experiments/ runs the simulator on them (``reproduce llm`` on the captured LLM traces,
+# Fig. 11 on the captured twins): the wing that records sits below the wing that runs experiments
+# (issue 44).
 DRIVERS = {"simulator", "modelled", "slot_model"}
-WING_LAYER = {"examples": 0, "workload": 1, "policies": 2, "inference": 3, "machine": 3, "experiments": 4,
-              "capture": 5, "cli": 6,
+WING_LAYER = {"examples": 0, "workload": 1, "policies": 2, "inference": 3, "machine": 3, "capture": 4,
+              "experiments": 5, "cli": 6,
               "testing": 6, "__main__": 7}
 # The machine model's packages, bottom up (docs/architecture.md): the shared C types and the event
 # engine; the links; the devices on a link; the UVM driver and the replay that use them all.
@@ -303,6 +306,17 @@ def test_the_layer_check_sees_an_upward_import():
     assert layer("g10core.simulator") < layer("g10core.experiments.sweep") < layer("g10core.cli.run")
     assert layer("g10core.config") == 0 and layer("g10core") is None
     assert layer("g10core.ssd._ssd") == layer("g10core.uvm.evictors") == 0 < layer("g10core.simulator")
+
+
+def test_capture_imports_nothing_from_experiments():
+    # the wing that records workloads never depends on the one that runs experiments on them (issue 44)
+    assert layer("g10core.capture.llm") < layer("g10core.experiments.llm")
+    graph = import_graph()
+    into = sorted(f"{a} -> {b}" for a, deps in graph.items() for b in deps
+                  if a.startswith(f"{PACKAGE}.capture") and b.startswith(f"{PACKAGE}.experiments"))
+    assert not into, "capture/ imports experiments/: " + "; ".join(into)
+    # and the LLM table's runner is an experiment that uses the captured workloads
+    assert "g10core.capture.llm" in graph["g10core.experiments.llm"]
 
 
 def test_every_public_error_type_is_defined_in_errors_py():

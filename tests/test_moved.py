@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 
-from g10core._moved import MOVED
+from g10core._moved import MOVED, MOVED_NAMES
 
 
 def test_every_old_name_has_moved_and_is_free():
@@ -66,6 +66,40 @@ def test_the_public_api_users_write_still_imports():
     assert old_resolve is resolve
     from g10core.simulator import Simulator  # noqa: F401
     from g10core.cli import main  # noqa: F401
+
+
+@pytest.mark.parametrize("old, name", sorted((old, name) for old, (_, names) in MOVED_NAMES.items() for name in names))
+def test_a_name_that_left_a_module_is_found_there_with_a_deprecation_warning(old, name):
+    # issue 44: the runner of `reproduce llm` left capture.llm for experiments.llm (and the twins'
+    # comparison with the paper capture.twins for experiments.twins); the old spelling still works
+    new_module, _ = MOVED_NAMES[old]
+    new = getattr(importlib.import_module(f"g10core.{new_module}"), name)
+    module = importlib.import_module(f"g10core.{old}")
+    with pytest.warns(DeprecationWarning, match=f"g10core.{old}.{name} has moved to g10core.{new_module}.{name}"):
+        alias = getattr(module, name)
+    assert alias is new and name not in vars(module)      # an alias, not a second definition
+
+
+def test_a_moved_name_is_gone_from_its_old_module_and_other_names_still_fail():
+    from g10core._moved import moved_attribute
+
+    for old, (new_module, names) in MOVED_NAMES.items():
+        module = importlib.import_module(f"g10core.{old}")
+        assert not set(names) & set(vars(module)), f"g10core.{old} still defines {set(names) & set(vars(module))}"
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        moved_attribute("g10core.capture.llm", "nope")
+    import g10core.capture.llm as llm
+
+    with pytest.raises(AttributeError):
+        llm.nope  # noqa: B018
+
+
+def test_from_old_module_import_moved_name_warns():
+    with pytest.warns(DeprecationWarning, match="has moved to g10core.experiments.llm.reproduce_llm"):
+        from g10core.capture.llm import reproduce_llm
+    from g10core.experiments.llm import reproduce_llm as new
+
+    assert reproduce_llm is new
 
 
 def test_a_compiled_module_at_its_old_path_is_the_extension_module():

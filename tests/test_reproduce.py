@@ -210,3 +210,20 @@ def test_a_failed_baseline_is_failed_in_the_speedup_table_with_why_in_a_footnote
     assert "∞" not in text and "inf" not in text.replace("info", "")
     assert ("  * FlashNeuron failed on vit-b1280, so G10 has no speedup over it there: "
             "cannot fit: kernel 541 needs tensor 1504") in text.splitlines()
+
+
+def test_the_twins_beside_the_paper():
+    # g10core.experiments.twins (issue 44: the comparison with the paper is an experiment, the twins'
+    # capture stays in g10core.capture.twins): each cell's ideal / time beside the paper's, derived here
+    from g10core.experiments.twins import format_twin_comparison, twin_comparison
+
+    rows = [{"model": "bert_base-twin", "batch": 256, "policy": "ideal", "time_s": 2.0, "failed": False},
+            {"model": "bert_base-twin", "batch": 256, "policy": "g10", "time_s": 2.5, "failed": False},
+            {"model": "bert_base-twin", "batch": 256, "policy": "flashneuron", "time_s": math.inf, "failed": True}]
+    cells = {c["policy"]: c for c in twin_comparison(rows)}
+    paper_g10 = published_seconds("bert_base", 256, "ideal") / published_seconds("bert_base", 256, "g10")
+    assert cells["g10"]["model"] == "bert_base" and cells["g10"]["twin_fraction_of_ideal"] == pytest.approx(2.0 / 2.5)
+    assert cells["g10"]["paper_fraction_of_ideal"] == pytest.approx(paper_g10)
+    assert cells["flashneuron"]["twin_fraction_of_ideal"] is None and cells["flashneuron"]["twin_time_s"] is None
+    text = format_twin_comparison(rows)
+    assert f"{2.0 / 2.5:.3f} ({paper_g10:.3f})" in text and "| bert_base | 256 | 2.000 |" in text

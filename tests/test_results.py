@@ -184,3 +184,44 @@ def test_busy_per_span_refuses_what_the_sweep_alone_defines():
     empty_at_start = [(0, 1, 0, 0), (1, 1, 0, 1), (1, 2, 0, 2)]
     assert _busy_per_span(empty_at_start, (np.array([1]), np.array([2]))) is None
     assert _busy_per_span_sweep(empty_at_start, [(1, 2)]) == [0, 0, 0]
+
+
+# ---- the replay's summary on whole columns (summarize_replay) is the artifact's loop (summarize) ---------
+
+@hst.composite
+def _replay_outputs(draw):
+    iterations = draw(hst.integers(1, 3))
+    K = draw(hst.integers(1, 12))
+    t11 = np.array(draw(hst.lists(hst.integers(0, 50), min_size=K, max_size=K)), np.int64)
+    t00 = t11 + np.array(draw(hst.lists(hst.integers(0, 50), min_size=K, max_size=K)), np.int64)
+    rows, end = [], 0
+    for it in range(iterations):
+        for k in range(K):
+            end += draw(hst.integers(0, 60))          # kernel ends in order; a span may be empty
+            rows.append([it, k, end - 1, end, *draw(hst.lists(hst.integers(0, 9), min_size=6, max_size=6))])
+    marks = np.cumsum(draw(hst.lists(hst.integers(0, 80), max_size=2 * len(rows)))).tolist()
+    boundaries = [(t, 1 - i % 2) for i, t in enumerate(marks)]
+    pcie = draw(hst.lists(hst.lists(hst.integers(0, 99), min_size=5, max_size=5), max_size=iterations + 1))
+    translation = draw(hst.lists(hst.integers(0, 5), min_size=len(rows), max_size=len(rows)))
+    raw = {"kernels": np.array(rows, np.int64), "pcie": np.array(pcie, np.int64).reshape(-1, 5),
+           "boundaries": np.array(boundaries, np.int64).reshape(-1, 2), "host_overflow": draw(hst.booleans()),
+           "translation_cycles": np.array(translation, np.int64)}
+    return raw, t11, t00, iterations
+
+
+@settings(max_examples=300, deadline=None)
+@given(_replay_outputs(), hst.sampled_from(["partition", "artifact"]), hst.booleans())
+def test_the_replay_summary_on_columns_is_the_artifacts_loop(replay, rule, translation):
+    raw, t11, t00, iterations = replay
+    fast = results.summarize_replay(raw, t11, t00, iterations, rule, translation)
+    tb = raw["boundaries"]
+    bounds = np.column_stack((np.zeros(len(tb), np.int64), tb))
+    loop = results.summarize(K=len(t11), t11=t11, t00=t00, kernels=[tuple(r) for r in raw["kernels"].tolist()],
+                             pcie=[(i, 0, *r) for i, r in enumerate(raw["pcie"].tolist())], boundaries=bounds,
+                             iterations=iterations, host_overflow=raw["host_overflow"], rule=rule,
+                             translation=raw["translation_cycles"] if translation else None)
+    assert fast["iterations"] == loop["iterations"]            # every key, in order, as Python ints
+    assert [list(d) for d in fast["iterations"]] == [list(d) for d in loop["iterations"]]
+    assert all(type(v) is int for d in fast["iterations"] for v in d.values())
+    assert fast["per_kernel_breakdown"].tolist() == [list(r) for r in loop["per_kernel_breakdown"]]
+    assert fast["host_overflow"] == loop["host_overflow"]

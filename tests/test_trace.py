@@ -300,3 +300,40 @@ def test_write_refuses_invalid_trace_before_touching_disk(tmp_path):
         write_trace(tiny_trace(kernel_time_ideal_ns=_f64(np.nan, 1)), tmp_path / "t.h5")
     assert info.value.path == str(tmp_path / "t.h5") and info.value.row == 0
     assert os.listdir(tmp_path) == []
+
+
+# ---- traces kept by a reproduction's workers (keeping_read_traces) ------------------------------
+
+def test_a_kept_trace_is_read_once_and_each_caller_gets_its_own_copy(tmp_path, monkeypatch, load_shipped):
+    from g10core.workload import trace as trace_module
+
+    path = tmp_path / "bert_base-b256.h5"
+    write_trace(load_shipped("bert_base-b256"), path)
+    parsed = []
+    real = trace_module._read_checked
+    monkeypatch.setattr(trace_module, "_read_checked", lambda p: parsed.append(p) or real(p))
+    with trace_module.keeping_read_traces():
+        first = read_trace(path)
+        first.kernel_time_ideal_ns[:] = 0.0            # a caller that writes into its arrays ...
+        second = read_trace(path)
+    assert len(parsed) == 1
+    assert second.kernel_time_ideal_ns.sum() > 0      # ... changes nothing another caller reads
+    assert second.access_tensor is not first.access_tensor
+    assert_same_trace(second, read_trace(path))       # (outside the block: parsed afresh)
+    assert len(parsed) == 2
+
+
+def test_a_kept_trace_is_parsed_again_once_its_file_changed(tmp_path, monkeypatch):
+    from g10core.workload import trace as trace_module
+
+    path = tmp_path / "t.h5"
+    write_trace(tiny_trace(), path)
+    with trace_module.keeping_read_traces(limit=1):
+        assert read_trace(path).model == "tiny"
+        write_trace(tiny_trace(model="other"), path)     # a new file in its place (new inode)
+        assert read_trace(path).model == "other"
+        other = tmp_path / "u.h5"
+        write_trace(tiny_trace(model="third"), other)
+        assert read_trace(other).model == "third"      # limit 1: the first one is dropped ...
+        assert list(trace_module._kept) and len(trace_module._kept) == 1
+    assert trace_module._kept is None                  # ... and nothing is kept after the block

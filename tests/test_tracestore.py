@@ -18,8 +18,39 @@ def no_user_dir(monkeypatch):
 def test_the_thirty_workloads_are_package_data(no_user_dir):
     assert tracestore.shipped_traces() == sorted(SHIPPED_ALL_NAMES)
     folder = tracestore.shipped_dir()
-    assert folder.parent.name == "workload" and folder.parent.parent.name == "g10core" and (folder / "LICENSE").is_file() and (folder / "NOTICE").is_file()
+    # installed: g10core/workload/traces; run from a checkout (PYTHONPATH=src, editable): <checkout>/traces
+    installed = folder.parent.name == "workload" and folder.parent.parent.name == "g10core"
+    checkout = folder.name == "traces" and (folder.parent / "src" / "g10core" / "workload").is_dir()
+    assert installed or checkout, folder
+    assert (folder / "LICENSE").is_file() and (folder / "NOTICE").is_file() and (folder / "README.md").is_file()
     assert set(tracestore.available_traces()) == set(SHIPPED_ALL_NAMES)
+
+
+def _package_at(monkeypatch, workload_dir):
+    """Make tracestore believe g10core.workload lies in ``workload_dir``."""
+    workload_dir.mkdir(parents=True)
+    monkeypatch.setattr(tracestore.resources, "files", lambda package: workload_dir)
+
+
+def test_installed_package_data_wins_over_a_checkout_folder(tmp_path, monkeypatch):
+    _package_at(monkeypatch, tmp_path / "src" / "g10core" / "workload")
+    (tmp_path / "src" / "g10core" / "workload" / "traces").mkdir()
+    (tmp_path / "traces").mkdir()
+    assert tracestore.shipped_dir() == tmp_path / "src" / "g10core" / "workload" / "traces"
+
+
+def test_a_source_checkout_finds_its_top_level_traces(tmp_path, monkeypatch):
+    _package_at(monkeypatch, tmp_path / "src" / "g10core" / "workload")
+    (tmp_path / "traces").mkdir()
+    assert tracestore.shipped_dir() == (tmp_path / "traces").resolve()
+
+
+def test_an_install_without_its_data_looks_only_beside_the_package(tmp_path, monkeypatch):
+    # a folder named traces above an installed package is not the checkout's: only <...>/src/g10core counts
+    _package_at(monkeypatch, tmp_path / "site-packages" / "g10core" / "workload")
+    (tmp_path / "traces").mkdir()
+    assert tracestore.shipped_dir() == tmp_path / "site-packages" / "g10core" / "workload" / "traces"
+    assert tracestore.shipped_traces() == []
 
 
 @pytest.mark.parametrize("asked", ["bert_base-b256", "bert_base-b256.h5"])

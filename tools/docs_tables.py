@@ -135,8 +135,8 @@ def capture_families_table() -> str:
 
 TABLES = {
     "validation": (ROOT / "docs" / "validation.md", validation_table),
-    "llm-traces": (ROOT / "src" / "g10core" / "workload" / "traces" / "README.md", llm_traces_table),
-    "twin-traces": (ROOT / "src" / "g10core" / "workload" / "traces" / "README.md", twin_traces_table),
+    "llm-traces": (ROOT / "traces" / "README.md", llm_traces_table),
+    "twin-traces": (ROOT / "traces" / "README.md", twin_traces_table),
     "gpus": (ROOT / "docs" / "gpus.md", gpus_table),
     "calibration-errors": (ROOT / "docs" / "guide" / "capture.md", calibration_errors_table),
     "capture-families": (ROOT / "docs" / "guide" / "capture.md", capture_families_table),

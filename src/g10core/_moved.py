@@ -4,6 +4,10 @@
 module at its new path, :mod:`g10core.workload.trace`, the very same module object, with a
 :class:`DeprecationWarning` that names the new path.  Installed as a finder on
 ``sys.meta_path`` by ``g10core/__init__.py``; it answers only for the names in ``MOVED``.
+
+Names that moved out of a module that stays (``MOVED_NAMES``: the runner of ``reproduce llm`` left
+``g10core.capture.llm`` for ``g10core.experiments.llm``) are answered by the old module's
+``__getattr__`` through :func:`moved_attribute`: the same object, with a DeprecationWarning.
 """
 from __future__ import annotations
 
@@ -56,6 +60,29 @@ MOVED = {
     "_replay": "uvm._replay",
     "capture.timing": "workload.kerneltime",   # the kernel-time model, below the simulator that retargets with it
 }
+
+
+# old module -> (new module, the names that moved there), both below g10core.  The old module keeps
+# what it still owns; ``from <old> import <name>`` of a moved name goes through moved_attribute.
+MOVED_NAMES = {
+    # issue 44: capture/ records workloads and imports nothing from experiments/; running the
+    # policies on the captured traces, and comparing with the paper, are experiments
+    "capture.llm": ("experiments.llm", ("MACHINES", "llm_policies", "machine_config", "run_llm_task",
+                                        "llm_tasks", "reproduce_llm", "format_llm_table")),
+    "capture.twins": ("experiments.twins", ("twin_comparison", "format_twin_comparison")),
+}
+
+
+def moved_attribute(module: str, name: str):
+    """``getattr`` of a name that moved out of ``module`` (a full name, ``g10core.capture.llm``): the
+    object at its new module, with a DeprecationWarning; AttributeError for any other name."""
+    new, names = MOVED_NAMES.get(module.partition(".")[2], (None, ()))
+    if name not in names:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    target = f"{PACKAGE}.{new}"
+    warnings.warn(f"{module}.{name} has moved to {target}.{name}; import it from there (the old path will be "
+                  "removed in a later release)", DeprecationWarning, stacklevel=3)
+    return getattr(importlib.import_module(target), name)
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -332,9 +332,19 @@ def preset(name: str) -> SimConfig:
         An unknown preset name.
     """
     try:
-        return PRESETS[name]().check()
+        make = PRESETS[name]
     except KeyError:
         raise ConfigError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None
+    cfg = _CHECKED_PRESETS.get(make)
+    if cfg is None:
+        cfg = _CHECKED_PRESETS[make] = make().check()
+    return cfg
+
+
+# Each preset built and checked once per process, by its factory: a SimConfig is frozen, so every
+# caller can share it (a run asks for two or three presets: the reference values its ignored-key
+# warning compares with, the clock check; every check is a walk over every parameter).
+_CHECKED_PRESETS: dict = {}
 
 
 def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:

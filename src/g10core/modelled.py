@@ -122,6 +122,18 @@ def _flat(cfg) -> dict:
     return {f"{s}.{k}": v for s in SECTIONS for k, v in d[s].items()}
 
 
+_PRESET_FLAT: dict[str, tuple] = {}     # preset name -> (its shared SimConfig, its _flat): read only
+
+
+def _preset_flat(name: str) -> dict:
+    """``_flat`` of preset ``name``, flattened once per process (every run compares with it)."""
+    cfg = preset(name)
+    cached = _PRESET_FLAT.get(name)
+    if cached is None or cached[0] is not cfg:
+        cached = _PRESET_FLAT[name] = (cfg, _flat(cfg))
+    return cached[1]
+
+
 def _policy_class(policy):
     if isinstance(policy, str):
         try:
@@ -146,8 +158,8 @@ def ignored_parameters(cfg, policy, eviction=None) -> list[str]:
             evictors.resolve(cls.eviction) if cls.level == "page" else None)
     reads_keys = (cls.reads | {WINDOW_KEY}) if rule is not None and rule.window else cls.reads
     now = _flat(cfg)
-    base = _flat(preset(DEFAULT_PRESET))
-    own = _flat(preset(cfg.preset)) if cfg.preset else base
+    base = _preset_flat(DEFAULT_PRESET)
+    own = _preset_flat(cfg.preset) if cfg.preset else base
     from_model = _from_gpu_model(cfg, now)
     out = []
     for key, value in now.items():

@@ -11,7 +11,8 @@ LLaMA-style decoders from their configuration (:mod:`.families`, :mod:`.models`)
 with ``torch.profiler``: measured kernel times instead of predicted ones.
 
 Needs PyTorch (the ``capture`` extra: ``pip install 'g10core[capture]'``); the time model,
-the calibration, ``import_profile`` and ``reproduce_llm`` do not.
+the calibration and ``import_profile`` do not (nor does ``g10sim reproduce llm``, which runs the
+policies on the captured traces: :mod:`g10core.experiments.llm`).
 """
 from __future__ import annotations
 

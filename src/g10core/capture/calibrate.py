@@ -223,7 +223,7 @@ def leave_one_model_out(data: ShippedSet) -> dict:
 def shipped_trace_paths(traces_dir=None) -> list[Path]:
     """The shipped G10-artifact traces (``<model>-b<batch>.h5`` of the five published models)."""
     from ..workload.g10artifact import MODEL_NAMES
-    from ..experiments.reproduce import default_traces_dir
+    from ..workload.tracestore import traces_dir as default_traces_dir
 
     d = default_traces_dir() if traces_dir is None else Path(traces_dir)
     paths = sorted(p for m in MODEL_NAMES.values() for p in d.glob(f"{m}-b*.h5"))

@@ -71,7 +71,7 @@ def bert_comparison(shipped=None, *, variants=tuple(VARIANTS), calibration=COMPA
     Returns ``{"metrics": [{"metric", "unit", "shipped", <variant>..., "reason"}...],
     "ratios": {variant: {metric: capture / shipped}}, "traces": {variant: Trace}}``.
     """
-    from ..experiments.reproduce import default_traces_dir
+    from ..workload.tracestore import traces_dir as default_traces_dir
     from .api import capture_family
 
     shipped_path = Path(shipped) if shipped is not None else default_traces_dir() / SHIPPED_FILE

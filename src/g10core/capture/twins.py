@@ -8,18 +8,17 @@ same model and batch as PyTorch trains it on an A100-40GB: fp32 parameters and a
 the paper's), cuDNN's default TF32 convolutions, fused attention, plain SGD (the artifact's
 ``Apply_Grad``), every kernel's time from :mod:`g10core.workload.physical`, every tensor's role
 exact.  ``g10sim reproduce fig11 --workloads physical`` runs Fig. 11's policies on them, and
-:func:`twin_comparison` puts each cell's fraction of ideal beside the paper's.
+:func:`g10core.experiments.twins.twin_comparison` puts each cell's fraction of ideal beside the paper's.
 
 :func:`make_twin_traces` captures and writes them (needs torch): ``python -m
 g10core.capture.twins`` rewrites the shipped files.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..experiments.published import FAILS, published_seconds
+from .._moved import moved_attribute
 
 
 @dataclass(frozen=True)
@@ -76,57 +75,15 @@ def make_twin_traces(out_dir=None, twins=TWINS, progress=None) -> list[Path]:
     return paths
 
 
-# ---- Fig. 11 on the twins beside the paper's (``g10sim reproduce fig11 --workloads physical``) ----------
-
+# the twins as Fig. 11's workloads, (model, batch) (``g10sim reproduce fig11 --workloads physical``;
+# g10core.experiments.twins puts their runs beside the paper's)
 TWIN_WORKLOADS = tuple((t.name, t.batch) for t in TWINS)
 SUFFIX = "-twin"
 
 
-def twin_comparison(rows) -> list[dict]:
-    """Per (model, policy): the twin's seconds and fraction of ideal beside the paper's fraction of ideal."""
-    ideal = {(r["model"], r["batch"]): r["time_s"] for r in rows if r["policy"] == "ideal" and not r["failed"]}
-    out = []
-    for r in rows:
-        model = r["model"][:-len(SUFFIX)] if r["model"].endswith(SUFFIX) else r["model"]
-        pub = published_seconds(model, r["batch"], r["policy"])
-        pub_ideal = published_seconds(model, r["batch"], "ideal")
-        paper = None if pub in (None, FAILS) or pub_ideal in (None, FAILS) else pub_ideal / pub
-        base = ideal.get((r["model"], r["batch"]))
-        ours = None if r["failed"] or base is None or not r["time_s"] else base / r["time_s"]
-        out.append({"model": model, "batch": r["batch"], "policy": r["policy"],
-                    "twin_time_s": None if r["failed"] else r["time_s"], "twin_fraction_of_ideal": ours,
-                    "paper_fraction_of_ideal": paper, "paper_fails": pub == FAILS})
-    return out
-
-
-def format_twin_comparison(rows) -> str:
-    """A Markdown table: one row per model, each policy's fraction of ideal on the twin and in the paper."""
-    cells = twin_comparison(rows)
-    policies = list(dict.fromkeys(c["policy"] for c in cells))
-    models = list(dict.fromkeys((c["model"], c["batch"]) for c in cells))
-    by = {(c["model"], c["batch"], c["policy"]): c for c in cells}
-
-    def show(c):
-        twin = "fails" if c["twin_fraction_of_ideal"] is None else f"{c['twin_fraction_of_ideal']:.3f}"
-        paper = "fails" if c["paper_fails"] else ("-" if c["paper_fraction_of_ideal"] is None
-                                                   else f"{c['paper_fraction_of_ideal']:.3f}")
-        return f"{twin} ({paper})"
-
-    lines = ["fraction of ideal (ideal / time) on the physical twin, the paper's in parentheses",
-             "| model | batch | twin ideal s | " + " | ".join(policies) + " |",
-             "|---|---:|---:|" + "---|" * len(policies)]
-    for m, b in models:
-        ideal = by.get((m, b, "ideal"), {}).get("twin_time_s")
-        lines.append(f"| {m} | {b} | {ideal:.3f} | " if ideal else f"| {m} | {b} | - | ")
-        lines[-1] += " | ".join(show(by[m, b, p]) if (m, b, p) in by else "-" for p in policies) + " |"
-    g10 = [c["twin_fraction_of_ideal"] for c in cells if c["policy"] == "g10" and c["twin_fraction_of_ideal"]]
-    pub = [c["paper_fraction_of_ideal"] for c in cells if c["policy"] == "g10" and c["paper_fraction_of_ideal"]]
-    if g10 and pub:
-        gm = math.exp(sum(map(math.log, g10)) / len(g10))
-        gp = math.exp(sum(map(math.log, pub)) / len(pub))
-        lines.append("")
-        lines.append(f"G10's geometric mean over the models: {gm:.3f} of ideal on the twins, {gp:.3f} in the paper")
-    return "\n".join(lines)
+def __getattr__(name):
+    # the comparison with the paper moved to g10core.experiments.twins (issue 44): the old names warn
+    return moved_attribute(__name__, name)
 
 
 def main(argv=None) -> int:

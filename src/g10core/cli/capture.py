@@ -1,7 +1,8 @@
-"""``g10sim trace capture`` and ``g10sim reproduce llm`` (importable without torch).
+"""``g10sim trace capture`` and ``g10sim trace import-torch`` (importable without torch).
 
-Two functions the CLI's groups call: :func:`add_capture_command` adds ``capture`` to the
-``trace`` group, :func:`add_llm_command` adds ``llm`` to the ``reproduce`` group.
+Two functions the ``trace`` group calls: :func:`add_capture_command` adds ``capture``,
+:func:`add_import_command` adds ``import-torch``.  (``g10sim reproduce llm``, which runs the
+policies on the captured LLM traces, is an experiment: :mod:`g10core.cli.reproduce`.)
 """
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import time
 from collections import Counter
 
 from ..capture.families import DEFAULT_SIZE, FAMILIES, IMAGE_FAMILIES
-from ..config import DEFAULT_PRESET
 from . import common as cli
 
 
@@ -157,60 +157,3 @@ def add_import_command(trace_subparsers) -> None:
                                                  "A100-40GB)")
     cli.add_json_option(c)
     c.set_defaults(func=_cmd_trace_import_torch)
-
-
-def _cmd_reproduce_llm(args) -> int:
-    from ..experiments.reproduce import default_jobs, default_traces_dir
-    from ..capture.llm import LLM_WORKLOADS, format_llm_table, reproduce_llm
-    from ..results import finite_floats
-
-    workloads = LLM_WORKLOADS
-    if args.models:
-        by_name = {w.file_name[:-3]: w for w in LLM_WORKLOADS}
-        unknown = [m for m in args.models if m not in by_name]
-        if unknown:
-            raise ValueError(f"--models {unknown[0]!r}: not a shipped LLM trace; known: {', '.join(by_name)}")
-        workloads = tuple(by_name[m] for m in args.models)
-    policies = tuple(args.policies) if args.policies else None     # None: every registered policy
-    if args.plot:
-        cli.check_output_path(args.plot, "--plot")
-    jobs = default_jobs() if args.jobs is None else args.jobs
-    t0 = time.perf_counter()
-    cfg = cli.config_from_args(args)
-    rows = reproduce_llm(args.traces, jobs=jobs, progress=not args.no_progress, config=cfg, workloads=workloads,
-                         policies=policies)
-    wall = time.perf_counter() - t0
-    meta = {"wall_s": wall, "jobs": jobs, "traces": str(args.traces or default_traces_dir()), "preset": cfg.preset,
-            "config_hash": cfg.hash}
-    if cli.human(args):
-        print(format_llm_table(rows))
-        print(f"{len(rows)} runs in {wall:.1f} s wall with {jobs} job(s)")
-    # a failed run's time and ideal/time are inf in the rows: null in JSON
-    cli.emit_json({"meta": meta, "rows": finite_floats(rows)}, args.json_path)
-    if args.plot:
-        from ..experiments.report import plot_llm
-
-        plot_llm(rows, args.plot, title=f"LLM traces, preset {cfg.preset}: ideal / time per policy")
-        if cli.human(args):
-            print(f"plot written to {args.plot}")
-    return cli.EXIT_OK
-
-
-def add_llm_command(reproduce_subparsers) -> None:
-    """``g10sim reproduce llm``: every policy on every shipped LLM trace."""
-    f = reproduce_subparsers.add_parser(
-        "llm", help="every policy on the captured LLM traces (GPT-2, LLaMA-style)",
-        description="Run every registered policy (g10sim policies; a policy that refuses a trace, e.g. one "
-                    "without the tensor roles it needs, shows as refused) on the shipped LLM traces "
-                    "(<family>-<size>-s<seq>[-bf16]-b<batch>.h5: GPT-2 small/medium, LLaMA-style 1.1B, 6.7B and 13B "
-                    "in fp32 and in mixed precision, and a Fuyou-style 13B fine-tuning on a named 24 GiB machine) "
-                    "and print seconds per iteration and ideal / time.")
-    f.add_argument("--traces", metavar="DIR", help="folder with the LLM traces (default: the shipped traces/)")
-    f.add_argument("--jobs", type=cli.positive_int, metavar="N", help="worker processes (default: number of CPUs)")
-    f.add_argument("--models", nargs="+", metavar="NAME", help="only these traces, e.g. gpt2-small-s1024-b5")
-    f.add_argument("--policies", nargs="+", metavar="P", help="only these policies (default: every registered one)")
-    f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    f.add_argument("--plot", metavar="PATH.png", help="also draw ideal / time per trace and policy (matplotlib)")
-    cli.add_config_options(f, default_preset=DEFAULT_PRESET)
-    cli.add_json_option(f)
-    f.set_defaults(func=_cmd_reproduce_llm)

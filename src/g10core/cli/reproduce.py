@@ -1,10 +1,12 @@
-"""``g10sim reproduce``: re-run the experiments of the G10 paper."""
+"""``g10sim reproduce``: re-run the experiments of the G10 paper (Fig. 11, Figs. 12-19, all), the
+validation table and every policy on the captured LLM traces (``reproduce llm``)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from .. import __version__
-from ..config import ARTIFACT_PRESET
+from ..config import ARTIFACT_PRESET, DEFAULT_PRESET
+from . import common as cli
 from .common import (EXIT_FAILURE, EXIT_OK, add_config_options, add_json_option, check_output_path,
                      config_from_args, human, positive_int, simulation_failures)
 from .report import fig11_outputs, figure_outputs
@@ -30,8 +32,6 @@ def _cmd_reproduce_fig11(args) -> int:
 
     from ..experiments.published import FIG11_POLICIES, FIG11_WORKLOADS
     from ..experiments.reproduce import default_jobs, default_traces_dir, reproduce_fig11
-
-    from ..config import DEFAULT_PRESET
 
     physical = args.workloads == "physical"
     if isinstance(args.preset, _Unset):   # the paper's traces reproduce under g10-artifact; the twins explore under default
@@ -62,7 +62,7 @@ def _cmd_reproduce_fig11(args) -> int:
             "preset": cfg.preset, "config": cfg.to_dict(), "config_hash": cfg.hash, "g10core_version": __version__}
     fig11_outputs(args, rows, meta)
     if human(args) and physical:
-        from ..capture.twins import format_twin_comparison
+        from ..experiments.twins import format_twin_comparison
 
         print()
         print(format_twin_comparison(rows))
@@ -167,6 +167,66 @@ def _cmd_reproduce_validation(args) -> int:
     return EXIT_OK
 
 
+def _cmd_reproduce_llm(args) -> int:
+    import time
+
+    from ..capture.llm import LLM_WORKLOADS
+    from ..experiments.llm import format_llm_table, reproduce_llm
+    from ..experiments.reproduce import default_jobs, default_traces_dir
+    from ..results import finite_floats
+
+    workloads = LLM_WORKLOADS
+    if args.models:
+        by_name = {w.file_name[:-3]: w for w in LLM_WORKLOADS}
+        unknown = [m for m in args.models if m not in by_name]
+        if unknown:
+            raise ValueError(f"--models {unknown[0]!r}: not a shipped LLM trace; known: {', '.join(by_name)}")
+        workloads = tuple(by_name[m] for m in args.models)
+    policies = tuple(args.policies) if args.policies else None     # None: every registered policy
+    if args.plot:
+        cli.check_output_path(args.plot, "--plot")
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    t0 = time.perf_counter()
+    cfg = cli.config_from_args(args)
+    rows = reproduce_llm(args.traces, jobs=jobs, progress=not args.no_progress, config=cfg, workloads=workloads,
+                         policies=policies)
+    wall = time.perf_counter() - t0
+    meta = {"wall_s": wall, "jobs": jobs, "traces": str(args.traces or default_traces_dir()), "preset": cfg.preset,
+            "config_hash": cfg.hash}
+    if cli.human(args):
+        print(format_llm_table(rows))
+        print(f"{len(rows)} runs in {wall:.1f} s wall with {jobs} job(s)")
+    # a failed run's time and ideal/time are inf in the rows: null in JSON
+    cli.emit_json({"meta": meta, "rows": finite_floats(rows)}, args.json_path)
+    if args.plot:
+        from ..experiments.report import plot_llm
+
+        plot_llm(rows, args.plot, title=f"LLM traces, preset {cfg.preset}: ideal / time per policy")
+        if cli.human(args):
+            print(f"plot written to {args.plot}")
+    return cli.EXIT_OK
+
+
+def add_llm_command(reproduce_subparsers) -> None:
+    """``g10sim reproduce llm``: every policy on every shipped LLM trace."""
+    f = reproduce_subparsers.add_parser(
+        "llm", help="every policy on the captured LLM traces (GPT-2, LLaMA-style)",
+        description="Run every registered policy (g10sim policies; a policy that refuses a trace, e.g. one "
+                    "without the tensor roles it needs, shows as refused) on the shipped LLM traces "
+                    "(<family>-<size>-s<seq>[-bf16]-b<batch>.h5: GPT-2 small/medium, LLaMA-style 1.1B, 6.7B and 13B "
+                    "in fp32 and in mixed precision, and a Fuyou-style 13B fine-tuning on a named 24 GiB machine) "
+                    "and print seconds per iteration and ideal / time.")
+    f.add_argument("--traces", metavar="DIR", help="folder with the LLM traces (default: the shipped traces/)")
+    f.add_argument("--jobs", type=cli.positive_int, metavar="N", help="worker processes (default: number of CPUs)")
+    f.add_argument("--models", nargs="+", metavar="NAME", help="only these traces, e.g. gpt2-small-s1024-b5")
+    f.add_argument("--policies", nargs="+", metavar="P", help="only these policies (default: every registered one)")
+    f.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    f.add_argument("--plot", metavar="PATH.png", help="also draw ideal / time per trace and policy (matplotlib)")
+    cli.add_config_options(f, default_preset=DEFAULT_PRESET)
+    cli.add_json_option(f)
+    f.set_defaults(func=_cmd_reproduce_llm)
+
+
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("reproduce", help="reproduce the paper's figures",
                               description="Re-run the experiments of the G10 paper and compare with its numbers.")
@@ -216,8 +276,7 @@ def add_parser(subparsers) -> None:
     a.add_argument("--no-plots", action="store_true", help="write no .png")
     a.set_defaults(func=_cmd_reproduce_all, json_path=None)
 
-    from .capture import add_llm_command       # `reproduce llm`: every policy on the captured LLM traces
-    add_llm_command(sub)
+    add_llm_command(sub)       # `reproduce llm`: every policy on the captured LLM traces
     from .inference import add_reproduce_inference   # `reproduce inference`: FlexGen's and ZeRO-Inference's tables
     add_reproduce_inference(sub)
     v = sub.add_parser(

@@ -159,7 +159,7 @@ def _cmd_trace_synth(args) -> int:
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "trace", help="convert, inspect, validate and synthesize traces",
-        description="Work with g10core's HDF5 traces (format: g10core/workload/traces/README.md). A TRACE is a file "
+        description="Work with g10core's HDF5 traces (format: traces/README.md). A TRACE is a file "
                     "or a trace name (g10sim trace list).")
     sub = p.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..workload import tracestore
+from ..workload.trace import keep_read_traces, keeping_read_traces
 from ..workload.vitality import CannotFit
 from ..config import ARTIFACT_PRESET, SimConfig, preset
 from .published import FAILS, FIG11_POLICIES, FIG11_WORKLOADS, published_seconds
@@ -101,6 +102,8 @@ def make_row(task: RunTask, time_s: float, ideal_s: float, failed: bool, reason:
 def _worker_init():
     # Ctrl-C goes to the whole process group: let the parent decide, and stop us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a worker runs several policies on each trace: parse and validate each file once
+    keep_read_traces()
 
 
 def _cost(task: RunTask) -> float:
@@ -127,10 +130,11 @@ def run_tasks(tasks: list[RunTask], *, jobs: int | None = None, progress: bool =
     order = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))   # long runs first
     try:
         if jobs == 1 or len(tasks) <= 1:
-            for i in order:
-                rows[i] = runner(tasks[i])
-                bar.set_postfix_str(f"{tasks[i].model} {tasks[i].policy}", refresh=False)
-                bar.update()
+            with keeping_read_traces():
+                for i in order:
+                    rows[i] = runner(tasks[i])
+                    bar.set_postfix_str(f"{tasks[i].model} {tasks[i].policy}", refresh=False)
+                    bar.update()
         else:
             ctx = multiprocessing.get_context("spawn")    # no inherited threads or HDF5 state
             ex = cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,

@@ -1,9 +1,11 @@
 """Where traces are found: the ones shipped inside the package, and trace names.
 
-The 52 shipped traces are package data (``g10core/workload/traces/``), so every installed copy
-has them: the 30 published workloads of the G10 evaluation and 17 captured LLMs.  Commands and :class:`~g10core.simulator.Simulator`
-take either a path or a *trace name*: ``bert_base-b256`` (or ``bert_base-b256.h5``)
-is looked up in
+The 52 shipped traces live in the repository's top-level ``traces/`` folder and are package data
+of every wheel and sdist (installed as ``g10core/workload/traces/``: ``setup.py`` maps the
+package ``g10core.workload.traces`` to ``traces/``), so every installed copy has them: the 30
+published workloads of the G10 evaluation, 5 physical twins of them and 17 captured LLMs.
+Commands and :class:`~g10core.simulator.Simulator` take either a path or a *trace name*:
+``bert_base-b256`` (or ``bert_base-b256.h5``) is looked up in
 
 1. ``$G10_TRACES_DIR`` (a folder of ``<name>.h5`` files), when set: your own traces
    by name, or replacements for shipped ones;
@@ -24,9 +26,24 @@ ENV_TRACES_DIR = "G10_TRACES_DIR"
 SUFFIX = ".h5"
 
 
+def _shipped_candidates() -> list[Path]:
+    """Where the shipped traces may lie, first match wins: package data beside this module (an install
+    from a wheel or an sdist: ``g10core/workload/traces``), else the top-level ``traces/`` of the source
+    checkout this module runs from (``PYTHONPATH=src``, or an editable install, whose g10core is the
+    checkout's ``src/g10core``)."""
+    here = Path(str(resources.files("g10core.workload")))
+    candidates = [here / "traces"]
+    if here.parent.parent.name == "src":        # <checkout>/src/g10core/workload
+        candidates.append((here.parent.parent.parent / "traces").resolve())
+    return candidates
+
+
 def shipped_dir() -> Path:
-    """The folder of the traces shipped with the package (``g10core/workload/traces``)."""
-    return Path(str(resources.files("g10core.workload").joinpath("traces")))
+    """The folder of the traces shipped with the package: ``g10core/workload/traces`` in an installed
+    copy, the checkout's top-level ``traces/`` when g10core runs from a source tree."""
+    candidates = _shipped_candidates()
+    # (neither: an install without its data; trace names then fail to resolve, naming this folder)
+    return next((folder for folder in candidates if folder.is_dir()), candidates[0])
 
 
 def user_dir() -> Path | None:
