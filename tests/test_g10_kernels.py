@@ -46,7 +46,7 @@ def test_greedy_pass_names_agree():
 
 GREEDY_PARAMS = dict(gpu_memory_bytes=100, target_bytes=90, host_memory_bytes=0, ssd_latency_us=1.0,
                      system_latency_us=1.0, ssd_bytes_per_us=1.0, host_bytes_per_us=1.0, delta=0.0,
-                     exact_keys=False, looped_budgets=False, shared_ssd=False)
+                     exact_keys=False, looped_budgets=False, shared_ssd=False, set_aside_short=False)
 
 
 def no_interval_pass(kern, mem, params):
@@ -482,3 +482,47 @@ def test_llama_looped_offloads_fit_the_ssd_budget(load_shipped):
     published = plan(trace, cfg.with_overrides({"scheduler": {"artifact_quirks": True}}))
     assert not published.params.looped_budgets
     assert to_ssd_bytes(published) > 4 * budget
+
+
+def _tiny_inference_plan(kern, set_aside: bool):
+    """OPT-125M inference (prompt 128, 4 tokens, batch 4) on a 0.25 GiB T4 under ``default``: the
+    interval with the largest key is too short to move to either tier."""
+    import dataclasses
+    from unittest import mock
+
+    from g10core.policies import g10
+    from g10core.workload.llm import inference_trace
+
+    trace = inference_trace("opt-125m", 128, 4, 4, gpu="T4")
+    cfg = preset("default").with_overrides({"gpu": {"model": "T4", "memory_GiB": 0.25}})
+    real = g10.scheduler_params
+    with mock.patch.object(g10, "scheduler_params",
+                           lambda *a, **k: dataclasses.replace(real(*a, **k), set_aside_short=set_aside)):
+        return _plan_with(kern, trace, cfg, "host", None, False)
+
+
+def test_greedy_pass_sets_aside_an_interval_too_short_to_move():
+    """The published pass chooses a too-short interval again at every step until its step count
+    runs out (no offload at all here); without quirks it is set aside and the pass goes on.  Both
+    implementations agree in both modes."""
+    published = _tiny_inference_plan(comp, False)
+    n_intervals = published.stats["greedy_steps"]
+    assert published.stats["greedy_end"] == "every interval examined"
+    assert published.stats["offloads_host"] + published.stats["offloads_ssd"] == 0
+    assert_same_schedule(_tiny_inference_plan(ref, False), published)
+    aside = _tiny_inference_plan(comp, True)
+    assert aside.params.set_aside_short
+    assert aside.stats["offloads_host"] + aside.stats["offloads_ssd"] > 0
+    assert aside.stats["greedy_steps"] < n_intervals
+    assert aside.stats["estimate_peak_after_greedy_bytes"] < published.stats["estimate_peak_after_greedy_bytes"]
+    assert_same_schedule(_tiny_inference_plan(ref, True), aside)
+
+
+def test_set_aside_rule_is_off_under_the_artifact_quirks():
+    from g10core.policies.g10 import scheduler_params
+
+    art, dflt = preset("g10-artifact"), preset("default")
+    from g10core.workload.llm import inference_trace
+    t = inference_trace("opt-125m", 128, 4, 4, gpu="T4")
+    assert not scheduler_params(t, art).set_aside_short
+    assert scheduler_params(t, dflt).set_aside_short

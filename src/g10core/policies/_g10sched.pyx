@@ -152,6 +152,7 @@ cdef struct greedy_params:
     cbool exact_keys           # every key summed exactly (reference mode, slower), not only near ties
     cbool looped_budgets       # a looped offload books the bandwidth budgets (False: the artifact's time test)
     cbool shared_ssd           # SSD reads and writes book one budget (ssd.duplex = shared; False: the artifact's two)
+    cbool set_aside_short      # an interval too short for either tier is not chosen again (False: the artifact's loop)
 
 # What the greedy pass did (greedy_pass returns it as a dict with these keys).
 cdef struct greedy_stats:
@@ -1189,7 +1190,10 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
             # quirk copied: host residency is booked even when no offload was emitted
             add_wrapped(cpu, K, size, s, e)
         else:
-            # too short for either tier: not marked, so it can be chosen again
+            # too short for either tier: the artifact leaves it unmarked, so it is chosen again
+            # (and again, until the step count runs out); set aside, the pass goes on
+            if p.set_aside_short:
+                offloaded[c] = True
             continue
 
         # invalidate what this step changed (an offloaded interval's key is 0 for good)

@@ -87,6 +87,7 @@ GREEDY_PARAMS = (
     "exact_keys",          # every key summed exactly (slower), not only near ties
     "looped_budgets",      # a looped offload books the bandwidth budgets (False: the artifact's time test)
     "shared_ssd",          # SSD reads and writes book one budget (ssd.duplex = shared; False: the artifact's two)
+    "set_aside_short",     # an interval too short for either tier is not chosen again (False: the artifact's loop)
 )
 GREEDY_STATS = (
     "steps",                  # greedy steps begun (each sorts the keys once)
@@ -841,6 +842,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
     delta, exact_keys = params["delta"], bool(params["exact_keys"])
     looped_budgets = bool(params["looped_budgets"])
     shared_ssd = bool(params["shared_ssd"])
+    set_aside_short = bool(params["set_aside_short"])
     g2s = budget_row(G2S, shared_ssd)   # the row GPU->SSD reads and books
     stats = dict.fromkeys(GREEDY_STATS, 0)
     if iv_tensor.shape[0] == 0:
@@ -1060,7 +1062,10 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
             # quirk copied: host residency is booked even when no offload was emitted
             _add_wrapped(cpu, size, s, e)
         else:
-            # too short for either tier: not marked, so it can be chosen again
+            # too short for either tier: the artifact leaves it unmarked, so it is chosen again
+            # (and again, until the step count runs out); set aside, the pass goes on
+            if set_aside_short:
+                offloaded[c] = True
             continue
 
         # invalidate what this step changed (an offloaded interval's key is 0 for good)
