@@ -18,7 +18,8 @@ _spec = importlib.util.spec_from_file_location("docs_tables", ROOT / "tools" / "
 docs_tables = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(docs_tables)
 
-RESULT_TABLES = ("llm-policies", "llm-fig11-policies", "fig11-gpus", "g10-on-uvm", "fig11-twins")
+RESULT_TABLES = ("llm-policies", "llm-fig11-policies", "fig11-gpus", "g10-on-uvm", "fig11-twins", "zero-llm",
+                 "zero-closed-form", "uvm-oversub")
 
 
 def _body(path: Path, name: str) -> str:
@@ -44,6 +45,16 @@ def test_the_stored_results_hold_exactly_the_planned_runs(name):
 def test_every_cheap_run_is_a_planned_one():
     for name, ids in docs_tables.CHEAP.items():
         assert ids and set(ids) <= set(docs_tables.planned_runs(name)), name
+
+
+def test_the_same_run_in_two_result_sets_gives_one_time():
+    # ZeRO's LLM table and reproduce llm's both run zero-offload and zero-infinity (NVMe) under default
+    llm = {r["id"]: r for r in docs_tables.stored_results()["llm"]["rows"]}
+    zero = [r for r in docs_tables.stored_results()["zero-llm"]["rows"] if not r["id"].endswith(" host")]
+    assert zero
+    for r in zero:
+        same = llm[" ".join(r["id"].split()[:2])]
+        assert (same["time_s"], same["failed"]) == (r["time_s"], r["failed"]), r["id"]
 
 
 def test_the_cheap_runs_still_give_the_stored_results():
@@ -73,7 +84,7 @@ def test_a_moved_result_is_named():
 
 @pytest.mark.slow
 def test_every_stored_result_is_what_the_simulator_gives():
-    # every run of every results table (336 runs; 1-3 minutes on two cores)
+    # every run of every results table (518 runs; 1-3 minutes on two cores)
     fresh = docs_tables.measure_all(jobs=2)
     stored = docs_tables.stored_results()
     for name, data in fresh.items():

@@ -30,7 +30,10 @@ tests/data/docs_results.json, which ``--results`` re-measures through the experi
 policy on every shipped LLM trace (``g10sim reproduce llm``); ``fig11-gpus`` (docs/gpus.md): the
 Fig. 11 traces' ideal and G10 times on three GPUs; ``g10-on-uvm`` (docs/guide/policies.md): G10-GDS
 and G10-Host under ``default`` with their demand evictions and host memory; ``fig11-twins``
-(docs/reproduction.md): Fig. 11 on the physical twins.  tests/test_docs_tables.py renders every
+(docs/reproduction.md): Fig. 11 on the physical twins; ``zero-llm`` and ``zero-closed-form``
+(docs/guide/zero.md): ZeRO-Offload and ZeRO-Infinity on the LLM traces, and their closed form beside
+the simulation; ``uvm-oversub`` (docs/guide/uvm_oversub.md): the oversubscription micro-benchmark
+(``g10sim uvm-micro oversub``).  tests/test_docs_tables.py renders every
 table from the stored results, re-runs a few cheap runs of each (:data:`CHEAP`) and, marked slow,
 re-runs them all.
 """
@@ -171,6 +174,11 @@ CHEAP = {
     "g10-on-uvm": ("inceptionv3-b1536 g10-host", "resnet152-b1280 g10-gds"),
     "fig11-twins": ("bert_base-twin-b256 g10", "bert_base-twin-b256 ideal", "vit-twin-b1280 deepum",
                     "inceptionv3-twin-b1536 g10"),
+    "zero-llm": ("gpt2-small-s1024-b5 zero-infinity host", "llama-7b-s2048-bf16-b1 zero-infinity nvme",
+                 "llama-13b-s2048-bf16-b1 zero-offload"),                    # fails (host memory)
+    "zero-closed-form": ("gpt2-small-s1024-b5 zero-infinity nvme",),
+    "uvm-oversub": ("A100-40GB streaming page_fault x1.5", "V100-like random_warp prefetch x2",
+                    "A100-40GB block_streaming zero_copy x1"),
 }
 
 
@@ -256,6 +264,78 @@ def measure_g10_on_uvm(ids=None, jobs=None) -> list[dict]:
     return out
 
 
+# ZeRO's host-memory variant: zero-infinity with its state in host memory instead of on NVMe
+ZERO_DEVICES = {"nvme": [], "host": ["scheduler.zero_infinity_device=cpu"]}
+ZERO_RUNS = (("zero-offload", ""), ("zero-infinity", "nvme"), ("zero-infinity", "host"))
+# the runs docs/guide/zero.md puts beside the closed form (trace, policy, device)
+ZERO_CLOSED_FORM_RUNS = (("gpt2-small-s1024-b5", "zero-offload", ""), ("gpt2-small-s1024-b5", "zero-infinity", "nvme"),
+                         ("llama-1b-s2048-b2", "zero-infinity", "nvme"), ("llama-7b-s2048-b1", "zero-infinity", "nvme"),
+                         ("llama-7b-s2048-b1", "zero-infinity", "host"))
+
+
+def _zero_run(run: str):
+    """One ZeRO run by id (``TRACE POLICY [DEVICE]``) under ``default`` on its workload's machine:
+    (trace, result)."""
+    from g10core.capture.llm import LLM_WORKLOADS
+    from g10core.experiments.llm import machine_config
+    from g10core.simulator import Simulator, resolve_config
+    from g10core.workload.tracestore import find_trace
+
+    trace, policy, *device = run.split()
+    machine = next(w.machine for w in LLM_WORKLOADS if w.file_name == f"{trace}.h5")
+    cfg = machine_config(resolve_config("default", None, ZERO_DEVICES[device[0]] if device else []), machine)
+    return trace, cfg, Simulator(cfg).run(find_trace(trace), policy)
+
+
+def measure_zero_llm(ids=None, jobs=None) -> list[dict]:
+    """ZeRO-Offload and ZeRO-Infinity (NVMe, host memory) on every shipped LLM trace, with peak GPU memory."""
+    if ids is None:
+        ids = planned_runs("zero-llm")
+    out = []
+    for run in ids:
+        _, _, r = _zero_run(run)
+        out.append({"id": run, "time_s": None if r.failed else float(r.iteration_time_s),
+                    "normalized_performance": float(r.normalized_performance), "failed": bool(r.failed),
+                    "failure_reason": r.failure_reason, "peak_gpu_bytes": int(r.counters["peak_gpu_bytes"])})
+    return out
+
+
+def measure_zero_closed_form(ids=None, jobs=None) -> list[dict]:
+    """ZeRO's traffic, recompute and CPU Adam time: the closed form
+    (``g10core.policies.zero_offload.closed_form``) beside the simulation."""
+    from g10core.policies.zero_offload import closed_form
+    from g10core.workload.trace import read_trace
+    from g10core.workload.tracestore import find_trace
+
+    if ids is None:
+        ids = planned_runs("zero-closed-form")
+    out = []
+    for run in ids:
+        trace, cfg, r = _zero_run(run)
+        closed = closed_form(read_trace(find_trace(trace)), cfg, run.split()[1])
+        c = r.counters
+        out.append({"id": run, "failed": bool(r.failed), "n_parameters": int(closed["n_parameters"]),
+                    "checkpoint_offloaded_bytes": int(closed["checkpoint_offloaded_bytes"]),
+                    "closed_traffic_bytes": {k: int(v) for k, v in closed["traffic_bytes"].items()},
+                    "simulated_traffic_bytes": {k: int(v) for k, v in c["traffic_bytes"].items()},
+                    "closed_recompute_s": float(closed["recompute_ideal_s"]),
+                    "simulated_recompute_s": float(c["recompute"]["ideal_s"]),
+                    "closed_cpu_adam_s": float(closed["cpu_adam_s"]), "simulated_cpu_busy_s": float(c["cpu_busy_s"])})
+    return out
+
+
+def measure_uvm_oversub(ids=None, jobs=None) -> list[dict]:
+    """``g10sim uvm-micro oversub`` (scale 256, 3 loops): the steady read bandwidth of every cell."""
+    from g10core.experiments.uvmmicro import oversub
+
+    out = []
+    for run in planned_runs("uvm-oversub") if ids is None else ids:
+        gpu, pattern, mode, factor = run.split()
+        r = oversub(gpu, pattern, mode, float(factor[1:]))
+        out.append({"id": run, "bandwidth_GBps": float(r["bandwidth_GBps"])})
+    return out
+
+
 def measure_fig11_twins(ids=None, jobs=None) -> list[dict]:
     """``g10sim reproduce fig11 --workloads physical``: every Fig. 11 policy on the physical twins (``default``)."""
     from g10core.capture.twins import TWIN_WORKLOADS
@@ -289,12 +369,22 @@ def planned_runs(name: str) -> list[str]:
         return [_run_id(m, b, p) for m, b in G10_ON_UVM_WORKLOADS for p in ("g10-gds", "g10-host")]
     if name == "fig11-twins":
         return [_run_id(m, b, p) for m, b in TWIN_WORKLOADS for p in FIG11_POLICIES]
+    if name == "zero-llm":
+        return [" ".join(filter(None, (w.file_name[:-3], p, d))) for w in LLM_WORKLOADS for p, d in ZERO_RUNS]
+    if name == "zero-closed-form":
+        return [" ".join(filter(None, run)) for run in ZERO_CLOSED_FORM_RUNS]
+    if name == "uvm-oversub":
+        from g10core.experiments.uvmmicro import OVERSUB_FACTORS, OVERSUB_GPUS, OVERSUB_MODES, OVERSUB_PATTERNS
+
+        return [f"{g} {p} {m} x{f:g}" for g in OVERSUB_GPUS for p in OVERSUB_PATTERNS for m in OVERSUB_MODES
+                for f in OVERSUB_FACTORS]
     raise KeyError(name)
 
 
 # each stored result set: the function that measures it (all its runs, or those named)
 MEASURES = {"llm": measure_llm, "fig11-gpus": measure_fig11_gpus, "g10-on-uvm": measure_g10_on_uvm,
-            "fig11-twins": measure_fig11_twins}
+            "fig11-twins": measure_fig11_twins, "zero-llm": measure_zero_llm,
+            "zero-closed-form": measure_zero_closed_form, "uvm-oversub": measure_uvm_oversub}
 
 
 def stored_results() -> dict:
@@ -470,6 +560,70 @@ def fig11_twins_table() -> str:
     return "\n".join(lines)
 
 
+def _zero_failure(reason: str) -> str:
+    return "host memory" if "host memory" in reason else "GPU memory" if "GPU" in reason else reason
+
+
+def zero_llm_table() -> str:
+    """ZeRO-Offload and ZeRO-Infinity (NVMe, host memory) on the LLM traces (docs/guide/zero.md)."""
+    by = {r["id"]: r for r in _rows("zero-llm")}
+    traces = list(dict.fromkeys(run.split()[0] for run in planned_runs("zero-llm")))
+
+    def cell(run, peak):
+        r = by[run]
+        if r["failed"]:
+            return f"fails ({_zero_failure(r['failure_reason'])})"
+        extra = f"; {r['peak_gpu_bytes'] / 2**30:.1f}" if peak else ""
+        return f"{r['time_s']:.3f} ({r['normalized_performance']:.3f}{extra})"
+
+    lines = ["| trace | `zero-offload`, s (ideal / time; peak GPU memory, GiB) | "
+             "`zero-infinity` NVMe, s (ideal / time; peak GPU memory, GiB) | `zero-infinity` host, s (ideal / time) |",
+             "|---|---|---|---|"]
+    for t in traces:
+        lines.append(f"| {t} | {cell(f'{t} zero-offload', True)} | {cell(f'{t} zero-infinity nvme', True)} | "
+                     f"{cell(f'{t} zero-infinity host', False)} |")
+    return "\n".join(lines)
+
+
+def zero_closed_form_table() -> str:
+    """ZeRO's closed-form traffic, recompute and CPU Adam time beside the simulation (docs/guide/zero.md)."""
+    def gib(n):
+        return "0" if n == 0 else f"{n / 2**30:.3f}"
+
+    def count(n):
+        return f"{n / 1e9:.3f} G" if n >= 1e9 else f"{n / 1e6:.1f} M"
+
+    paths = (("gpu_to_host", "GPU->host"), ("host_to_gpu", "host->GPU"), ("ssd_to_host", "SSD->host"),
+             ("host_to_ssd", "host->SSD"))
+    lines = ["| trace | policy | N (parameters) | C, GiB | " + " | ".join(f"{label}, GiB (closed / simulated)"
+                                                                         for _, label in paths)
+             + " | recompute, s (closed / simulated) | CPU Adam, ms (closed / simulated busy) |",
+             "|---|---|---|---|" + "---|" * (len(paths) + 2)]
+    for r in _rows("zero-closed-form"):
+        trace, policy, *device = r["id"].split()
+        label = policy + (f" ({'NVMe' if device[0] == 'nvme' else 'host'})" if device else "")
+        traffic = " | ".join(f"{gib(r['closed_traffic_bytes'][k])} / {gib(r['simulated_traffic_bytes'][k])}"
+                             for k, _ in paths)
+        lines.append(f"| {trace} | {label} | {count(r['n_parameters'])} | {gib(r['checkpoint_offloaded_bytes'])} | "
+                     f"{traffic} | {r['closed_recompute_s']:.3f} / {r['simulated_recompute_s']:.3f} | "
+                     f"{1e3 * r['closed_cpu_adam_s']:.1f} / {1e3 * r['simulated_cpu_busy_s']:.1f} |")
+    return "\n".join(lines)
+
+
+def uvm_oversub_table() -> str:
+    """The oversubscription micro-benchmark's read bandwidths (docs/guide/uvm_oversub.md)."""
+    from g10core.experiments.uvmmicro import OVERSUB_FACTORS
+
+    by = {r["id"]: r["bandwidth_GBps"] for r in _rows("uvm-oversub")}
+    lines = ["| system | pattern | mode | " + " | ".join(f"x{f:g}, GB/s" for f in OVERSUB_FACTORS) + " |",
+             "|---|---|---|" + "---|" * len(OVERSUB_FACTORS)]
+    for key in dict.fromkeys(run.rpartition(" ")[0] for run in planned_runs("uvm-oversub")):
+        cells = [by[f"{key} x{f:g}"] for f in OVERSUB_FACTORS]
+        lines.append(f"| {' | '.join(key.split())} | "
+                     + " | ".join(f"{x:.0f}" if x >= 100 else f"{x:.2f}" for x in cells) + " |")
+    return "\n".join(lines)
+
+
 def _geomean(xs) -> float:
     return math.exp(sum(map(math.log, xs)) / len(xs))
 
@@ -491,6 +645,9 @@ TABLES = {
     "fig11-gpus": (ROOT / "docs" / "gpus.md", fig11_gpus_table),
     "g10-on-uvm": (ROOT / "docs" / "guide" / "policies.md", g10_on_uvm_table),
     "fig11-twins": (ROOT / "docs" / "reproduction.md", fig11_twins_table),
+    "zero-llm": (ROOT / "docs" / "guide" / "zero.md", zero_llm_table),
+    "zero-closed-form": (ROOT / "docs" / "guide" / "zero.md", zero_closed_form_table),
+    "uvm-oversub": (ROOT / "docs" / "guide" / "uvm_oversub.md", uvm_oversub_table),
 }
 
 
