@@ -33,7 +33,8 @@ and G10-Host under ``default`` with their demand evictions and host memory; ``fi
 (docs/reproduction.md): Fig. 11 on the physical twins; ``zero-llm`` and ``zero-closed-form``
 (docs/guide/zero.md): ZeRO-Offload and ZeRO-Infinity on the LLM traces, and their closed form beside
 the simulation; ``uvm-oversub`` (docs/guide/uvm_oversub.md): the oversubscription micro-benchmark
-(``g10sim uvm-micro oversub``).  tests/test_docs_tables.py renders every
+(``g10sim uvm-micro oversub``); ``data-parallel`` (docs/guide/machines.md): data-parallel LLaMA-7B
+on a DGX A100 (``g10sim machine train``).  tests/test_docs_tables.py renders every
 table from the stored results, re-runs a few cheap runs of each (:data:`CHEAP`) and, marked slow,
 re-runs them all.
 """
@@ -179,6 +180,7 @@ CHEAP = {
     "zero-closed-form": ("gpt2-small-s1024-b5 zero-infinity nvme",),
     "uvm-oversub": ("A100-40GB streaming page_fault x1.5", "V100-like random_warp prefetch x2",
                     "A100-40GB block_streaming zero_copy x1"),
+    "data-parallel": ("teraio 1", "zero-infinity 1"),
 }
 
 
@@ -336,6 +338,36 @@ def measure_uvm_oversub(ids=None, jobs=None) -> list[dict]:
     return out
 
 
+# docs/guide/machines.md: data-parallel LLaMA-7B on a DGX A100 (trace, machine, policies, GPU counts)
+DATA_PARALLEL = ("llama-7b-s2048-bf16-b1", "dgx-a100", ("zero-infinity", "teraio", "g10-gds"), (1, 2, 4, 8))
+
+
+def measure_data_parallel(ids=None, jobs=None) -> list[dict]:
+    """``g10sim machine train TRACE --machine dgx-a100 --policy P --gpus N`` (``default``): the slowest
+    rank's times and the busiest hop."""
+    from g10core.machine import load
+    from g10core.machine.training import data_parallel
+
+    trace, name, _, _ = DATA_PARALLEL
+    machine = load(name)
+    out = []
+    for run in planned_runs("data-parallel") if ids is None else ids:
+        policy, gpus = run.split()
+        r = data_parallel(trace, policy, machine, int(gpus), preset="default").to_dict()
+        slowest = max(r["per_gpu"], key=lambda g: g["iteration_s"])
+        hop = r["hops"][r["busiest_hop"]]
+        kind = r["busiest_hop"].partition(" ")[2]        # "flash" of "drive7 flash"
+        same_kind = [h for n, h in r["hops"].items() if n.partition(" ")[2] == kind]
+        out.append({"id": run, "failed": r["failed"], "iteration_s": r["iteration_s"],
+                    "rank_s": slowest["rank_s"], "allreduce_s": slowest["allreduce_s"],
+                    "busiest_hop": r["busiest_hop"], "busiest_hop_bytes": hop["bytes"],
+                    "busiest_hop_GBps": hop["bandwidth_GBps"],
+                    "every_hop_of_its_kind_alike": len(same_kind) > 1 and all(h["bytes"] == hop["bytes"]
+                                                                              for h in same_kind),
+                    "rounds": r["rounds"]})
+    return out
+
+
 def measure_fig11_twins(ids=None, jobs=None) -> list[dict]:
     """``g10sim reproduce fig11 --workloads physical``: every Fig. 11 policy on the physical twins (``default``)."""
     from g10core.capture.twins import TWIN_WORKLOADS
@@ -378,13 +410,16 @@ def planned_runs(name: str) -> list[str]:
 
         return [f"{g} {p} {m} x{f:g}" for g in OVERSUB_GPUS for p in OVERSUB_PATTERNS for m in OVERSUB_MODES
                 for f in OVERSUB_FACTORS]
+    if name == "data-parallel":
+        return [f"{p} {n}" for p in DATA_PARALLEL[2] for n in DATA_PARALLEL[3]]
     raise KeyError(name)
 
 
 # each stored result set: the function that measures it (all its runs, or those named)
 MEASURES = {"llm": measure_llm, "fig11-gpus": measure_fig11_gpus, "g10-on-uvm": measure_g10_on_uvm,
             "fig11-twins": measure_fig11_twins, "zero-llm": measure_zero_llm,
-            "zero-closed-form": measure_zero_closed_form, "uvm-oversub": measure_uvm_oversub}
+            "zero-closed-form": measure_zero_closed_form, "uvm-oversub": measure_uvm_oversub,
+            "data-parallel": measure_data_parallel}
 
 
 def stored_results() -> dict:
@@ -624,6 +659,24 @@ def uvm_oversub_table() -> str:
     return "\n".join(lines)
 
 
+def data_parallel_table() -> str:
+    """Data-parallel LLaMA-7B on a DGX A100 under three policies (docs/guide/machines.md)."""
+    lines = ["| policy | GPUs | iteration, s | rank, s | all-reduce, s | busiest hop (bytes, GB; busy at its bandwidth, s) "
+             "| rounds |", "|---|---|---|---|---|---|---|"]
+    for r in _rows("data-parallel"):
+        policy, gpus = r["id"].split()
+        if r["failed"]:
+            lines.append(f"| {policy} | {gpus} | fails | | | | |")
+            continue
+        kind = r["busiest_hop"].partition(" ")[2]
+        hop = f"every drive's {kind}" if r["every_hop_of_its_kind_alike"] else r["busiest_hop"]
+        allreduce = "0" if r["allreduce_s"] == 0 else f"{r['allreduce_s']:.3f}"
+        lines.append(f"| {policy} | {gpus} | {r['iteration_s']:.3f} | {r['rank_s']:.3f} | {allreduce} | "
+                     f"{hop} ({r['busiest_hop_bytes'] / 1e9:.1f}, {r['busiest_hop_bytes'] / 1e9 / r['busiest_hop_GBps']:.2f}) "
+                     f"| {r['rounds']} |")
+    return "\n".join(lines)
+
+
 def _geomean(xs) -> float:
     return math.exp(sum(map(math.log, xs)) / len(xs))
 
@@ -648,7 +701,11 @@ TABLES = {
     "zero-llm": (ROOT / "docs" / "guide" / "zero.md", zero_llm_table),
     "zero-closed-form": (ROOT / "docs" / "guide" / "zero.md", zero_closed_form_table),
     "uvm-oversub": (ROOT / "docs" / "guide" / "uvm_oversub.md", uvm_oversub_table),
+    "data-parallel": (ROOT / "docs" / "guide" / "machines.md", data_parallel_table),
 }
+# the tables that quote simulation results (they render from RESULTS)
+RESULT_TABLES = ("llm-policies", "llm-fig11-policies", "fig11-gpus", "g10-on-uvm", "fig11-twins", "zero-llm",
+                 "zero-closed-form", "uvm-oversub", "data-parallel")
 
 
 def render(text: str, path: Path) -> str:
