@@ -23,7 +23,7 @@ tests/data/docs_results.json, which ``--results`` re-measures through the experi
 (g10core.experiments.llm, g10core.experiments.reproduce) and the simulator:
 
     python tools/docs_tables.py --results           # re-run every results table's runs, rewrite the
-                                                    # stored results and every table (about a minute)
+                                                    # stored results and every table (3-5 minutes)
     python tools/docs_tables.py --results --check   # re-run them; exit 1 where a stored result moved
 
 ``llm-policies`` (docs/guide/post_g10.md) and ``llm-fig11-policies`` (docs/guide/capture.md): every
@@ -34,7 +34,9 @@ and G10-Host under ``default`` with their demand evictions and host memory; ``fi
 (docs/guide/zero.md): ZeRO-Offload and ZeRO-Infinity on the LLM traces, and their closed form beside
 the simulation; ``uvm-oversub`` (docs/guide/uvm_oversub.md): the oversubscription micro-benchmark
 (``g10sim uvm-micro oversub``); ``data-parallel`` (docs/guide/machines.md): data-parallel LLaMA-7B
-on a DGX A100 (``g10sim machine train``).  tests/test_docs_tables.py renders every
+on a DGX A100 (``g10sim machine train``); ``ssd-plans`` (docs/guide/planner.md): the least SSD bandwidth
+for G10 to reach half of ideal on llama-7b-s2048-b1 from five GPUs (``g10sim plan``).
+tests/test_docs_tables.py renders every
 table from the stored results, re-runs a few cheap runs of each (:data:`CHEAP`) and, marked slow,
 re-runs them all.
 """
@@ -174,13 +176,14 @@ CHEAP = {
                    "inceptionv3-b1536 g10 A100-40GB"),
     "g10-on-uvm": ("inceptionv3-b1536 g10-host", "resnet152-b1280 g10-gds"),
     "fig11-twins": ("bert_base-twin-b256 g10", "bert_base-twin-b256 ideal", "vit-twin-b1280 deepum",
-                    "inceptionv3-twin-b1536 g10"),
+                    "senet154-twin-b1024 flashneuron"),
     "zero-llm": ("gpt2-small-s1024-b5 zero-infinity host", "llama-7b-s2048-bf16-b1 zero-infinity nvme",
                  "llama-13b-s2048-bf16-b1 zero-offload"),                    # fails (host memory)
     "zero-closed-form": ("gpt2-small-s1024-b5 zero-infinity nvme",),
     "uvm-oversub": ("A100-40GB streaming page_fault x1.5", "V100-like random_warp prefetch x2",
                     "A100-40GB block_streaming zero_copy x1"),
-    "data-parallel": ("teraio 1", "zero-infinity 1"),
+    "data-parallel": ("teraio 1",),
+    "ssd-plans": ("gpu.model=A100-80GB @ 64",),         # one run of a plan (a whole plan takes 15-20 s)
 }
 
 
@@ -368,6 +371,40 @@ def measure_data_parallel(ids=None, jobs=None) -> list[dict]:
     return out
 
 
+# docs/guide/planner.md: the least SSD bandwidth for G10 to reach half of ideal on llama-7b-s2048-b1,
+# per GPU (the configuration each plan starts from: --set items, or --gpu NAME as gpu.model)
+SSD_PLAN = ("llama-7b-s2048-b1", "g10", 0.5, "ssd.bandwidth_GBps", (0.1, 64.0))
+SSD_PLAN_GPUS = ("gpu.memory_GiB=40", "gpu.memory_GiB=72", "gpu.memory_GiB=80", "gpu.model=A100-40GB",
+                 "gpu.model=A100-80GB")
+
+
+def measure_ssd_plans(ids=None, jobs=None) -> list[dict]:
+    """``g10sim plan llama-7b-s2048-b1 --policy g10 --target 0.5 --vary ssd.bandwidth_GBps --range 0.1:64``
+    from each GPU: a row per plan (its answer) and a row per run of it (``GPU @ value``).  ``ids``
+    may name only runs (each re-run alone, as ``g10sim run`` with the two keys set)."""
+    from g10core.experiments.plan import plan
+    from g10core.simulator import Simulator, resolve_config
+    from g10core.workload.tracestore import find_trace
+
+    trace, policy, target, key, rng = SSD_PLAN
+    out = []
+    if ids is not None:
+        for run in ids:
+            start, _, value = run.partition(" @ ")
+            r = Simulator(resolve_config("default", None, [start, f"{key}={value}"])).run(find_trace(trace), policy)
+            out.append({"id": run, "fraction": float(r.normalized_performance)})
+        return out
+    for start in SSD_PLAN_GPUS:
+        gpu = start.partition("=")[2] if start.startswith("gpu.model=") else None
+        r = plan(trace, policy, target, {key: rng}, sets=[] if gpu else [start], gpu=gpu, jobs=1)
+        out.append({"id": start, "minimum": r.minimum, "lo_is_floor": r.lo_is_floor, "met_at_lo": r.met_at_lo,
+                    "bracketed": r.bracketed, "runs": len(r.runs),
+                    "best_fraction": max(x["fraction"] for x in r.runs),
+                    "fraction_at_minimum": next((x["fraction"] for x in r.runs if x["value"] == r.minimum), None)})
+        out += [{"id": f"{start} @ {x['value']:g}", "fraction": float(x["fraction"])} for x in r.runs]
+    return out
+
+
 def measure_fig11_twins(ids=None, jobs=None) -> list[dict]:
     """``g10sim reproduce fig11 --workloads physical``: every Fig. 11 policy on the physical twins (``default``)."""
     from g10core.capture.twins import TWIN_WORKLOADS
@@ -412,6 +449,8 @@ def planned_runs(name: str) -> list[str]:
                 for f in OVERSUB_FACTORS]
     if name == "data-parallel":
         return [f"{p} {n}" for p in DATA_PARALLEL[2] for n in DATA_PARALLEL[3]]
+    if name == "ssd-plans":           # the plans; their runs' values are the plan's to choose
+        return list(SSD_PLAN_GPUS)
     raise KeyError(name)
 
 
@@ -419,7 +458,7 @@ def planned_runs(name: str) -> list[str]:
 MEASURES = {"llm": measure_llm, "fig11-gpus": measure_fig11_gpus, "g10-on-uvm": measure_g10_on_uvm,
             "fig11-twins": measure_fig11_twins, "zero-llm": measure_zero_llm,
             "zero-closed-form": measure_zero_closed_form, "uvm-oversub": measure_uvm_oversub,
-            "data-parallel": measure_data_parallel}
+            "data-parallel": measure_data_parallel, "ssd-plans": measure_ssd_plans}
 
 
 def stored_results() -> dict:
@@ -677,6 +716,28 @@ def data_parallel_table() -> str:
     return "\n".join(lines)
 
 
+def ssd_plans_table() -> str:
+    """The least SSD bandwidth for G10 to reach half of ideal on llama-7b-s2048-b1, per GPU (docs/guide/planner.md)."""
+    by = {r["id"]: r for r in _rows("ssd-plans")}
+    _, _, _, key, (lo, hi) = SSD_PLAN
+    label = {"gpu.memory_GiB=40": ("40 GiB (`--set gpu.memory_GiB=40`, the preset)", "PCIe 3.0 x16"),
+             "gpu.memory_GiB=72": ("72 GiB (`--set gpu.memory_GiB=72`)", "PCIe 3.0 x16"),
+             "gpu.memory_GiB=80": ("80 GiB (`--set gpu.memory_GiB=80`)", "PCIe 3.0 x16"),
+             "gpu.model=A100-40GB": ("`--gpu A100-40GB`", "PCIe 4.0 x16"),
+             "gpu.model=A100-80GB": ("`--gpu A100-80GB`", "PCIe 4.0 x16")}
+    lines = [f"| GPU | link | least `{key}` (GB/s) for 50 % of ideal under G10 | runs |", "|---|---|---|---|"]
+    for start in SSD_PLAN_GPUS:
+        r = by[start]
+        if r["minimum"] is None:
+            answer = f"none in {lo:g}-{hi:g} (at best {r['best_fraction']:.3f} of ideal; exit 1)"
+        elif r["met_at_lo"] and r["lo_is_floor"]:
+            answer = f"{r['minimum']:g}, the least value the key takes ({r['fraction_at_minimum']:.3f} of ideal there)"
+        else:
+            answer = f"{r['minimum']:.4g}"
+        lines.append(f"| {label[start][0]} | {label[start][1]} | {answer} | {r['runs']} |")
+    return "\n".join(lines)
+
+
 def _geomean(xs) -> float:
     return math.exp(sum(map(math.log, xs)) / len(xs))
 
@@ -702,10 +763,11 @@ TABLES = {
     "zero-closed-form": (ROOT / "docs" / "guide" / "zero.md", zero_closed_form_table),
     "uvm-oversub": (ROOT / "docs" / "guide" / "uvm_oversub.md", uvm_oversub_table),
     "data-parallel": (ROOT / "docs" / "guide" / "machines.md", data_parallel_table),
+    "ssd-plans": (ROOT / "docs" / "guide" / "planner.md", ssd_plans_table),
 }
 # the tables that quote simulation results (they render from RESULTS)
 RESULT_TABLES = ("llm-policies", "llm-fig11-policies", "fig11-gpus", "g10-on-uvm", "fig11-twins", "zero-llm",
-                 "zero-closed-form", "uvm-oversub", "data-parallel")
+                 "zero-closed-form", "uvm-oversub", "data-parallel", "ssd-plans")
 
 
 def render(text: str, path: Path) -> str:
