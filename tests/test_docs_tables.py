@@ -85,7 +85,7 @@ def test_a_moved_result_is_named():
 
 @pytest.mark.slow
 def test_every_stored_result_is_what_the_simulator_gives():
-    # every run of every results table (555 runs; 3-5 minutes on two cores)
+    # every run of every results table (561 runs; 3-5 minutes on two cores)
     fresh = docs_tables.measure_all(jobs=2)
     stored = docs_tables.stored_results()
     for name, data in fresh.items():

@@ -35,7 +35,8 @@ and G10-Host under ``default`` with their demand evictions and host memory; ``fi
 the simulation; ``uvm-oversub`` (docs/guide/uvm_oversub.md): the oversubscription micro-benchmark
 (``g10sim uvm-micro oversub``); ``data-parallel`` (docs/guide/machines.md): data-parallel LLaMA-7B
 on a DGX A100 (``g10sim machine train``); ``ssd-plans`` (docs/guide/planner.md): the least SSD bandwidth
-for G10 to reach half of ideal on llama-7b-s2048-b1 from five GPUs (``g10sim plan``).
+for G10 to reach half of ideal on llama-7b-s2048-b1 from five GPUs (``g10sim plan``); ``eviction-rules``
+(docs/guide/eviction.md): the shipped example eviction rule beside Base UVM's and Belady's.
 tests/test_docs_tables.py renders every
 table from the stored results, re-runs a few cheap runs of each (:data:`CHEAP`) and, marked slow,
 re-runs them all.
@@ -184,6 +185,7 @@ CHEAP = {
                     "A100-40GB block_streaming zero_copy x1"),
     "data-parallel": ("teraio 1",),
     "ssd-plans": ("gpu.model=A100-80GB @ 64",),         # one run of a plan (a whole plan takes 15-20 s)
+    "eviction-rules": ("bert_base-b256 base-uvm largest_tensor_first.py:score",),
 }
 
 
@@ -405,6 +407,28 @@ def measure_ssd_plans(ids=None, jobs=None) -> list[dict]:
     return out
 
 
+# docs/guide/eviction.md: a user's eviction rule that offers only tensors the running kernel does not use,
+# beside Base UVM's own rule and Belady's (trace, policy, --eviction or "")
+EVICTION_RULES = ("largest_tensor_first.py:score", "")
+EVICTION_TRACES = ("bert_base-b256", "vit-b1280")
+
+
+def measure_eviction_rules(ids=None, jobs=None) -> list[dict]:
+    """``g10sim run TRACE --policy P [--eviction RULE]`` (``default``): seconds per iteration."""
+    from g10core.simulator import Simulator, resolve_config
+    from g10core.workload.tracestore import find_trace
+
+    examples = ROOT / "src" / "g10core" / "examples"
+    sim = Simulator(resolve_config("default", None, []))
+    out = []
+    for run in planned_runs("eviction-rules") if ids is None else ids:
+        trace, policy, *rule = run.split()
+        eviction = f"{examples / rule[0].partition(':')[0]}:{rule[0].partition(':')[2]}" if rule else None
+        r = sim.run(find_trace(trace), policy, eviction=eviction)
+        out.append({"id": run, "failed": bool(r.failed), "time_s": None if r.failed else float(r.iteration_time_s)})
+    return out
+
+
 def measure_fig11_twins(ids=None, jobs=None) -> list[dict]:
     """``g10sim reproduce fig11 --workloads physical``: every Fig. 11 policy on the physical twins (``default``)."""
     from g10core.capture.twins import TWIN_WORKLOADS
@@ -451,6 +475,9 @@ def planned_runs(name: str) -> list[str]:
         return [f"{p} {n}" for p in DATA_PARALLEL[2] for n in DATA_PARALLEL[3]]
     if name == "ssd-plans":           # the plans; their runs' values are the plan's to choose
         return list(SSD_PLAN_GPUS)
+    if name == "eviction-rules":
+        return [f"{t} base-uvm {EVICTION_RULES[0]}" for t in EVICTION_TRACES] + \
+               [f"{t} {p}" for t in EVICTION_TRACES for p in ("base-uvm", "belady")]
     raise KeyError(name)
 
 
@@ -458,7 +485,8 @@ def planned_runs(name: str) -> list[str]:
 MEASURES = {"llm": measure_llm, "fig11-gpus": measure_fig11_gpus, "g10-on-uvm": measure_g10_on_uvm,
             "fig11-twins": measure_fig11_twins, "zero-llm": measure_zero_llm,
             "zero-closed-form": measure_zero_closed_form, "uvm-oversub": measure_uvm_oversub,
-            "data-parallel": measure_data_parallel, "ssd-plans": measure_ssd_plans}
+            "data-parallel": measure_data_parallel, "ssd-plans": measure_ssd_plans,
+            "eviction-rules": measure_eviction_rules}
 
 
 def stored_results() -> dict:
@@ -738,6 +766,22 @@ def ssd_plans_table() -> str:
     return "\n".join(lines)
 
 
+def eviction_rules_table() -> str:
+    """A user's eviction rule beside Base UVM's own and Belady's (docs/guide/eviction.md)."""
+    by = {r["id"]: r for r in _rows("eviction-rules")}
+
+    def secs(run):
+        r = by[run]
+        return "fails" if r["failed"] else f"{r['time_s']:.2f}"
+
+    lines = [f"| trace | `--policy base-uvm --eviction {EVICTION_RULES[0]}`, s per iteration | "
+             "`--policy base-uvm` (its `arrival` rule), s | `--policy belady`, s |", "|---|---|---|---|"]
+    for t in EVICTION_TRACES:
+        lines.append(f"| `{t}` | {secs(f'{t} base-uvm {EVICTION_RULES[0]}')} | {secs(f'{t} base-uvm')} | "
+                     f"{secs(f'{t} belady')} |")
+    return "\n".join(lines)
+
+
 def _geomean(xs) -> float:
     return math.exp(sum(map(math.log, xs)) / len(xs))
 
@@ -764,10 +808,12 @@ TABLES = {
     "uvm-oversub": (ROOT / "docs" / "guide" / "uvm_oversub.md", uvm_oversub_table),
     "data-parallel": (ROOT / "docs" / "guide" / "machines.md", data_parallel_table),
     "ssd-plans": (ROOT / "docs" / "guide" / "planner.md", ssd_plans_table),
+    "eviction-rules": (ROOT / "docs" / "guide" / "eviction.md", eviction_rules_table),
 }
 # the tables that quote simulation results (they render from RESULTS)
 RESULT_TABLES = ("llm-policies", "llm-fig11-policies", "fig11-gpus", "g10-on-uvm", "fig11-twins", "zero-llm",
-                 "zero-closed-form", "uvm-oversub", "data-parallel", "ssd-plans")
+                 "zero-closed-form", "uvm-oversub", "data-parallel", "ssd-plans",
+                 "eviction-rules")
 
 
 def render(text: str, path: Path) -> str:
