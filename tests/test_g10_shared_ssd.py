@@ -88,3 +88,62 @@ def test_more_host_memory_does_not_slow_g10_on_resnet152(traces_dir):
         assert not r.failed
         times.append(r.iteration_time_s)
     assert times[1] <= times[0] * (1 + 1e-3)
+
+
+def _on_rtx4090(trace, memory_GiB):
+    from g10core.workload.retarget import retarget
+
+    cfg = DEFAULT.with_overrides({"gpu": {"model": "RTX-4090", "memory_GiB": memory_GiB}})
+    return retarget(trace, "RTX-4090")[0], cfg
+
+
+def ssd_hint_bytes(s, trace):
+    """Bytes the plan's ``to_ssd`` hints send to the SSD (each comes back: twice that crosses it)."""
+    from g10core.codes import HINT_TO_SSD
+
+    size = trace.tensor_pages.astype(np.int64) * 4096
+    return int(size[s.hints["tensor"][s.hints["action"] == HINT_TO_SSD]].sum())
+
+
+def test_peak_shaving_goes_to_host_memory_when_the_ssd_budget_is_full(load_shipped):
+    """ViT-1280 under G10-Host on a 24 GiB RTX-4090: the greedy pass books the whole shared SSD
+    budget, and the peak-shaving pass used to send 142 more intervals to the SSD past it (25.0 GiB
+    each way in a 2.8 s iteration).  It now sends them to host memory, which has room: what the
+    plan sends to the SSD, out and back, fits what the SSD moves in the planned iteration."""
+    trace, cfg = _on_rtx4090(load_shipped("vit-b1280"), 24.0)
+    s = plan(trace, cfg, "host")
+    assert s.params.shave_by_budget and s.stats["peak_shaved"] > 0
+    assert s.stats["peak_shaved_to_host"] > 0
+    assert 2 * ssd_hint_bytes(s, trace) <= s.budget_bytes[kern.S2G].sum() * (1 + 1e-9)
+    assert s.host_estimate_bytes.max() <= s.params.host_memory_bytes
+    # the published rule (every shaved interval to the SSD) books past the budget here
+    published = plan(trace, cfg.with_overrides({"scheduler": {"artifact_quirks": True}}), "host")
+    assert 2 * ssd_hint_bytes(published, trace) > published.budget_bytes[kern.S2G].sum() * 2
+
+
+def test_peak_shaving_of_g10_gds_keeps_its_tier(load_shipped):
+    """G10-GDS has no host memory: its shaved intervals go to the SSD whatever the budget says, so
+    its plan is the one the published pass makes (same hints with and without the rule)."""
+    import dataclasses
+    from unittest import mock
+
+    from g10core.policies import g10
+
+    trace, cfg = _on_rtx4090(load_shipped("vit-b1280"), 24.0)
+    with_rule = plan(trace, cfg, "gds")
+    real = g10.scheduler_params
+    with mock.patch.object(g10, "scheduler_params",
+                           lambda *a, **k: dataclasses.replace(real(*a, **k), shave_by_budget=False)):
+        without = plan(trace, cfg, "gds")
+    assert with_rule.stats["peak_shaved"] > 0 and with_rule.stats["peak_shaved_to_host"] == 0
+    np.testing.assert_array_equal(with_rule.hints, without.hints)
+
+
+def test_more_gpu_memory_no_longer_slows_g10_host_on_vit(load_shipped):
+    """The sanity sweep's step (RTX-4090, GPU memory 19 -> 24 GiB: 8.149 -> 16.871 s before)."""
+    from g10core.simulator import Simulator
+
+    trace = load_shipped("vit-b1280")
+    times = [Simulator(DEFAULT.with_overrides({"gpu": {"model": "RTX-4090", "memory_GiB": m}}))
+             .run(trace, "g10-host").iteration_time_s for m in (19.0, 24.0)]
+    assert times[1] <= times[0]
