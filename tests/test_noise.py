@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from g10core import noise
+from g10core.workload import noise
 from g10core.config import ConfigError, preset
 from g10core.testing.reference import kernel_cycles
 from g10core.simulator import Simulator, run_kernel_cycles

@@ -59,6 +59,7 @@ MOVED = {
     "_progress": "uvm._progress",
     "_replay": "uvm._replay",
     "capture.timing": "workload.kerneltime",   # the kernel-time model, below the simulator that retargets with it
+    "noise": "workload.noise",                 # the kernel-time noise perturbs a workload's kernel times
 }
 
 

@@ -49,7 +49,7 @@ from .modelled import ignored_parameters, warning_text
 from .workload import recompute
 from .workload.hints import LEVELS, HintFile, action_counts, check_belongs, trace_digest, validate_hints
 from .workload.recompute import fold_recompute
-from .noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
+from .workload.noise import kernel_time_ratios, noisy_kernel_cycles, resolve_seed
 from .policies import IdealPlan, PagePlan, Policy, TensorPlan, TensorPolicy, empty_hints
 from .results import Result
 from .codes import HINT_ADVISE_PREFER_GPU
