@@ -354,6 +354,7 @@ cdef class FarFaultHandler:
         self.last_arrival = -1
         self.pass_batches = 0
         self.tp.enable = False            # set_thrashing turns it on
+        self.pin_horizon = 0
         self.reset_stats()
 
     def __reduce__(self):
@@ -1313,6 +1314,8 @@ cdef class FarFaultHandler:
             return THRASH_NONE
         if r.throttles >= self.tp.pin_threshold:
             r.pin_until = start + self.tp.pin if self.tp.pin > 0 else INT64_MAX
+            if r.pin_until > self.pin_horizon:
+                self.pin_horizon = r.pin_until
             r.throttles = 0
             r.events = 0
             self.rs.pins += 1
@@ -1440,7 +1443,7 @@ cdef class FarFaultHandler:
         cdef unordered_map[int64_t, thrash_rec].iterator it
         cdef int8_t tier
         if not (flags & (ADVISE_ACCESSED_BY | ADVISE_PREFER_HOST)):
-            if not self.tp.enable:
+            if not self.tp.enable or self.pin_horizon <= now:     # (no record pinned past now)
                 return False
             it = self.thrash.find(page >> self.block_shift)
             if it == self.thrash.end() or deref(it).second.pin_until <= now:
@@ -1458,7 +1461,7 @@ cdef class FarFaultHandler:
         if flags & (ADVISE_ACCESSED_BY | ADVISE_PREFER_HOST):
             hi = imin(limit, adv_end)
         else:
-            if not self.tp.enable:
+            if not self.tp.enable or self.pin_horizon <= now:     # (no record pinned past now)
                 return 0
             it = self.thrash.find(page >> self.block_shift)
             if it == self.thrash.end() or deref(it).second.pin_until <= now:
