@@ -96,6 +96,21 @@ def test_a_thrashing_trace_is_throttled_then_pinned_and_read_remotely():
     assert h.stats()["pages_from_host"] == moved
 
 
+def test_a_pin_maps_remotely_until_it_ends_and_not_after():
+    # remote_run skips the record lookup once every pin has ended (the handler's pin horizon):
+    # the last cycle of a pin still reads remotely, the first one after it faults
+    s = spec(thrashing_threshold=3, thrashing_pin_threshold=2)
+    h = FaultHandler(s, gpu_pages=UNIT)
+    ping_pong(h, 20)
+    B = h.spec.block_pages
+    pins = h.core.pinned_blocks()
+    assert list(pins) == [0]                   # block 0 pinned (the test above), block 1 never
+    until = pins[0]
+    assert h.remote(0, UNIT, until - 1)[0] == UNIT
+    assert h.remote(0, UNIT, until)[0] == 0
+    assert h.remote(B, B + UNIT, until - 1)[0] == 0
+
+
 def test_slow_returns_are_not_thrashing():
     # a return later than the lapse is no event: no throttle, no pin
     s = spec(thrashing_lapse_us=1.0)

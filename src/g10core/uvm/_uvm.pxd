@@ -182,6 +182,8 @@ cdef class FarFaultHandler:
     # thrashing, remote mappings and memory advice (issue 37)
     cdef thrash_params tp
     cdef unordered_map[int64_t, thrash_rec] thrash      # VA block -> its thrashing record
+    cdef cycle_t pin_horizon       # the latest pin_until of any record: none is pinned from then on
+                                   #   (a fault's remote_run looks no record up then)
     cdef cmap[int64_t, advice_rec] advice               # first page of an advised allocation -> advice
     cdef vector[int64_t] throttled                      # scratch: blocks throttled in this batch
     cdef remote_stats rs
