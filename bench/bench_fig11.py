@@ -30,9 +30,9 @@ import tempfile
 from pathlib import Path
 
 try:
-    from .bench_detailed import measured        # asv: bench/ is a package
+    from .bench_detailed import _ProcessUsage, measured        # asv: bench/ is a package
 except ImportError:
-    from bench_detailed import measured         # a script: bench/ is on sys.path
+    from bench_detailed import _ProcessUsage, measured         # a script: bench/ is on sys.path
 
 # this checkout's traces, wherever its commit kept them (top-level traces/ since issue 44)
 CHECKOUT_TRACES = next((p for p in (Path(__file__).resolve().parents[1] / d for d in ("traces", "src/g10core/workload/traces", "src/g10core/traces")) if p.is_dir()), Path("."))
@@ -67,27 +67,12 @@ def _rows(doc) -> list[dict]:
 
 # ---- asv ----------------------------------------------------------------------------------
 
-class Fig11:
+class Fig11(_ProcessUsage):
     timeout = 900
 
     def setup_cache(self):
         wall, doc, _, usage = reproduce()
         return {"wall_s": wall, "rows": _rows(doc), **usage}
-
-    def track_wall_s(self, cache):
-        return cache["wall_s"]
-
-    track_wall_s.unit = "s"
-
-    def track_cpu_s(self, cache):
-        return cache["cpu_s"]
-
-    track_cpu_s.unit = "CPU s"
-
-    def track_peak_rss_MB(self, cache):
-        return cache["peak_rss_MB"]
-
-    track_peak_rss_MB.unit = "MB"
 
     def track_g10_percent_of_ideal(self, cache):
         perf = [r["normalized_performance"] for r in cache["rows"] if r["policy"] == "g10"]

@@ -23,9 +23,9 @@ import tempfile
 from pathlib import Path
 
 try:
-    from .bench_detailed import measured        # asv: bench/ is a package
+    from .bench_detailed import _ProcessUsage, measured        # asv: bench/ is a package
 except ImportError:
-    from bench_detailed import measured         # a script: bench/ is on sys.path
+    from bench_detailed import _ProcessUsage, measured         # a script: bench/ is on sys.path
 
 BUDGET_WALL_S = 45.0         # issue 44: `g10sim reproduce llm` within 45 s wall on two cores
 
@@ -51,27 +51,12 @@ def reproduce(jobs: int | None = None) -> dict:
 
 # ---- asv ----------------------------------------------------------------------------------
 
-class ReproduceLlm:
+class ReproduceLlm(_ProcessUsage):
     timeout = 900
 
     def setup_cache(self):
         out = reproduce()
         return {k: out[k] for k in ("wall_s", "cpu_s", "peak_rss_MB", "rows")}
-
-    def track_wall_s(self, cache):
-        return cache["wall_s"]
-
-    track_wall_s.unit = "s"
-
-    def track_cpu_s(self, cache):
-        return cache["cpu_s"]
-
-    track_cpu_s.unit = "CPU s"
-
-    def track_peak_rss_MB(self, cache):
-        return cache["peak_rss_MB"]
-
-    track_peak_rss_MB.unit = "MB"
 
     def track_runs(self, cache):
         return len(cache["rows"])

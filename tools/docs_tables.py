@@ -629,24 +629,18 @@ def g10_on_uvm_table() -> str:
 
 def fig11_twins_table() -> str:
     """Fraction of ideal on the physical twins beside the paper's (docs/reproduction.md)."""
-    from g10core.experiments.twins import twin_comparison
+    from g10core.experiments.twins import twin_cell, twin_comparison
 
     cells = twin_comparison(_rows("fig11-twins"))
     policies = list(dict.fromkeys(c["policy"] for c in cells))
     models = list(dict.fromkeys((c["model"], c["batch"]) for c in cells))
     by = {(c["model"], c["batch"], c["policy"]): c for c in cells}
 
-    def show(c):
-        twin = "fails" if c["twin_fraction_of_ideal"] is None else f"{c['twin_fraction_of_ideal']:.3f}"
-        paper = "fails" if c["paper_fails"] else ("-" if c["paper_fraction_of_ideal"] is None
-                                                   else f"{c['paper_fraction_of_ideal']:.3f}")
-        return f"{twin} ({paper})"
-
     lines = ["| model | batch | twin ideal, s | " + " | ".join(f"{p}, ideal / time (paper's)" for p in policies) + " |",
              "|---|---:|---:|" + "---|" * len(policies)]
     for m, b in models:
         ideal = by[m, b, "ideal"]["twin_time_s"]
-        lines.append(f"| {m} | {b} | {ideal:.3f} | " + " | ".join(show(by[m, b, p]) for p in policies) + " |")
+        lines.append(f"| {m} | {b} | {ideal:.3f} | " + " | ".join(twin_cell(by[m, b, p]) for p in policies) + " |")
     g10 = [c["twin_fraction_of_ideal"] for c in cells if c["policy"] == "g10"]
     paper = [c["paper_fraction_of_ideal"] for c in cells if c["policy"] == "g10"]
     time = {(c["model"], c["policy"]): c["twin_time_s"] for c in cells}

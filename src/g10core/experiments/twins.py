@@ -29,6 +29,15 @@ def twin_comparison(rows) -> list[dict]:
     return out
 
 
+def twin_cell(c: dict) -> str:
+    """One cell of :func:`twin_comparison` as a table shows it: the twin's fraction of ideal, the
+    paper's in parentheses ("fails" where the run failed, "-" where the paper has no number)."""
+    twin = "fails" if c["twin_fraction_of_ideal"] is None else f"{c['twin_fraction_of_ideal']:.3f}"
+    paper = "fails" if c["paper_fails"] else ("-" if c["paper_fraction_of_ideal"] is None
+                                               else f"{c['paper_fraction_of_ideal']:.3f}")
+    return f"{twin} ({paper})"
+
+
 def format_twin_comparison(rows) -> str:
     """A Markdown table: one row per model, each policy's fraction of ideal on the twin and in the paper."""
     cells = twin_comparison(rows)
@@ -36,19 +45,13 @@ def format_twin_comparison(rows) -> str:
     models = list(dict.fromkeys((c["model"], c["batch"]) for c in cells))
     by = {(c["model"], c["batch"], c["policy"]): c for c in cells}
 
-    def show(c):
-        twin = "fails" if c["twin_fraction_of_ideal"] is None else f"{c['twin_fraction_of_ideal']:.3f}"
-        paper = "fails" if c["paper_fails"] else ("-" if c["paper_fraction_of_ideal"] is None
-                                                   else f"{c['paper_fraction_of_ideal']:.3f}")
-        return f"{twin} ({paper})"
-
     lines = ["fraction of ideal (ideal / time) on the physical twin, the paper's in parentheses",
              "| model | batch | twin ideal s | " + " | ".join(policies) + " |",
              "|---|---:|---:|" + "---|" * len(policies)]
     for m, b in models:
         ideal = by.get((m, b, "ideal"), {}).get("twin_time_s")
         lines.append(f"| {m} | {b} | {ideal:.3f} | " if ideal else f"| {m} | {b} | - | ")
-        lines[-1] += " | ".join(show(by[m, b, p]) if (m, b, p) in by else "-" for p in policies) + " |"
+        lines[-1] += " | ".join(twin_cell(by[m, b, p]) if (m, b, p) in by else "-" for p in policies) + " |"
     g10 = [c["twin_fraction_of_ideal"] for c in cells if c["policy"] == "g10" and c["twin_fraction_of_ideal"]]
     pub = [c["paper_fraction_of_ideal"] for c in cells if c["policy"] == "g10" and c["paper_fraction_of_ideal"]]
     if g10 and pub:

@@ -228,20 +228,21 @@ def scheduler_params(trace: Trace, config, variant: str = "g10") -> SchedulerPar
     )
 
 
-def _book_forward(cap_row, est_row, size: float, lo: int, hi: int) -> None:
-    """Book ``size`` bytes into a budget row from kernel ``lo`` on (up to ``hi``, exclusive),
-    filling each kernel's remaining room in turn, as a move that starts at ``lo`` would use it."""
-    room = np.maximum(cap_row[lo:hi] - est_row[lo:hi], 0.0)
-    before = np.concatenate(([0.0], np.cumsum(room)[:-1]))
-    est_row[lo:hi] += np.clip(size - before, 0.0, room)
+def _room(cap_row, est_row, lo: int, hi: int) -> float:
+    """Bytes a budget row can still take over kernels ``lo`` to ``hi`` (exclusive)."""
+    return float(np.maximum(cap_row[lo:hi] - est_row[lo:hi], 0.0).sum())
 
 
-def _book_backward(cap_row, est_row, size: float, lo: int, hi: int) -> None:
-    """Book ``size`` bytes into a budget row from kernel ``hi - 1`` back to ``lo``: a prefetch that
-    must land by kernel ``hi``."""
-    room = np.maximum(cap_row[lo:hi] - est_row[lo:hi], 0.0)[::-1]
+def _book(cap_row, est_row, size: float, lo: int, hi: int, from_end: bool = False) -> None:
+    """Book ``size`` bytes into a budget row over kernels ``lo`` to ``hi`` (exclusive), filling each
+    kernel's remaining room in turn: from ``lo`` on, as a move that starts there uses it, or
+    (``from_end``) from ``hi - 1`` back, as a prefetch that must land by kernel ``hi``."""
+    cap_v, est_v = cap_row[lo:hi], est_row[lo:hi]
+    if from_end:
+        cap_v, est_v = cap_v[::-1], est_v[::-1]     # views: the booking writes through
+    room = np.maximum(cap_v - est_v, 0.0)
     before = np.concatenate(([0.0], np.cumsum(room)[:-1]))
-    est_row[lo:hi] += np.clip(size - before, 0.0, room)[::-1]
+    est_v += np.clip(size - before, 0.0, room)
 
 
 def _shave_tiers(kern, shaved, v: Vitality, iv_size, params: SchedulerParams, cap, est, cpu, hk, ha, first: int,
@@ -258,21 +259,20 @@ def _shave_tiers(kern, shaved, v: Vitality, iv_size, params: SchedulerParams, ca
     for n, c in enumerate(shaved.tolist()):
         s, e, size = int(v.interval_start[c]), int(v.interval_end[c]), float(iv_size[c])
         if params.shared_ssd:
-            ssd_fits = float(np.maximum(cap[g2s, s:e] - est[g2s, s:e], 0.0).sum()) >= 2 * size
+            ssd_fits = _room(cap[g2s], est[g2s], s, e) >= 2 * size
         else:
-            ssd_fits = (float(np.maximum(cap[g2s, s:e] - est[g2s, s:e], 0.0).sum()) >= size
-                        and float(np.maximum(cap[kern.S2G, s:e] - est[kern.S2G, s:e], 0.0).sum()) >= size)
+            ssd_fits = _room(cap[g2s], est[g2s], s, e) >= size and _room(cap[kern.S2G], est[kern.S2G], s, e) >= size
         if not ssd_fits and host_room > 0 and int(cpu[s:e].max(initial=0)) + size <= host_room:
             on_host[n] = True
             cpu[s:e] += int(size)
-            _book_forward(cap[kern.G2H], est[kern.G2H], size, s, e)
-            _book_backward(cap[kern.H2G], est[kern.H2G], size, s, e)
+            _book(cap[kern.G2H], est[kern.G2H], size, s, e)
+            _book(cap[kern.H2G], est[kern.H2G], size, s, e, from_end=True)
             row = first + n
             assert hk[row] == s and ha[row] == to_ssd
             ha[row] = to_host
         elif ssd_fits:
-            _book_forward(cap[g2s], est[g2s], size, s, e)
-            _book_backward(cap[kern.S2G], est[kern.S2G], size, s, e)
+            _book(cap[g2s], est[g2s], size, s, e)
+            _book(cap[kern.S2G], est[kern.S2G], size, s, e, from_end=True)
     return on_host
 
 
