@@ -178,7 +178,7 @@ def refused(cfg) -> str | None:
     = 256 a slot carries int(50 * 3.2 / 256) = 0 SSD pages), or None."""
     from g10core.errors import ConfigError
     from g10core.simulator import check_constants
-    from g10core.slot_model import ArtifactConstants
+    from g10core.uvm.slots import ArtifactConstants
 
     try:
         check_constants(cfg, ArtifactConstants.from_config(cfg))

@@ -32,7 +32,7 @@ from g10core.codes import (HINT_ADVISE_ACCESSED_BY, HINT_ADVISE_PREFER_GPU, HINT
                            HINT_ADVISE_READ_MOSTLY, HINT_DTYPE, HINT_TO_HOST)
 from g10core.config import preset
 from g10core.simulator import Simulator, replay_inputs
-from g10core.slot_model import UNITS_PER_CYCLE, ArtifactConstants, page_units
+from g10core.uvm.slots import UNITS_PER_CYCLE, ArtifactConstants, page_units
 from test_slot_physics import PAGE, config, make_trace
 
 N = 5_000                                 # pages of the advised tensor (20 MB)

@@ -112,7 +112,7 @@ def test_h100_80gb_is_not_offered_an_a100(capsys):
 
 
 def test_a_gpu_models_link_is_not_reported_as_ignored():
-    from g10core.modelled import ignored_parameters
+    from g10core.policies.modelled import ignored_parameters
     from g10core.simulator import resolve_config
 
     for name in gpus.GPUS:

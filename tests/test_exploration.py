@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from g10core import config as C
-from g10core import modelled
+from g10core.policies import modelled
 from g10core.cli import common as cli_common
 from g10core.cli import main
 from g10core.config import ARTIFACT_PRESET, DEFAULT_PRESET, preset, resolve
@@ -477,7 +477,7 @@ def test_a_faster_link_leaves_the_host_a_part_of_each_slot(preset_name):
     """The cause of the SSD traffic at link.bandwidth_GBps = 31.5 with host memory far from full:
     a slot's host quota is batch_pages x host/link pages (25 of 50 at 31.5 GB/s); once it is spent,
     the slot's other evictions go to the SSD (the published simulator's forced_evc_dest)."""
-    from g10core.slot_model import ArtifactConstants
+    from g10core.uvm.slots import ArtifactConstants
 
     c = ArtifactConstants.from_config(preset(preset_name).with_overrides({"link": {"bandwidth_GBps": 31.5}}))
     assert (c.gpu_batch, c.host_batch, c.ssd_batch) == (50, 25, 5)

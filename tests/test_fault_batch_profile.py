@@ -10,7 +10,7 @@ from g10core.config import parameters, preset
 from g10core.uvm.fault_handler import BATCH_PARTS, FaultHandler, spec_from_config
 from g10core.params import BATCH_COST_KEYS, BATCH_PROFILES, batch_costs, declaration
 from g10core.link.pcie import PcieLink, link_spec_from_config
-from g10core.slot_model import physical_fault_params
+from g10core.uvm.slots import physical_fault_params
 
 # tallendev/uvm-eval, benchmarksv3/bsize-scripts/README.MD: the instrumented 460.27.04 driver's
 # example batch record (Titan V) and its field names, as published

@@ -20,7 +20,7 @@ from g10core.uvm._replay import Replay
 from g10core.config import preset, resolve
 from g10core.uvm.fault_handler import spec_from_config
 from g10core.simulator import replay_inputs
-from g10core.slot_model import physical_fault_params
+from g10core.uvm.slots import physical_fault_params
 from g10core.testing.reference import physical_fault_cycles, shared_link_times
 from g10core.workload.synth import synthesize
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from g10core.config import preset
-from g10core.modelled import ignored_parameters
+from g10core.policies.modelled import ignored_parameters
 from g10core.policies import _g10sched as kern
 from g10core.policies.g10 import plan
 

@@ -5,7 +5,8 @@ functions (a lazy import is still a dependency: it only hides the cycle until th
 function runs).  Relative imports are resolved; ``from P import name`` depends on
 ``P.name`` when that is a module, else on ``P``; importing ``P.Q.m`` also runs
 ``P`` and ``P.Q`` (their ``__init__``; not a dependency of a module inside them).  A package whose ``__init__`` loads modules
-through ``importlib`` (a registry) is taken to depend on all its submodules.  The
+through ``importlib`` (a registry) is taken to depend on the submodules its ``__init__`` names in a
+string (the registry's list of built-in modules), or on all of them where it names none.  The
 ``.pyx`` modules are scanned for Python-level ``import`` lines the same way.
 """
 from __future__ import annotations
@@ -99,12 +100,22 @@ def imports_of(name: str, path: Path) -> tuple[set[str], bool]:
     return deps, dynamic
 
 
+def loaded_by_name(package: str, init: Path) -> set[str]:
+    """The submodules a registry's ``__init__`` may load through importlib: those it names in a
+    string literal, or all of them when it names none (a list built at run time)."""
+    children = {m for m in MODULES if m.startswith(package + ".") and m.count(".") == package.count(".") + 1}
+    literals = {n.value for n in ast.walk(ast.parse(init.read_text(), str(init)))
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    named = {m for m in children if m.rpartition(".")[2] in literals}
+    return named or children
+
+
 def import_graph() -> dict[str, set[str]]:
     graph = {}
     for name, path in MODULES.items():
         deps, dynamic = imports_of(name, path)
         if dynamic and path.name == "__init__.py":
-            deps |= {m for m in MODULES if m.startswith(name + ".") and m.count(".") == name.count(".") + 1}
+            deps |= loaded_by_name(name, path)
         graph[name] = deps
     return graph
 
@@ -174,8 +185,23 @@ def test_the_scan_sees_the_package():
     # relative imports resolve to modules; a submodule import runs its packages (not the importer's own)
     assert "g10core.cli.common" in graph["g10core.cli.trace"] and "g10core.cli" not in graph["g10core.cli.trace"]
     assert "g10core.policies" in graph["g10core.simulator"]         # (it never imports a policy by name)
-    # a registry that loads its package's modules through importlib depends on all of them
+    # a registry that loads its package's modules through importlib depends on those it names
     assert {"g10core.policies.g10", "g10core.policies.flashneuron"} <= graph["g10core.policies"]
+    assert "g10core.policies.modelled" not in graph["g10core.policies"]
+
+
+def test_a_registry_that_names_no_module_depends_on_all(tmp_path):
+    names = {f"{PACKAGE}.fake", f"{PACKAGE}.fake.a", f"{PACKAGE}.fake.b"}
+    init = tmp_path / "__init__.py"
+    try:
+        MODULES.update(dict.fromkeys(names, init))
+        init.write_text("import importlib\nfor m in ('a',):\n    importlib.import_module(m)\n")
+        assert loaded_by_name(f"{PACKAGE}.fake", init) == {f"{PACKAGE}.fake.a"}
+        init.write_text("import importlib, os\nfor m in os.listdir('.'):\n    importlib.import_module(m)\n")
+        assert loaded_by_name(f"{PACKAGE}.fake", init) == {f"{PACKAGE}.fake.a", f"{PACKAGE}.fake.b"}
+    finally:
+        for n in names:
+            MODULES.pop(n, None)
 
 
 def test_find_cycle_finds_one():
@@ -203,13 +229,10 @@ def test_production_code_never_imports_the_oracle(name):
 # (traces) and experiments/ runs the simulator on them (``reproduce llm`` on the captured LLM traces,
 # Fig. 11 on the captured twins): the wing that records sits below the wing that runs experiments
 # (issue 44).
-# The top level's drivers (layer 3).  Two are parts of a wing that the layering keeps here (issue 44):
-# ``slot_model`` computes the page-level replay's integers from a Trace (kernel cycles, liveness, the
-# cycle-fit check: workload.trace, workload.vitality), so in uvm/ (the machine model, layer 0) it would
-# import the workload above it; ``modelled`` reads the policy registry (``policies.get``/``names``), so
-# in policies/ it would import its own package's __init__, which loads the package's modules through
-# importlib (a dependency on all of them): a cycle.
-DRIVERS = {"simulator", "modelled", "slot_model"}
+# The top level's one driver (layer 3): the conductor of a run.  (Issue 44 split ``slot_model`` into
+# the machine's quotas, uvm/slots.py, and the workload's inputs to them, workload/slot_inputs.py, and
+# moved ``modelled`` into policies/: the registry's __init__ loads only the modules it names.)
+DRIVERS = {"simulator"}
 # The package's face at the top (issue 44): what users import (the package, ``python -m``, the old
 # import paths), the configuration's declarations, the codes, the result formats, the errors, the
 # safe file reads and the GPU catalogue a config names; layer 0.  A device's or a wing's part lives in

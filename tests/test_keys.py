@@ -7,7 +7,7 @@ policy, key) must end one of four ways:
 
 - *moved*: the result differs (anything of ``Result.to_dict`` but the configuration and the
   run's metadata);
-- *warned*: the key is in ``ignored_parameters`` (``g10core.modelled``, which ``Simulator.run``
+- *warned*: the key is in ``ignored_parameters`` (``g10core.policies.modelled``, which ``Simulator.run``
   warns with; ``tests/test_exploration.py`` checks that wiring);
 - *n/a*: the policy declares the key meaningless by definition (``Policy.not_applicable``:
   ``ideal`` simulates nothing);
@@ -25,7 +25,8 @@ import warnings
 
 import pytest
 
-from g10core import modelled, policies
+from g10core import policies
+from g10core.policies import modelled
 from g10core.config import SECTIONS, resolve
 from g10core.errors import ConfigError, G10Warning
 from g10core.simulator import Simulator

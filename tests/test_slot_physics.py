@@ -27,7 +27,7 @@ from g10core.uvm._replay import Replay
 from g10core.config import preset
 from g10core.policies import HINT_DTYPE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD
 from g10core.simulator import Simulator, replay_inputs
-from g10core.slot_model import ArtifactConstants, physical_fault_params
+from g10core.uvm.slots import ArtifactConstants, physical_fault_params
 from g10core.workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 
 PAGE = 4096

@@ -5,6 +5,10 @@ module at its new path, :mod:`g10core.workload.trace`, the very same module obje
 :class:`DeprecationWarning` that names the new path.  Installed as a finder on
 ``sys.meta_path`` by ``g10core/__init__.py``; it answers only for the names in ``MOVED``.
 
+A module split into several (``SPLIT``: ``g10core.slot_model``, whose quotas went to
+:mod:`g10core.uvm.slots` and its inputs from a trace to :mod:`g10core.workload.slot_inputs`) is
+answered by a module whose attributes are the parts', with a DeprecationWarning naming them.
+
 Names that moved out of a module that stays (``MOVED_NAMES``: the runner of ``reproduce llm`` left
 ``g10core.capture.llm`` for ``g10core.experiments.llm``) are answered by the old module's
 ``__getattr__`` through :func:`moved_attribute`: the same object, with a DeprecationWarning.
@@ -14,6 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import types
 import warnings
 
 PACKAGE = "g10core"
@@ -34,7 +39,6 @@ MOVED = {
     "published": "experiments.published",
     "uvmmicro": "experiments.uvmmicro",
     "ssdbench": "experiments.ssdbench",
-    "artifact_constants": "slot_model",
     # issue 44: the machine model grouped by component (compiled modules too: the alias is the
     # very extension module, so objects pickled under the old name still load)
     "pcie": "link.pcie",
@@ -60,6 +64,15 @@ MOVED = {
     "_replay": "uvm._replay",
     "capture.timing": "workload.kerneltime",   # the kernel-time model, below the simulator that retargets with it
     "noise": "workload.noise",                 # the kernel-time noise perturbs a workload's kernel times
+    "modelled": "policies.modelled",           # which keys each policy reads: the policies' declarations
+}
+
+# old module -> the new modules it was split into, both below g10core (issue 44: the slot model's
+# quotas are the machine's, its inputs from a trace the workload's).  The old path gives a module
+# whose attributes are looked up in the new ones, in order; importing it warns, naming them.
+SPLIT = {
+    "slot_model": ("uvm.slots", "workload.slot_inputs"),
+    "artifact_constants": ("uvm.slots", "workload.slot_inputs"),   # (slot_model's name before)
 }
 
 
@@ -91,12 +104,16 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname, path=None, target=None):
         prefix, _, old = fullname.partition(".")
-        if prefix != PACKAGE or old not in MOVED:
+        if prefix != PACKAGE or (old not in MOVED and old not in SPLIT):
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
-        new = f"{PACKAGE}.{MOVED[spec.name.partition('.')[2]]}"
+        old = spec.name.partition(".")[2]
+        if old in SPLIT:
+            self._own_spec = None
+            return split_module(spec.name, [f"{PACKAGE}.{m}" for m in SPLIT[old]])
+        new = f"{PACKAGE}.{MOVED[old]}"
         warnings.warn(f"{spec.name} has moved to {new}; import it from there (the old path will be removed "
                       "in a later release)", DeprecationWarning, stacklevel=2)
         module = importlib.import_module(new)
@@ -105,7 +122,31 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         # the import system set the alias's spec on the shared module object: give it its own back
-        module.__spec__ = self._own_spec
+        if self._own_spec is not None:
+            module.__spec__ = self._own_spec
+
+
+def split_module(name: str, parts: list[str]):
+    """The module at old path ``name``, split into ``parts``: a module whose attributes are those
+    of the parts (the first that has the name), the very objects; importing it warns."""
+    warnings.warn(f"{name} has been split into {' and '.join(parts)}; import from there (the old path will be "
+                  "removed in a later release)", DeprecationWarning, stacklevel=3)
+    modules = [importlib.import_module(p) for p in parts]
+    alias = types.ModuleType(name, f"Old path of {', '.join(parts)} (deprecated).")
+
+    def __getattr__(attr):
+        for m in modules:
+            if hasattr(m, attr):
+                return getattr(m, attr)
+        raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+
+    def __dir__():
+        return sorted({a for m in modules for a in dir(m) if not a.startswith("__")})
+
+    alias.__getattr__ = __getattr__
+    alias.__dir__ = __dir__
+    alias.__all__ = [a for a in __dir__() if not a.startswith("_")]
+    return alias
 
 
 def install(meta_path: list) -> None:

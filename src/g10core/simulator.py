@@ -6,7 +6,8 @@ level: the artifact's integer constants and the trace as flat arrays handed to t
 ``uvm._replay.Replay``; tensor level: the policy's own simulation; ``ideal``: the sum of ideal
 kernel times), result (a :class:`~g10core.results.Result`).  The pieces live with what they
 belong to: the rules between configuration keys in :mod:`g10core.config`, the slot model's
-quotas and checks in :mod:`g10core.slot_model`, the detailed machine's assembly and counters in
+quotas and checks in :mod:`g10core.uvm.slots` (its inputs from the trace in
+:mod:`g10core.workload.slot_inputs`), the detailed machine's assembly and counters in
 :mod:`g10core.uvm.detailed`, the replay's invariants in :mod:`g10core.uvm.invariants`, the TLB's
 translator in :mod:`g10core.tlb`, recompute's folding in :mod:`g10core.workload.recompute`;
 their names stay importable from here.
@@ -39,13 +40,13 @@ from .uvm.invariants import (accounting_violations, no_progress_reason, pages_in
 from .tlb import translator
 from .timeline import timeline_data
 from .workload.vitality import CannotFit, check_fits  # noqa: F401 (CannotFit: part of this module's API)
-from .slot_model import (ArtifactConstants, check_constants, check_cycles_fit, detailed_quotas,  # noqa: F401
-                         kernel_cycles, liveness, physical_fault_params)
+from .uvm.slots import ArtifactConstants, check_constants, detailed_quotas, physical_fault_params  # noqa: F401
+from .workload.slot_inputs import check_cycles_fit, kernel_cycles, liveness
 from .config import (ARTIFACT_PRESET, DEFAULT_PRESET, SimConfig, check_clock, check_level_supported,  # noqa: F401
                      check_supported, detailed_components, is_batched, is_detailed, preset, resolve,
                      slot_model_applies_advice)
 from .errors import ConfigError, G10Warning, HintError, SimulationError  # noqa: F401 (SimulationError: API)
-from .modelled import ignored_parameters, warning_text
+from .policies.modelled import ignored_parameters, warning_text
 from .workload import recompute
 from .workload.hints import LEVELS, HintFile, action_counts, check_belongs, trace_digest, validate_hints
 from .workload.recompute import fold_recompute

@@ -59,7 +59,7 @@ def run_llm_task(task) -> dict:
     except CannotFit:
         raise
     except InputError as exc:
-        from ..slot_model import kernel_cycles
+        from ..workload.slot_inputs import kernel_cycles
         from ..workload.trace import read_trace
 
         trace = read_trace(task.trace_path)

@@ -45,7 +45,7 @@ not given).  Runs are keyed as a sweep's are, so a plan over a store that has it
 
 Keys a plan refuses (:class:`~g10core.errors.ConfigError`, one line naming the key): unknown
 keys; keys that are not numbers or take one of a few values (``choices``); keys the policy
-does not read (:func:`g10core.modelled.ignored_parameters`, and the policy's
+does not read (:func:`g10core.policies.modelled.ignored_parameters`, and the policy's
 ``not_applicable``); keys that are part of what a preset measures rather than the machine
 (:data:`STRUCTURE_KEYS`); a key also given in ``sets``; a range whose ends the
 configuration refuses.
@@ -334,7 +334,7 @@ def parse_range(text: str, key: str) -> tuple[float, float]:
 def check_axis(key: str, rng, base: SimConfig, policy_cls, *, sets=()) -> Axis:
     """The axis of ``key`` over ``rng`` ((lo, hi), ``"LO:HI"`` or None: the default range),
     refused with a :class:`ConfigError` naming the key where a plan cannot vary it."""
-    from ..modelled import ignored_parameters
+    from ..policies.modelled import ignored_parameters
     from ..simulator import Simulator
 
     section, dot, name = key.partition(".")

@@ -64,7 +64,7 @@ def run_task(task: RunTask) -> dict:
         failed, reason = r.failed, r.failure_reason
         wall, rss = r.metadata.get("wall_s"), r.metadata.get("peak_rss_MB")
     except CannotFit as exc:
-        from ..slot_model import kernel_cycles
+        from ..workload.slot_inputs import kernel_cycles
         from ..workload.trace import read_trace
 
         trace = read_trace(task.trace_path)

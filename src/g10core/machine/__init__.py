@@ -62,7 +62,7 @@ def single_gpu_sets(machine: Machine, gpu: int = 0, policy=None, preset: str = "
         Which of its GPUs.
     policy : str, optional
         Leave out the machine's keys this policy does not read (a run would warn that they change
-        nothing, :func:`g10core.modelled.ignored_parameters`).
+        nothing, :func:`g10core.policies.modelled.ignored_parameters`).
     preset : str
         The preset the keys are checked against (with ``policy``).
 
@@ -105,7 +105,7 @@ def drop_unread(sets: list[str], policy, preset: str = "default") -> list[str]:
     list of str
         The overrides a run of ``policy`` reads.
     """
-    from ..modelled import ignored_parameters
+    from ..policies.modelled import ignored_parameters
     from ..simulator import resolve_config
 
     unread = set(ignored_parameters(resolve_config(preset, None, sets), policy))

@@ -17,7 +17,7 @@ from ..config import SECTIONS
 from ..errors import guarded, is_outside
 
 
-# ---- the configuration keys a policy reads (``Policy.reads``; ``modelled.py`` warns of the others) ----
+# ---- the configuration keys a policy reads (``Policy.reads``; ``policies/modelled.py`` warns of the others) ----
 
 def section_keys(section: str) -> frozenset[str]:
     return frozenset(f"{section}.{f.name}" for f in fields(SECTIONS[section]))
@@ -137,12 +137,12 @@ class Policy:
     apply_hints: ClassVar[bool] = True     # page level, False: hints are ignored (Base UVM)
     description: ClassVar[str] = ""
     # the configuration keys its model reads ("section.key"): a run that sets another one
-    # warns that the result ignores it (``g10core.modelled``); page level: all but the scheduler's
+    # warns that the result ignores it (``g10core.policies.modelled``); page level: all but the scheduler's
     reads: ClassVar[frozenset[str]] = PAGE_LEVEL_KEYS
     # keys that have no meaning for it by definition (FlashNeuron has no host memory): no warning
     not_applicable: ClassVar[frozenset[str]] = frozenset()
     # keys its planner reads whatever the simulation model: still read where a detailed component
-    # supersedes them (G10's lead and safe times under the far-fault handler; modelled.py)
+    # supersedes them (G10's lead and safe times under the far-fault handler; policies/modelled.py)
     plans_with: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs):

@@ -30,8 +30,8 @@ from collections import deque
 
 import numpy as np
 
-from ..slot_model import ArtifactConstants, kernel_cycles, liveness  # noqa: F401 (re-exported)
-from ..slot_model import physical_fault_params
+from ..uvm.slots import ArtifactConstants, physical_fault_params  # noqa: F401 (re-exported)
+from ..workload.slot_inputs import kernel_cycles, liveness  # noqa: F401 (re-exported)
 from ..codes import HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, TIER_NONE
 from ..codes import TIER_GPU as GPU, TIER_HOST as HOST, TIER_NOT_PRESENT as NP, TIER_SSD as SSD
 from ..results import breakdown, summarize  # noqa: F401 (moved to results.py; re-exported)
@@ -132,7 +132,7 @@ def fault_model_cycles(c: ArtifactConstants, t00, t10, t11, in_faults, in_ssd, i
 def physical_fault_cycles(p: dict, fin, fout) -> int:
     """Extra cycles a faulting kernel takes under the physical rule (``fault.handler = physical``).
 
-    ``p``: ``slot_model.physical_fault_params``; ``fin``/``fout``: the kernel's inputs' and
+    ``p``: ``uvm.slots.physical_fault_params``; ``fin``/``fout``: the kernel's inputs' and
     outputs' pages [total, never allocated, SSD, host, in transfer].  Every faulting page
     migrates into the GPU.  The transfers (the SSD's stream and the host pages sharing the link
     with it, :func:`shared_link_times`: the longer of the two) or the zero-fill of the
@@ -145,7 +145,7 @@ def physical_fault_cycles(p: dict, fin, fout) -> int:
     Parameters
     ----------
     p : dict
-        ``slot_model.physical_fault_params`` of the configuration.
+        ``uvm.slots.physical_fault_params`` of the configuration.
     fin, fout : sequence of int
         The inputs' and outputs' pages: total, never allocated, SSD, host, in transfer.
 

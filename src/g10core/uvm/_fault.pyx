@@ -213,7 +213,7 @@ def configured_fault_model(dict c, dict arrays):
     Parameters
     ----------
     c : dict
-        The replay's constants: with ``physical_fault`` (``slot_model.physical_fault_params``,
+        The replay's constants: with ``physical_fault`` (``uvm.slots.physical_fault_params``,
         ``fault.handler = physical``) the physical model, else the profile model of ``freq_hz``,
         ``page_bytes``, ``bw_pcie_Bpms``, ``bw_ssd_Bpms``, ``l_sys_us``, ``l_ssd_us`` and, with
         ``exact`` (outside ``g10-artifact``), its zero-fill and link-share rules.
@@ -257,7 +257,7 @@ cdef class PhysicalFaultModel(FaultModel):
     driver's batch costs (``fault.handler = physical``; docs/physics.md, "Fault time: the
     physical rule"; ``reference.physical_fault_cycles`` is its specification).
 
-    ``params`` (``slot_model.physical_fault_params``): ``freq_hz``, ``page_bytes``;
+    ``params`` (``uvm.slots.physical_fault_params``): ``freq_hz``, ``page_bytes``;
     ``bw_link_Bpms``, ``bw_ssd_Bpms``, ``bw_host_Bpms`` (bytes per ms); ``alloc_cycles_per_page``
     (zero-fill of one page, cycles); ``unit_pages`` (pages per migration unit), ``batch_faults``
     (migration units per batch), ``block_pages`` (pages per VA block); ``batch_fixed_cycles``,

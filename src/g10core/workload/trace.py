@@ -319,7 +319,7 @@ _RESERVED_ATTRS = ("schema", "schema_version", "model", "batch_size", "source",
 # Upper bound of every kernel-time column's sum (one iteration of kernels), in ns: keeps
 # every sum finite and exact enough (1e308 ns is refused here, naming the row).  Whether a
 # run fits the simulators' 64-bit cycle clock depends on the configuration too (frequency x
-# iterations): slot_model.check_cycles_fit refuses the product before a run.
+# iterations): slot_inputs.check_cycles_fit refuses the product before a run.
 MAX_ITERATION_TIME_NS = 1e21
 CHUNK_BYTES = 1 << 20                   # target chunk size (never larger than the data)
 _GZIP_LEVEL = 4

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from . import policies
-from .uvm import evictors
-from .config import DEFAULT_PRESET, FTL_KEYS, SECTIONS, preset
-from .policies.base import WINDOW_KEY
+from .. import policies
+from ..config import DEFAULT_PRESET, FTL_KEYS, SECTIONS, preset
+from ..uvm import evictors
+from .base import WINDOW_KEY
 
 HANDLER_KEYS = tuple(f"fault.{f.name}" for f in fields(SECTIONS["fault"])
                      if f.name not in ("system_latency_us", "handler"))
@@ -87,7 +87,7 @@ _RANDOM_VICTIMS = ("random", "d-choices")
 
 
 def _victim_rule(cfg) -> str:
-    from .ssd import ssd_preset
+    from ..ssd import ssd_preset
 
     return cfg.ssd.victim_policy or ssd_preset(cfg.ssd.device).victim_policy
 
@@ -199,7 +199,7 @@ def _from_gpu_model(cfg, now: dict) -> frozenset[str]:
     the link's generation and lanes through ``link.bandwidth_GBps`` (their raw rate, when it is the
     model's too), the SM count through the kernel times retargeted to the model's peaks.  Not
     "ignored": a ``--gpu`` run's link is that generation's bandwidth."""
-    from .config import model_values
+    from ..config import model_values
 
     try:
         given = model_values(cfg.gpu.model)

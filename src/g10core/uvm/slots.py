@@ -1,30 +1,25 @@
-"""The slot model's integers: transfer quotas, capacities, kernel cycles and liveness.
+"""The slot model's integers: transfer quotas and capacities, from a configuration.
 
 These are the integers the published simulator derives, with its own conversions; every preset
 uses them (not only `g10-artifact`).
 
 The page-level replay (``simulator.py``) and its page-by-page oracle
 (``testing/reference.py``) both start from these: the per-tick transfer quotas and the
-capacities in pages (:class:`ArtifactConstants`), the kernel times in cycles
-(:func:`kernel_cycles`), every tensor's first and last use (:func:`liveness`) and the
-parameters of the physical fault time (:func:`physical_fault_params`).
-Production code takes them from here; only tests import the oracle.
-See ``shared/reference/g10_artifact_model.md`` for the conversions.
+capacities in pages (:class:`ArtifactConstants`), the quotas when the link and the SSD are
+devices (:func:`detailed_quotas`) and the parameters of the physical fault time
+(:func:`physical_fault_params`).  What the replay reads from a trace (its kernel times in
+cycles, every tensor's first and last use, the check that they fit the clock) is the workload's:
+:mod:`g10core.workload.slot_inputs`.  Production code takes them from here; only tests import
+the oracle.  See ``shared/reference/g10_artifact_model.md`` for the conversions.
+(Before issue 44 both halves were ``g10core.slot_model``; that path still imports, with a warning.)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from .workload.vitality import ns_to_cycles
-from .config import SimConfig, is_detailed
-from .errors import ConfigError
-from .workload.trace import ACCESS_READ, PAGE_SIZE_BYTES, Trace, kernel_working_set_bytes
-
-# The simulated clock is int64 cycles; a run's kernel times (all faulting) must leave 8x room
-# for the stalls on top of them.
-MAX_RUN_KERNEL_CYCLES = 1 << 60
+from ..codes import PAGE_SIZE_BYTES
+from ..config import SimConfig, is_detailed
+from ..errors import ConfigError
 
 # Exact slot quotas count a path's time in units of 1/2^16 cycle: a page's cost is rounded
 # by at most half a unit (under 1e-4 of it at any allowed bandwidth), a slot is an exact
@@ -147,7 +142,7 @@ def physical_fault_params(cfg) -> dict:
         ``batch_fixed_cycles``, ``batch_per_block_cycles``, ``batch_per_page_cycles``,
         ``batch_unmap_cycles``.
     """
-    from .uvm.fault_handler import spec_from_config
+    from .fault_handler import spec_from_config
 
     g, f = cfg.gpu, cfg.fault
     page = g.page_size_bytes
@@ -167,90 +162,6 @@ def physical_fault_params(cfg) -> dict:
         batch_per_page_cycles=spec.cycles(spec.batch_per_page_us),
         batch_unmap_cycles=spec.cycles(spec.batch_unmap_us),
     )
-
-
-def kernel_cycles(trace: Trace, freq_GHz: float = 1.2):
-    """(t11, t10, t00) in cycles with the artifact's conversion and clamping."""
-    t11 = ns_to_cycles(trace.kernel_time_ideal_ns, freq_GHz)
-    t10 = np.maximum(ns_to_cycles(trace.kernel_time_fault_outputs_ns, freq_GHz), t11)
-    t00 = np.maximum(ns_to_cycles(trace.kernel_time_fault_all_ns, freq_GHz), t10)
-    return t11, t10, t00
-
-
-def liveness(trace: Trace):
-    """(birth, death) per tensor with the artifact's conventions (death -1: never read)."""
-    T = trace.n_tensors
-    birth = np.full(T, -1, np.int64)
-    death = np.full(T, -1, np.int64)
-    for k in range(trace.n_kernels):
-        ts, ms = trace.kernel_accesses(k)
-        for t, m in zip(ts.tolist(), ms.tolist()):
-            if birth[t] < 0:
-                birth[t] = k
-            if m & ACCESS_READ:
-                death[t] = k + 1
-    return birth, death
-
-
-def check_cycles_fit(trace: Trace, cfg, path=None) -> None:
-    """Refuse a trace and configuration whose kernel times overflow the simulated clock.
-
-    The times are ``trace``'s (bounded by its validation), the clock ``gpu.frequency_GHz`` and
-    the count ``run.iterations`` (bounded by their ranges); only their product can overflow,
-    so it is checked here, in floating point before any conversion to cycles.
-    """
-    per_kernel_ns = np.maximum(np.maximum(trace.kernel_time_fault_all_ns, trace.kernel_time_fault_outputs_ns),
-                               trace.kernel_time_ideal_ns)
-    seconds = float(np.sum(per_kernel_ns, dtype=np.float64)) / 1e9
-    cycles = seconds * cfg.gpu.frequency_GHz * 1e9 * cfg.run.iterations
-    if not cycles <= MAX_RUN_KERNEL_CYCLES:
-        raise ConfigError(
-            f"{path or f'{trace.model}-b{trace.batch_size}'}: /kernels: its kernels take {seconds:.4g} s per "
-            f"iteration (all faulting); "
-            f"at gpu.frequency_GHz = {cfg.gpu.frequency_GHz:g} over run.iterations = {cfg.run.iterations} that is "
-            f"{cycles:.4g} cycles, more than the simulator's 64-bit clock leaves room for (2^60): lower "
-            "run.iterations or gpu.frequency_GHz, or check the trace's kernel times")
-    if cfg.fault.handler == "physical":
-        fault_cycles = worst_physical_fault_cycles(trace, cfg) * cfg.run.iterations
-        if not cycles + fault_cycles <= MAX_RUN_KERNEL_CYCLES:
-            from .params import batch_costs
-            c = batch_costs(cfg.fault)
-            raise ConfigError(
-                f"{path or f'{trace.model}-b{trace.batch_size}'}: with every page of every kernel faulting, "
-                f"fault.handler = 'physical' charges {fault_cycles:.4g} cycles of fault time over run.iterations = "
-                f"{cfg.run.iterations} (fault.batch_profile = {cfg.fault.batch_profile!r}: fault.batch_fixed_us = "
-                f"{c['batch_fixed_us']:g}, batch_per_block_us = {c['batch_per_block_us']:g}, batch_per_page_us = "
-                f"{c['batch_per_page_us']:g}, batch_unmap_us = {c['batch_unmap_us']:g}, "
-                f"batch_faults = {cfg.fault.batch_faults}, "
-                f"gpu.malloc_us_per_byte = {cfg.gpu.malloc_us_per_byte:g}), more than the simulator's 64-bit clock "
-                "leaves room for (2^60): lower those costs, run.iterations or gpu.frequency_GHz")
-
-
-def worst_physical_fault_cycles(trace: Trace, cfg) -> float:
-    """An upper bound of one iteration's physical fault time: every page of every kernel faulting
-    from the slowest path, zero-filled at the same time, and in its own batches.
-
-    Parameters
-    ----------
-    trace : Trace
-        The trace (its kernels' working sets).
-    cfg : SimConfig
-        The configuration (:func:`physical_fault_params`).
-
-    Returns
-    -------
-    float
-        Cycles, in floating point (it is compared with the clock's room before any conversion).
-    """
-    p = physical_fault_params(cfg)
-    pages = kernel_working_set_bytes(trace).astype(np.float64) / p["page_bytes"]
-    slowest = min(p["bw_link_Bpms"], p["bw_ssd_Bpms"], p["bw_host_Bpms"])
-    transfer = np.maximum(pages * p["page_bytes"] / slowest / 1e3 * p["freq_hz"],
-                          pages * p["alloc_cycles_per_page"])
-    blocks = np.ceil(pages / p["block_pages"])
-    driver = (np.ceil(np.ceil(pages / p["unit_pages"]) / p["batch_faults"]) * p["batch_fixed_cycles"]
-              + blocks * (p["batch_per_block_cycles"] + p["batch_unmap_cycles"]) + pages * p["batch_per_page_cycles"])
-    return float(np.sum(transfer + driver))
 
 
 def detailed_quotas(cfg, ssd, link) -> dict:
