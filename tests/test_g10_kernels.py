@@ -215,6 +215,56 @@ def test_budget_walks_and_bookings_equal_reference(state, data):
         np.testing.assert_array_equal(full_r[ref.G2S], full[ref.G2S])
 
 
+@settings(max_examples=300, deadline=None)
+@given(budget_state(), st.data())
+def test_walks_over_the_open_bucket_sets_equal_the_kernel_by_kernel_walks(state, data):
+    # the greedy pass keeps the open buckets as disjoint sets and skips closed runs; walks and
+    # bookings through them (the sets updated by every bucket a booking closes) stop where the
+    # reference, which steps over every kernel, stops
+    cap, est, full = state
+    K = cap.shape[1]
+    shared = data.draw(st.booleans())
+    est_r, full_r = est.copy(), full.copy()
+    est_c, full_c = est.copy(), full.copy()
+    sets = comp.open_bucket_sets(cap, est_c, full_c)
+    sizes = st.sampled_from([1, 4095, 1 << 20, 3 * 10**8 + 1, 1 << 34])
+    for _ in range(data.draw(st.integers(1, 16))):
+        op = data.draw(st.sampled_from(["forward", "backward", "book"]))
+        size = data.draw(sizes)
+        d = data.draw(st.integers(0, 3))
+        if op == "forward":
+            start = data.draw(st.integers(0, K))
+            got = (ref.walk_forward(cap, est_r, full_r, d, size, start, shared),
+                   comp.walk_forward(cap, est_c, full_c, d, size, start, shared, sets))
+        elif op == "backward":
+            needed = data.draw(st.integers(0, K))
+            got = (ref.walk_backward(cap, est_r, full_r, d, size, needed, shared),
+                   comp.walk_backward(cap, est_c, full_c, d, size, needed, shared, sets))
+        else:
+            kind, d, shadow = data.draw(st.sampled_from(BOOKINGS))
+            start = data.draw(st.integers(0, K))
+            r_fn, c_fn = (ref.reserve_ssd, comp.reserve_ssd) if kind == "ssd" else (ref.reserve_pcie, comp.reserve_pcie)
+            got = (r_fn(cap, est_r, full_r, d, shadow, size, start, shared),
+                   c_fn(cap, est_c, full_c, d, shadow, size, start, shared, sets))
+        assert got[0] == got[1], op
+        assert est_r.tobytes() == est_c.tobytes()
+        np.testing.assert_array_equal(full_r, full_c)
+    # and the sets still describe the open buckets
+    nxt, prv = sets
+    for r in range(4):
+        for i in range(K + 1):
+            j = i
+            while nxt[r * (K + 1) + j] != j:
+                j = nxt[r * (K + 1) + j]
+            assert j == next((k for k in range(i, K) if not full_c[r, k]), K)
+
+
+def test_open_bucket_sets_refuse_a_wrong_size():
+    cap, est, full = np.ones((4, 3)), np.zeros((4, 3)), np.zeros((4, 3), np.bool_)
+    with pytest.raises(ValueError, match="4 \\* \\(K \\+ 1\\)"):
+        comp.walk_forward(cap, est, full, 0, 1, 0, False, (np.zeros(4, np.int64), np.zeros(4, np.int64)))
+
+
 # ---- whole schedules -----------------------------------------------------------
 
 def assert_same_schedule(a, b):

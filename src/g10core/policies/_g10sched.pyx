@@ -89,6 +89,12 @@ cdef struct budgets:
     int64_t K                  # kernels per iteration
     int64_t row[4]             # bucket row of each direction
     cbool shared_ssd           # row[DIR_G2S] == row[DIR_S2G]
+    # the open buckets as disjoint sets, or NULL (the walks then step over every kernel): per row
+    # (K + 1 entries each) ``nxt[i]`` leads to the first open kernel >= i (K: none), ``prv[i + 1]``
+    # to 1 + the last open kernel <= i (0: none).  A bucket only ever closes, so the walks skip the
+    # closed runs in amortised constant time and stop where the kernel-by-kernel walk stops.
+    int64_t* nxt
+    int64_t* prv
 
 # Keys of one emulated std::sort.
 cdef struct sort_keys:
@@ -347,9 +353,40 @@ cdef void std_sort_c(int64_t* p, int64_t n, const sort_keys* k) noexcept nogil:
 # bandwidth budgets (one bucket per kernel and direction)
 # ---------------------------------------------------------------------------
 
+cdef inline int64_t find_open(int64_t* up, int64_t i) noexcept nogil:
+    """The root of ``i`` in a row of ``budgets.nxt`` or ``budgets.prv`` (path halving)."""
+    while up[i] != i:
+        up[i] = up[up[i]]
+        i = up[i]
+    return i
+
+
+cdef inline void close_at(budgets* bud, int64_t at) noexcept nogil:
+    """Close bucket ``at`` (row * K + kernel) to further bookings."""
+    cdef int64_t r, i
+    if bud.full[at]:
+        return
+    bud.full[at] = True
+    if bud.nxt != NULL:
+        r = at // bud.K
+        i = at - r * bud.K
+        bud.nxt[r * (bud.K + 1) + i] = i + 1
+        bud.prv[r * (bud.K + 1) + i + 1] = i
+
+
 cdef int64_t walk_forward_c(const budgets* bud, int64_t d, int64_t size, int64_t start) noexcept nogil:
     """Kernel where ``size`` bytes are through direction ``d``, starting at ``start``."""
     cdef int64_t K = bud.K, o = bud.row[d] * bud.K, rest = size, i = start
+    cdef int64_t* up
+    if bud.nxt != NULL and rest > 0 and i < K:
+        up = bud.nxt + bud.row[d] * (K + 1)
+        i = find_open(up, i)
+        while i < K:
+            rest = <int64_t>(<double>rest - (bud.cap[o + i] - bud.est[o + i]))
+            if rest <= 0 or i == K - 1:
+                return i
+            i = find_open(up, i + 1)
+        return K - 1
     while rest > 0 and i < K:
         if not bud.full[o + i]:
             # C++ `long -= double`: the double difference, truncated toward zero
@@ -362,7 +399,18 @@ cdef int64_t walk_forward_c(const budgets* bud, int64_t d, int64_t size, int64_t
 
 cdef int64_t walk_backward_c(const budgets* bud, int64_t d, int64_t size, int64_t needed) noexcept nogil:
     """Kernel where a transfer of ``size`` bytes must start to be in by ``needed``."""
-    cdef int64_t o = bud.row[d] * bud.K, rest = size, i = needed - 1
+    cdef int64_t o = bud.row[d] * bud.K, rest = size, i = needed - 1, q
+    cdef int64_t* up
+    if bud.nxt != NULL and rest > 0 and i >= 0:
+        up = bud.prv + bud.row[d] * (bud.K + 1)
+        q = find_open(up, i + 1)
+        while q > 0:
+            i = q - 1
+            rest = <int64_t>(<double>rest - (bud.cap[o + i] - bud.est[o + i]))
+            if rest <= 0 or i == 0:
+                return i
+            q = find_open(up, i)
+        return 0
     while rest > 0 and i >= 0:
         if not bud.full[o + i]:
             rest = <int64_t>(<double>rest - (bud.cap[o + i] - bud.est[o + i]))
@@ -387,14 +435,14 @@ cdef int64_t reserve_ssd_c(budgets* bud, int64_t d, int64_t shadow, int64_t size
                 rest = <int64_t>(<double>rest - room)
                 est[osh + i] += room
                 if est[osh + i] >= cap[osh + i]:
-                    full[osh + i] = True
+                    close_at(bud, osh + i)
                 est[od + i] = cap[od + i]
-                full[od + i] = True
+                close_at(bud, od + i)
             else:
                 est[od + i] += rest
                 est[osh + i] += rest
                 if est[osh + i] >= cap[osh + i]:
-                    full[osh + i] = True
+                    close_at(bud, osh + i)
                 rest = -1
         if rest <= 0 or i == K - 1:
             break
@@ -414,16 +462,16 @@ cdef int64_t reserve_pcie_c(budgets* bud, int64_t d, int64_t shadow, int64_t siz
             if rest + est[od + i] > cap[od + i]:
                 rest = <int64_t>(<double>rest - (cap[od + i] - est[od + i]))
                 est[od + i] = cap[od + i]
-                full[od + i] = True
+                close_at(bud, od + i)
                 est[osh + i] = cap[osh + i]
-                full[osh + i] = True
+                close_at(bud, osh + i)
             else:
                 est[od + i] += rest
                 if est[od + i] >= cap[od + i] - cap[osh + i]:
                     est[osh + i] += est[od + i] - (cap[od + i] - cap[osh + i])
                     if est[osh + i] >= cap[osh + i]:
                         est[osh + i] = cap[osh + i]
-                        full[osh + i] = True
+                        close_at(bud, osh + i)
                 rest = -1
         if rest <= 0 or i == K - 1:
             break
@@ -807,23 +855,23 @@ cdef int64_t reserve_wrapped_c(budgets* bud, int64_t d, int64_t shadow, int64_t 
                 if ssd:
                     est[osh + i] += room
                     if est[osh + i] >= cap[osh + i]:
-                        full[osh + i] = True
+                        close_at(bud, osh + i)
                 else:
                     est[osh + i] = cap[osh + i]
-                    full[osh + i] = True
+                    close_at(bud, osh + i)
                 est[od + i] = cap[od + i]
-                full[od + i] = True
+                close_at(bud, od + i)
             else:
                 est[od + i] += rest
                 if ssd:
                     est[osh + i] += rest
                     if est[osh + i] >= cap[osh + i]:
-                        full[osh + i] = True
+                        close_at(bud, osh + i)
                 elif est[od + i] >= cap[od + i] - cap[osh + i]:
                     est[osh + i] += est[od + i] - (cap[od + i] - cap[osh + i])
                     if est[osh + i] >= cap[osh + i]:
                         est[osh + i] = cap[osh + i]
-                        full[osh + i] = True
+                        close_at(bud, osh + i)
                 rest = -1
         if rest <= 0 or x == start + K - 1:
             break
@@ -1314,7 +1362,44 @@ cdef budgets _budgets(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1
     b.row[DIR_H2G] = DIR_H2G
     b.row[DIR_G2H] = DIR_G2H
     b.shared_ssd = shared_ssd
+    b.nxt = NULL
+    b.prv = NULL
     return b
+
+
+cdef void open_sets(budgets* b, int64_t[::1] nxt, int64_t[::1] prv) noexcept nogil:
+    """Point ``b``'s disjoint sets of open buckets at ``nxt`` and ``prv`` (4 * (K + 1) each) and
+    fill them from ``b.full``."""
+    cdef int64_t K = b.K, r, i
+    for r in range(4):
+        for i in range(K):
+            nxt[r * (K + 1) + i] = i + 1 if b.full[r * K + i] else i
+            prv[r * (K + 1) + i + 1] = i if b.full[r * K + i] else i + 1
+        nxt[r * (K + 1) + K] = K
+        prv[r * (K + 1)] = 0
+    b.nxt = &nxt[0]
+    b.prv = &prv[0]
+
+
+def open_bucket_sets(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full):
+    """The disjoint sets of ``full``'s open buckets, ``(nxt, prv)``: what the greedy pass keeps to
+    skip closed runs.  Pass them as ``sets`` to the walk and booking wrappers (which then use and
+    update them, as inside the pass) to test them against the kernel-by-kernel walks."""
+    cdef budgets b = _budgets(cap, est, full, cap.shape[1], False)
+    nxt = np.empty(4 * (b.K + 1), np.int64)
+    prv = np.empty(4 * (b.K + 1), np.int64)
+    open_sets(&b, nxt, prv)
+    return nxt, prv
+
+
+cdef void _use_sets(budgets* b, sets) except *:
+    cdef int64_t[::1] nxt, prv
+    if sets is None:
+        return
+    nxt, prv = sets
+    _need(nxt.shape[0] == 4 * (b.K + 1) and prv.shape[0] == 4 * (b.K + 1), "sets must have 4 * (K + 1) entries each")
+    b.nxt = &nxt[0]
+    b.prv = &prv[0]
 
 
 cdef interval_table _intervals(const int64_t[::1] iv_tensor, const int64_t[::1] iv_start,
@@ -1351,35 +1436,40 @@ def std_sort(int64_t[::1] p, int mode, const double[::1] k1, const double[::1] k
 
 
 def walk_forward(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full, int64_t d,
-                 int64_t size, int64_t start, bint shared_ssd=False):
+                 int64_t size, int64_t start, bint shared_ssd=False, sets=None):
     """Kernel where ``size`` bytes are through direction ``d``, starting at ``start``
-    (``shared_ssd``: GPU->SSD reads and books the SSD->GPU row, ssd.duplex = shared)."""
+    (``shared_ssd``: GPU->SSD reads and books the SSD->GPU row, ssd.duplex = shared; ``sets``:
+    :func:`open_bucket_sets` to walk with, as the greedy pass does)."""
     cdef budgets b = _budgets(cap, est, full, cap.shape[1], shared_ssd)
     _need(0 <= d < 4 and b.K >= 1 and 0 <= start, "bad direction, K or start")
+    _use_sets(&b, sets)
     return walk_forward_c(&b, d, size, start)
 
 
 def walk_backward(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full, int64_t d,
-                  int64_t size, int64_t needed, bint shared_ssd=False):
+                  int64_t size, int64_t needed, bint shared_ssd=False, sets=None):
     """Kernel where a transfer of ``size`` bytes must start to be in by ``needed``."""
     cdef budgets b = _budgets(cap, est, full, cap.shape[1], shared_ssd)
     _need(0 <= d < 4 and b.K >= 1 and needed <= b.K, "bad direction, K or needed")
+    _use_sets(&b, sets)
     return walk_backward_c(&b, d, size, needed)
 
 
 def reserve_ssd(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full, int64_t d,
-                int64_t shadow, int64_t size, int64_t start, bint shared_ssd=False):
+                int64_t shadow, int64_t size, int64_t start, bint shared_ssd=False, sets=None):
     """Book an SSD transfer from ``start`` on (also into PCIe bucket ``shadow``); last kernel touched."""
     cdef budgets b = _budgets(cap, est, full, cap.shape[1], shared_ssd)
     _need(0 <= d < 4 and 0 <= shadow < 4 and b.K >= 1 and 0 <= start, "bad direction, K or start")
+    _use_sets(&b, sets)
     return reserve_ssd_c(&b, d, shadow, size, start)
 
 
 def reserve_pcie(const double[:, ::1] cap, double[:, ::1] est, cbool[:, ::1] full, int64_t d,
-                 int64_t shadow, int64_t size, int64_t start, bint shared_ssd=False):
+                 int64_t shadow, int64_t size, int64_t start, bint shared_ssd=False, sets=None):
     """Book a host transfer from ``start`` on (artifact quirk on SSD bucket ``shadow``); last kernel touched."""
     cdef budgets b = _budgets(cap, est, full, cap.shape[1], shared_ssd)
     _need(0 <= d < 4 and 0 <= shadow < 4 and b.K >= 1 and 0 <= start, "bad direction, K or start")
+    _use_sets(&b, sets)
     return reserve_pcie_c(&b, d, shadow, size, start)
 
 
@@ -1422,6 +1512,9 @@ def greedy_pass(int64_t[::1] mem, int64_t[::1] cpu, const double[::1] table, con
     _need(K >= 1 and cpu.shape[0] == K and table.shape[0] == K + 1 and ext.shape[0] >= 2 * K + 1,
           "mem, cpu need K >= 1 entries, table K + 1, ext 2 K + 1")
     cdef budgets bud = _budgets(cap, est, full, K, p.shared_ssd)
+    cdef int64_t[::1] open_nxt = np.empty(4 * (K + 1), np.int64)
+    cdef int64_t[::1] open_prv = np.empty(4 * (K + 1), np.int64)
+    open_sets(&bud, open_nxt, open_prv)
     cdef interval_table iv = _intervals(iv_tensor, iv_start, iv_end, iv_looped, iv_time, iv_size)
     _need(perm.shape[0] == I and offloaded.shape[0] == I and really.shape[0] == I
           and loc_iv.shape[0] == I and loc_pre.shape[0] == I and loc_evf.shape[0] == I,
