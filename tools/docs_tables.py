@@ -36,7 +36,9 @@ the simulation; ``uvm-oversub`` (docs/guide/uvm_oversub.md): the oversubscriptio
 (``g10sim uvm-micro oversub``); ``data-parallel`` (docs/guide/machines.md): data-parallel LLaMA-7B
 on a DGX A100 (``g10sim machine train``); ``ssd-plans`` (docs/guide/planner.md): the least SSD bandwidth
 for G10 to reach half of ideal on llama-7b-s2048-b1 from five GPUs (``g10sim plan``); ``eviction-rules``
-(docs/guide/eviction.md): the shipped example eviction rule beside Base UVM's and Belady's.
+(docs/guide/eviction.md): the shipped example eviction rule beside Base UVM's and Belady's;
+``inference-flexgen``, ``inference-zero`` and ``inference-deepnvme`` (docs/guide/inference.md): the
+published inference tables beside ours (``g10sim reproduce inference``).
 tests/test_docs_tables.py renders every
 table from the stored results, re-runs a few cheap runs of each (:data:`CHEAP`) and, marked slow,
 re-runs them all.
@@ -186,6 +188,8 @@ CHEAP = {
     "data-parallel": ("teraio 1",),
     "ssd-plans": ("gpu.model=A100-80GB @ 64",),         # one run of a plan (a whole plan takes 15-20 s)
     "eviction-rules": ("bert_base-b256 base-uvm largest_tensor_first.py:score",),
+    "inference": ("deepnvme | ZeRO-Inference, 4 x Gen4 NVMe (GDS) | llama-3-70b",
+                  "zero-inference-a6000 | ZeRO-Inference (int4 weights, KV offload) | opt-30b"),
 }
 
 
@@ -478,7 +482,30 @@ def planned_runs(name: str) -> list[str]:
     if name == "eviction-rules":
         return [f"{t} base-uvm {EVICTION_RULES[0]}" for t in EVICTION_TRACES] + \
                [f"{t} {p}" for t in EVICTION_TRACES for p in ("base-uvm", "belady")]
+    if name == "inference":
+        from g10core.experiments.inference import CELLS
+
+        return [_cell_id(c) for c in CELLS]
     raise KeyError(name)
+
+
+def _cell_id(cell) -> str:
+    return f"{cell.table} | {cell.system} | {cell.model}"
+
+
+def measure_inference(ids=None, jobs=None) -> list[dict]:
+    """``g10sim reproduce inference``: every published inference cell and ours (docs/guide/inference.md)."""
+    from g10core.experiments.inference import CELLS, run_cell
+
+    wanted = planned_runs("inference") if ids is None else list(ids)
+    by_id = {_cell_id(c): c for c in CELLS}
+    out = []
+    for run in wanted:
+        r = run_cell(by_id[run])
+        out.append({"id": run, "batch": r["batch"], "published_tokens_per_s": r["published_tokens_per_s"],
+                    "tokens_per_s": r["tokens_per_s"], "ratio": r["ratio"], "ttft_s": r["ttft_s"],
+                    "tpot_s": r["tpot_s"]})
+    return out
 
 
 # each stored result set: the function that measures it (all its runs, or those named)
@@ -486,7 +513,7 @@ MEASURES = {"llm": measure_llm, "fig11-gpus": measure_fig11_gpus, "g10-on-uvm": 
             "fig11-twins": measure_fig11_twins, "zero-llm": measure_zero_llm,
             "zero-closed-form": measure_zero_closed_form, "uvm-oversub": measure_uvm_oversub,
             "data-parallel": measure_data_parallel, "ssd-plans": measure_ssd_plans,
-            "eviction-rules": measure_eviction_rules}
+            "eviction-rules": measure_eviction_rules, "inference": measure_inference}
 
 
 def stored_results() -> dict:
@@ -776,6 +803,52 @@ def eviction_rules_table() -> str:
     return "\n".join(lines)
 
 
+def _model_name(model: str) -> str:
+    return model.upper().replace("LLAMA", "LLaMA")
+
+
+def _inference_rows(table: str) -> list[tuple[list[str], dict]]:
+    return [(r["id"].split(" | "), r) for r in _rows("inference") if r["id"].split(" | ")[0] == table]
+
+
+def _tokens(x) -> str:
+    return "refused" if x is None else f"{x:.3g}"
+
+
+def inference_flexgen_table() -> str:
+    """FlexGen's T4 table beside ours (docs/guide/inference.md)."""
+    lines = ["| system | model | batch | published | ours | ours / published |", "|---|---|---|---|---|---|"]
+    for (_, system, model), r in _inference_rows("flexgen-t4"):
+        lines.append(f"| {system} | {_model_name(model)} | {r['batch']} | {r['published_tokens_per_s']:g} | "
+                     f"{_tokens(r['tokens_per_s'])} | {r['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
+def inference_zero_table() -> str:
+    """ZeRO-Inference's A6000 table beside ours (docs/guide/inference.md)."""
+    lines = ["| model | batch | published | ours | ours / published |", "|---|---|---|---|---|"]
+    for (_, _, model), r in _inference_rows("zero-inference-a6000"):
+        lines.append(f"| {_model_name(model)} | {r['batch']} | {r['published_tokens_per_s']:g} | "
+                     f"{_tokens(r['tokens_per_s'])} | {r['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
+def inference_deepnvme_table() -> str:
+    """DeepNVMe's LLaMA-3-70B drive sets beside ours (docs/guide/inference.md)."""
+    from g10core.experiments.inference import CELLS
+    from g10core.inference.schedule import MACHINES
+
+    machine = {_cell_id(c): MACHINES[c.machine] for c in CELLS}
+    lines = ["| drives (RAID0) | reads, GB/s | GPU | batch | published | ours | ours / published | TTFT, s | "
+             "TPOT, s |", "|---|---|---|---|---|---|---|---|---|"]
+    for (_, system, _), r in _inference_rows("deepnvme"):
+        m = machine[r["id"]]
+        drives = system.partition(", ")[2].replace(" (GDS)", "")
+        lines.append(f"| {drives} | {m.disk_read_GBps:g} | {m.gpu} | {r['batch']} | {r['published_tokens_per_s']:g} | "
+                     f"{_tokens(r['tokens_per_s'])} | {r['ratio']:.2f} | {r['ttft_s']:.1f} | {r['tpot_s']:.2f} |")
+    return "\n".join(lines)
+
+
 def _geomean(xs) -> float:
     return math.exp(sum(map(math.log, xs)) / len(xs))
 
@@ -803,11 +876,14 @@ TABLES = {
     "data-parallel": (ROOT / "docs" / "guide" / "machines.md", data_parallel_table),
     "ssd-plans": (ROOT / "docs" / "guide" / "planner.md", ssd_plans_table),
     "eviction-rules": (ROOT / "docs" / "guide" / "eviction.md", eviction_rules_table),
+    "inference-flexgen": (ROOT / "docs" / "guide" / "inference.md", inference_flexgen_table),
+    "inference-zero": (ROOT / "docs" / "guide" / "inference.md", inference_zero_table),
+    "inference-deepnvme": (ROOT / "docs" / "guide" / "inference.md", inference_deepnvme_table),
 }
 # the tables that quote simulation results (they render from RESULTS)
 RESULT_TABLES = ("llm-policies", "llm-fig11-policies", "fig11-gpus", "g10-on-uvm", "fig11-twins", "zero-llm",
                  "zero-closed-form", "uvm-oversub", "data-parallel", "ssd-plans",
-                 "eviction-rules")
+                 "eviction-rules", "inference-flexgen", "inference-zero", "inference-deepnvme")
 
 
 def render(text: str, path: Path) -> str:

@@ -144,14 +144,17 @@ def _cmd_reproduce_inference(args) -> int:
 
 def add_reproduce_inference(sub) -> None:
     """``g10sim reproduce inference`` (added to the ``reproduce`` group)."""
+    from ..experiments.inference import TABLES
+
     r = sub.add_parser("inference", help="FlexGen's and ZeRO-Inference's published throughput tables beside ours",
                        description="Run every cell of FlexGen's T4 table (FMInference/FlexiGen, "
                                    "benchmark/batch_size_table.md) and ZeRO-Inference's A6000 table "
-                                   "(microsoft/DeepSpeedExamples, zero_inference/README.md) with the published batch "
+                                   "(microsoft/DeepSpeedExamples, zero_inference/README.md) and DeepNVMe's "
+                                   "LLaMA-3-70B drive sets (microsoft/DeepSpeed, blogs/deepnvme) with the published batch "
                                    "and placement, and print ours beside the published tokens/s with the reason for "
                                    "each difference over 20 %.")
-    r.add_argument("--tables", nargs="+", choices=("flexgen-t4", "zero-inference-a6000"),
-                   default=["flexgen-t4", "zero-inference-a6000"], help="which tables (default both)")
+    r.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES),
+                   help="which tables (default all: FlexGen's T4, ZeRO-Inference's A6000, DeepNVMe's drive sets)")
     r.add_argument("--plot", metavar="PATH.png", help="also draw ours beside the published (matplotlib)")
     add_json_option(r)
     r.set_defaults(func=_cmd_reproduce_inference)

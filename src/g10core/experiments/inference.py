@@ -12,6 +12,11 @@ Two tables, prompt 512 and 32 generated tokens each:
 * ZeRO-Inference, ``microsoft/DeepSpeedExamples``, ``inference/huggingface/zero_inference/README.md``
   (2023): one A6000 48 GB, 252 GB DRAM, a 5.6 GB/s NVMe; int4 weights and the KV cache offloaded
   to host memory, weights offloaded to CPU memory ("cpu_offload"), with the batch each cell ran.
+* DeepNVMe (``microsoft/DeepSpeed``, ``blogs/deepnvme/03-2025/README.md``): LLaMA-3-70B under
+  ZeRO-Inference with its fp16 weights on NVMe (GDS), batch 96, on one GPU with three RAID0 drive
+  sets: 4 Gen4 drives (an A100-80GB), 4 and 8 Gen5 drives (an H200 or MI300X VM); 7, 17 and 26 tokens/s.
+  The drive sets' read / write rates are the same post's ``ds_io`` measurements (issue 46's
+  validation of drive scaling).
 
 Our cells run :func:`g10core.inference.schedule.run_inference` on the trace
 :func:`g10core.workload.llm.inference_trace` makes for the cell (nothing here is fitted to the
@@ -28,6 +33,8 @@ from ..inference.schedule import MACHINES, Placement, run_inference
 
 FLEXGEN_SRC = "FMInference/FlexiGen benchmark/batch_size_table.md; placements: benchmark/flexgen/bench_suite.py"
 ZERO_SRC = "microsoft/DeepSpeedExamples inference/huggingface/zero_inference/README.md (2023)"
+DEEPNVME_SRC = "microsoft/DeepSpeed blogs/deepnvme/03-2025/README.md"
+TABLES = ("flexgen-t4", "zero-inference-a6000", "deepnvme")
 PROMPT, GEN = 512, 32
 
 
@@ -87,7 +94,13 @@ CELLS: tuple = (
     Cell("zero-inference-a6000", "ZeRO-Inference (int4 weights, KV offload)", m, tps, b, "zero-inference",
          "zero-inference-a6000", weights="int4", cpu_attention=True, source=ZERO_SRC, note=f"bsz={b}, cpu_offload")
     for m, tps, b in (("opt-30b", 17.53, 128), ("opt-66b", 8.02, 64), ("opt-175b", 2.09, 24),
-                      ("bloom-176b", 1.25, 24), ("llama-2-70b", 3.60, 200)))
+                      ("bloom-176b", 1.25, 24), ("llama-2-70b", 3.60, 200))
+) + tuple(
+    Cell("deepnvme", f"ZeRO-Inference, {drives} (GDS)", "llama-3-70b", tps, 96, "zero-inference", machine,
+         zero_device="nvme", source=DEEPNVME_SRC, note=f"bsz=96, disk offload, {drives} RAID0")
+    for drives, machine, tps in (("4 x Gen4 NVMe", "deepnvme-a100-4xgen4", 7.0),
+                                 ("4 x Gen5 NVMe", "deepnvme-h200-4xgen5", 17.0),
+                                 ("8 x Gen5 NVMe", "deepnvme-h200-8xgen5", 26.0)))
 
 
 # Why our cell differs from the published one by more than 20 % (filled from our runs' breakdowns,
@@ -181,7 +194,7 @@ def run_cell(cell: Cell) -> dict:
     return row
 
 
-def reproduce_inference(tables=("flexgen-t4", "zero-inference-a6000")) -> list[dict]:
+def reproduce_inference(tables=TABLES) -> list[dict]:
     """Every cell of ``tables``, ours beside the published one."""
     return [run_cell(c) for c in CELLS if c.table in tables]
 

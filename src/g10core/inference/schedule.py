@@ -131,6 +131,37 @@ MACHINES: dict = {
 }
 
 
+# DeepNVMe's LLaMA-3-70B ZeRO-Inference runs (microsoft/DeepSpeed blogs/deepnvme/03-2025/README.md): one GPU, the
+# weights read from a RAID0 of NVMe drives; the drive sets' read / write rates are the same post's ds_io
+# measurements (1 GB transfers between HBM and the RAID0 volume), taken as the disk's bandwidths.
+_DEEPNVME = "microsoft/DeepSpeed blogs/deepnvme/03-2025/README.md"
+_DEEPNVME_UNUSED = ("not published; does not bind (the weights stream from the drives, the KV cache stays on the GPU: "
+                    "the run holds nothing in host memory and runs no CPU attention), so the FlexGen machine's CPU "
+                    "figures and 880 GB stand in")
+
+
+def _deepnvme(gpu: str, drives: str, read: float, write: float, gpu_src: str) -> Machine:
+    return Machine(gpu, 880.0, read, write, 16, 128.0, 96.9,
+                   sources={"gpu": gpu_src, "disk_read_GBps": f"{drives}: reads {read:g} GB/s, writes {write:g} "
+                                                              f"GB/s, DeepNVMe's ds_io measurement ({_DEEPNVME})",
+                            "host_memory_GB": _DEEPNVME_UNUSED, "cpu": _DEEPNVME_UNUSED})
+
+
+MACHINES.update({
+    "deepnvme-a100-4xgen4": _deepnvme(
+        "A100-80GB", "4 PCIe Gen4 NVMe drives in RAID0", 10.0, 5.0,
+        f"one A100-80GB of an Azure NC_A100_v4 VM ({_DEEPNVME}, its earlier deepspeed-gds post)"),
+    # the post ran the Gen5 drive sets on ND-MI300X-v5 and ND-H200-v5 VMs without saying which set was on which;
+    # both GPUs have PCIe Gen5 x16 links, and the MI300X is not in our catalogue: the H200 stands for both
+    "deepnvme-h200-4xgen5": _deepnvme(
+        "H200", "4 PCIe Gen5 NVMe drives in RAID0", 27.0, 11.0,
+        f"an ND-MI300X-v5 or ND-H200-v5 VM ({_DEEPNVME}); the H200 (PCIe Gen5) stands for both"),
+    "deepnvme-h200-8xgen5": _deepnvme(
+        "H200", "8 PCIe Gen5 NVMe drives in RAID0", 48.0, 26.0,
+        f"an ND-MI300X-v5 or ND-H200-v5 VM ({_DEEPNVME}); the H200 (PCIe Gen5) stands for both"),
+})
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where weights, KV cache and activations live: fractions on GPU, CPU (host memory), disk."""

@@ -78,6 +78,9 @@ OPT_SRC = ("Zhang et al., 'OPT: Open Pre-trained Transformer Language Models', a
 LLAMA_SRC = ("Touvron et al., 'LLaMA' (arXiv 2302.13971) Table 2 and 'Llama 2' (arXiv 2307.09288) Table 1 and "
              "section 2.2 (grouped-query attention, 8 KV heads, for 70B); FFN widths and vocabulary 32000: "
              "meta-llama/Llama-2-*-hf config.json (intermediate_size 11008 / 28672)")
+LLAMA3_SRC = ("Grattafiori et al., 'The Llama 3 Herd of Models' (arXiv 2407.21783) Table 3 (70B: 80 layers, model "
+              "dimension 8192, FFN 28672, 64 attention heads, 8 key/value heads); vocabulary 128256 and 8192 positions: "
+              "meta-llama/Meta-Llama-3-70B config.json")
 GPT2_SRC = ("Radford et al., 'Language Models are Unsupervised Multitask Learners' (2019), Table 2 (layers, "
             "d_model); heads, vocabulary 50257, 1024 positions: openai-community/gpt2* config.json")
 BLOOM_SRC = "BigScience, 'BLOOM', arXiv 2211.05100, Table 3 (176B: 70 layers, 112 heads, hidden 14336, vocab 250880)"
@@ -145,6 +148,8 @@ MODELS: dict[str, LMConfig] = {m.name: m for m in (
              source=LLAMA_SRC),
     LMConfig("llama-2-70b", 80, 8192, 64, 28672, 32000, 4096, kv_heads=8, gated_ffn=True,
              learned_positions=False, source=LLAMA_SRC),
+    LMConfig("llama-3-70b", 80, 8192, 64, 28672, 128256, 8192, kv_heads=8, gated_ffn=True,
+             learned_positions=False, source=LLAMA3_SRC),
     _gpt2("gpt2", 12, 768, 12), _gpt2("gpt2-medium", 24, 1024, 16), _gpt2("gpt2-large", 36, 1280, 20),
     _gpt2("gpt2-xl", 48, 1600, 25),
     LMConfig("bloom-176b", 70, 14336, 112, 4 * 14336, 250880, 2048, learned_positions=False, source=BLOOM_SRC),
