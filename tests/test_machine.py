@@ -355,6 +355,63 @@ def test_the_ring_allreduce_takes_2_n_minus_1_over_n_bytes_at_the_bus_bandwidth(
     assert busbw is None and t == pytest.approx(2 * 3 / 4 * 1e9 / (pcie_raw_GBps(3, 4) * 1e9))
 
 
+def test_gradient_buckets_fill_as_distributed_data_parallel_fills_them():
+    import numpy as np
+
+    from g10core.codes import ROLE_GRADIENT
+    from g10core.machine.training import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, gradient_buckets
+    from g10core.workload.roles import optimizer_kernels
+    from g10core.workload.trace import read_trace
+    from g10core.workload.tracestore import resolve_trace
+
+    tr = read_trace(resolve_trace(TRAIN_TRACE))
+    sizes = np.asarray(tr.tensor_size_bytes)
+    grads = np.asarray(tr.tensor_role) == ROLE_GRADIENT
+    b = gradient_buckets(tr)
+    assert sum(n for _, n in b) == int(sizes[grads].sum())          # every gradient once
+    kernels = [k for k, _ in b]
+    assert kernels == sorted(kernels) and kernels[-1] < optimizer_kernels(tr)[0]   # ready during the backward
+    largest = int(sizes[grads].max())
+    assert b[0][1] <= max(DDP_FIRST_BUCKET_BYTES, largest)
+    assert all(n <= max(DDP_BUCKET_BYTES, largest) for _, n in b)
+
+
+def test_the_allreduce_overlaps_the_backward_bucket_by_bucket():
+    import numpy as np
+
+    from g10core.machine.training import allreduce_schedule, allreduce_seconds
+
+    m = shipped("dgx-a100")
+    per_gb = allreduce_seconds(m, 8, 1e9)[0]
+    ends = np.array([1.0, 2.0, 3.0, 4.0])
+    buckets = [(0, 10**9), (1, 10**9), (3, 10**9)]        # ready at 1, 2 and 4 s
+    busy, exposed, spans = allreduce_schedule(m, 8, buckets, ends, 4.0)
+    assert busy == pytest.approx(3 * per_gb)
+    # one stream: each starts when ready and when the one before is done
+    assert spans[0][0] == 1.0 and spans[1][0] == max(2.0, 1.0 + per_gb) and spans[2][0] == max(4.0, spans[1][0] + per_gb)
+    assert exposed == pytest.approx(spans[2][0] + per_gb - 4.0)
+    # without overlap the whole all-reduce follows the backward
+    busy2, exposed2, spans2 = allreduce_schedule(m, 8, buckets, ends, 4.0, overlap=False)
+    assert busy2 == busy and exposed2 == pytest.approx(busy) and spans2[0][0] == 4.0
+    # all ready long before the backward ends: nothing exposed
+    assert allreduce_schedule(m, 8, [(0, 10**6)], ends, 4.0)[1] == 0.0
+    assert allreduce_schedule(m, 8, [], ends, 4.0) == (0.0, 0.0, [])
+
+
+def test_a_data_parallel_iteration_hides_part_of_its_allreduce():
+    from g10core.machine.training import data_parallel
+
+    m = shipped("dgx-a100")
+    hidden = data_parallel(TRAIN_TRACE, "teraio", m, 2, sets=SMALL_GPU)
+    whole = data_parallel(TRAIN_TRACE, "teraio", m, 2, sets=SMALL_GPU, overlap=False)
+    for h, w in zip(hidden.per_gpu, whole.per_gpu):
+        assert h["rank_s"] == w["rank_s"] and h["allreduce_s"] == pytest.approx(w["allreduce_s"])
+        assert w["allreduce_exposed_s"] == pytest.approx(w["allreduce_s"])
+        assert 0.0 <= h["allreduce_exposed_s"] < w["allreduce_exposed_s"]
+        assert h["iteration_s"] == pytest.approx(h["rank_s"] + h["allreduce_exposed_s"])
+    assert hidden.per_gpu[0]["allreduce_buckets"] > 1
+
+
 def test_one_rank_on_a_machine_is_the_run_on_its_gpu():
     from g10core.machine.training import data_parallel
     from g10core.simulator import Simulator, resolve_config
@@ -433,7 +490,9 @@ def test_a_data_parallel_run_has_a_timeline_track_per_gpu_and_hop_and_frames(tmp
                  str(tmp_path / "r.json")]) == 0
     ev = json.loads(out.read_text())["traceEvents"]
     gpus = {e["args"]["name"] for e in ev if e.get("name") == "thread_name"}
-    assert gpus == {"GPU 0", "GPU 1"}
+    assert gpus == {"GPU 0", "GPU 1", "GPU 0 all-reduce", "GPU 1 all-reduce"}
+    buckets = [e for e in ev if e.get("cat") == "collective"]
+    assert buckets and all(e["name"].startswith("all-reduce bucket") for e in buckets)
     hops = {e["name"] for e in ev if e.get("ph") == "C"}
     assert "gpu0 link down" in hops and "drive0 flash" in hops
     d = json.loads((tmp_path / "r.json").read_text())

@@ -38,7 +38,8 @@ on a DGX A100 (``g10sim machine train``); ``ssd-plans`` (docs/guide/planner.md):
 for G10 to reach half of ideal on llama-7b-s2048-b1 from five GPUs (``g10sim plan``); ``eviction-rules``
 (docs/guide/eviction.md): the shipped example eviction rule beside Base UVM's and Belady's;
 ``inference-flexgen``, ``inference-zero`` and ``inference-deepnvme`` (docs/guide/inference.md): the
-published inference tables beside ours (``g10sim reproduce inference``).
+published inference tables beside ours (``g10sim reproduce inference``); ``inference-page`` (same
+page): Base UVM, DeepUM+ and G10 on OPT-6.7B inference.
 tests/test_docs_tables.py renders every
 table from the stored results, re-runs a few cheap runs of each (:data:`CHEAP`) and, marked slow,
 re-runs them all.
@@ -188,6 +189,7 @@ CHEAP = {
     "data-parallel": ("teraio 1",),
     "ssd-plans": ("gpu.model=A100-80GB @ 64",),         # one run of a plan (a whole plan takes 15-20 s)
     "eviction-rules": ("bert_base-b256 base-uvm largest_tensor_first.py:score",),
+    "inference-page": ("base-uvm",),
     "inference": ("deepnvme | ZeRO-Inference, 4 x Gen4 NVMe (GDS) | llama-3-70b",
                   "zero-inference-a6000 | ZeRO-Inference (int4 weights, KV offload) | opt-30b"),
 }
@@ -369,6 +371,7 @@ def measure_data_parallel(ids=None, jobs=None) -> list[dict]:
         same_kind = [h for n, h in r["hops"].items() if n.partition(" ")[2] == kind]
         out.append({"id": run, "failed": r["failed"], "iteration_s": r["iteration_s"],
                     "rank_s": slowest["rank_s"], "allreduce_s": slowest["allreduce_s"],
+                    "allreduce_exposed_s": slowest["allreduce_exposed_s"],
                     "busiest_hop": r["busiest_hop"], "busiest_hop_bytes": hop["bytes"],
                     "busiest_hop_GBps": hop["bandwidth_GBps"],
                     "every_hop_of_its_kind_alike": len(same_kind) > 1 and all(h["bytes"] == hop["bytes"]
@@ -482,6 +485,8 @@ def planned_runs(name: str) -> list[str]:
     if name == "eviction-rules":
         return [f"{t} base-uvm {EVICTION_RULES[0]}" for t in EVICTION_TRACES] + \
                [f"{t} {p}" for t in EVICTION_TRACES for p in ("base-uvm", "belady")]
+    if name == "inference-page":
+        return list(INFERENCE_PAGE[1])
     if name == "inference":
         from g10core.experiments.inference import CELLS
 
@@ -508,12 +513,35 @@ def measure_inference(ids=None, jobs=None) -> list[dict]:
     return out
 
 
+# docs/guide/inference.md: the page-level policies on an inference trace (FlexGen's T4, OPT-6.7B, prompt
+# 512, 32 tokens, batch 16), run by g10sim run TRACE --policy P --gpu T4 --set run.iterations=2
+INFERENCE_PAGE = (("opt-6.7b", 512, 32, 16, "T4"), ("base-uvm", "deepum", "g10"))
+
+
+def measure_inference_page(ids=None, jobs=None) -> list[dict]:
+    """Base UVM, DeepUM+ and G10 on OPT-6.7B inference (``default``, T4, two iterations)."""
+    from g10core.config import resolve
+    from g10core.simulator import Simulator
+    from g10core.workload.llm import inference_trace
+
+    (model, prompt, gen, batch, gpu), _ = INFERENCE_PAGE
+    trace = inference_trace(model, prompt, gen, batch, gpu=gpu)
+    sim = Simulator(resolve("default", None, [f"gpu.model={gpu}", "run.iterations=2"]))
+    out = []
+    for policy in planned_runs("inference-page") if ids is None else ids:
+        r = sim.run(trace, policy)
+        out.append({"id": policy, "failed": r.failed, "ttft_s": r.inference["ttft_s"],
+                    "tpot_s": r.inference["tpot_s"], "tokens_per_s": r.inference["tokens_per_s"]})
+    return out
+
+
 # each stored result set: the function that measures it (all its runs, or those named)
 MEASURES = {"llm": measure_llm, "fig11-gpus": measure_fig11_gpus, "g10-on-uvm": measure_g10_on_uvm,
             "fig11-twins": measure_fig11_twins, "zero-llm": measure_zero_llm,
             "zero-closed-form": measure_zero_closed_form, "uvm-oversub": measure_uvm_oversub,
             "data-parallel": measure_data_parallel, "ssd-plans": measure_ssd_plans,
-            "eviction-rules": measure_eviction_rules, "inference": measure_inference}
+            "eviction-rules": measure_eviction_rules, "inference": measure_inference,
+            "inference-page": measure_inference_page}
 
 
 def stored_results() -> dict:
@@ -749,8 +777,8 @@ def uvm_oversub_table() -> str:
 
 def data_parallel_table() -> str:
     """Data-parallel LLaMA-7B on a DGX A100 under three policies (docs/guide/machines.md)."""
-    lines = ["| policy | GPUs | iteration, s | rank, s | all-reduce, s | busiest hop (bytes, GB; busy at its bandwidth, s) "
-             "| rounds |", "|---|---|---|---|---|---|---|"]
+    lines = ["| policy | GPUs | iteration, s | rank, s | all-reduce, s (after the backward / whole) | busiest hop (bytes, "
+             "GB; busy at its bandwidth, s) | rounds |", "|---|---|---|---|---|---|---|"]
     for r in _rows("data-parallel"):
         policy, gpus = r["id"].split()
         if r["failed"]:
@@ -758,7 +786,7 @@ def data_parallel_table() -> str:
             continue
         kind = r["busiest_hop"].partition(" ")[2]
         hop = f"every drive's {kind}" if r["every_hop_of_its_kind_alike"] else r["busiest_hop"]
-        allreduce = "0" if r["allreduce_s"] == 0 else f"{r['allreduce_s']:.3f}"
+        allreduce = "0" if r["allreduce_s"] == 0 else f"{r['allreduce_exposed_s']:.3f} / {r['allreduce_s']:.3f}"
         lines.append(f"| {policy} | {gpus} | {r['iteration_s']:.3f} | {r['rank_s']:.3f} | {allreduce} | "
                      f"{hop} ({r['busiest_hop_bytes'] / 1e9:.1f}, {r['busiest_hop_bytes'] / 1e9 / r['busiest_hop_GBps']:.2f}) "
                      f"| {r['rounds']} |")
@@ -813,6 +841,14 @@ def _inference_rows(table: str) -> list[tuple[list[str], dict]]:
 
 def _tokens(x) -> str:
     return "refused" if x is None else f"{x:.3g}"
+
+
+def inference_page_table() -> str:
+    """The page-level policies on OPT-6.7B inference (docs/guide/inference.md)."""
+    lines = ["| policy | TTFT, s | TPOT, s | tokens/s |", "|---|---|---|---|"]
+    for r in _rows("inference-page"):
+        lines.append(f"| {r['id']} | {r['ttft_s']:.2f} | {r['tpot_s']:.3f} | {r['tokens_per_s']:.3g} |")
+    return "\n".join(lines)
 
 
 def inference_flexgen_table() -> str:
@@ -876,6 +912,7 @@ TABLES = {
     "data-parallel": (ROOT / "docs" / "guide" / "machines.md", data_parallel_table),
     "ssd-plans": (ROOT / "docs" / "guide" / "planner.md", ssd_plans_table),
     "eviction-rules": (ROOT / "docs" / "guide" / "eviction.md", eviction_rules_table),
+    "inference-page": (ROOT / "docs" / "guide" / "inference.md", inference_page_table),
     "inference-flexgen": (ROOT / "docs" / "guide" / "inference.md", inference_flexgen_table),
     "inference-zero": (ROOT / "docs" / "guide" / "inference.md", inference_zero_table),
     "inference-deepnvme": (ROOT / "docs" / "guide" / "inference.md", inference_deepnvme_table),
@@ -883,7 +920,7 @@ TABLES = {
 # the tables that quote simulation results (they render from RESULTS)
 RESULT_TABLES = ("llm-policies", "llm-fig11-policies", "fig11-gpus", "g10-on-uvm", "fig11-twins", "zero-llm",
                  "zero-closed-form", "uvm-oversub", "data-parallel", "ssd-plans",
-                 "eviction-rules", "inference-flexgen", "inference-zero", "inference-deepnvme")
+                 "eviction-rules", "inference-page", "inference-flexgen", "inference-zero", "inference-deepnvme")
 
 
 def render(text: str, path: Path) -> str:

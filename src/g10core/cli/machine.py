@@ -87,7 +87,7 @@ def _cmd_train(args) -> int:
     what = f"{args.trace} under {args.policy} on {m.name}"
     with simulation_failures(what), heartbeat(what, enabled=not args.no_progress):
         res = data_parallel(args.trace, args.policy, m, args.gpus, preset=args.preset, sets=gpu_sets(args),
-                            rounds=args.rounds)
+                            rounds=args.rounds, overlap=not args.no_allreduce_overlap)
     if human(args):
         print(res.summary())
     emit_json(res.to_dict(), args.json_path)
@@ -153,6 +153,9 @@ def add_parser(subparsers) -> None:
     t.add_argument("--preset", default="default", metavar="NAME")
     t.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[], dest="sets",
                    help="an override after the machine's keys, e.g. --set gpu.memory_GiB=40 (repeatable)")
+    t.add_argument("--no-allreduce-overlap", action="store_true",
+                   help="run the gradient all-reduce after the iteration, whole (default: bucket by bucket during "
+                        "the backward pass, as DistributedDataParallel does)")
     t.add_argument("--no-progress", action="store_true", help="no heartbeat line on stderr")
     t.add_argument("--timeline", metavar="FILE.json",
                    help="a Perfetto/Chrome trace: a track per GPU, a counter per hop (its fraction in use)")

@@ -22,16 +22,22 @@ How the ranks and the machine are coupled (a fixed point, round by round):
    the previous one goes half way (in log space), which damps the see-saw (slower transfers spread
    out, so they overlap less).
 
-The all-reduce of the gradients (the bytes of the trace's gradient tensors) follows each rank's
-iteration (not overlapped with the backward pass: an upper bound on its cost): a ring, 2 (n - 1) / n
-x the bytes over each GPU's link (NCCL's bus bandwidth definition, NVIDIA/nccl-tests
-``doc/PERFORMANCE.md``), at the machine's published all-reduce bus bandwidth
-(``[nvlink] allreduce_busbw_GBps``) where it has one, else on the flow model over the GPUs' links
-(the ring's n transfers at once).
+The all-reduce of the gradients overlaps the backward pass as PyTorch's DistributedDataParallel
+runs it (Li et al., "PyTorch Distributed: Experiences on Accelerating Data Parallel Training", VLDB
+2020, section 3.2; ``bucket_cap_mb`` = 25 and a first bucket of 1 MiB, the defaults of
+``torch.nn.parallel.DistributedDataParallel``): the gradient tensors, in the order the rank's
+backward finishes writing them, fill buckets; a bucket's all-reduce starts once its last gradient is
+written and the bucket before it is reduced (one communication stream); the optimizer step waits for
+the last.  Each bucket's all-reduce is a ring, 2 (n - 1) / n x its bytes over each GPU's link
+(NCCL's bus bandwidth definition, NVIDIA/nccl-tests ``doc/PERFORMANCE.md``), at the machine's
+published all-reduce bus bandwidth (``[nvlink] allreduce_busbw_GBps``) where it has one, else on the
+flow model over the GPUs' links (the ring's n transfers at once), with no per-call latency.  A
+rank's iteration is its own plus the all-reduce time left after its backward (``allreduce_exposed_s``);
+``overlap=False`` runs the whole all-reduce after the iteration instead (an upper bound).
 
 Not modelled: ZeRO-3's partitioning of parameters, gradients and optimizer state across ranks (each
-rank here holds and moves its full copy, as plain data parallelism does), the overlap of the
-all-reduce with backward, several nodes.
+rank here holds and moves its full copy, as plain data parallelism does), the all-reduce's share of
+the PCIe hops on a machine without NVLink, several nodes.
 """
 from __future__ import annotations
 
@@ -47,13 +53,18 @@ from .flows import Transfer, simulate
 from .topology import Topology
 from . import drop_unread, single_gpu_rates, single_gpu_sets
 
-__all__ = ["data_parallel", "DataParallelResult", "allreduce_seconds", "QUEUE_KIND"]
+__all__ = ["data_parallel", "DataParallelResult", "allreduce_seconds", "gradient_buckets", "allreduce_schedule",
+           "QUEUE_KIND"]
 
 # tensorsim's queues (GPU_TO_SSD, SSD_TO_GPU, GPU_TO_HOST, HOST_TO_GPU, HOST_TO_SSD, SSD_TO_HOST) ->
 # the configuration rate each runs at (ssd.bandwidth_GBps, ssd.write_bandwidth_GBps, host.bandwidth_GBps)
 QUEUE_KIND = ("ssd_write", "ssd_read", "host", "host", "ssd_write", "ssd_read")
 KINDS = ("ssd_read", "ssd_write", "host")
 MIN_RATE_GBps = 0.1          # the configuration's least bandwidth (params.py)
+# torch.nn.parallel.DistributedDataParallel's defaults: bucket_cap_mb = 25, and a first bucket of
+# 1 MiB (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES) so that communication starts early
+DDP_BUCKET_BYTES = 25 * 2**20
+DDP_FIRST_BUCKET_BYTES = 2**20
 
 
 @dataclass
@@ -63,8 +74,10 @@ class DataParallelResult:
     Attributes
     ----------
     per_gpu : list of dict
-        ``gpu``, ``iteration_s`` (rank + all-reduce), ``rank_s``, ``allreduce_s``, ``ideal_s``, the rates
-        it ran at (``rates_GBps``), its ``contention`` factors and ``traffic_bytes``.
+        ``gpu``, ``iteration_s`` (rank + the all-reduce left after its backward), ``rank_s``,
+        ``allreduce_s`` (the all-reduce's whole time, its buckets back to back), ``allreduce_exposed_s``
+        (what of it the iteration waits for), ``allreduce_buckets``, ``ideal_s``, the rates it ran at
+        (``rates_GBps``), its ``contention`` factors and ``traffic_bytes``.
     hops : dict
         hop -> ``bytes``, ``busy_s`` (some transfer in flight on it) and ``bandwidth_GBps``, over one
         iteration of every rank at once.
@@ -86,6 +99,8 @@ class DataParallelResult:
     notes: list = field(default_factory=list)
     # (hop, start s, end s, fraction in use) over the last round's replay of every rank at once
     hop_segments: list = field(default_factory=list, repr=False)
+    # gpu -> [(start s, seconds)] of each bucket's all-reduce, from the start of the rank's iteration
+    allreduce_spans: dict = field(default_factory=dict, repr=False)
 
     @property
     def iteration_s(self) -> float:
@@ -145,9 +160,13 @@ class DataParallelResult:
             ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": f"GPU {tid}"}})
             ev.append({"name": f"rank ({self.policy})", "cat": "rank", "ph": "X", "pid": 1, "tid": tid, "ts": 0.0,
                        "dur": g["rank_s"] * 1e6})
-            if g["allreduce_s"] > 0:
-                ev.append({"name": "all-reduce", "cat": "collective", "ph": "X", "pid": 1, "tid": tid,
-                           "ts": g["rank_s"] * 1e6, "dur": g["allreduce_s"] * 1e6})
+            spans = self.allreduce_spans.get(tid, [])
+            if spans:
+                ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": 1000 + tid,
+                           "args": {"name": f"GPU {tid} all-reduce"}})
+            for b, (start, dur) in enumerate(spans):
+                ev.append({"name": f"all-reduce bucket {b}", "cat": "collective", "ph": "X", "pid": 1,
+                           "tid": 1000 + tid, "ts": start * 1e6, "dur": dur * 1e6})
         last: dict = {}
         for hop, t0, t1, use in sorted(self.hop_segments, key=lambda x: (x[0], x[1])):
             if last.get(hop, (None, -1.0))[1] != t0:        # idle since its last segment
@@ -170,7 +189,8 @@ class DataParallelResult:
         for g in self.per_gpu:
             c = ", ".join(f"{k} x{v:.2f}" for k, v in g["contention"].items() if v > 1.0005) or "none"
             lines.append(f"  GPU {g['gpu']}: {g['iteration_s']:.3f} s = rank {g['rank_s']:.3f} + all-reduce "
-                         f"{g['allreduce_s']:.3f} (ideal {g['ideal_s']:.3f}); SSD read {g['rates_GBps']['ssd_read']:.2f} "
+                         f"{g['allreduce_exposed_s']:.3f} exposed of {g['allreduce_s']:.3f} in "
+                         f"{g['allreduce_buckets']} buckets (ideal {g['ideal_s']:.3f}); SSD read {g['rates_GBps']['ssd_read']:.2f} "
                          f"GB/s, write {g['rates_GBps']['ssd_write']:.2f}; contention {c}")
         ranked = sorted(self.hops, key=lambda h: -self.hops[h]["bytes"] / 1e9 / self.hops[h]["bandwidth_GBps"])
         for h in ranked[:5]:
@@ -206,6 +226,85 @@ def allreduce_seconds(machine: Machine, n: int, nbytes: float) -> tuple[float, f
     topo = Topology(machine)
     ring = [Transfer(0.0, wire, (topo.gpu_to_gpu(i, (i + 1) % n),)) for i in range(n)]
     return max(simulate(ring).finish_s), None
+
+
+def gradient_buckets(trace) -> list[tuple[int, int]]:
+    """DistributedDataParallel's gradient buckets: ``(kernel, bytes)`` each, in the order they fill.
+
+    The gradient tensors (``trace.tensor_role``) in the order the backward finishes writing them (the
+    last kernel before the optimizer step that writes each; ties in tensor order), packed into
+    buckets of :data:`DDP_FIRST_BUCKET_BYTES` then :data:`DDP_BUCKET_BYTES` (a tensor larger than a
+    bucket is a bucket of its own).  ``kernel`` is the kernel after which the bucket is complete.
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Returns
+    -------
+    list of (int, int)
+        Empty when the trace has no gradient (or no roles).
+    """
+    from ..workload.roles import optimizer_kernels
+    from ..workload.trace import ACCESS_WRITE
+
+    if trace.tensor_role is None:
+        return []
+    role = np.asarray(trace.tensor_role)
+    opt = optimizer_kernels(trace)
+    end = int(opt[0]) if len(opt) else trace.n_kernels
+    k, t, m = trace.access_kernel, np.asarray(trace.access_tensor), np.asarray(trace.access_mode)
+    w = ((m & ACCESS_WRITE) != 0) & (role[t] == ROLE_GRADIENT) & (k < end)
+    last = np.full(trace.n_tensors, -1, np.int64)
+    np.maximum.at(last, t[w], k[w])
+    grads = np.flatnonzero(last >= 0)
+    grads = grads[np.lexsort((grads, last[grads]))]
+    sizes = np.asarray(trace.tensor_size_bytes)
+    out: list[tuple[int, int]] = []
+    cap, fill, ready = DDP_FIRST_BUCKET_BYTES, 0, -1
+    for g in grads.tolist():
+        if fill and fill + int(sizes[g]) > cap:
+            out.append((ready, fill))
+            cap, fill = DDP_BUCKET_BYTES, 0
+        fill += int(sizes[g])
+        ready = int(last[g])
+    if fill:
+        out.append((ready, fill))
+    return out
+
+
+def allreduce_schedule(machine: Machine, n: int, buckets, kernel_end_s, backward_end_s: float,
+                       overlap: bool = True) -> tuple[float, float, list]:
+    """When each bucket's all-reduce runs, on one communication stream.
+
+    Parameters
+    ----------
+    machine : Machine
+    n : int
+        Ranks.
+    buckets : list of (int, int)
+        :func:`gradient_buckets`.
+    kernel_end_s : array of float
+        Each kernel's end in the rank's iteration, seconds from its start.
+    backward_end_s : float
+        When the rank's optimizer step would start (its iteration's end where it has none).
+    overlap : bool
+        False: every bucket after ``backward_end_s``, back to back (no overlap).
+
+    Returns
+    -------
+    tuple
+        ``(busy_s, exposed_s, spans)``: the buckets' all-reduce time, what of it ends after
+        ``backward_end_s``, and ``(start_s, seconds)`` per bucket.
+    """
+    t, busy, spans = (0.0 if overlap else backward_end_s), 0.0, []
+    for kernel, nbytes in buckets:
+        dur = allreduce_seconds(machine, n, nbytes)[0]
+        start = max(t, float(kernel_end_s[kernel])) if overlap else t
+        spans.append((start, dur))
+        t = start + dur
+        busy += dur
+    return busy, max(0.0, t - backward_end_s) if spans else 0.0, spans
 
 
 def _busy_periods(rows, hz: float):
@@ -254,7 +353,7 @@ def _routes(topo: Topology, gpu: int, queue: int) -> tuple:
 
 
 def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = None, *, preset: str = "default",
-                  sets=(), rounds: int = 6, tolerance: float = 0.01) -> DataParallelResult:
+                  sets=(), rounds: int = 6, tolerance: float = 0.01, overlap: bool = True) -> DataParallelResult:
     """Train ``trace`` data parallel on the first ``n_gpus`` GPUs of ``machine`` under ``policy``.
 
     Parameters
@@ -275,6 +374,9 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
         At most this many rounds of the fixed point.
     tolerance : float
         Stop when no rank's rate moves by more than this (relative).
+    overlap : bool
+        The gradient all-reduce overlaps the backward pass, bucket by bucket (DistributedDataParallel);
+        False: it follows the iteration whole (an upper bound).
 
     Returns
     -------
@@ -384,12 +486,20 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
         tr = read_trace(resolve_trace(trace))
     if tr.tensor_role is not None:
         ar_bytes = int(np.sum(np.asarray(tr.tensor_size_bytes)[np.asarray(tr.tensor_role) == ROLE_GRADIENT]))
-    ar_s, busbw = allreduce_seconds(machine, n, ar_bytes)
-    per_gpu = []
+    busbw = allreduce_seconds(machine, n, ar_bytes)[1]
+    buckets = gradient_buckets(tr) if n > 1 else []
+    from ..workload.roles import optimizer_kernels
+    opt = optimizer_kernels(tr)
+    per_gpu, spans_of = [], {}
     for g in gpus:
         res = results[g]
-        per_gpu.append({"gpu": g, "iteration_s": res.iteration_time_s + ar_s, "rank_s": res.iteration_time_s,
-                        "allreduce_s": ar_s, "ideal_s": res.ideal_time_s,
+        start = np.asarray(res.kernels["start_s"], np.float64)
+        kernel_end = start + np.asarray(res.kernels["time_s"], np.float64)
+        backward_end = float(start[opt[0]]) if len(opt) else res.iteration_time_s
+        ar_s, exposed, spans_of[g] = allreduce_schedule(machine, n, buckets, kernel_end, backward_end, overlap)
+        per_gpu.append({"gpu": g, "iteration_s": res.iteration_time_s + exposed, "rank_s": res.iteration_time_s,
+                        "allreduce_s": ar_s, "allreduce_exposed_s": exposed, "allreduce_buckets": len(buckets),
+                        "ideal_s": res.ideal_time_s,
                         "rates_GBps": {k: round(v, 6) for k, v in ran_with[g].items()},
                         "contention": {k: round(v, 4) for k, v in contention[g].items()},
                         "traffic_bytes": dict(res.counters.get("traffic_bytes", {}))})
@@ -404,4 +514,4 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
                      "this machine): a lower bound on its time")
     return DataParallelResult(machine.name, str(getattr(trace, "name", trace)), policy, n, per_gpu, hops,
                               ar_bytes, busbw, done_rounds, converged, time.perf_counter() - t0, notes=notes,
-                              hop_segments=segments)
+                              hop_segments=segments, allreduce_spans=spans_of)
