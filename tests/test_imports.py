@@ -439,3 +439,12 @@ def test_every_pyx_is_built_as_the_module_its_path_names():
     not_built = [name for name in pyx
                  if not (getattr(importlib.util.find_spec(name), "origin", None) or "").endswith(suffixes)]
     assert not not_built, f"no compiled module for {not_built}"
+
+
+def test_the_architecture_map_names_every_package():
+    # issue 44: a newcomer's map (docs/architecture.md) names every package of g10core
+    text = (SRC.parents[1] / "docs" / "architecture.md").read_text()
+    packages = sorted(p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert {"uvm", "inference", "machine"} <= set(packages)
+    missing = [p for p in packages if f"`{p}/" not in text]
+    assert not missing, f"docs/architecture.md does not name {missing}"
