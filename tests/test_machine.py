@@ -520,3 +520,43 @@ def test_the_machine_planner_finds_the_fewest_drives_and_more_drives_never_slow_
     # the DGX A100's drives spread over its four switches before any switch gets a second
     d = shipped("dgx-a100")
     assert drive_order(d, range(8)) == [0, 2, 4, 6, 1, 3, 5, 7]
+
+
+def test_the_uplink_planner_finds_the_slowest_uplink_and_faster_uplinks_never_slow_a_run(capsys):
+    from dataclasses import replace
+
+    from g10core.machine.description import pcie_raw_GBps
+    from g10core.machine.planning import least_uplink, uplink_ladder
+    from g10core.machine.training import data_parallel
+
+    ladder = uplink_ladder()
+    rates = [pcie_raw_GBps(*u) for u in ladder]
+    assert rates == sorted(set(rates)) and ladder[0] == (3, 1) and ladder[-1] == (5, 16)
+    m = shipped("dgx-a100")
+
+    def fraction(u):
+        mm = replace(m, switches=tuple(replace(s, uplink_generation=u[0], uplink_lanes=u[1]) for s in m.switches))
+        r = data_parallel(TRAIN_TRACE, "teraio", mm, 1, sets=SMALL_GPU)
+        return max(g["ideal_s"] for g in r.per_gpu) / r.iteration_s
+
+    every = {u: fraction(u) for u in ladder[2:]}          # Gen3 x4 and up
+    fractions = list(every.values())
+    assert fractions == sorted(fractions) and fractions[0] < fractions[-1]     # the uplink binds, then not
+    target = (fractions[1] + fractions[2]) / 2
+    plan = least_uplink(TRAIN_TRACE, "teraio", m, target, 1, sets=SMALL_GPU)
+    brute = next(u for u in ladder[2:] if every[u] >= target)
+    assert plan.uplink == brute and plan.runs[brute][0] == pytest.approx(every[brute])
+    assert all(f < target for u, (f, _, _) in plan.runs.items() if pcie_raw_GBps(*u) < pcie_raw_GBps(*brute))
+    assert len(plan.runs) <= 4                              # a bisection, not the whole ladder
+    missed = least_uplink(TRAIN_TRACE, "teraio", m, 1.0, 1, sets=SMALL_GPU)
+    assert missed.uplink is None and missed.to_dict()["uplink"] is None
+    # the command line: the plan as JSON; a machine with no switch uplink is refused (exit 2, one line)
+    assert main(["machine", "plan", TRAIN_TRACE, "--machine", "dgx-a100", "--policy", "teraio", "--gpus", "1",
+                 "--target", f"{target}", "--vary", "uplink", "--set", SMALL_GPU[0], "--no-progress",
+                 "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["uplink"]["generation"], out["uplink"]["lanes"]) == brute
+    assert main(["machine", "plan", TRAIN_TRACE, "--machine", "workstation-1gpu-4ssd", "--policy", "teraio",
+                 "--target", "0.5", "--vary", "uplink", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no PCIe switch with an uplink" in err

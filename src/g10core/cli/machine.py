@@ -103,15 +103,27 @@ def _cmd_train(args) -> int:
 
 def _cmd_plan(args) -> int:
     from ..machine import load
-    from ..machine.planning import fewest_drives
+    from ..machine.planning import fewest_drives, least_uplink
     from .common import gpu_sets, heartbeat, simulation_failures
 
     m = load(args.machine)
     what = f"{args.trace} under {args.policy} on {m.name}"
+    planner = least_uplink if args.vary == "uplink" else fewest_drives
     with simulation_failures(what), heartbeat(what, enabled=not args.no_progress):
-        plan = fewest_drives(args.trace, args.policy, m, args.target, args.gpus, preset=args.preset,
-                             sets=gpu_sets(args))
-    if human(args):
+        plan = planner(args.trace, args.policy, m, args.target, args.gpus, preset=args.preset, sets=gpu_sets(args))
+    if human(args) and args.vary == "uplink":
+        from ..machine.description import pcie_raw_GBps
+
+        for (g, n), (f, t, h) in sorted(plan.runs.items(), key=lambda kv: pcie_raw_GBps(*kv[0])):
+            print(f"  uplink Gen{g} x{n:<2d} ({pcie_raw_GBps(g, n):6.2f} GB/s): {f:6.1%} of ideal, iteration {t:.3f} s, "
+                  f"busiest hop {h}")
+        if plan.uplink is None:
+            print(f"{what}: even a Gen{max(g for g, _ in plan.runs)} x16 uplink on every switch misses "
+                  f"{args.target:.0%} of ideal")
+        else:
+            print(f"{what}: a Gen{plan.uplink[0]} x{plan.uplink[1]} uplink ({plan.uplink_GBps:.2f} GB/s per direction) "
+                  f"on every switch reaches {args.target:.0%} of ideal")
+    elif human(args):
         for k, (f, t, h) in sorted(plan.runs.items()):
             print(f"  {k:3d} drives: {f:6.1%} of ideal, iteration {t:.3f} s, busiest hop {h}")
         if plan.drives is None:
@@ -161,14 +173,18 @@ def add_parser(subparsers) -> None:
                    help="a Perfetto/Chrome trace: a track per GPU, a counter per hop (its fraction in use)")
     add_json_option(t)
     t.set_defaults(func=_cmd_train)
-    pl = sub.add_parser("plan", help="the fewest drives for a target fraction of ideal (data parallel)",
+    pl = sub.add_parser("plan", help="the fewest drives, or the slowest switch uplink, for a target fraction of ideal "
+                                     "(data parallel)",
                         description="Bisect the number of drives of the GPUs' RAID0 volume (spread over the switches "
                                     "first) for the fewest with which data-parallel training reaches --target of "
-                                    "ideal; prints every run made.")
+                                    "ideal, or (--vary uplink) the PCIe generation x lanes of every switch's uplink "
+                                    "for the slowest; prints every run made.")
     pl.add_argument("trace", metavar="TRACE")
     pl.add_argument("--machine", required=True, metavar="NAME|FILE.toml")
     pl.add_argument("--policy", required=True, metavar="P")
     pl.add_argument("--target", type=float, required=True, metavar="F", help="fraction of ideal, e.g. 0.5")
+    pl.add_argument("--vary", choices=("drives", "uplink"), default="drives",
+                    help="what to plan: the number of drives (default) or every PCIe switch's uplink")
     pl.add_argument("--gpus", type=int, default=None, metavar="N")
     pl.add_argument("--preset", default="default", metavar="NAME")
     pl.add_argument("--set", metavar="SECTION.KEY=VALUE", action="append", default=[], dest="sets")

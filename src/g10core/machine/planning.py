@@ -1,4 +1,5 @@
-"""The planner over a machine: the fewest drives that reach a target fraction of ideal.
+"""The planner over a machine: the fewest drives, or the least switch uplink, that reach a target
+fraction of ideal.
 
 ``g10sim machine plan TRACE --machine M --policy P --gpus N --target 0.8``: the ranks' volume is
 cut to its first k drives, taken one switch at a time in turn (so k drives spread over the switches
@@ -7,15 +8,23 @@ runs at each k the search visits.  More drives never make a run slower for a rea
 would not have (each drive adds bandwidth and no hop loses any), so the search is a bisection over
 k: about log2(drives) + 1 runs.  The fraction of ideal is the ideal iteration (the trace's kernel
 times) over the slowest GPU's iteration, all-reduce included.
+
+``--vary uplink`` instead gives every PCIe switch the same uplink, from the PCIe ladder of
+generation x lanes (:func:`uplink_ladder`, ordered by bandwidth), and bisects for the slowest uplink
+that reaches the target: a faster uplink never slows a run either (one hop gains bandwidth).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .description import Machine, Volume
+from ..link.pcie import GENERATIONS
+from .description import Machine, Volume, pcie_raw_GBps
 from .training import data_parallel
 
-__all__ = ["fewest_drives", "DrivePlan", "drive_order"]
+__all__ = ["fewest_drives", "DrivePlan", "drive_order", "least_uplink", "UplinkPlan", "uplink_ladder"]
+
+# the widths a switch's uplink takes (x32 ports are not built as uplinks)
+UPLINK_LANES = (1, 2, 4, 8, 16)
 
 
 def drive_order(machine: Machine, drives) -> list[int]:
@@ -111,3 +120,98 @@ def fewest_drives(trace, policy: str, machine: Machine, target: float, n_gpus: i
         else:
             lo = mid + 1
     return DrivePlan(target, lo, runs)
+
+
+def uplink_ladder() -> list[tuple[int, int]]:
+    """Every PCIe uplink (generation, lanes) from Gen3 x1 up, by bandwidth per direction; of two
+    with the same bandwidth (Gen3 x16 and Gen4 x8), the older generation's."""
+    out: dict = {}
+    for gen in sorted(g for g in GENERATIONS if g >= 3):
+        for lanes in UPLINK_LANES:
+            out.setdefault(pcie_raw_GBps(gen, lanes), (gen, lanes))
+    return [out[b] for b in sorted(out)]
+
+
+@dataclass
+class UplinkPlan:
+    """What :func:`least_uplink` found: ``uplink`` (generation, lanes), None when even the fastest
+    misses the target, and every run, ``(generation, lanes) -> (fraction of ideal, iteration s,
+    busiest hop)``."""
+
+    target: float
+    uplink: tuple[int, int] | None
+    runs: dict
+
+    @property
+    def uplink_GBps(self) -> float | None:
+        return None if self.uplink is None else pcie_raw_GBps(*self.uplink)
+
+    def to_dict(self) -> dict:
+        """JSON-able."""
+        return {"target": self.target, "uplink": None if self.uplink is None else
+                {"generation": self.uplink[0], "lanes": self.uplink[1], "GBps": self.uplink_GBps},
+                "runs": {f"Gen{g} x{n}": {"GBps": pcie_raw_GBps(g, n), "fraction_of_ideal": f, "iteration_s": t,
+                                          "busiest_hop": h}
+                         for (g, n), (f, t, h) in sorted(self.runs.items(), key=lambda kv: pcie_raw_GBps(*kv[0]))}}
+
+
+def least_uplink(trace, policy: str, machine: Machine, target: float, n_gpus: int | None = None, *,
+                 preset: str = "default", sets=()) -> UplinkPlan:
+    """The slowest PCIe switch uplink (every switch alike) with which data-parallel training reaches
+    ``target``.
+
+    Parameters
+    ----------
+    trace : str or path
+        The trace.
+    policy : str
+        A tensor-level policy.
+    machine : Machine
+        The machine; its PCIe switches (``kind = "pcie-switch"``) get the uplink tried.
+    target : float
+        The fraction of ideal to reach, in (0, 1].
+    n_gpus : int, optional
+        Ranks (default all).
+    preset : str
+        The configuration preset.
+    sets : sequence of str
+        Overrides after the machine's.
+
+    Returns
+    -------
+    UplinkPlan
+        The slowest uplink that reaches the target (None if the fastest misses it) and each run.
+    """
+    if not 0 < target <= 1:
+        raise ValueError(f"--target {target:g}: must be in (0, 1]")
+    if not any(s.kind == "pcie-switch" for s in machine.switches):
+        raise ValueError(f"{machine.path}: no PCIe switch with an uplink (every switch is root ports): "
+                         "nothing for --vary uplink to plan")
+    n = machine.gpus.count if n_gpus is None else int(n_gpus)
+    ladder = uplink_ladder()
+    runs: dict = {}
+
+    def frac(i: int) -> float:
+        gen, lanes = ladder[i]
+        if (gen, lanes) not in runs:
+            m = replace(machine, switches=tuple(replace(s, uplink_generation=gen, uplink_lanes=lanes)
+                                                if s.kind == "pcie-switch" else s for s in machine.switches))
+            res = data_parallel(trace, policy, m, n, preset=preset, sets=sets)
+            if res.failed:
+                runs[gen, lanes] = (0.0, float("inf"), None)
+            else:
+                ideal = max(g["ideal_s"] for g in res.per_gpu)
+                runs[gen, lanes] = (ideal / res.iteration_s, res.iteration_s, res.busiest_hop())
+        return runs[gen, lanes][0]
+
+    lo, hi = 0, len(ladder) - 1
+    if frac(hi) < target:
+        return UplinkPlan(target, None, runs)
+    while lo < hi:                       # the slowest rung with frac >= target
+        mid = (lo + hi) // 2
+        if frac(mid) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return UplinkPlan(target, ladder[lo], runs)
+
