@@ -589,3 +589,73 @@ def test_deepnvme_llama3_70b_over_three_drive_sets():
         assert 140e9 < weights < 142e9
         assert r["tpot_s"] == pytest.approx(weights / (MACHINES[machine].disk_read_GBps * 1e9), rel=0.02)
         assert r["placement"]["weights"]["disk"] == 1.0 and r["memory"]["cpu_needed_bytes"] == 0
+
+
+# ---- requests arriving over time -----------------------------------------------------------------
+
+def test_arrivals_all_at_zero_are_the_batch_at_once():
+    from g10core.inference.preemption import serve_with_preemption
+
+    t = inference_trace("opt-125m", 32, 32, 16, gpu="T4")
+    budget = 0.5 * _kv_total(t)
+    once = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=budget)
+    zeros = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=budget, arrival_s=[0.0] * 16)
+    assert once.to_dict() == zeros.to_dict() and once.first_arrival_s == once.last_arrival_s == 0.0
+
+
+def test_requests_far_apart_are_served_one_at_a_time():
+    # each request arrives after the one before has finished: its time to first token is its prompt's
+    # prefill, its latency that plus its decode steps at one running sequence
+    from g10core.inference.preemption import _decode_model, serve_with_preemption
+
+    P, G, B = 16, 4, 3
+    t = inference_trace("opt-125m", P, G, B, gpu="T4")
+    floor, at_b = _decode_model(t)
+    prefill = P * layer_stats(t).gpu_s[0].sum() / (B * P)
+    alone = prefill + sum(floor[d] + (at_b[d] - floor[d]) / B for d in range(1, G))
+    arrivals = [0.0, 10.0, 20.0]
+    r = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=2 * _kv_total(t), arrival_s=arrivals)
+    assert alone < 10.0
+    assert r.ttft_s == pytest.approx(prefill) and r.ttft_p99_s == pytest.approx(prefill)
+    assert r.latency_mean_s == pytest.approx(alone) and r.latency_p99_s == pytest.approx(alone)
+    assert r.total_s == pytest.approx(20.0 + alone) and r.last_arrival_s == 20.0
+    assert r.tokens_per_s == pytest.approx(B * G / (20.0 + alone))
+    # out of order, the same requests (served first come first served)
+    assert serve_with_preemption(t, BIG_HOST, kv_budget_bytes=2 * _kv_total(t),
+                                 arrival_s=arrivals[::-1]).to_dict() == r.to_dict()
+
+
+def test_poisson_arrivals_are_seeded_and_at_their_rate():
+    from g10core.inference.preemption import poisson_arrivals
+
+    a = poisson_arrivals(4000, 5.0, seed=3)
+    assert np.all(np.diff(a) > 0) and a[0] > 0
+    assert np.array_equal(a, poisson_arrivals(4000, 5.0, seed=3))
+    assert not np.array_equal(a, poisson_arrivals(4000, 5.0, seed=4))
+    assert np.mean(np.diff(a)) == pytest.approx(1 / 5.0, rel=0.05)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="request rate"):
+            poisson_arrivals(3, bad)
+
+
+def test_continuous_batching_takes_in_requests_as_they_arrive(tmp_path, capsys):
+    from g10core.inference.preemption import poisson_arrivals, serve_with_preemption
+
+    t = inference_trace("opt-125m", 32, 16, 16, gpu="T4")
+    once = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=2 * _kv_total(t))
+    slow = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=2 * _kv_total(t),
+                                 arrival_s=poisson_arrivals(16, 1.0 / once.total_s, seed=1))
+    # requests that arrive about one batch-time apart rarely wait: each one's first token comes
+    # sooner than in the batch at once (where the last prefill waits for all before it)...
+    assert slow.ttft_p50_s < once.ttft_p50_s
+    # ...and nothing finishes before it arrives; the run ends after the last arrival
+    assert slow.total_s > slow.last_arrival_s and slow.latency_mean_s > slow.ttft_s > 0
+    with pytest.raises(ValueError, match="arrival times"):
+        serve_with_preemption(t, BIG_HOST, arrival_s=[0.0] * 3)
+    path = write_trace(t, tmp_path / "t.h5")
+    assert main(["inference", "serve", str(path), "--machine", "flexgen-t4", "--request-rate", "2", "--seed", "1",
+                 "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["last_arrival_s"] > 0 and out["ttft_p99_s"] >= out["ttft_p50_s"] > 0
+    assert main(["inference", "serve", str(path), "--machine", "flexgen-t4", "--request-rate", "0"]) == 2
+    assert "request rate" in capsys.readouterr().err

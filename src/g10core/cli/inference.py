@@ -89,19 +89,28 @@ def _cmd_inference_search(args) -> int:
 
 
 def _cmd_inference_serve(args) -> int:
-    from ..inference.preemption import serve_with_preemption
+    from ..inference.preemption import poisson_arrivals, serve_with_preemption
     from ..inference.schedule import MACHINES
     from ..workload.trace import read_trace
     from ..workload.tracestore import resolve_trace
 
     trace = read_trace(resolve_trace(args.trace))
     budget = None if args.kv_budget_GB is None else args.kv_budget_GB * 1e9
+    arrivals = None
+    if args.request_rate is not None:            # one arrival per request of the trace's batch
+        from ..inference.schedule import layer_stats
+
+        arrivals = poisson_arrivals(layer_stats(trace).batch, args.request_rate, args.seed)
     r = serve_with_preemption(trace, MACHINES[args.machine], kv_budget_bytes=budget, mode=args.mode,
-                              seqs_per_group=args.seqs_per_group, swap_space_bytes=args.swap_space_GiB * (1 << 30))
+                              seqs_per_group=args.seqs_per_group, swap_space_bytes=args.swap_space_GiB * (1 << 30),
+                              arrival_s=arrivals)
     if human(args):
-        print(f"{trace.model}, batch {r.batch}, prompt {r.prompt}, {r.gen} tokens, KV budget "
+        arriving = ("all at once" if arrivals is None else
+                    f"arriving at {args.request_rate:g} requests/s (Poisson, seed {args.seed}) over {r.last_arrival_s:.4g} s")
+        print(f"{trace.model}, batch {r.batch} {arriving}, prompt {r.prompt}, {r.gen} tokens, KV budget "
               f"{r.kv_budget_bytes / 1e9:.3g} GB ({r.mode} on preemption): {r.total_s:.4g} s, {r.tokens_per_s:.4g} "
-              f"tokens/s, mean time to first token {r.ttft_s:.4g} s; {r.preemptions} preemptions, "
+              f"tokens/s; time to first token mean {r.ttft_s:.4g} s, p50 {r.ttft_p50_s:.4g}, p99 {r.ttft_p99_s:.4g}; "
+              f"latency mean {r.latency_mean_s:.4g} s, p99 {r.latency_p99_s:.4g}; {r.preemptions} preemptions, "
               f"{r.recomputed_tokens} tokens recomputed, {r.swapped_bytes / 1e9:.3g} GB swapped")
     emit_json(r.to_dict(), args.json_path)
     return EXIT_OK
@@ -217,6 +226,10 @@ def add_parser(subparsers) -> None:
                    help="sequences per request (parallel sampling / beam width; default 1)")
     v.add_argument("--swap-space-GiB", type=float, default=4.0, metavar="GiB",
                    help="host memory for swapped blocks (vLLM's default 4)")
+    v.add_argument("--request-rate", type=float, default=None, metavar="R",
+                   help="requests arrive over time, a Poisson process at R per second (vLLM's benchmark_serving "
+                        "--request-rate); default: the whole batch at once")
+    v.add_argument("--seed", type=int, default=0, metavar="S", help="the arrivals' seed (default 0)")
     add_json_option(v)
     v.set_defaults(func=_cmd_inference_serve)
 

@@ -16,8 +16,12 @@ default, cheaper for short sequences), swap for a group of several (parallel sam
 search: ``seqs_per_group > 1``), since recomputation would lose their shared prefix.  ``mode``
 forces one or the other.
 
-The run here is one batch of ``batch`` requests that all arrive at once (the trace's batch,
-prompt and generation length) served by that scheduler, step by step: each step either admits
+The run here is the trace's ``batch`` requests (its prompt and generation length each) served by
+that scheduler, step by step.  They arrive at once by default, or over time (``arrival_s``, e.g.
+:func:`poisson_arrivals` at a request rate, as vLLM's serving benchmark draws them): the scheduler
+then batches continuously (Yu et al., "Orca", OSDI 2022; vLLM's iteration-level scheduling), taking
+in a request at the first step after it arrives, and sits idle when no request is in the system.
+Each step either admits
 waiting sequences (a prefill of their prompts, or of prompt and generated tokens after a
 recompute preemption), swaps sequences back in, or runs one decode step of every running
 sequence.  Costs come from the trace, kernel by kernel (``physical-v1`` on its GPU):
@@ -65,15 +69,46 @@ class PreemptionResult:
     recomputed_tokens: int
     swapped_bytes: float
     steps: int
+    # per request, from its arrival: time to first token and to its last token (end-to-end latency)
+    ttft_p50_s: float = 0.0
+    ttft_p99_s: float = 0.0
+    latency_mean_s: float = 0.0
+    latency_p99_s: float = 0.0
+    first_arrival_s: float = 0.0  # tokens/s counts from the first arrival to the last token
+    last_arrival_s: float = 0.0
 
     @property
     def tokens_per_s(self) -> float:
-        return self.batch * self.gen / self.total_s
+        return self.batch * self.gen / (self.total_s - self.first_arrival_s)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["tokens_per_s"] = self.tokens_per_s
         return d
+
+
+def poisson_arrivals(n: int, rate_per_s: float, seed: int = 0) -> np.ndarray:
+    """``n`` request arrival times (s) of a Poisson process at ``rate_per_s``: exponential gaps, the
+    first at its gap after 0, as vLLM's ``benchmark_serving.py`` draws them (``--request-rate``).
+
+    Parameters
+    ----------
+    n : int
+        Requests.
+    rate_per_s : float
+        Mean arrivals per second (> 0).
+    seed : int
+        The generator's seed (numpy ``PCG64``): the same seed gives the same arrivals.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, ascending.
+    """
+    if not (isinstance(rate_per_s, (int, float)) and np.isfinite(rate_per_s) and rate_per_s > 0):
+        raise ValueError(f"request rate {rate_per_s!r}: must be a number > 0 (requests per second)")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    return np.cumsum(rng.exponential(1.0 / rate_per_s, size=int(n)))
 
 
 def _decode_model(trace: Trace):
@@ -98,7 +133,7 @@ def _decode_model(trace: Trace):
 
 def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float | None = None, mode: str = "auto",
                           seqs_per_group: int = 1, block_size: int = BLOCK_SIZE,
-                          swap_space_bytes: float = SWAP_SPACE_BYTES) -> PreemptionResult:
+                          swap_space_bytes: float = SWAP_SPACE_BYTES, arrival_s=None) -> PreemptionResult:
     """Serve the trace's batch with its KV cache limited to ``kv_budget_bytes`` on the GPU.
 
     Parameters
@@ -115,6 +150,9 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
         or ``swap``.
     block_size, swap_space_bytes :
         vLLM's ``block_size`` (16) and ``swap_space`` (4 GiB).
+    arrival_s : sequence of float, optional
+        When each of the batch's requests arrives (seconds, >= 0, one per request; served first
+        come first served); default: all at 0.
 
     Raises
     ------
@@ -144,6 +182,13 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
         one = blocks_of(P + 1)
         raise ValueError(f"a KV budget of {kv_budget_bytes / GB:.3g} GB holds {n_blocks} blocks of {block_size} "
                          f"tokens; one sequence's prompt and first token need {one} ({one * block_bytes / GB:.3g} GB)")
+    if arrival_s is None:
+        arrive = np.zeros(B)
+    else:
+        arrive = np.asarray(arrival_s, dtype=np.float64)
+        if arrive.shape != (B,) or not np.all(np.isfinite(arrive)) or np.any(arrive < 0):
+            raise ValueError(f"arrival times: one finite time >= 0 per request ({B}); got {arrive.shape[0] if arrive.ndim == 1 else arrive.shape}")
+        arrive = np.sort(arrive)          # sequence ids in arrival order: FCFS is id order
     use = ("swap" if seqs_per_group > 1 else "recompute") if mode == "auto" else mode
     floor, at_b = _decode_model(trace)
     prefill_per_token = float(st.gpu_s[0].sum()) / (B * P)
@@ -151,7 +196,9 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
 
     done = np.zeros(B, np.int64)          # tokens generated per sequence (the first comes out of its prefill)
     first_token = np.full(B, np.nan)
-    waiting = list(range(B))              # FCFS: sequence ids in arrival order
+    finish = np.full(B, np.nan)
+    waiting: list[int] = []               # FCFS: sequence ids in arrival order
+    arrived = 0                           # requests 0 .. arrived-1 have arrived
     running: list[int] = []
     swapped: list[int] = []
     free = n_blocks
@@ -163,8 +210,17 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
 
     while True:
         steps += 1
-        if steps > 50 * B * G + 1000:
+        if steps > 50 * B * G + 1000 + 2 * B:
             raise SimulationError("vLLM-style serving made no progress (a budget too small for its batch)")
+        while arrived < B and arrive[arrived] <= now:     # the requests that arrived by this step
+            waiting.append(arrived)
+            arrived += 1
+        waiting.sort()
+        if not running and not waiting and not swapped:
+            if arrived == B:
+                break
+            now = float(arrive[arrived])  # idle until the next request
+            continue
         if swapped:                      # swapped sequences come back first, oldest first, while they fit
             s = min(swapped)
             need = blocks_of(P + int(done[s]))
@@ -203,11 +259,10 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
                     if done[s] >= G:     # its one token came out of the prefill: it is done
                         free += int(held[s])
                         held[s] = 0
+                        finish[s] = now
                 running = sorted(running + [s for s in admitted if done[s] < G])
                 continue
         if not running:
-            if not waiting and not swapped:
-                break
             raise SimulationError("vLLM-style serving: no sequence can run in the KV budget")
         # a decode step: every running sequence gains a token; a block boundary needs a free block
         need = [s for s in running if blocks_of(P + int(done[s]) + 1) > held[s]]
@@ -244,11 +299,17 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
         for s in finished:
             free += int(held[s])
             held[s] = 0
+            finish[s] = now
         running = [s for s in running if done[s] < G]
+    ttft, latency = first_token - arrive, finish - arrive
     return PreemptionResult(mode=use, batch=B, prompt=P, gen=G, kv_budget_bytes=float(kv_budget_bytes),
-                            block_size=block_size, total_s=now, ttft_s=float(np.nanmean(first_token)),
+                            block_size=block_size, total_s=now, ttft_s=float(np.mean(ttft)),
                             preemptions=preemptions, recomputed_tokens=int(recomputed), swapped_bytes=swapped_bytes,
-                            steps=steps)
+                            steps=steps, ttft_p50_s=float(np.percentile(ttft, 50)),
+                            ttft_p99_s=float(np.percentile(ttft, 99)), latency_mean_s=float(np.mean(latency)),
+                            latency_p99_s=float(np.percentile(latency, 99)), first_arrival_s=float(arrive[0]),
+                            last_arrival_s=float(arrive[-1]))
 
 
-__all__ = ["serve_with_preemption", "PreemptionResult", "BLOCK_SIZE", "SWAP_SPACE_BYTES", "MODES"]
+__all__ = ["serve_with_preemption", "poisson_arrivals", "PreemptionResult", "BLOCK_SIZE", "SWAP_SPACE_BYTES",
+           "MODES"]
