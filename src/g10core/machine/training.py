@@ -232,7 +232,8 @@ def gradient_buckets(trace) -> list[tuple[int, int]]:
     """DistributedDataParallel's gradient buckets: ``(kernel, bytes)`` each, in the order they fill.
 
     The gradient tensors (``trace.tensor_role``) in the order the backward finishes writing them (the
-    last kernel before the optimizer step that writes each; ties in tensor order), packed into
+    last kernel before the optimizer step that writes each, or the backward's last kernel for one it
+    never writes; ties in tensor order), packed into
     buckets of :data:`DDP_FIRST_BUCKET_BYTES` then :data:`DDP_BUCKET_BYTES` (a tensor larger than a
     bucket is a bucket of its own).  ``kernel`` is the kernel after which the bucket is complete.
 
@@ -257,6 +258,9 @@ def gradient_buckets(trace) -> list[tuple[int, int]]:
     w = ((m & ACCESS_WRITE) != 0) & (role[t] == ROLE_GRADIENT) & (k < end)
     last = np.full(trace.n_tensors, -1, np.int64)
     np.maximum.at(last, t[w], k[w])
+    # a gradient the backward never writes (written only inside the optimizer step) is reduced
+    # with the last bucket, at the backward's end
+    last[(role == ROLE_GRADIENT) & (last < 0)] = max(end - 1, 0)
     grads = np.flatnonzero(last >= 0)
     grads = grads[np.lexsort((grads, last[grads]))]
     sizes = np.asarray(trace.tensor_size_bytes)
