@@ -180,39 +180,48 @@ def budget_state(draw):
     return cap, est, full
 
 
-@settings(max_examples=300, deadline=None)
-@given(budget_state(), st.data())
-def test_budget_walks_and_bookings_equal_reference(state, data):
-    cap, est, full = state
+def walk_and_book_alike(data, cap, est, full, shared, sizes, max_ops, sets=None):
+    """Random walks and bookings on copies of (est, full), the reference's beside the compiled ones
+    (through the open bucket ``sets`` when given): same results, bit for bit.  Returns the
+    compiled copies."""
     K = cap.shape[1]
-    shared = data.draw(st.booleans())   # ssd.duplex = shared: GPU->SSD books the SSD->GPU row
     est_r, full_r = est.copy(), full.copy()
     est_c, full_c = est.copy(), full.copy()
-    sizes = st.sampled_from([1, 2, 4095, 4096, 1 << 20, 3 * 10**8 + 1, 1 << 34])
-    for _ in range(data.draw(st.integers(1, 12))):
+    extra = () if sets is None else (sets(cap, est_c, full_c),)
+    for _ in range(data.draw(st.integers(1, max_ops))):
         op = data.draw(st.sampled_from(["forward", "backward", "book"]))
         size = data.draw(sizes)
         d = data.draw(st.integers(0, 3))
         if op == "forward":
             start = data.draw(st.integers(0, K))
             got = (ref.walk_forward(cap, est_r, full_r, d, size, start, shared),
-                   comp.walk_forward(cap, est_c, full_c, d, size, start, shared))
+                   comp.walk_forward(cap, est_c, full_c, d, size, start, shared, *extra))
         elif op == "backward":
             needed = data.draw(st.integers(0, K))
             got = (ref.walk_backward(cap, est_r, full_r, d, size, needed, shared),
-                   comp.walk_backward(cap, est_c, full_c, d, size, needed, shared))
+                   comp.walk_backward(cap, est_c, full_c, d, size, needed, shared, *extra))
         else:
             kind, d, shadow = data.draw(st.sampled_from(BOOKINGS))
             start = data.draw(st.integers(0, K))
             r_fn, c_fn = (ref.reserve_ssd, comp.reserve_ssd) if kind == "ssd" else (ref.reserve_pcie, comp.reserve_pcie)
             got = (r_fn(cap, est_r, full_r, d, shadow, size, start, shared),
-                   c_fn(cap, est_c, full_c, d, shadow, size, start, shared))
-        assert got[0] == got[1]
+                   c_fn(cap, est_c, full_c, d, shadow, size, start, shared, *extra))
+        assert got[0] == got[1], op
         assert est_r.tobytes() == est_c.tobytes()  # bit for bit
         np.testing.assert_array_equal(full_r, full_c)
+    return est_c, full_c, extra
+
+
+@settings(max_examples=300, deadline=None)
+@given(budget_state(), st.data())
+def test_budget_walks_and_bookings_equal_reference(state, data):
+    cap, est, full = state
+    shared = data.draw(st.booleans())   # ssd.duplex = shared: GPU->SSD books the SSD->GPU row
+    sizes = st.sampled_from([1, 2, 4095, 4096, 1 << 20, 3 * 10**8 + 1, 1 << 34])
+    est_c, full_c, _ = walk_and_book_alike(data, cap, est, full, shared, sizes, 12)
     if shared:  # nothing reads or books the GPU->SSD row
-        assert est_r[ref.G2S].tobytes() == est[ref.G2S].tobytes()
-        np.testing.assert_array_equal(full_r[ref.G2S], full[ref.G2S])
+        assert est_c[ref.G2S].tobytes() == est[ref.G2S].tobytes()
+        np.testing.assert_array_equal(full_c[ref.G2S], full[ref.G2S])
 
 
 @settings(max_examples=300, deadline=None)
@@ -224,31 +233,8 @@ def test_walks_over_the_open_bucket_sets_equal_the_kernel_by_kernel_walks(state,
     cap, est, full = state
     K = cap.shape[1]
     shared = data.draw(st.booleans())
-    est_r, full_r = est.copy(), full.copy()
-    est_c, full_c = est.copy(), full.copy()
-    sets = comp.open_bucket_sets(cap, est_c, full_c)
     sizes = st.sampled_from([1, 4095, 1 << 20, 3 * 10**8 + 1, 1 << 34])
-    for _ in range(data.draw(st.integers(1, 16))):
-        op = data.draw(st.sampled_from(["forward", "backward", "book"]))
-        size = data.draw(sizes)
-        d = data.draw(st.integers(0, 3))
-        if op == "forward":
-            start = data.draw(st.integers(0, K))
-            got = (ref.walk_forward(cap, est_r, full_r, d, size, start, shared),
-                   comp.walk_forward(cap, est_c, full_c, d, size, start, shared, sets))
-        elif op == "backward":
-            needed = data.draw(st.integers(0, K))
-            got = (ref.walk_backward(cap, est_r, full_r, d, size, needed, shared),
-                   comp.walk_backward(cap, est_c, full_c, d, size, needed, shared, sets))
-        else:
-            kind, d, shadow = data.draw(st.sampled_from(BOOKINGS))
-            start = data.draw(st.integers(0, K))
-            r_fn, c_fn = (ref.reserve_ssd, comp.reserve_ssd) if kind == "ssd" else (ref.reserve_pcie, comp.reserve_pcie)
-            got = (r_fn(cap, est_r, full_r, d, shadow, size, start, shared),
-                   c_fn(cap, est_c, full_c, d, shadow, size, start, shared, sets))
-        assert got[0] == got[1], op
-        assert est_r.tobytes() == est_c.tobytes()
-        np.testing.assert_array_equal(full_r, full_c)
+    _, full_c, (sets,) = walk_and_book_alike(data, cap, est, full, shared, sizes, 16, comp.open_bucket_sets)
     # and the sets still describe the open buckets
     nxt, prv = sets
     for r in range(4):

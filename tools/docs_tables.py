@@ -851,22 +851,25 @@ def inference_page_table() -> str:
     return "\n".join(lines)
 
 
+def _published_inference_table(table: str, with_system: bool) -> str:
+    """A published inference table beside ours: (system,) model, batch, published, ours, ratio."""
+    head = ["system"] * with_system + ["model", "batch", "published", "ours", "ours / published"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (_, system, model), r in _inference_rows(table):
+        cells = [system] * with_system + [_model_name(model), str(r["batch"]), f"{r['published_tokens_per_s']:g}",
+                                          _tokens(r["tokens_per_s"]), f"{r['ratio']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def inference_flexgen_table() -> str:
     """FlexGen's T4 table beside ours (docs/guide/inference.md)."""
-    lines = ["| system | model | batch | published | ours | ours / published |", "|---|---|---|---|---|---|"]
-    for (_, system, model), r in _inference_rows("flexgen-t4"):
-        lines.append(f"| {system} | {_model_name(model)} | {r['batch']} | {r['published_tokens_per_s']:g} | "
-                     f"{_tokens(r['tokens_per_s'])} | {r['ratio']:.2f} |")
-    return "\n".join(lines)
+    return _published_inference_table("flexgen-t4", with_system=True)
 
 
 def inference_zero_table() -> str:
     """ZeRO-Inference's A6000 table beside ours (docs/guide/inference.md)."""
-    lines = ["| model | batch | published | ours | ours / published |", "|---|---|---|---|---|"]
-    for (_, _, model), r in _inference_rows("zero-inference-a6000"):
-        lines.append(f"| {_model_name(model)} | {r['batch']} | {r['published_tokens_per_s']:g} | "
-                     f"{_tokens(r['tokens_per_s'])} | {r['ratio']:.2f} |")
-    return "\n".join(lines)
+    return _published_inference_table("zero-inference-a6000", with_system=False)
 
 
 def inference_deepnvme_table() -> str:

@@ -212,10 +212,9 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
         steps += 1
         if steps > 50 * B * G + 1000 + 2 * B:
             raise SimulationError("vLLM-style serving made no progress (a budget too small for its batch)")
-        while arrived < B and arrive[arrived] <= now:     # the requests that arrived by this step
-            waiting.append(arrived)
+        while arrived < B and arrive[arrived] <= now:     # the requests that arrived by this step (ids
+            waiting.append(arrived)                         # above every id waiting: the list stays sorted)
             arrived += 1
-        waiting.sort()
         if not running and not waiting and not swapped:
             if arrived == B:
                 break

@@ -27,6 +27,28 @@ __all__ = ["fewest_drives", "DrivePlan", "drive_order", "least_uplink", "UplinkP
 UPLINK_LANES = (1, 2, 4, 8, 16)
 
 
+def _run(trace, policy: str, machine: Machine, n: int, preset: str, sets) -> tuple:
+    """One data-parallel run: (fraction of ideal, iteration s, busiest hop); a failed run reaches 0."""
+    res = data_parallel(trace, policy, machine, n, preset=preset, sets=sets)
+    if res.failed:
+        return (0.0, float("inf"), None)
+    ideal = max(g["ideal_s"] for g in res.per_gpu)
+    return (ideal / res.iteration_s, res.iteration_s, res.busiest_hop())
+
+
+def _least_reaching(frac, lo: int, hi: int, target: float) -> int | None:
+    """The least i in [lo, hi] with ``frac(i) >= target`` (``frac`` never falls as i grows), or None."""
+    if frac(hi) < target:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if frac(mid) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def drive_order(machine: Machine, drives) -> list[int]:
     """``drives`` taken one switch at a time in turn (the switches in file order).
 
@@ -102,24 +124,10 @@ def fewest_drives(trace, policy: str, machine: Machine, target: float, n_gpus: i
     def frac(k: int) -> float:
         if k not in runs:
             m = replace(machine, volumes=(Volume(f"first {k}", tuple(sorted(order[:k])), tuple(range(n))),))
-            res = data_parallel(trace, policy, m, n, preset=preset, sets=sets)
-            if res.failed:
-                runs[k] = (0.0, float("inf"), None)
-            else:
-                ideal = max(g["ideal_s"] for g in res.per_gpu)
-                runs[k] = (ideal / res.iteration_s, res.iteration_s, res.busiest_hop())
+            runs[k] = _run(trace, policy, m, n, preset, sets)
         return runs[k][0]
 
-    lo, hi = 1, len(order)
-    if frac(hi) < target:
-        return DrivePlan(target, None, runs)
-    while lo < hi:                       # the least k with frac(k) >= target
-        mid = (lo + hi) // 2
-        if frac(mid) >= target:
-            hi = mid
-        else:
-            lo = mid + 1
-    return DrivePlan(target, lo, runs)
+    return DrivePlan(target, _least_reaching(frac, 1, len(order), target), runs)
 
 
 def uplink_ladder() -> list[tuple[int, int]]:
@@ -196,22 +204,9 @@ def least_uplink(trace, policy: str, machine: Machine, target: float, n_gpus: in
         if (gen, lanes) not in runs:
             m = replace(machine, switches=tuple(replace(s, uplink_generation=gen, uplink_lanes=lanes)
                                                 if s.kind == "pcie-switch" else s for s in machine.switches))
-            res = data_parallel(trace, policy, m, n, preset=preset, sets=sets)
-            if res.failed:
-                runs[gen, lanes] = (0.0, float("inf"), None)
-            else:
-                ideal = max(g["ideal_s"] for g in res.per_gpu)
-                runs[gen, lanes] = (ideal / res.iteration_s, res.iteration_s, res.busiest_hop())
+            runs[gen, lanes] = _run(trace, policy, m, n, preset, sets)
         return runs[gen, lanes][0]
 
-    lo, hi = 0, len(ladder) - 1
-    if frac(hi) < target:
-        return UplinkPlan(target, None, runs)
-    while lo < hi:                       # the slowest rung with frac >= target
-        mid = (lo + hi) // 2
-        if frac(mid) >= target:
-            hi = mid
-        else:
-            lo = mid + 1
-    return UplinkPlan(target, ladder[lo], runs)
+    rung = _least_reaching(frac, 0, len(ladder) - 1, target)
+    return UplinkPlan(target, None if rung is None else ladder[rung], runs)
 
