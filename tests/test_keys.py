@@ -50,6 +50,7 @@ VALUES = {
     "cpu.memory_bandwidth_GBps": 20.0, "cpu.memory_stream_fraction": 0.5, "cpu.stream_GBps_per_core": 1.0,
     "scheduler.zero_infinity_device": "cpu",
     "scheduler.zero_activation_checkpointing": "off",
+    "scheduler.zero_ranks": 4, "scheduler.zero_collective_busbw_GBps": 1.0,
     "ssd.bandwidth_GBps": 0.8,
     "ssd.write_bandwidth_GBps": 0.4,    # writes at half the reads' 0.8 GB/s
     "ssd.duplex": {"default": "full", "g10-artifact": "shared", "detailed": "full"},

@@ -452,10 +452,38 @@ def test_each_hop_carries_the_bytes_of_the_ranks_that_cross_it():
     assert d["n_gpus"] == 2 and len(d["per_gpu"]) == 2 and json.dumps(d)
 
 
-def test_a_page_level_policy_is_refused_for_data_parallel_runs(capsys):
-    assert main(["machine", "train", "bert_base-b256", "--machine", "dgx-a100", "--policy", "g10", "--gpus", "2",
+def test_a_policy_that_moves_nothing_or_a_detailed_page_level_rank_is_refused(capsys):
+    assert main(["machine", "train", "bert_base-b256", "--machine", "dgx-a100", "--policy", "ideal", "--gpus", "2",
                  "--no-progress"]) == 2
-    assert "tensor-level" in capsys.readouterr().err
+    assert "moves no data" in capsys.readouterr().err
+    assert main(["machine", "train", "bert_base-b256", "--machine", "dgx-a100", "--policy", "g10", "--gpus", "2",
+                 "--preset", "detailed", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "ssd.model = ftl" in err and "bandwidth models" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("policy", ["base-uvm", "g10"])
+def test_page_level_ranks_one_is_its_gpu_and_two_contend_only_where_they_share(policy):
+    """Base UVM and G10 per GPU (their link channels' spans are the rank's transfers): one rank is
+    `g10sim run` on its GPU; two ranks on their own drives run as one alone, on one RAID0 slower."""
+    from g10core.machine.training import data_parallel
+    from g10core.simulator import Simulator, resolve_config
+
+    m = shipped("dgx-a100")
+    one = data_parallel(TRAIN_TRACE, policy, m, 1, sets=SMALL_GPU)
+    alone = Simulator(resolve_config("default", None, single_gpu_sets(m) + SMALL_GPU)).run(TRAIN_TRACE, policy)
+    assert one.per_gpu[0]["rank_s"] == alone.iteration_time_s and one.converged and one.rounds == 1
+    tb = one.per_gpu[0]["traffic_bytes"]
+    assert tb["ssd_to_gpu"] + tb["host_to_gpu"] > 0
+    own = parse(OWN_DRIVES, "own.toml")
+    two_own = data_parallel(TRAIN_TRACE, policy, own, 2, sets=SMALL_GPU)
+    one_own = data_parallel(TRAIN_TRACE, policy, own, 1, sets=SMALL_GPU)
+    assert [g["rank_s"] for g in two_own.per_gpu] == [one_own.per_gpu[0]["rank_s"]] * 2
+    # 8 ranks on the DGX A100: two GPUs per switch uplink to host memory, all on one RAID0
+    eight = data_parallel(TRAIN_TRACE, policy, m, 8, sets=SMALL_GPU)
+    assert max(eight.per_gpu[0]["contention"].values()) > 1
+    assert eight.iteration_s > one.iteration_s
+    assert eight.per_gpu[0]["allreduce_buckets"] > 1
 
 
 transfers_st = st.lists(st.tuples(st.floats(0, 5), st.floats(1e6, 5e9), st.lists(

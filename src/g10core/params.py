@@ -754,6 +754,18 @@ class SchedulerSpec:
             "the rest is freed after its last forward use and recomputed at the layer's backward; cpu, as "
             "recompute, the checkpoints moved to host memory after their forward use and back one layer ahead "
             "(cpu_checkpointing); auto, recompute for zero-offload and cpu for zero-infinity (docs/guide/zero.md)")
+    zero_ranks: int = param(
+        1, unit="ranks", min=1, max=4096,
+        doc="data-parallel ranks ZeRO partitions across (zero-infinity: stage 3; zero-offload: stage 2, whose "
+            "parameters stay whole on each GPU): the run is one rank, its copies of parameters, gradients and "
+            "optimizer state off the GPU and their PCIe moves 1/ranks, its CPU optimizer 1/ranks of the work, a "
+            "parameter all-gathered after its shard arrives and a gradient reduce-scattered before its shard "
+            "leaves (scheduler.zero_collective_busbw_GBps); g10sim machine train sets it (docs/guide/machines.md)")
+    zero_collective_busbw_GBps: float = param(
+        0.0, unit="GB/s", min=0, max=100000, validate=_zero_or_bandwidth, rule="0, or at least 0.1",
+        doc="bus bandwidth of ZeRO's all-gather and reduce-scatter among scheduler.zero_ranks GPUs (NCCL's "
+            "definition: size x (n - 1) / n / time); 0: link.bandwidth_GBps (no NVLink); g10sim machine train "
+            "sets the machine's")
 
 
 ITERATION_RULES = ("steady_mean", "fastest")

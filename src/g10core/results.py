@@ -1017,7 +1017,9 @@ def from_tensor_level(d: dict, *, page_size_bytes: int, sim_trace=None, **common
                                   "cpu_busy_s", "gpu_wait_cpu_s", "n_cpu_kernels", "peak_host_bytes",
                                   "pinned_host_bytes", "host_capacity_bytes",
                                   # a policy on UVM (G10-GDS, G10-Host outside g10-artifact)
-                                  "demand_evictions", "demand_evicted_bytes") if k in d}
+                                  "demand_evictions", "demand_evicted_bytes",
+                                  # one rank of a ZeRO data-parallel group (scheduler.zero_ranks)
+                                  "zero_ranks", "collective_bytes") if k in d}
     counters["traffic_bytes"] = {k: int(v) for k, v in d.get("traffic_bytes", {}).items()}
     if d.get("steady_state"):
         # a run from a placement (tensorsim's initial_tier): where it started, what went back

@@ -66,8 +66,10 @@ QUEUE_TRACKS = {0: ((PID_LINK, 11, "GPU->SSD", 3), (PID_SSD, 3, "writes", 2)),
                 2: ((PID_LINK, 13, "GPU->host", 2),),
                 3: ((PID_LINK, 14, "host->GPU", 1),),
                 4: ((PID_HOST, 2, "host->SSD", 1), (PID_SSD, 3, "writes", 2)),
-                5: ((PID_HOST, 1, "SSD->host", 0), (PID_SSD, 2, "reads", 1))}
-QUEUE_SPAN_NAMES = ("GPU->SSD", "SSD->GPU", "GPU->host", "host->GPU", "host->SSD", "SSD->host")
+                5: ((PID_HOST, 1, "SSD->host", 0), (PID_SSD, 2, "reads", 1)),
+                6: ((PID_LINK, 15, "NVLink collectives", 4),)}
+QUEUE_SPAN_NAMES = ("GPU->SSD", "SSD->GPU", "GPU->host", "host->GPU", "host->SSD", "SSD->host",
+                    "all-gather / reduce-scatter")
 CPU_SORT = 2         # the CPU's kernels right below the GPU's
 TID_KERNELS, TID_ITERATIONS = 1, 2
 TID_PHASES = 4       # an inference run's prefill and decode steps (Result.inference)
@@ -93,14 +95,14 @@ COUNTER_GPU, COUNTER_HOST, COUNTER_INFLIGHT = "GPU memory used", "host memory us
 # computing, what no transfer or CPU kernel explains (a recompute's copies, an allocation), and the
 # CPU's idle stretches.
 WAIT_RESOURCES = ("SSD write (GPU->SSD)", "SSD read (SSD->GPU)", "link GPU->host", "link host->GPU",
-                  "SSD write (host->SSD)", "SSD read (SSD->host)", "CPU", "other", "idle")
-WAIT_CPU, WAIT_OTHER, WAIT_IDLE = 6, 7, 8
+                  "SSD write (host->SSD)", "SSD read (SSD->host)", "NVLink collective", "CPU", "other", "idle")
+WAIT_CPU, WAIT_OTHER, WAIT_IDLE = 7, 8, 9
 WAIT_SPAN_DTYPE = np.dtype([("start", np.int64), ("end", np.int64), ("resource", np.int8),
                             ("via_cpu", np.bool_), ("tensor", np.int64), ("kernel", np.int64)])
 
 
 # One row per segment of constant rate of a transfer (the tensor-level simulator's
-# ``transfer_log``, policies/tensorsim.py): its id, tensor, queue (an index of CPU_QUEUE_NAMES: the direction
+# ``transfer_log``, policies/tensorsim.py): its id, tensor, queue (an index of CPU_QUEUE_NAMES, or 6: a ZeRO collective; the direction
 # and the tier), start and end in GPU cycles, bytes moved in the segment, and on a transfer's last
 # row whether its end dropped the tensor's GPU pages (an eviction that released them).
 TRANSFER_LOG_DTYPE = np.dtype([("transfer", np.int64), ("tensor", np.int64), ("queue", np.int8),

@@ -152,14 +152,17 @@ def add_parser(subparsers) -> None:
     b = sub.add_parser("bench", help="the flow model beside the GDS guide's near/far reads and DeepNVMe's scaling")
     add_json_option(b)
     b.set_defaults(func=_cmd_bench)
-    t = sub.add_parser("train", help="data-parallel training of a trace on a machine's GPUs (tensor-level policies)",
-                       description="Each of the first --gpus GPUs replays TRACE under a tensor-level policy; their SSD "
-                                   "and host transfers share the machine's hops max-min fair (a fixed point between "
-                                   "the ranks' simulations and the machine's flow model), then the gradients are "
-                                   "all-reduced in a ring. Prints each GPU's iteration and the busiest hops.")
+    t = sub.add_parser("train", help="data-parallel training of a trace on a machine's GPUs",
+                       description="Each of the first --gpus GPUs replays TRACE under a policy (tensor or page "
+                                   "level); their SSD and host transfers share the machine's hops max-min fair (a "
+                                   "fixed point between the ranks' simulations and the machine's flow model), then "
+                                   "the gradients are all-reduced in a ring (under ZeRO the ranks partition the model "
+                                   "state, all-gather parameters and reduce-scatter gradients instead). Prints each "
+                                   "GPU's iteration and the busiest hops.")
     t.add_argument("trace", metavar="TRACE")
     t.add_argument("--machine", required=True, metavar="NAME|FILE.toml")
-    t.add_argument("--policy", required=True, metavar="P", help="a tensor-level policy: teraio, zero-infinity, g10-gds, ...")
+    t.add_argument("--policy", required=True, metavar="P",
+                   help="a policy that moves data: teraio, zero-infinity, g10, base-uvm, g10-gds, ...")
     t.add_argument("--gpus", type=int, default=None, metavar="N", help="ranks: the first N GPUs (default: all)")
     t.add_argument("--rounds", type=int, default=6, metavar="R", help="at most R rounds of the fixed point (default 6)")
     t.add_argument("--preset", default="default", metavar="NAME")

@@ -98,7 +98,7 @@ def fewest_drives(trace, policy: str, machine: Machine, target: float, n_gpus: i
     trace : str or path
         The trace.
     policy : str
-        A tensor-level policy.
+        A policy that moves data (tensor or page level).
     machine : Machine
         The machine; the first GPU's volume gives the drives to choose from.
     target : float
@@ -173,7 +173,7 @@ def least_uplink(trace, policy: str, machine: Machine, target: float, n_gpus: in
     trace : str or path
         The trace.
     policy : str
-        A tensor-level policy.
+        A policy that moves data (tensor or page level).
     machine : Machine
         The machine; its PCIe switches (``kind = "pcie-switch"``) get the uplink tried.
     target : float

@@ -1,8 +1,10 @@
 """Data-parallel training on a machine: ranks that replay a trace and contend for the shared hops.
 
 Each of the first ``n`` GPUs of a machine is a data-parallel rank that replays the whole trace under a
-tensor-level policy (the tensor-level simulator, :mod:`g10core.policies.tensorsim`), then joins the
-gradient all-reduce.  The ranks' SSD and host transfers cross the machine's hops
+policy, then joins the gradient all-reduce: a tensor-level policy (:mod:`g10core.policies.tensorsim`,
+its transfer log the rank's transfers) or a page-level one (Base UVM, DeepUM+, Belady, G10 on the
+bandwidth models, its link channels' spans per kernel the rank's transfers, over its last reported
+iteration).  The ranks' SSD and host transfers cross the machine's hops
 (:mod:`g10core.machine.topology`), where they share each hop max-min fair with the transfers of the
 other ranks in flight there (:mod:`g10core.machine.flows`): never "bandwidth / n".
 
@@ -35,9 +37,22 @@ flow model over the GPUs' links (the ring's n transfers at once), with no per-ca
 rank's iteration is its own plus the all-reduce time left after its backward (``allreduce_exposed_s``);
 ``overlap=False`` runs the whole all-reduce after the iteration instead (an upper bound).
 
-Not modelled: ZeRO-3's partitioning of parameters, gradients and optimizer state across ranks (each
-rank here holds and moves its full copy, as plain data parallelism does), the all-reduce's share of
-the PCIe hops on a machine without NVLink, several nodes.
+ZeRO (``zero-infinity``: stage 3; ``zero-offload``: stage 2) partitions across the ranks instead
+(Rajbhandari et al., SC 2020, section 5; ZeRO-Infinity, SC 2021, section 6.1): each rank's run is one
+rank of the group (``scheduler.zero_ranks`` = n, :class:`g10core.policies.tensorsim.ZeroPartition`):
+its copies of parameters, gradients and optimizer state in host memory and on the SSD, and their
+PCIe and SSD traffic, are 1/n; its CPU optimizer does 1/n of the work; a parameter is all-gathered
+over NVLink after its shard arrives and a gradient reduce-scattered before its shard leaves, at the
+machine's collective bus bandwidth (``scheduler.zero_collective_busbw_GBps``: the published
+all-reduce bus bandwidth, which nccl-tests defines on the same scale as all-gather's and
+reduce-scatter's, or the flow model's over the GPUs' links); no DDP all-reduce follows.
+
+What the ranks share besides the hops: host memory (each rank's ``host.memory_GiB`` is the
+machine's / n, its processes' pinned buffers side by side) and, under a policy with a CPU tier, the
+CPU: the ranks' optimizer steps run at once (they follow the same collective), so each has 1/n of
+the cores (DeepSpeed's CPU Adam threads per process) and of the DRAM bandwidth.
+
+Not modelled: the collectives' share of the PCIe hops on a machine without NVLink, several nodes.
 """
 from __future__ import annotations
 
@@ -188,10 +203,15 @@ class DataParallelResult:
             return "\n".join(lines)
         for g in self.per_gpu:
             c = ", ".join(f"{k} x{v:.2f}" for k, v in g["contention"].items() if v > 1.0005) or "none"
-            lines.append(f"  GPU {g['gpu']}: {g['iteration_s']:.3f} s = rank {g['rank_s']:.3f} + all-reduce "
-                         f"{g['allreduce_exposed_s']:.3f} exposed of {g['allreduce_s']:.3f} in "
-                         f"{g['allreduce_buckets']} buckets (ideal {g['ideal_s']:.3f}); SSD read {g['rates_GBps']['ssd_read']:.2f} "
-                         f"GB/s, write {g['rates_GBps']['ssd_write']:.2f}; contention {c}")
+            if g.get("collective_bytes"):
+                sync = (f"rank {g['rank_s']:.3f} with its all-gathers and reduce-scatters "
+                        f"({g['collective_bytes'] / 1e9:.2f} GB on NVLink)")
+            else:
+                sync = (f"rank {g['rank_s']:.3f} + all-reduce {g['allreduce_exposed_s']:.3f} exposed of "
+                        f"{g['allreduce_s']:.3f} in {g['allreduce_buckets']} buckets")
+            lines.append(f"  GPU {g['gpu']}: {g['iteration_s']:.3f} s = {sync} (ideal {g['ideal_s']:.3f}); "
+                         f"SSD read {g['rates_GBps']['ssd_read']:.2f} GB/s, write {g['rates_GBps']['ssd_write']:.2f}; "
+                         f"contention {c}")
         ranked = sorted(self.hops, key=lambda h: -self.hops[h]["bytes"] / 1e9 / self.hops[h]["bandwidth_GBps"])
         for h in ranked[:5]:
             d = self.hops[h]
@@ -311,6 +331,93 @@ def allreduce_schedule(machine: Machine, n: int, buckets, kernel_end_s, backward
     return busy, max(0.0, t - backward_end_s) if spans else 0.0, spans
 
 
+def _collective_busbw(machine: Machine, n: int) -> float:
+    """The bus bandwidth (GB/s) of a collective over the first ``n`` GPUs: the machine's published
+    all-reduce figure, else what the flow model gives a ring over the GPUs' links."""
+    seconds, busbw = allreduce_seconds(machine, n, 1e9)
+    return busbw if busbw is not None else 2.0 * (n - 1) / n * 1e9 / seconds / 1e9
+
+
+def _shared_sets(machine: Machine, n: int, preset: str, partitioned: bool) -> list[str]:
+    """What the ``n`` ranks share besides the hops, as each rank's overrides: host memory (1/n each)
+    and, under ZeRO (``partitioned``), the partition and the CPU's cores and DRAM bandwidth (1/n each:
+    the ranks' optimizer steps run at once)."""
+    if n <= 1:
+        return []
+    from ..policies._zero import COLLECTIVE_KEY, RANKS_KEY
+    from ..simulator import resolve_config
+
+    cpu = resolve_config(preset, None, []).cpu
+    out = [f"host.memory_GiB={machine.host_memory_GiB / n:.9g}"]
+    if partitioned:
+        out += [f"{RANKS_KEY}={n}", f"{COLLECTIVE_KEY}={_collective_busbw(machine, n):.9g}",
+                f"cpu.cores={max(1, cpu.cores // n)}",
+                f"cpu.memory_bandwidth_GBps={machine.memory_bandwidth_GBps / n:.9g}"]
+    return out
+
+
+# the page level's link channels (codes.TL_CHANNELS) -> tensorsim's queue of the same direction and tier
+CHANNEL_QUEUE = {"host_fault": 3, "host_prefetch": 3, "ssd_fault": 1, "ssd_prefetch": 1,
+                 "evict_host": 2, "preevict_host": 2, "evict_ssd": 0, "preevict_ssd": 0}
+
+
+def _page_iteration(res):
+    """A page-level run's last reported iteration: (its kernels' rows, the cycle it starts at)."""
+    k = res.kernels
+    it = res.reported_iterations[-1] if res.reported_iterations else int(np.max(k["iteration"]))
+    rows = np.flatnonzero(np.asarray(k["iteration"]) == it)
+    rows = rows[np.argsort(np.asarray(k["kernel"])[rows], kind="stable")]
+    return rows, int(np.min(np.asarray(k["start_cycles"])[rows]))
+
+
+def _transfer_rows(res):
+    """A rank's transfers as rows of (queue, start, end, bytes) in cycles from its iteration's start,
+    and the clock: a tensor-level run's transfer log, or a page-level run's link spans (per kernel
+    and channel, over its last reported iteration)."""
+    from ..codes import TL_CHANNELS
+
+    tl = res.timeline
+    hz = float(tl.get("freq_hz", 1.2e9))
+    rows = tl.get("tensor_transfers")
+    if rows is not None:
+        return rows[rows["queue"] < len(QUEUE_KIND)], hz       # (a ZeRO collective is on NVLink)
+    spans = tl.get("spans")
+    dtype = np.dtype([("queue", np.int8), ("start", np.int64), ("end", np.int64), ("bytes", np.float64)])
+    if spans is None or not len(spans):
+        return np.zeros(0, dtype), hz
+    sel, base = _page_iteration(res)
+    spans = np.asarray(spans)[sel]
+    out = []
+    for c, ch in enumerate(TL_CHANNELS):
+        col = spans[:, c]
+        col = col[col["pages"] > 0]
+        part = np.zeros(col.size, dtype)
+        part["queue"] = CHANNEL_QUEUE[ch]
+        part["start"], part["end"] = col["first"] - base, col["end"] - base
+        part["bytes"] = col["pages"] * float(tl.get("page_bytes", 4096))
+        out.append(part)
+    return np.concatenate(out), hz
+
+
+def _kernel_times(res):
+    """Each trace kernel's start and end, seconds from the rank's iteration's start."""
+    k = res.kernels
+    if "start_s" in k:
+        start = np.asarray(k["start_s"], np.float64)
+        return start, start + np.asarray(k["time_s"], np.float64)
+    sel, base = _page_iteration(res)
+    hz = float(res.timeline.get("freq_hz", 1.2e9))
+    return ((np.asarray(k["start_cycles"])[sel] - base) / hz, (np.asarray(k["end_cycles"])[sel] - base) / hz)
+
+
+def _traffic_bytes(res) -> dict:
+    """A rank's bytes per path (a page-level run's: its reported iterations' mean, in whole pages)."""
+    if "traffic_bytes" in res.counters:
+        return dict(res.counters["traffic_bytes"])
+    page = int(res.timeline.get("page_bytes", 4096))
+    return {k: int(v) * page for k, v in res.traffic_pages.items()}
+
+
 def _busy_periods(rows, hz: float):
     """Per queue, the transfers merged into busy periods: (queue, start s, end s, bytes)."""
     out = []
@@ -365,7 +472,8 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
     trace : str or path or Trace
         The trace each rank replays.
     policy : str
-        A tensor-level policy (``teraio``, ``zero-infinity``, ``g10-gds``, ...).
+        A policy that moves data: tensor level (``teraio``, ``zero-infinity``, ``g10-gds``, ...) or page
+        level (``g10``, ``base-uvm``, ...; on the bandwidth models, not ``detailed``).
     machine : Machine
         The machine (:func:`g10core.machine.load`).
     n_gpus : int, optional
@@ -403,11 +511,20 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
         level = getattr(get_policy(policy), "level", "tensor")
     except KeyError as exc:              # an unknown name: bad input, one line
         raise ValueError(str(exc.args[0]) if exc.args else f"unknown policy {policy!r}") from None
-    if level != "tensor":
-        raise ValueError(f"policy {policy!r} is {level} level: data-parallel runs on a machine take a tensor-level "
-                         "policy (teraio, zero-infinity, zero-offload, g10-gds, g10-host, ...)")
+    if level not in ("tensor", "page"):
+        raise ValueError(f"policy {policy!r} moves no data: data-parallel runs on a machine take a policy that "
+                         "does (teraio, zero-infinity, g10, base-uvm, g10-gds, ...)")
+    if level == "page":
+        cfg = resolve_config(preset, None, list(sets))
+        if cfg.ssd.model != "bandwidth" or cfg.link.model != "slots":
+            raise ValueError(f"policy {policy!r} under ssd.model = {cfg.ssd.model}, link.model = {cfg.link.model}: "
+                             "a page-level rank on a machine runs on the bandwidth models (ssd.model = bandwidth, link.model = slots: its routes' rates set "
+                             "ssd.bandwidth_GBps and host.bandwidth_GBps), not the detailed devices")
     topo = Topology(machine)
     gpus = list(range(n))
+    from ..policies._zero import RANKS_KEY
+    partitioned = n > 1 and RANKS_KEY in getattr(get_policy(policy), "reads", ())
+    shared_sets = _shared_sets(machine, n, preset, partitioned)
     alone = {g: single_gpu_rates(machine, g) for g in gpus}
     base = {g: {"ssd_read": alone[g]["ssd_read"], "ssd_write": alone[g]["ssd_write"],
                 "host": min(alone[g]["host_to_gpu"], alone[g]["gpu_to_host"])} for g in gpus}
@@ -422,11 +539,8 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
             write = 0 if r["ssd_write"] == r["ssd_read"] else r["ssd_write"]
             rank_sets = drop_unread(single_gpu_sets(machine, g) + [
                 f"ssd.bandwidth_GBps={r['ssd_read']:.9g}", f"host.bandwidth_GBps={r['host']:.9g}",
-                f"ssd.write_bandwidth_GBps={write:.9g}"], policy, preset) + list(sets)
+                f"ssd.write_bandwidth_GBps={write:.9g}"] + shared_sets, policy, preset) + list(sets)
             res = Simulator(resolve_config(preset, None, rank_sets)).run(trace, policy, timeline=True)
-            if not res.failed and res.level != "tensor":
-                raise ValueError(f"policy {policy!r} is {res.level} level: data-parallel runs on a machine take a "
-                                 "tensor-level policy (teraio, zero-infinity, zero-offload, g10-gds, g10-host, ...)")
             cache[key] = res
         return cache[key]
 
@@ -446,10 +560,8 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
                                       f"GPU {failed[0]}: {res.failure_reason}")
         periods = {}
         for g in gpus:
-            tl = results[g].timeline
-            rows = tl.get("tensor_transfers")
-            hz = float(tl.get("freq_hz", 1.2e9))
-            periods[g] = _busy_periods(rows, hz) if rows is not None and len(rows) else []
+            rows, hz = _transfer_rows(results[g])
+            periods[g] = _busy_periods(rows, hz) if len(rows) else []
         transfers, owner = [], []
         for g in gpus:
             for q, s, _e, b in periods[g]:
@@ -488,17 +600,16 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
     ar_bytes = 0
     if tr is None:
         tr = read_trace(resolve_trace(trace))
-    if tr.tensor_role is not None:
+    if tr.tensor_role is not None and not partitioned:
         ar_bytes = int(np.sum(np.asarray(tr.tensor_size_bytes)[np.asarray(tr.tensor_role) == ROLE_GRADIENT]))
     busbw = allreduce_seconds(machine, n, ar_bytes)[1]
-    buckets = gradient_buckets(tr) if n > 1 else []
+    buckets = gradient_buckets(tr) if n > 1 and not partitioned else []
     from ..workload.roles import optimizer_kernels
     opt = optimizer_kernels(tr)
     per_gpu, spans_of = [], {}
     for g in gpus:
         res = results[g]
-        start = np.asarray(res.kernels["start_s"], np.float64)
-        kernel_end = start + np.asarray(res.kernels["time_s"], np.float64)
+        start, kernel_end = _kernel_times(res)
         backward_end = float(start[opt[0]]) if len(opt) else res.iteration_time_s
         ar_s, exposed, spans_of[g] = allreduce_schedule(machine, n, buckets, kernel_end, backward_end, overlap)
         per_gpu.append({"gpu": g, "iteration_s": res.iteration_time_s + exposed, "rank_s": res.iteration_time_s,
@@ -506,14 +617,20 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
                         "ideal_s": res.ideal_time_s,
                         "rates_GBps": {k: round(v, 6) for k, v in ran_with[g].items()},
                         "contention": {k: round(v, 4) for k, v in contention[g].items()},
-                        "traffic_bytes": dict(res.counters.get("traffic_bytes", {}))})
+                        "traffic_bytes": _traffic_bytes(res),
+                        "collective_bytes": int(res.counters.get("collective_bytes", 0)),
+                        "peak_host_bytes": int(res.counters.get("peak_host_bytes", 0))})
     hops = {h: {"bytes": shared.hop_bytes[h], "busy_s": shared.hop_busy_s.get(h, 0.0),
                 "bandwidth_GBps": topo.bandwidth[h]} for h in sorted(shared.hop_bytes)} if shared else {}
     segments = list(shared.segments) if shared else []
     notes = []
     if not converged:
         notes.append(f"the rates moved by more than {tolerance:g} in the last of {rounds} rounds")
-    if n > 1 and busbw is None:
+    if partitioned:
+        notes.append(f"ZeRO partitions across the {n} ranks: each moves 1/{n} of the parameters, gradients and "
+                     f"optimizer state over PCIe and all-gathers / reduce-scatters the rest over NVLink at "
+                     f"{_collective_busbw(machine, n):.4g} GB/s (collective_bytes); no DDP all-reduce")
+    elif n > 1 and busbw is None:
         notes.append("all-reduce on the flow model at the links' line rate (no published bus bandwidth for "
                      "this machine): a lower bound on its time")
     return DataParallelResult(machine.name, str(getattr(trace, "name", trace)), policy, n, per_gpu, hops,

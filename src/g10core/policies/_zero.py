@@ -200,9 +200,23 @@ def refuse_artifact(policy: str, config) -> None:
                              "under --preset default")
 
 
-def run_plan(policy, trace: Trace, hints, on_cpu, work: tensorsim.CPUWork, initial_tier, info: dict) -> dict:
+RANKS_KEY = "scheduler.zero_ranks"
+COLLECTIVE_KEY = "scheduler.zero_collective_busbw_GBps"
+
+
+def zero_partition(config) -> "tensorsim.ZeroPartition | None":
+    """The partition across ``scheduler.zero_ranks`` ranks a configuration gives (None: one rank)."""
+    ranks = int(config.scheduler.zero_ranks)
+    busbw = config.scheduler.zero_collective_busbw_GBps or config.link.bandwidth_GBps
+    return tensorsim.ZeroPartition(ranks, busbw * 1e9) if ranks > 1 else None
+
+
+def run_plan(policy, trace: Trace, hints, on_cpu, work: tensorsim.CPUWork, initial_tier, info: dict,
+             partition: "tensorsim.ZeroPartition | None" = None) -> dict:
+    if partition is not None:
+        info = {**info, "zero_ranks": partition.ranks}
     res = tensorsim.simulate(trace, policy.config, hints, mode="gds", initial_tier=initial_tier,
-                             cpu_kernels=on_cpu, cpu_work=work)
+                             cpu_kernels=on_cpu, cpu_work=work, partition=partition)
     reason = res.get("failure_reason") or ""
     if res["failed"] and reason.startswith("cannot fit: kernel"):
         mode = info.get("activation_checkpointing", "off")
@@ -484,6 +498,12 @@ def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str 
       the producers re-run (each once per layer); ``r`` counts the fetches of a parameter that a
       re-run producer reads as uses (:attr:`CheckpointPlan.param_uses`).
 
+    One rank of ``n`` = ``scheduler.zero_ranks`` (:func:`zero_partition`): every parameter,
+    gradient and optimizer state moves as its shard, ceil(pages / n) pages, on each path above;
+    ``collective_bytes`` = the sum of ceil((n - 1) / n x its bytes) over every parameter fetch
+    (the all-gathers; the updated parameters under ``zero-offload``) and every gradient (the
+    reduce-scatters); CPU Adam does 1/n of each parameter's work.
+
     CPU Adam takes max(15 N / F, 28 N / M) summed over the parameters (F = ``cpu.cores`` x
     ``cpu.fp32_GFLOPs_per_core``, M = min(``cpu.cores`` x ``cpu.stream_GBps_per_core``,
     ``cpu.memory_bandwidth_GBps`` x ``cpu.memory_stream_fraction``); 28 bytes per parameter in
@@ -509,7 +529,8 @@ def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str 
         ``traffic_bytes`` per path (the simulator's keys, whole pages as tensors move),
         ``cpu_adam_s``, ``n_parameters``, ``parameter_bytes``, ``gradient_bytes``,
         ``optimizer_state_bytes``, ``activation_checkpointing``, ``checkpoint_offloaded_bytes``,
-        ``recompute_ideal_s`` and, for ``zero-infinity``, ``mean_fetches`` (r).
+        ``recompute_ideal_s``, ``zero_ranks``, ``collective_bytes`` and, for ``zero-infinity``,
+        ``mean_fetches`` (r).
     """
     if policy not in ("zero-offload", "zero-infinity"):
         raise ValueError(f"policy {policy!r}: zero-offload or zero-infinity")
@@ -519,7 +540,10 @@ def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str 
     opt = OptimizerPlan(trace)
     gpu_uses, cpu_uses = tensor_uses(trace, opt.on_cpu)
     page = config.gpu.page_size_bytes
-    paged = (size + page - 1) // page * page        # the simulator moves whole pages
+    whole = (size + page - 1) // page * page        # the simulator moves whole pages
+    n = max(1, int(config.scheduler.zero_ranks))
+    paged = -(-whole // page // n) * page           # one rank's shard (the whole tensor when n = 1)
+    gather = -(-whole * (n - 1) // n)               # a collective's bytes per GPU
     grads = [t for t in range(trace.n_tensors) if role[t] == ROLE_GRADIENT and gpu_uses[t] and cpu_uses[t]]
     params = [t for t in range(trace.n_tensors) if role[t] == ROLE_PARAMETER and cpu_uses[t]]
     states = [t for t in range(trace.n_tensors) if role[t] == ROLE_OPTIMIZER_STATE and trace.tensor_is_global[t]]
@@ -527,9 +551,10 @@ def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str 
     cpu = config.cpu
     F = cpu.cores * cpu.fp32_GFLOPs_per_core * 1e9
     M = cpu.kernel_memory_GBps() * 1e9
-    adam_s = float(sum(max(opt.flops[g[0]] / F, opt.bytes[g[0]] / M) for g in opt.groups))
+    adam_s = float(sum(max(opt.flops[g[0]] / n / F, opt.bytes[g[0]] / n / M) for g in opt.groups))
     out = {"n_parameters": int(opt.n_elements), "parameter_bytes": P, "gradient_bytes": G,
-           "optimizer_state_bytes": S, "cpu_adam_s": adam_s}
+           "optimizer_state_bytes": S, "cpu_adam_s": adam_s, "zero_ranks": n}
+    scatter = int(gather[grads].sum()) if n > 1 else 0
     ckpt = CheckpointPlan(trace, opt.on_cpu, checkpoint_mode(config, policy))
     C = ckpt.offloaded_bytes(trace, page)
     out.update(activation_checkpointing=ckpt.mode, checkpoint_offloaded_bytes=C,
@@ -537,9 +562,11 @@ def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str 
     if policy == "zero-offload":
         out["traffic_bytes"] = {"gpu_to_host": G + C, "host_to_gpu": P + C, "host_to_ssd": 0, "ssd_to_host": 0,
                                 "gpu_to_ssd": 0, "ssd_to_gpu": 0}
+        out["collective_bytes"] = (int(gather[params].sum()) + scatter) if n > 1 else 0
         return out
     fetches = fetch_counts(trace, opt.on_cpu, ckpt.param_uses)
     up = int(sum(int(paged[t]) * fetches[t] for t in params))
+    out["collective_bytes"] = (int(sum(int(gather[t]) * fetches[t] for t in params)) + scatter) if n > 1 else 0
     nvme = (device or config.scheduler.zero_infinity_device) == "nvme"
     # the optimizer reads the parameters it reads (fp32: its own master) and writes every one
     param_read = int(sum(int(paged[t]) for t in params if _cpu_reads(trace, t, opt.on_cpu)))

@@ -110,6 +110,8 @@ DEPENDENT_KEYS = {
     "tlb.sample_seed": (lambda c: c.tlb.sample_modulus > 1, "tlb.sample_modulus = 1 samples nothing"),
     "ssd.seed": (lambda c: _victim_rule(c).split(":")[0] in _RANDOM_VICTIMS,
                  "only the random GC victim rules (random, d-choices:N) draw"),
+    "scheduler.zero_collective_busbw_GBps": (lambda c: c.scheduler.zero_ranks > 1,
+                                             "scheduler.zero_ranks = 1 runs no collective"),
 }
 
 # a preset sets these as part of what it is: compared with the run's own preset

@@ -74,6 +74,14 @@ The result gains ``cpu_busy_s`` and ``gpu_wait_cpu_s`` (also in ``breakdown_s``)
 keys ``host_to_ssd`` and ``ssd_to_host``, ``peak_host_bytes``, ``pinned_host_bytes``,
 ``host_capacity_bytes``, ``n_cpu_kernels`` and ``kernel_on_cpu``.
 
+**One rank of a ZeRO group** (``simulate(partition=ZeroPartition(n, ...))``, with CPU kernels).
+Parameters, gradients and optimizer state have a shard of ceil(pages / n) pages off the GPU: the
+copies in host memory and on the SSD, and every PCIe and SSD transfer of them, are the shard; a
+seventh queue, ``COLLECTIVE`` (the GPU's NVLink, shared with nothing above), runs a parameter's
+all-gather after its shard arrives (the tensor is still being fetched until it ends) and a
+gradient's reduce-scatter before its shard leaves, (n - 1) / n of the tensor each; the CPU
+kernels do 1/n of their work.  The result gains ``zero_ranks`` and ``collective_bytes``.
+
 **Sharing** (every run).  A transfer in flight keeps the bytes it has moved; whenever one
 starts or ends (or a CPU kernel does), every transfer in flight is re-rated max-min fair over
 what it shares: each direction of the GPU's link (``spec.link_bandwidth_Bps``, outside
@@ -151,7 +159,8 @@ import numpy as np
 from ..workload import vitality
 from ..workload.vitality import kernel_cycles
 from ..codes import (ACTION_NAMES, HINT_DTYPE, HINT_FREE, HINT_RECOMPUTE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD,
-                     TIER_GPU, TIER_HOST, TIER_NAMES, TIER_NOT_PRESENT, TIER_SSD)
+                     ROLE_GRADIENT, ROLE_OPTIMIZER_STATE, ROLE_PARAMETER, TIER_GPU, TIER_HOST, TIER_NAMES,
+                     TIER_NOT_PRESENT, TIER_SSD)
 from ..workload import recompute as _recompute
 from ..errors import TensorSimError  # noqa: F401 (defined in errors.py; importable from here)
 from ..workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
@@ -173,14 +182,46 @@ VISIT_ORDERS = ("artifact", "access", "reverse")
 
 # Queue indices (one FIFO per direction and tier); the host<->SSD queues serve CPU kernels only.
 GPU_TO_SSD, SSD_TO_GPU, GPU_TO_HOST, HOST_TO_GPU, HOST_TO_SSD, SSD_TO_HOST = range(6)
+# ZeRO partitioned across data-parallel ranks (ZeroPartition): the GPUs' NVLink collectives, one at a
+# time per rank (NCCL runs a rank's collectives on one stream): a parameter's all-gather after its
+# shard arrives, a gradient's reduce-scatter before its shard leaves
+COLLECTIVE = 6
+N_QUEUES = 7
 QUEUE_NAMES = ("gpu_to_ssd", "ssd_to_gpu", "gpu_to_host", "host_to_gpu")
 CPU_QUEUE_NAMES = QUEUE_NAMES + ("host_to_ssd", "ssd_to_host")   # traffic keys of a run with CPU kernels
 _SAME_DIRECTION = (GPU_TO_HOST, HOST_TO_GPU, GPU_TO_SSD, SSD_TO_GPU)   # the other tier's queue on the link
 _SAME_SSD = {GPU_TO_SSD: HOST_TO_SSD, HOST_TO_SSD: GPU_TO_SSD, SSD_TO_GPU: SSD_TO_HOST, SSD_TO_HOST: SSD_TO_GPU}
 _SSD_QUEUES = (GPU_TO_SSD, SSD_TO_GPU, HOST_TO_SSD, SSD_TO_HOST)
 _TOUCHES_HOST = (GPU_TO_HOST, HOST_TO_GPU, HOST_TO_SSD, SSD_TO_HOST)   # DMA through host memory
-_KERNEL_EVENT = 6
-_CPU_EVENT = 7
+_KERNEL_EVENT = 8          # (event kinds below it are queues)
+_CPU_EVENT = 9
+
+
+@dataclass(frozen=True)
+class ZeroPartition:
+    """ZeRO's partitioning across ``ranks`` data-parallel GPUs, as one rank sees it (Rajbhandari et al.,
+    "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", SC 2020, section 5; ZeRO-Infinity,
+    SC 2021, section 6.1, "bandwidth-centric partitioning").
+
+    The rank owns 1/``ranks`` of every parameter, gradient and optimizer state (and of the CPU
+    optimizer's temporaries): its copies off the GPU (host memory, SSD) and their moves over PCIe
+    are that shard, rounded up to whole pages, and its CPU optimizer does 1/``ranks`` of the work.
+    On the GPU a tensor is whole: a parameter (or any partitioned tensor a GPU kernel reads) is
+    all-gathered over NVLink once its shard has arrived, and a gradient is reduce-scattered
+    before its shard leaves; each collective moves (ranks - 1) / ranks x its size per GPU at
+    ``collective_Bps`` (NCCL's bus bandwidth: nccl-tests ``doc/PERFORMANCE.md`` defines
+    all-gather's and reduce-scatter's bus bandwidth as size x (n - 1) / n / time).
+
+    Attributes
+    ----------
+    ranks : int
+        Data-parallel ranks (>= 1; 1 partitions nothing).
+    collective_Bps : float
+        Bus bandwidth of the all-gather and reduce-scatter, bytes per second (> 0).
+    """
+
+    ranks: int
+    collective_Bps: float
 
 
 # ---- contiguous page allocator ------------------------------------------------
@@ -625,7 +666,8 @@ class TensorLevelSimulator:
     """
 
     def __init__(self, trace: Trace, spec: TensorSimSpec, hints: np.ndarray, initial_tier=None,
-                 expansion=None, cpu: "CPUWork | None" = None, policy: str = ""):
+                 expansion=None, cpu: "CPUWork | None" = None, policy: str = "",
+                 partition: "ZeroPartition | None" = None):
         # recompute: the simulator runs the expanded trace (workload.recompute) and folds the
         # copies back into the kernels they were inserted before when it reports
         self.expansion = expansion
@@ -658,7 +700,8 @@ class TensorLevelSimulator:
         self._hz = spec.frequency_GHz * 1e9
         hs = spec.host_ssd_bandwidth_Bps
         write = spec.ssd_write_bandwidth_Bps
-        self._queue_Bps = (write or ssd, ssd, host, host, spec.host_ssd_write_bandwidth_Bps or hs, hs)
+        self._queue_Bps = (write or ssd, ssd, host, host, spec.host_ssd_write_bandwidth_Bps or hs, hs,
+                           partition.collective_Bps if partition is not None else 1.0)
         # shared SSD: one transfer at a time over both directions, in the order queued; with CPU
         # kernels (four SSD streams) the streams share the SSD's time by rate instead (_fair_rates)
         self._ssd_shared = spec.ssd_shared and cpu is None
@@ -691,7 +734,8 @@ class TensorLevelSimulator:
         self.now = 0
         self._events: list = []           # heap of (time, seq, kind)
         self._seq = 0
-        self.queues = [deque() for _ in range(6)]   # the last two (host<->SSD) serve CPU kernels
+        # the host<->SSD queues serve CPU kernels, COLLECTIVE a partitioned run (ZeroPartition)
+        self.queues = [deque() for _ in range(N_QUEUES)]
         self.traffic = [0] * (6 if cpu is not None else 4)   # bytes per queue
         self.busy_cycles = 0              # time during which some transfer is in flight
         self.n_transfers = 0
@@ -700,12 +744,12 @@ class TensorLevelSimulator:
         self.peak_used_pages = 0
         # transfers in flight (see _rerate): per queue, the head's bytes left, the cycle its rate
         # was set, its transfer id and the version of its completion event; _queue_rate its rate
-        self._rem = [0.0] * 6
-        self._t0 = [0] * 6
-        self._tid = [-1] * 6
-        self._ver = [0] * 6
+        self._rem = [0.0] * N_QUEUES
+        self._t0 = [0] * N_QUEUES
+        self._tid = [-1] * N_QUEUES
+        self._ver = [0] * N_QUEUES
         self._n_tid = 0
-        self._queue_rate = [0.0] * 6
+        self._queue_rate = [0.0] * N_QUEUES
         self._log: list = []              # (transfer, tensor, queue, start, end, bytes) per rate segment
         self._released_rows: list = []    # rows of _log whose end dropped the tensor's GPU pages
         self._n_queued = [0] * T          # transfers of the tensor queued or in flight
@@ -730,6 +774,7 @@ class TensorLevelSimulator:
         self.cpu_mode = cpu is not None
         if self.cpu_mode:
             self._init_cpu(cpu)
+        self._init_partition(partition)
         # ---- transfer log (issue 43): set in _push_event and _serve_one only ----
         self.gpu_end_cycles = -1          # the GPU's last kernel's end (before the drain)
 
@@ -740,7 +785,42 @@ class TensorLevelSimulator:
 
     def _duration(self, queue: int, tensor: int) -> int:
         """Cycles to move a tensor alone on its queue at the queue's own bandwidth, rounded up."""
-        return math.ceil(self.size_bytes[tensor] * self._hz / self._queue_Bps[queue] - 1e-6)
+        return math.ceil(self._move_bytes(queue, tensor) * self._hz / self._queue_Bps[queue] - 1e-6)
+
+    def _move_bytes(self, queue: int, tensor: int) -> int:
+        """Bytes a transfer of ``tensor`` on ``queue`` moves: its copy off the GPU (a rank's shard when
+        partitioned), or on COLLECTIVE what the all-gather or reduce-scatter sends per GPU."""
+        return self.gather_bytes[tensor] if queue == COLLECTIVE else self.off_bytes[tensor]
+
+    def _init_partition(self, partition: "ZeroPartition | None") -> None:
+        """The rank's shards and collectives (:class:`ZeroPartition`); without one every move is whole."""
+        trace, T = self.trace, self.trace.n_tensors
+        self.partition = partition
+        self.off_bytes = self.size_bytes          # a tensor's copy off the GPU and its moves over PCIe
+        self.gather_bytes = [0] * T               # COLLECTIVE bytes per GPU (0: never gathered)
+        self._then = None                         # a reduce-scattered tensor's next queue (-1: none)
+        self.collective_traffic = 0
+        if partition is None or partition.ranks <= 1:
+            return
+        n, page = int(partition.ranks), self.spec.page_size_bytes
+        pages = np.asarray(self.pages, np.int64)
+        role = np.asarray(trace.tensor_role)
+        off = trace.access_offsets
+        acc_k = np.repeat(np.arange(trace.n_kernels), np.diff(off))
+        acc_t = np.asarray(trace.access_tensor, np.int64)
+        on_gpu = np.zeros(T, bool)
+        on_gpu[acc_t[~np.asarray(self.on_cpu, bool)[acc_k]]] = True
+        touched = np.zeros(T, bool)
+        touched[acc_t] = True
+        glob = np.asarray(self.is_global, bool)
+        # what ZeRO partitions: parameters, gradients, optimizer state, and the CPU optimizer's temporaries
+        # (a gradient is born in the backward pass: not global)
+        part = (glob & np.isin(role, (ROLE_PARAMETER, ROLE_OPTIMIZER_STATE))) | (role == ROLE_GRADIENT) \
+            | (touched & ~on_gpu)
+        self.off_bytes = np.where(part, -(-pages // n) * page, pages * page).tolist()
+        self.gather_bytes = np.where(part & on_gpu, -(-(pages * page) * (n - 1) // n), 0).tolist()
+        self._scatter = (part & on_gpu & (role == ROLE_GRADIENT)).tolist()
+        self._then = [-1] * T
 
     # A transfer in flight is progress-based: the head of each queue has bytes left, a rate and the
     # cycle its rate was set.  Whenever a transfer starts or ends (or a CPU kernel, which shares
@@ -823,9 +903,9 @@ class TensorLevelSimulator:
 
     def _rerate(self) -> None:
         """Give every transfer in flight its fair rate now; reschedule those whose rate changed."""
-        active = [q for q in range(6) if self._queue_active(q)]
+        active = [q for q in range(N_QUEUES) if self._queue_active(q)]
         rates = self._fair_rates(active) if active else {}
-        for q in range(6):
+        for q in range(N_QUEUES):
             new = rates.get(q, 0.0)
             if new == self._queue_rate[q]:
                 continue
@@ -843,13 +923,22 @@ class TensorLevelSimulator:
 
     def _start_head(self, queue: int) -> None:
         """The transfer at the head of ``queue`` starts moving."""
-        self._rem[queue] = float(self.size_bytes[self.queues[queue][0]])
+        self._rem[queue] = float(self._move_bytes(queue, self.queues[queue][0]))
         self._t0[queue] = self.now
         self._tid[queue] = self._n_tid
         self._n_tid += 1
         self._rerate()
 
-    def _enqueue(self, queue: int, tensor: int) -> None:
+    def _enqueue(self, queue: int, tensor: int, claimed: bool = False) -> None:
+        if self._then is not None and queue in (GPU_TO_HOST, GPU_TO_SSD) and self._scatter[tensor] \
+                and not claimed:
+            # ZeRO: the gradient is reduce-scattered over NVLink, then this rank's shard leaves
+            self._then[tensor] = queue
+            if queue == GPU_TO_HOST:
+                self.host_in_flight[tensor] += 1
+                self._host_add(tensor)              # its host buffer is claimed now, as a queued copy's is
+            self._enqueue_collective(tensor)
+            return
         q = self.queues[queue]
         q.append(tensor)
         if self._ssd_shared and queue in (GPU_TO_SSD, SSD_TO_GPU):
@@ -864,17 +953,27 @@ class TensorLevelSimulator:
             if self._ssd_serving < 0:
                 self._start_ssd(queue)
             return
-        self.traffic[queue] += self.size_bytes[tensor]
+        self.traffic[queue] += self._move_bytes(queue, tensor)
         self.n_transfers += 1
         self._n_queued[tensor] += 1
         if queue in (SSD_TO_GPU, HOST_TO_GPU):
             self.fetching[tensor] = True
             self.start_off[tensor] = False
-        if self.cpu_mode and (queue == GPU_TO_HOST or queue == SSD_TO_HOST):
+        if self.cpu_mode and (queue == GPU_TO_HOST or queue == SSD_TO_HOST) and not claimed:
             self.host_in_flight[tensor] += 1
             self._host_add(tensor)
         if len(q) == 1:
             self._start_head(queue)
+
+    def _enqueue_collective(self, tensor: int) -> None:
+        """Queue ``tensor``'s all-gather or reduce-scatter (:class:`ZeroPartition`)."""
+        q = self.queues[COLLECTIVE]
+        q.append(tensor)
+        self.collective_traffic += self.gather_bytes[tensor]
+        self.n_transfers += 1
+        self._n_queued[tensor] += 1
+        if len(q) == 1:
+            self._start_head(COLLECTIVE)
 
     def _start_ssd(self, queue: int) -> None:
         self._ssd_serving = queue
@@ -969,7 +1068,7 @@ class TensorLevelSimulator:
             keep_seq = deque()
             for i, t in enumerate(q):
                 if i >= first and t == tensor:
-                    self.traffic[qi] -= self.size_bytes[t]
+                    self.traffic[qi] -= self._move_bytes(qi, t)
                     self.n_transfers -= 1
                     self._n_queued[t] -= 1
                     self.n_cancelled_transfers += 1
@@ -1185,7 +1284,8 @@ class TensorLevelSimulator:
                 return
 
     def _in_out_queue(self, tensor: int) -> bool:
-        return tensor in self.queues[GPU_TO_SSD] or tensor in self.queues[GPU_TO_HOST]
+        return tensor in self.queues[GPU_TO_SSD] or tensor in self.queues[GPU_TO_HOST] or \
+            (self._then is not None and self._then[tensor] >= 0)
 
     def _apply_hint(self, tensor: int, action: int) -> None:
         if self.cpu_mode:
@@ -1574,7 +1674,7 @@ class TensorLevelSimulator:
         if self._host_counted[tensor]:
             return
         self._host_counted[tensor] = True
-        self.host_bytes += self.size_bytes[tensor]
+        self.host_bytes += self.off_bytes[tensor]
         if self.host_bytes > self.peak_host_bytes:
             self.peak_host_bytes = self.host_bytes
             if self.host_bytes > self.spec.host_capacity_bytes:
@@ -1587,13 +1687,21 @@ class TensorLevelSimulator:
         self.in_host[tensor] = False
         if self._host_counted[tensor]:
             self._host_counted[tensor] = False
-            self.host_bytes -= self.size_bytes[tensor]
+            self.host_bytes -= self.off_bytes[tensor]
 
     def _cpu_transfer_done(self, kind: int) -> None:
         """A transfer finished (runs with CPU kernels): transfers into the GPU copy, the others move."""
         q = self.queues[kind]
         tensor = q.popleft()
-        if kind == GPU_TO_SSD or kind == GPU_TO_HOST:
+        if kind == COLLECTIVE:
+            then = self._then[tensor]
+            if then >= 0:                   # reduce-scattered: the rank's shard leaves now
+                self._then[tensor] = -1
+                self._enqueue(then, tensor, claimed=True)
+            else:                           # all-gathered: the GPU copy is whole
+                self.fetching[tensor] = False
+                self.gpu_stale[tensor] = False
+        elif kind == GPU_TO_SSD or kind == GPU_TO_HOST:
             if self._in_use_now(tensor):
                 self.n_kept_evictions += 1      # a running GPU kernel touches it: the pages stay
             else:
@@ -1611,8 +1719,11 @@ class TensorLevelSimulator:
         elif kind == SSD_TO_HOST:
             self.host_in_flight[tensor] -= 1
         else:
-            self.fetching[tensor] = False
-            self.gpu_stale[tensor] = False
+            if self.gather_bytes[tensor]:
+                self._enqueue_collective(tensor)    # the shard is here: all-gather the rest (still fetching)
+            else:
+                self.fetching[tensor] = False
+                self.gpu_stale[tensor] = False
             if kind == HOST_TO_GPU and not self.host_home[tensor] and not self.cpu_pending[tensor]:
                 self._host_drop(tensor)     # a staging copy (ZeRO-Infinity's parameters) is released
         if q:
@@ -1828,7 +1939,8 @@ class TensorLevelSimulator:
         out = {name: 0 for name in TIER_NAMES.values()}
         for t in range(self.trace.n_tensors):
             if self.is_global[t]:
-                out[TIER_NAMES[self.initial_tier[t]]] += self.size_bytes[t]
+                tier = self.initial_tier[t]
+                out[TIER_NAMES[tier]] += self.size_bytes[t] if tier == TIER_GPU else self.off_bytes[t]
         return out
 
     def _fold(self, start, finish, last_kernel):
@@ -1894,6 +2006,9 @@ class TensorLevelSimulator:
             counters["demand_evicted_bytes"] = int(self.demand_evicted_bytes)
         if recompute_counters is not None:
             counters["recompute"] = recompute_counters
+        if self.partition is not None:
+            counters["zero_ranks"] = int(self.partition.ranks)
+            counters["collective_bytes"] = int(self.collective_traffic)
         if self.cpu_mode:
             counters["traffic_bytes"] = dict(zip(CPU_QUEUE_NAMES, map(int, self.traffic)))
             counters.update({
@@ -2031,7 +2146,7 @@ def check_initial_tier(trace: Trace, initial_tier, spec: TensorSimSpec) -> np.nd
 def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
              backward_start_kernel: int = -1, visit_order: str | None = None, initial_tier=None,
              cpu_kernels=None, cpu_work: "CPUWork | None" = None, demand_eviction: str | None = None,
-             host_overflow: str = "ssd", policy: str = "") -> dict:
+             host_overflow: str = "ssd", policy: str = "", partition: "ZeroPartition | None" = None) -> dict:
     """Simulate one iteration of ``trace`` at tensor level under ``hints``.
 
     ``config`` is a :class:`~g10core.config.SimConfig` (preset ``g10-artifact``
@@ -2066,6 +2181,9 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
     pinned host memory and has no tier below it: the run fails naming the tensor) or ``"ssd"``
     (the default, G10's tiers: it goes to the SSD instead; counted in ``host_spills`` /
     ``host_spilled_bytes``).  ``policy`` names the policy in that failure.
+    ``partition`` (:class:`ZeroPartition`; with CPU kernels): the run is one rank of a ZeRO
+    data-parallel group, its shards and collectives as :class:`ZeroPartition` says, its CPU kernels'
+    work divided by the ranks; the counters gain ``zero_ranks`` and ``collective_bytes``.
     Returns a plain dict; see the module docstring.
     """
     if not isinstance(trace, Trace):
@@ -2109,13 +2227,26 @@ def simulate(trace: Trace, config, hints: np.ndarray, *, mode: str,
         raise TensorSimError("cpu_work without cpu_kernels: say which kernels run on the CPU")
     elif initial_tier is not None:
         initial_tier = check_initial_tier(trace, initial_tier, spec)
+    if partition is not None:
+        if cpu is None:
+            raise TensorSimError("partition: ZeRO's partitioning needs the CPU tier (cpu_kernels)")
+        if int(partition.ranks) != partition.ranks or partition.ranks < 1:
+            raise TensorSimError(f"partition.ranks = {partition.ranks!r}: must be an integer >= 1")
+        if not partition.collective_Bps > 0:
+            raise TensorSimError(f"partition.collective_Bps = {partition.collective_Bps!r}: must be > 0")
+        if partition.ranks == 1:
+            partition = None
+        else:
+            # each rank's CPU optimizer updates its own 1/ranks of the parameters
+            cpu = dataclasses.replace(cpu, flops=cpu.flops / partition.ranks, bytes=cpu.bytes / partition.ranks)
     expansion = _recompute.expand(trace, hints) if _recompute.has_recompute(hints) else None
     if expansion is not None and cpu is not None:
         cpu = _expand_cpu_work(cpu, expansion)
     reason = working_set_check(trace, config)
     if reason is not None:
         return failed_result(reason, mode=mode, trace=trace, config=config)
-    return TensorLevelSimulator(trace, spec, hints, initial_tier, expansion, cpu, policy=policy).run()
+    return TensorLevelSimulator(trace, spec, hints, initial_tier, expansion, cpu, policy=policy,
+                                partition=partition).run()
 
 
 def _expand_cpu_work(cpu: "CPUWork", exp) -> "CPUWork":

@@ -7,7 +7,8 @@ prefetched while the current one computes, and the optimizer's NVMe reads and wr
 with CPU Adam), with the names of DeepSpeed's
 configuration (``zero_optimization.stage = 3``, ``offload_param.device`` and
 ``offload_optimizer.device`` = ``nvme`` or ``cpu``: ``scheduler.zero_infinity_device`` here).
-One GPU, so the bandwidth-centric partitioning across GPUs does not apply.
+On one GPU; ``scheduler.zero_ranks`` > 1 makes the run one rank of a data-parallel group, with the
+bandwidth-centric partitioning across GPUs (:class:`g10core.policies.tensorsim.ZeroPartition`).
 
 * Parameters (fp16/bf16, or fp32 in an fp32 trace) and optimizer state (fp32 master weights,
   Adam's moments) start each iteration on the SSD (``nvme``) or in host memory (``cpu``).
@@ -55,7 +56,8 @@ from ..codes import (HINT_FREE, HINT_TO_GPU, HINT_TO_HOST, HINT_TO_SSD, ROLE_GRA
 from ..workload.trace import ACCESS_READ, ACCESS_WRITE, Trace
 from . import tensorsim
 from ._zero import (CKPT_KEY, CheckpointPlan, OptimizerPlan, checkpoint_mode, fetch_counts, hint_table,  # noqa: F401
-                    layer_steps, param_segments, refuse_artifact, require_roles, run_plan, tensor_uses)
+                    layer_steps, param_segments, refuse_artifact, require_roles, run_plan, tensor_uses,
+                    zero_partition, RANKS_KEY, COLLECTIVE_KEY)
 from .base import CPU_KEYS, TENSOR_LEVEL_KEYS, TensorPolicy, register
 
 DEVICE_KEY = "scheduler.zero_infinity_device"
@@ -123,7 +125,7 @@ def _writes(trace: Trace, k: int, t: int) -> bool:
 @register
 class ZeroInfinity(TensorPolicy):
     name = "zero-infinity"
-    reads = TENSOR_LEVEL_KEYS | CPU_KEYS | {"ssd.bandwidth_GBps", DEVICE_KEY, CKPT_KEY}
+    reads = TENSOR_LEVEL_KEYS | CPU_KEYS | {"ssd.bandwidth_GBps", DEVICE_KEY, CKPT_KEY, RANKS_KEY, COLLECTIVE_KEY}
     description = ("ZeRO-Infinity (Rajbhandari et al., SC 2021): parameters and optimizer state on NVMe "
                    "(scheduler.zero_infinity_device), fetched layer by layer; CPU Adam streaming its state")
 
@@ -133,9 +135,10 @@ class ZeroInfinity(TensorPolicy):
 
     def simulate(self, trace: Trace, hints=None) -> dict:
         refuse_artifact(self.name, self.config)
+        partition = zero_partition(self.config)
         plan = infinity_plan(trace, self.config.scheduler.zero_infinity_device, checkpoint_mode(self.config, self.name))
         return run_plan(self, trace, plan["hints"] if hints is None else hints, plan["on_cpu"], plan["work"],
-                        plan["initial_tier"], plan["info"])
+                        plan["initial_tier"], plan["info"], partition)
 
 
 __all__ = ["ZeroInfinity", "infinity_plan", "param_segments", "fetch_counts", "layer_steps"]

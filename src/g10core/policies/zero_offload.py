@@ -54,7 +54,8 @@ from ..codes import (HINT_TO_GPU, HINT_TO_HOST, ROLE_GRADIENT, ROLE_OPTIMIZER_ST
 from ..workload.trace import Trace
 from . import tensorsim
 from ._zero import (ADAM_FLOPS_PER_ELEMENT, CKPT_KEY, CheckpointPlan, OptimizerPlan, checkpoint_mode,  # noqa: F401
-                    closed_form, hint_table, refuse_artifact, require_roles, run_plan, tensor_uses)
+                    closed_form, hint_table, refuse_artifact, require_roles, run_plan, tensor_uses,
+                    zero_partition, RANKS_KEY, COLLECTIVE_KEY)
 from .base import CPU_KEYS, TENSOR_LEVEL_KEYS, TensorPolicy, register
 
 def offload_plan(trace: Trace, checkpointing: str = "off") -> dict:
@@ -87,7 +88,7 @@ def offload_plan(trace: Trace, checkpointing: str = "off") -> dict:
 @register
 class ZeroOffload(TensorPolicy):
     name = "zero-offload"
-    reads = TENSOR_LEVEL_KEYS | CPU_KEYS | {CKPT_KEY}
+    reads = TENSOR_LEVEL_KEYS | CPU_KEYS | {CKPT_KEY, RANKS_KEY, COLLECTIVE_KEY}
     description = ("ZeRO-Offload (Ren et al., ATC 2021): parameters on the GPU, gradients to host memory as "
                    "backward produces them, Adam on the CPU, updated parameters back up")
 
@@ -96,9 +97,10 @@ class ZeroOffload(TensorPolicy):
 
     def simulate(self, trace: Trace, hints=None) -> dict:
         refuse_artifact(self.name, self.config)
+        partition = zero_partition(self.config)
         plan = offload_plan(trace, checkpoint_mode(self.config, self.name))
         return run_plan(self, trace, plan["hints"] if hints is None else hints, plan["on_cpu"], plan["work"],
-                        plan["initial_tier"], plan["info"])
+                        plan["initial_tier"], plan["info"], partition)
 
 
 __all__ = ["ZeroOffload", "offload_plan", "closed_form", "ADAM_FLOPS_PER_ELEMENT"]
