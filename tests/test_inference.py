@@ -449,6 +449,78 @@ def test_a_budget_below_one_sequence_is_refused(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["preemptions"] == 0
 
 
+def test_requests_of_the_traces_lengths_are_the_batch():
+    from g10core.inference.preemption import serve_with_preemption
+
+    t = inference_trace("opt-125m", 32, 32, 16, gpu="T4")
+    budget = 0.5 * _kv_total(t)
+    base = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=budget)
+    same = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=budget, prompt_tokens=[32] * 16, output_tokens=[32] * 16)
+    assert same.total_s == base.total_s and same.ttft_s == base.ttft_s and same.preemptions == base.preemptions > 0
+    assert same.tokens_per_s == pytest.approx(base.tokens_per_s) and same.output_tokens == 16 * 32
+
+
+def test_requests_of_their_own_lengths_by_hand():
+    # the trace: prompt 32, 4 tokens, batch 2; requests (32 prompt, 4 out) and (16, 2), all at once,
+    # a budget that holds them: one prefill of 48 tokens, a decode step of both at the trace's step 1
+    # (mean context: 24 + 1 tokens, nearest step clamped to 1), then the first alone at steps 2 and 3
+    from g10core.inference.preemption import _decode_model, serve_with_preemption
+
+    t = inference_trace("opt-125m", 32, 4, 2, gpu="T4")
+    r = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=4 * _kv_total(t), prompt_tokens=[32, 16],
+                              output_tokens=[4, 2])
+    floor, at_b = _decode_model(t)
+    ppt = layer_stats(t).gpu_s[0].sum() / (2 * 32)
+    first = 48 * ppt
+    second_done = first + at_b[1]
+    total = second_done + sum(floor[i] + (at_b[i] - floor[i]) / 2 for i in (2, 3))
+    assert r.preemptions == 0 and not r.beyond_trace_context
+    assert r.total_s == pytest.approx(total)
+    assert r.ttft_s == pytest.approx(first)
+    assert r.latency_mean_s == pytest.approx((total + second_done) / 2)
+    assert r.output_tokens == 6 and r.tokens_per_s == pytest.approx(6 / total)
+    assert r.prompt_mean == 24 and r.gen_mean == 3
+    # a context past the trace's is flagged (it costs the trace's last step)
+    long = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=4 * _kv_total(t), prompt_tokens=[32, 64],
+                                 output_tokens=[4, 8])
+    assert long.beyond_trace_context and long.output_tokens == 12
+
+
+def test_requests_file_and_its_refusals(tmp_path, capsys):
+    from g10core.errors import InputError
+    from g10core.inference.preemption import read_requests, serve_with_preemption
+
+    good = tmp_path / "r.csv"
+    good.write_text("arrival_s,prompt_tokens,output_tokens,note\n0.5,16,2,x\n0,32,4,y\n")
+    req = read_requests(good)
+    assert req["prompt_tokens"].tolist() == [16, 32] and req["arrival_s"].tolist() == [0.5, 0.0]
+    t = inference_trace("opt-125m", 32, 4, 2, gpu="T4")
+    r = serve_with_preemption(t, BIG_HOST, kv_budget_bytes=4 * _kv_total(t), **req)
+    assert r.first_arrival_s == 0.0 and r.last_arrival_s == 0.5 and r.output_tokens == 6
+    for text, match in (("prompt_tokens\n3\n", "no column output_tokens"),
+                        ("prompt_tokens,output_tokens\n3,4\n3,x\n", "row 3, column output_tokens: 'x'"),
+                        ("prompt_tokens,output_tokens\n3,0\n", "row 2, column output_tokens.*>= 1"),
+                        ("prompt_tokens,output_tokens,arrival_s\n3,4,-1\n", "row 2, column arrival_s"),
+                        ("prompt_tokens,output_tokens\n", "no request")):
+        bad = tmp_path / "bad.csv"
+        bad.write_text(text)
+        with pytest.raises(InputError, match=match):
+            read_requests(bad)
+    with pytest.raises(ValueError, match="output_tokens"):
+        serve_with_preemption(t, BIG_HOST, prompt_tokens=[16, 32], output_tokens=[2])
+    path = write_trace(t, tmp_path / "t.h5")
+    argv = ["inference", "serve", str(path), "--machine", "flexgen-t4", "--kv-budget-GB", "1", "--requests"]
+    assert main(argv + [str(good), "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["output_tokens"] == 6
+    assert main(argv + [str(good), "--request-rate", "2"]) == 2
+    assert "arrival_s and --request-rate" in capsys.readouterr().err
+    assert main(argv + [str(tmp_path / "none.csv")]) == 2
+    bad.write_text("prompt_tokens,output_tokens\n3,x\n")
+    assert main(argv + [str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.csv: row 2, column output_tokens" in err and "Traceback" not in err
+
+
 # ---- invariants ----------------------------------------------------------------------------------
 
 from hypothesis import given, settings, strategies as hst  # noqa: E402

@@ -89,29 +89,45 @@ def _cmd_inference_search(args) -> int:
 
 
 def _cmd_inference_serve(args) -> int:
-    from ..inference.preemption import poisson_arrivals, serve_with_preemption
+    from ..inference.preemption import poisson_arrivals, read_requests, serve_with_preemption
     from ..inference.schedule import MACHINES
     from ..workload.trace import read_trace
     from ..workload.tracestore import resolve_trace
 
     trace = read_trace(resolve_trace(args.trace))
     budget = None if args.kv_budget_GB is None else args.kv_budget_GB * 1e9
-    arrivals = None
-    if args.request_rate is not None:            # one arrival per request of the trace's batch
+    from ..errors import InputError
+
+    arrivals, lengths, source = None, {}, "all at once"
+    if args.requests is not None:                # requests of their own lengths (and arrivals)
+        lengths = read_requests(args.requests)
+        arrivals = lengths.pop("arrival_s")
+        if arrivals is not None:
+            source = f"arriving as {args.requests} says"
+    if args.request_rate is not None:            # one arrival per request
         from ..inference.schedule import layer_stats
 
-        arrivals = poisson_arrivals(layer_stats(trace).batch, args.request_rate, args.seed)
+        if arrivals is not None:
+            raise InputError(f"{args.requests}: has arrival_s and --request-rate draws arrivals: give one of them")
+        n = len(lengths["prompt_tokens"]) if lengths else layer_stats(trace).batch
+        arrivals = poisson_arrivals(n, args.request_rate, args.seed)
+        source = f"arriving at {args.request_rate:g} requests/s (Poisson, seed {args.seed})"
     r = serve_with_preemption(trace, MACHINES[args.machine], kv_budget_bytes=budget, mode=args.mode,
                               seqs_per_group=args.seqs_per_group, swap_space_bytes=args.swap_space_GiB * (1 << 30),
-                              arrival_s=arrivals)
+                              arrival_s=arrivals, **lengths)
     if human(args):
-        arriving = ("all at once" if arrivals is None else
-                    f"arriving at {args.request_rate:g} requests/s (Poisson, seed {args.seed}) over {r.last_arrival_s:.4g} s")
-        print(f"{trace.model}, batch {r.batch} {arriving}, prompt {r.prompt}, {r.gen} tokens, KV budget "
+        arriving = source if arrivals is None else f"{source} over {r.last_arrival_s:.4g} s"
+        shape = (f"prompt {r.prompt}, {r.gen} tokens" if not lengths else
+                 f"prompts {r.prompt_mean:.4g} and outputs {r.gen_mean:.4g} tokens on average ({r.output_tokens} "
+                 f"output tokens; the trace's prompt {r.prompt}, {r.gen} tokens)")
+        print(f"{trace.model}, {r.batch} requests {arriving}, {shape}, KV budget "
               f"{r.kv_budget_bytes / 1e9:.3g} GB ({r.mode} on preemption): {r.total_s:.4g} s, {r.tokens_per_s:.4g} "
               f"tokens/s; time to first token mean {r.ttft_s:.4g} s, p50 {r.ttft_p50_s:.4g}, p99 {r.ttft_p99_s:.4g}; "
               f"latency mean {r.latency_mean_s:.4g} s, p99 {r.latency_p99_s:.4g}; {r.preemptions} preemptions, "
               f"{r.recomputed_tokens} tokens recomputed, {r.swapped_bytes / 1e9:.3g} GB swapped")
+        if r.beyond_trace_context:
+            print("  note: some decode steps' mean context is past the trace's prompt and generation: they cost its "
+                  "last step's time (a lower bound; capture a trace with the longest lengths)")
     emit_json(r.to_dict(), args.json_path)
     return EXIT_OK
 
@@ -230,6 +246,9 @@ def add_parser(subparsers) -> None:
                    help="requests arrive over time, a Poisson process at R per second (vLLM's benchmark_serving "
                         "--request-rate); default: the whole batch at once")
     v.add_argument("--seed", type=int, default=0, metavar="S", help="the arrivals' seed (default 0)")
+    v.add_argument("--requests", metavar="FILE.csv", default=None,
+                   help="requests of their own lengths: a CSV with columns prompt_tokens, output_tokens and "
+                        "optionally arrival_s, one row per request (default: the trace's batch, its lengths)")
     add_json_option(v)
     v.set_defaults(func=_cmd_inference_serve)
 

@@ -16,8 +16,9 @@ default, cheaper for short sequences), swap for a group of several (parallel sam
 search: ``seqs_per_group > 1``), since recomputation would lose their shared prefix.  ``mode``
 forces one or the other.
 
-The run here is the trace's ``batch`` requests (its prompt and generation length each) served by
-that scheduler, step by step.  They arrive at once by default, or over time (``arrival_s``, e.g.
+The run here is the trace's ``batch`` requests (its prompt and generation length each), or requests
+of their own lengths (``prompt_tokens``, ``output_tokens``; :func:`read_requests` reads them from a
+CSV file, as a serving benchmark's dataset gives them), served by that scheduler, step by step.  They arrive at once by default, or over time (``arrival_s``, e.g.
 :func:`poisson_arrivals` at a request rate, as vLLM's serving benchmark draws them): the scheduler
 then batches continuously (Yu et al., "Orca", OSDI 2022; vLLM's iteration-level scheduling), taking
 in a request at the first step after it arrives, and sits idle when no request is in the system.
@@ -29,8 +30,11 @@ sequence.  Costs come from the trace, kernel by kernel (``physical-v1`` on its G
 * a decode step of ``r`` sequences: every decode kernel's time at ``r`` interpolated between its
   weight-only floor (launch + its weights' bytes at the memory bandwidth, what does not depend on
   the batch) and its time at the trace's batch, linearly in ``r`` (exact where a kernel is
-  memory-bound, as decode kernels are, and where it is compute-bound), at the trace's decode step
-  nearest the running sequences' mean length;
+  memory-bound, as decode kernels are, and where it is compute-bound; beyond the trace's batch,
+  extrapolated on the same line), at the trace's decode step nearest the running sequences' mean
+  context (prompt plus tokens so far), within the trace's steps: a context longer than the
+  trace's prompt plus generation costs its last step's time (``beyond_trace_context``: a lower
+  bound, attention grows with the context);
 * a prefill of ``n`` tokens: the trace's prefill time per token;
 * a swap: the sequence's blocks over the GPU link (GPU-to-host out, host-to-GPU in), the model
   waiting for them (vLLM issues the copies before the step's forward pass).
@@ -76,10 +80,15 @@ class PreemptionResult:
     latency_p99_s: float = 0.0
     first_arrival_s: float = 0.0  # tokens/s counts from the first arrival to the last token
     last_arrival_s: float = 0.0
+    # requests of their own lengths: the tokens they generate in all, and their mean lengths
+    output_tokens: int = 0        # 0: batch x gen (every request the trace's lengths)
+    prompt_mean: float = 0.0
+    gen_mean: float = 0.0
+    beyond_trace_context: bool = False   # some step's mean context was past the trace's last step
 
     @property
     def tokens_per_s(self) -> float:
-        return self.batch * self.gen / (self.total_s - self.first_arrival_s)
+        return (self.output_tokens or self.batch * self.gen) / (self.total_s - self.first_arrival_s)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -111,6 +120,68 @@ def poisson_arrivals(n: int, rate_per_s: float, seed: int = 0) -> np.ndarray:
     return np.cumsum(rng.exponential(1.0 / rate_per_s, size=int(n)))
 
 
+REQUEST_COLUMNS = ("prompt_tokens", "output_tokens", "arrival_s")
+
+
+def read_requests(path) -> dict:
+    """Requests of their own lengths from a CSV file with a header: ``prompt_tokens`` and
+    ``output_tokens`` (integers >= 1) and, optionally, ``arrival_s`` (seconds >= 0), one row per
+    request (other columns are ignored).
+
+    Parameters
+    ----------
+    path : str or path
+        The CSV file.
+
+    Returns
+    -------
+    dict
+        ``prompt_tokens``, ``output_tokens`` (int64 arrays) and ``arrival_s`` (float64, or None
+        without the column), the keyword arguments of :func:`serve_with_preemption`.
+
+    Raises
+    ------
+    InputError
+        One line naming the file, the row and the column: a missing column, a value that is not a
+        number or out of range, no row.
+    """
+    import csv
+    import math
+
+    from ..errors import InputError
+
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        cols = [c.strip() for c in (reader.fieldnames or [])]
+        missing = [c for c in REQUEST_COLUMNS[:2] if c not in cols]
+        if missing:
+            raise InputError(f"{path}: no column {', no column '.join(missing)} in the header (columns: "
+                             f"prompt_tokens, output_tokens and optionally arrival_s)")
+        reader.fieldnames = cols
+        out = {c: [] for c in REQUEST_COLUMNS}
+        for row_no, row in enumerate(reader, start=2):
+            for c in REQUEST_COLUMNS:
+                if c == "arrival_s" and "arrival_s" not in cols:
+                    continue
+                text = (row.get(c) or "").strip()
+                try:
+                    v = float(text)
+                except ValueError:
+                    raise InputError(f"{path}: row {row_no}, column {c}: {text!r} is not a number") from None
+                if c == "arrival_s":
+                    if not (math.isfinite(v) and v >= 0):
+                        raise InputError(f"{path}: row {row_no}, column {c}: {text!r}: must be a time >= 0 (s)")
+                elif not (math.isfinite(v) and v >= 1 and v == int(v)):
+                    raise InputError(f"{path}: row {row_no}, column {c}: {text!r}: must be a whole number of "
+                                     "tokens >= 1")
+                out[c].append(v)
+    if not out["prompt_tokens"]:
+        raise InputError(f"{path}: no request (a header and one row per request)")
+    return {"prompt_tokens": np.asarray(out["prompt_tokens"], np.int64),
+            "output_tokens": np.asarray(out["output_tokens"], np.int64),
+            "arrival_s": np.asarray(out["arrival_s"], np.float64) if "arrival_s" in cols else None}
+
+
 def _decode_model(trace: Trace):
     """(floor_s, at_batch_s) per decode phase: the decode kernels' weight-only floor and their time at
     the trace's batch, summed per phase (index 1..gen-1)."""
@@ -133,7 +204,8 @@ def _decode_model(trace: Trace):
 
 def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float | None = None, mode: str = "auto",
                           seqs_per_group: int = 1, block_size: int = BLOCK_SIZE,
-                          swap_space_bytes: float = SWAP_SPACE_BYTES, arrival_s=None) -> PreemptionResult:
+                          swap_space_bytes: float = SWAP_SPACE_BYTES, arrival_s=None, prompt_tokens=None,
+                          output_tokens=None) -> PreemptionResult:
     """Serve the trace's batch with its KV cache limited to ``kv_budget_bytes`` on the GPU.
 
     Parameters
@@ -153,6 +225,10 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
     arrival_s : sequence of float, optional
         When each of the batch's requests arrives (seconds, >= 0, one per request; served first
         come first served); default: all at 0.
+    prompt_tokens, output_tokens : sequence of int, optional
+        Each request's prompt length and the tokens it generates (>= 1 each); given, they are the
+        requests (as many as they list, any number), with the trace's lengths for the one not
+        given; default: the trace's batch, each with its prompt and generation length.
 
     Raises
     ------
@@ -170,33 +246,35 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
         raise ValueError("serve_with_preemption: make the trace with one GPU batch (--gpu-batches 1)")
     if trace.profiled_gpu != machine.gpu:
         raise ValueError(f"the trace's kernel times are for {trace.profiled_gpu}, the machine's GPU is {machine.gpu}")
-    B, G = st.batch, st.gen
+    B, G = st.batch, st.gen                # the trace's batch and lengths: what its kernel times are for
     P = int(trace.attrs.get("inference_prompt", 0))
     kv_tok = float(trace.tensor_size_bytes[trace.tensor_role == ROLE_KV_CACHE].sum()) / (B * (P + G - 1))
+    N, prompt, gen = _requests(B, P, G, prompt_tokens, output_tokens)
     if kv_budget_bytes is None:
         kv_budget_bytes = machine.gpu_memory_bytes - float(st.weight_bytes.sum()) - st.peak_activation
     block_bytes = block_size * kv_tok
     n_blocks = int(kv_budget_bytes // block_bytes) if kv_budget_bytes > 0 else 0
     blocks_of = lambda n: -(-n // block_size)  # noqa: E731
-    if n_blocks < blocks_of(P + 1):
-        one = blocks_of(P + 1)
+    if n_blocks < blocks_of(int(prompt.max()) + 1):
+        one = blocks_of(int(prompt.max()) + 1)
         raise ValueError(f"a KV budget of {kv_budget_bytes / GB:.3g} GB holds {n_blocks} blocks of {block_size} "
-                         f"tokens; one sequence's prompt and first token need {one} ({one * block_bytes / GB:.3g} GB)")
+                         f"tokens; the longest prompt and its first token need {one} ({one * block_bytes / GB:.3g} GB)")
     if arrival_s is None:
-        arrive = np.zeros(B)
+        arrive = np.zeros(N)
     else:
         arrive = np.asarray(arrival_s, dtype=np.float64)
-        if arrive.shape != (B,) or not np.all(np.isfinite(arrive)) or np.any(arrive < 0):
-            raise ValueError(f"arrival times: one finite time >= 0 per request ({B}); got {arrive.shape[0] if arrive.ndim == 1 else arrive.shape}")
-        arrive = np.sort(arrive)          # sequence ids in arrival order: FCFS is id order
+        if arrive.shape != (N,) or not np.all(np.isfinite(arrive)) or np.any(arrive < 0):
+            raise ValueError(f"arrival times: one finite time >= 0 per request ({N}); got {arrive.shape[0] if arrive.ndim == 1 else arrive.shape}")
+        order = np.argsort(arrive, kind="stable")   # sequence ids in arrival order: FCFS is id order
+        arrive, prompt, gen = arrive[order], prompt[order], gen[order]
     use = ("swap" if seqs_per_group > 1 else "recompute") if mode == "auto" else mode
     floor, at_b = _decode_model(trace)
     prefill_per_token = float(st.gpu_s[0].sum()) / (B * P)
     h2d, d2h = machine.link_GBps("to_device") * GB, machine.link_GBps("from_device") * GB
 
-    done = np.zeros(B, np.int64)          # tokens generated per sequence (the first comes out of its prefill)
-    first_token = np.full(B, np.nan)
-    finish = np.full(B, np.nan)
+    done = np.zeros(N, np.int64)          # tokens generated per sequence (the first comes out of its prefill)
+    first_token = np.full(N, np.nan)
+    finish = np.full(N, np.nan)
     waiting: list[int] = []               # FCFS: sequence ids in arrival order
     arrived = 0                           # requests 0 .. arrived-1 have arrived
     running: list[int] = []
@@ -206,23 +284,25 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
     now = 0.0
     preemptions = recomputed = steps = 0
     swapped_bytes = 0.0
-    held = np.zeros(B, np.int64)          # blocks each sequence holds on the GPU
+    held = np.zeros(N, np.int64)          # blocks each sequence holds on the GPU
+    beyond = False
+    step_limit = 50 * int(gen.sum()) + 1000 + 2 * N
 
     while True:
         steps += 1
-        if steps > 50 * B * G + 1000 + 2 * B:
+        if steps > step_limit:
             raise SimulationError("vLLM-style serving made no progress (a budget too small for its batch)")
-        while arrived < B and arrive[arrived] <= now:     # the requests that arrived by this step (ids
+        while arrived < N and arrive[arrived] <= now:     # the requests that arrived by this step (ids
             waiting.append(arrived)                         # above every id waiting: the list stays sorted)
             arrived += 1
         if not running and not waiting and not swapped:
-            if arrived == B:
+            if arrived == N:
                 break
             now = float(arrive[arrived])  # idle until the next request
             continue
         if swapped:                      # swapped sequences come back first, oldest first, while they fit
             s = min(swapped)
-            need = blocks_of(P + int(done[s]))
+            need = blocks_of(int(prompt[s]) + int(done[s]))
             if need <= free:
                 swapped.remove(s)
                 free -= need
@@ -237,7 +317,7 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
             admitted, tokens = [], 0
             while waiting:
                 s = waiting[0]
-                length = P + int(done[s])
+                length = int(prompt[s]) + int(done[s])
                 need = blocks_of(length + 1)
                 if need > free:
                     break
@@ -255,16 +335,16 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
                         done[s] = 1
                         first_token[s] = now
                 for s in admitted:
-                    if done[s] >= G:     # its one token came out of the prefill: it is done
+                    if done[s] >= gen[s]:     # its one token came out of the prefill: it is done
                         free += int(held[s])
                         held[s] = 0
                         finish[s] = now
-                running = sorted(running + [s for s in admitted if done[s] < G])
+                running = sorted(running + [s for s in admitted if done[s] < gen[s]])
                 continue
         if not running:
             raise SimulationError("vLLM-style serving: no sequence can run in the KV budget")
         # a decode step: every running sequence gains a token; a block boundary needs a free block
-        need = [s for s in running if blocks_of(P + int(done[s]) + 1) > held[s]]
+        need = [s for s in running if blocks_of(int(prompt[s]) + int(done[s]) + 1) > held[s]]
         while len(need) > free:
             victim = running.pop()       # the latest to arrive
             preemptions += 1
@@ -282,33 +362,58 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
                 waiting.sort()
             free += int(held[victim])
             held[victim] = 0
-            need = [s for s in running if blocks_of(P + int(done[s]) + 1) > held[s]]
+            need = [s for s in running if blocks_of(int(prompt[s]) + int(done[s]) + 1) > held[s]]
         if not running:
             continue
         for s in need:
             held[s] += 1
         free -= len(need)
         r = len(running)
-        mean_step = int(round(float(np.mean(done[running]))))
+        # the trace's decode step of the running sequences' mean context (0.0 + ... where every prompt
+        # is the trace's: the same step as the tokens generated alone)
+        mean_step = int(round(float(np.mean(prompt[running] - P)) + float(np.mean(done[running]))))
+        beyond |= mean_step > G - 1
         t = min(max(mean_step, 1), G - 1) if G > 1 else 0
         now += floor[t] + (at_b[t] - floor[t]) * r / B
         for s in running:
             done[s] += 1
-        finished = [s for s in running if done[s] >= G]
+        finished = [s for s in running if done[s] >= gen[s]]
         for s in finished:
             free += int(held[s])
             held[s] = 0
             finish[s] = now
-        running = [s for s in running if done[s] < G]
+        running = [s for s in running if done[s] < gen[s]]
     ttft, latency = first_token - arrive, finish - arrive
-    return PreemptionResult(mode=use, batch=B, prompt=P, gen=G, kv_budget_bytes=float(kv_budget_bytes),
+    own = prompt_tokens is not None or output_tokens is not None
+    return PreemptionResult(mode=use, batch=N, prompt=P, gen=G, kv_budget_bytes=float(kv_budget_bytes),
                             block_size=block_size, total_s=now, ttft_s=float(np.mean(ttft)),
                             preemptions=preemptions, recomputed_tokens=int(recomputed), swapped_bytes=swapped_bytes,
                             steps=steps, ttft_p50_s=float(np.percentile(ttft, 50)),
                             ttft_p99_s=float(np.percentile(ttft, 99)), latency_mean_s=float(np.mean(latency)),
                             latency_p99_s=float(np.percentile(latency, 99)), first_arrival_s=float(arrive[0]),
-                            last_arrival_s=float(arrive[-1]))
+                            last_arrival_s=float(arrive[-1]), output_tokens=int(gen.sum()) if own else 0,
+                            prompt_mean=float(prompt.mean()), gen_mean=float(gen.mean()),
+                            beyond_trace_context=bool(beyond))
 
 
-__all__ = ["serve_with_preemption", "poisson_arrivals", "PreemptionResult", "BLOCK_SIZE", "SWAP_SPACE_BYTES",
+def _requests(B: int, P: int, G: int, prompt_tokens, output_tokens):
+    """(requests, prompt lengths, output lengths): the given ones checked, the trace's otherwise."""
+    own = [np.asarray(x) for x in (prompt_tokens, output_tokens) if x is not None]
+    n = (len(own[0]) if own[0].ndim == 1 else 0) if own else B
+    out = []
+    for name, x, default in (("prompt_tokens", prompt_tokens, P), ("output_tokens", output_tokens, G)):
+        if x is None:
+            out.append(np.full(n, default, np.int64))
+            continue
+        a = np.asarray(x)
+        if a.shape != (n,) or not np.issubdtype(a.dtype, np.number) or not np.all(np.isfinite(a)) \
+                or np.any(a < 1) or np.any(a != np.floor(a)):
+            raise ValueError(f"{name}: one whole number of tokens >= 1 per request ({n})")
+        out.append(a.astype(np.int64))
+    if n < 1:
+        raise ValueError("no request to serve")
+    return n, out[0], out[1]
+
+
+__all__ = ["serve_with_preemption", "poisson_arrivals", "read_requests", "PreemptionResult", "BLOCK_SIZE", "SWAP_SPACE_BYTES",
            "MODES"]
