@@ -181,3 +181,28 @@ def test_machine_ranks_move_the_one_gpu_bytes_between_them(tmp_path):
     d = four.to_dict()
     assert json.loads(json.dumps(d))["per_gpu"][0]["collective_bytes"] == cf["collective_bytes"]
     assert "all-gathers and reduce-scatters" in four.summary()
+
+
+from hypothesis import given, settings, strategies as hst  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(ranks=hst.integers(1, 64), busbw=hst.floats(0.1, 1000.0), case=hst.sampled_from(CASES))
+def test_any_rank_count_is_its_closed_form_and_never_moves_more_than_one_gpu(ranks, busbw, case):
+    """For any n: the rank's paths are the closed form's, n ranks together move at least the one-GPU
+    bytes and at most a page per tensor per rank more (the shards' rounding), and the CPU's share
+    is 1/n."""
+    policy, device = case
+    tr = mixed_trace()
+    res = get(policy)(config(device, ranks, busbw)).simulate(tr)
+    one = get(policy)(config(device, 1)).simulate(tr)
+    cf = closed_form(tr, config(device, ranks, busbw), policy)
+    assert {p: res["traffic_bytes"][p] for p in PATHS} == cf["traffic_bytes"]
+    assert res.get("collective_bytes", 0) == cf["collective_bytes"]
+    # the PCIe paths without the (unpartitioned) activation checkpoints
+    ckpt = cf["checkpoint_offloaded_bytes"]
+    for p in PATHS:
+        extra = ckpt if p in ("gpu_to_host", "host_to_gpu") else 0
+        whole, part = one["traffic_bytes"][p] - extra, res["traffic_bytes"][p] - extra
+        assert whole <= ranks * part <= whole + ranks * PAGE * tr.n_tensors * 4
+    assert res["time_s"] > 0
