@@ -205,7 +205,7 @@ class DataParallelResult:
             c = ", ".join(f"{k} x{v:.2f}" for k, v in g["contention"].items() if v > 1.0005) or "none"
             if g.get("collective_bytes"):
                 sync = (f"rank {g['rank_s']:.3f} with its all-gathers and reduce-scatters "
-                        f"({g['collective_bytes'] / 1e9:.2f} GB on NVLink)")
+                        f"({g['collective_bytes'] / 1e9:.2f} GB between the GPUs)")
             else:
                 sync = (f"rank {g['rank_s']:.3f} + all-reduce {g['allreduce_exposed_s']:.3f} exposed of "
                         f"{g['allreduce_s']:.3f} in {g['allreduce_buckets']} buckets")
@@ -627,8 +627,10 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
     if not converged:
         notes.append(f"the rates moved by more than {tolerance:g} in the last of {rounds} rounds")
     if partitioned:
+        via = ("over NVLink" if machine.nvlink_GBps else
+               "over the GPUs' PCIe links (beside, not sharing, the ranks' storage traffic)")
         notes.append(f"ZeRO partitions across the {n} ranks: each moves 1/{n} of the parameters, gradients and "
-                     f"optimizer state over PCIe and all-gathers / reduce-scatters the rest over NVLink at "
+                     f"optimizer state over PCIe and all-gathers / reduce-scatters the rest {via} at "
                      f"{_collective_busbw(machine, n):.4g} GB/s (collective_bytes); no DDP all-reduce")
     elif n > 1 and busbw is None:
         notes.append("all-reduce on the flow model at the links' line rate (no published bus bandwidth for "
