@@ -923,7 +923,8 @@ class TensorLevelSimulator:
 
     def _start_head(self, queue: int) -> None:
         """The transfer at the head of ``queue`` starts moving."""
-        self._rem[queue] = float(self._move_bytes(queue, self.queues[queue][0]))
+        t = self.queues[queue][0]
+        self._rem[queue] = float(self.gather_bytes[t] if queue == COLLECTIVE else self.off_bytes[t])
         self._t0[queue] = self.now
         self._tid[queue] = self._n_tid
         self._n_tid += 1
@@ -953,7 +954,7 @@ class TensorLevelSimulator:
             if self._ssd_serving < 0:
                 self._start_ssd(queue)
             return
-        self.traffic[queue] += self._move_bytes(queue, tensor)
+        self.traffic[queue] += self.off_bytes[tensor]      # (COLLECTIVE: _enqueue_collective)
         self.n_transfers += 1
         self._n_queued[tensor] += 1
         if queue in (SSD_TO_GPU, HOST_TO_GPU):
