@@ -140,8 +140,11 @@ def test_a_slow_collective_is_the_wait_it_names(tmp_path):
     assert max(waits, key=waits.get) == "NVLink collective"
     # at 0.1 GB/s the collectives take their bytes / 0.1 GB/s, most of which the GPU waits for
     assert waits["NVLink collective"] > 0.5 * r.counters["collective_bytes"] / 0.1e9
+    from g10core.experiments.report import format_run_summary
     from g10core.results import waits_text
     assert "for the NVLink collective" in waits_text(r.counters["waits"])
+    text = format_run_summary(r)
+    assert "ZeRO rank        one of 8" in text and "GiB between the GPUs" in text
     r.write_timeline(tmp_path / "t.json")
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert any(e.get("args", {}).get("name") == "NVLink collectives" for e in events)

@@ -544,6 +544,10 @@ def format_run_summary(result) -> str:
         lines.append(f"  CPU              {c['n_cpu_kernels']:,} kernels, busy {c['cpu_busy_s']:.3f} s{waited}; "
                      f"host memory peak {c['peak_host_bytes'] / 2**30:.1f} GiB "
                      f"of {c['host_capacity_bytes'] / 2**30:.0f} GiB")
+        if c.get("zero_ranks", 1) > 1:   # one rank of a partitioned ZeRO group (scheduler.zero_ranks)
+            lines.append(f"  ZeRO rank        one of {c['zero_ranks']}: parameters, gradients and optimizer state "
+                         f"1/{c['zero_ranks']} off the GPU; all-gathers and reduce-scatters "
+                         f"{c.get('collective_bytes', 0) / 2**30:.1f} GiB between the GPUs")
     if c.get("waits"):         # a tensor-level run: what each wait was for (results.tensor_waits)
         from ..results import waits_text
         lines.append("  waits            " + waits_text(c["waits"]))
