@@ -89,15 +89,14 @@ def _cmd_inference_search(args) -> int:
 
 
 def _cmd_inference_serve(args) -> int:
+    from ..errors import InputError
     from ..inference.preemption import poisson_arrivals, read_requests, serve_with_preemption
-    from ..inference.schedule import MACHINES
+    from ..inference.schedule import MACHINES, layer_stats
     from ..workload.trace import read_trace
     from ..workload.tracestore import resolve_trace
 
     trace = read_trace(resolve_trace(args.trace))
     budget = None if args.kv_budget_GB is None else args.kv_budget_GB * 1e9
-    from ..errors import InputError
-
     arrivals, lengths, source = None, {}, "all at once"
     if args.requests is not None:                # requests of their own lengths (and arrivals)
         lengths = read_requests(args.requests)
@@ -105,8 +104,6 @@ def _cmd_inference_serve(args) -> int:
         if arrivals is not None:
             source = f"arriving as {args.requests} says"
     if args.request_rate is not None:            # one arrival per request
-        from ..inference.schedule import layer_stats
-
         if arrivals is not None:
             raise InputError(f"{args.requests}: has arrival_s and --request-rate draws arrivals: give one of them")
         n = len(lengths["prompt_tokens"]) if lengths else layer_stats(trace).batch

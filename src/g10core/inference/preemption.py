@@ -398,8 +398,8 @@ def serve_with_preemption(trace: Trace, machine: Machine, kv_budget_bytes: float
 
 def _requests(B: int, P: int, G: int, prompt_tokens, output_tokens):
     """(requests, prompt lengths, output lengths): the given ones checked, the trace's otherwise."""
-    own = [np.asarray(x) for x in (prompt_tokens, output_tokens) if x is not None]
-    n = (len(own[0]) if own[0].ndim == 1 else 0) if own else B
+    own = [x for x in (prompt_tokens, output_tokens) if x is not None]
+    n = np.atleast_1d(own[0]).size if own else B
     out = []
     for name, x, default in (("prompt_tokens", prompt_tokens, P), ("output_tokens", output_tokens, G)):
         if x is None:

@@ -356,11 +356,6 @@ def _shared_sets(machine: Machine, n: int, preset: str, partitioned: bool) -> li
     return out
 
 
-# the page level's link channels (codes.TL_CHANNELS) -> tensorsim's queue of the same direction and tier
-CHANNEL_QUEUE = {"host_fault": 3, "host_prefetch": 3, "ssd_fault": 1, "ssd_prefetch": 1,
-                 "evict_host": 2, "preevict_host": 2, "evict_ssd": 0, "preevict_ssd": 0}
-
-
 def _page_iteration(res):
     """A page-level run's last reported iteration: (its kernels' rows, the cycle it starts at)."""
     k = res.kernels
@@ -375,12 +370,17 @@ def _transfer_rows(res):
     and the clock: a tensor-level run's transfer log, or a page-level run's link spans (per kernel
     and channel, over its last reported iteration)."""
     from ..codes import TL_CHANNELS
+    from ..policies.tensorsim import COLLECTIVE, GPU_TO_HOST, GPU_TO_SSD, HOST_TO_GPU, SSD_TO_GPU
 
     tl = res.timeline
     hz = float(tl.get("freq_hz", 1.2e9))
     rows = tl.get("tensor_transfers")
     if rows is not None:
-        return rows[rows["queue"] < len(QUEUE_KIND)], hz       # (a ZeRO collective is on NVLink)
+        return rows[rows["queue"] != COLLECTIVE], hz       # (a ZeRO collective is on NVLink)
+    # each link channel (codes.TL_CHANNELS) as tensorsim's queue of the same direction and tier
+    queue_of = {"host_fault": HOST_TO_GPU, "host_prefetch": HOST_TO_GPU, "ssd_fault": SSD_TO_GPU,
+                "ssd_prefetch": SSD_TO_GPU, "evict_host": GPU_TO_HOST, "preevict_host": GPU_TO_HOST,
+                "evict_ssd": GPU_TO_SSD, "preevict_ssd": GPU_TO_SSD}
     spans = tl.get("spans")
     dtype = np.dtype([("queue", np.int8), ("start", np.int64), ("end", np.int64), ("bytes", np.float64)])
     if spans is None or not len(spans):
@@ -392,7 +392,7 @@ def _transfer_rows(res):
         col = spans[:, c]
         col = col[col["pages"] > 0]
         part = np.zeros(col.size, dtype)
-        part["queue"] = CHANNEL_QUEUE[ch]
+        part["queue"] = queue_of[ch]
         part["start"], part["end"] = col["first"] - base, col["end"] - base
         part["bytes"] = col["pages"] * float(tl.get("page_bytes", 4096))
         out.append(part)

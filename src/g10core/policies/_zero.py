@@ -554,7 +554,7 @@ def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str 
     adam_s = float(sum(max(opt.flops[g[0]] / n / F, opt.bytes[g[0]] / n / M) for g in opt.groups))
     out = {"n_parameters": int(opt.n_elements), "parameter_bytes": P, "gradient_bytes": G,
            "optimizer_state_bytes": S, "cpu_adam_s": adam_s, "zero_ranks": n}
-    scatter = int(gather[grads].sum()) if n > 1 else 0
+    scatter = int(gather[grads].sum())              # (gather is 0 with one rank)
     ckpt = CheckpointPlan(trace, opt.on_cpu, checkpoint_mode(config, policy))
     C = ckpt.offloaded_bytes(trace, page)
     out.update(activation_checkpointing=ckpt.mode, checkpoint_offloaded_bytes=C,
@@ -562,11 +562,11 @@ def closed_form(trace: Trace, config, policy: str = "zero-offload", device: str 
     if policy == "zero-offload":
         out["traffic_bytes"] = {"gpu_to_host": G + C, "host_to_gpu": P + C, "host_to_ssd": 0, "ssd_to_host": 0,
                                 "gpu_to_ssd": 0, "ssd_to_gpu": 0}
-        out["collective_bytes"] = (int(gather[params].sum()) + scatter) if n > 1 else 0
+        out["collective_bytes"] = int(gather[params].sum()) + scatter
         return out
     fetches = fetch_counts(trace, opt.on_cpu, ckpt.param_uses)
     up = int(sum(int(paged[t]) * fetches[t] for t in params))
-    out["collective_bytes"] = (int(sum(int(gather[t]) * fetches[t] for t in params)) + scatter) if n > 1 else 0
+    out["collective_bytes"] = int(sum(int(gather[t]) * fetches[t] for t in params)) + scatter
     nvme = (device or config.scheduler.zero_infinity_device) == "nvme"
     # the optimizer reads the parameters it reads (fp32: its own master) and writes every one
     param_read = int(sum(int(paged[t]) for t in params if _cpu_reads(trace, t, opt.on_cpu)))
