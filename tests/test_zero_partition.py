@@ -209,3 +209,29 @@ def test_any_rank_count_is_its_closed_form_and_never_moves_more_than_one_gpu(ran
         whole, part = one["traffic_bytes"][p] - extra, res["traffic_bytes"][p] - extra
         assert whole <= ranks * part <= whole + ranks * PAGE * tr.n_tensors * 4
     assert res["time_s"] > 0
+
+
+def test_the_ranks_share_the_totals_the_user_sets():
+    """``--set`` of a machine total (host memory, CPU cores, DRAM bandwidth) is divided among the
+    ranks like the machine's own; a collective bus bandwidth the user sets is kept."""
+    from g10core.machine import load
+    from g10core.machine.training import _shared_sets
+
+    m = load("dgx-a100")
+    own = _shared_sets(m, 4, "default", True)
+    assert f"host.memory_GiB={m.host_memory_GiB / 4:g}" in own and "scheduler.zero_collective_busbw_GBps=200" in own
+    user = _shared_sets(m, 4, "default", True, ["host.memory_GiB=64", "cpu.cores=32",
+                                                "cpu.memory_bandwidth_GBps=100",
+                                                "scheduler.zero_collective_busbw_GBps=50"])
+    for want in ("host.memory_GiB=16", "cpu.cores=8", "cpu.memory_bandwidth_GBps=25",
+                 "scheduler.zero_collective_busbw_GBps=50", "scheduler.zero_ranks=4"):
+        assert want in user
+    assert _shared_sets(m, 1, "default", True, ["host.memory_GiB=64"]) == []
+    # end to end: a slow collective set by the user slows every rank
+    from g10core.machine.training import data_parallel
+
+    tr = mixed_trace()
+    fast = data_parallel(tr, "zero-infinity", m, 4, sets=["gpu.memory_GiB=1"])
+    slow = data_parallel(tr, "zero-infinity", m, 4, sets=["gpu.memory_GiB=1",
+                                                          "scheduler.zero_collective_busbw_GBps=0.1"])
+    assert slow.iteration_s > fast.iteration_s

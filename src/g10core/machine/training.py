@@ -338,21 +338,23 @@ def _collective_busbw(machine: Machine, n: int) -> float:
     return busbw if busbw is not None else 2.0 * (n - 1) / n * 1e9 / seconds / 1e9
 
 
-def _shared_sets(machine: Machine, n: int, preset: str, partitioned: bool) -> list[str]:
-    """What the ``n`` ranks share besides the hops, as each rank's overrides: host memory (1/n each)
-    and, under ZeRO (``partitioned``), the partition and the CPU's cores and DRAM bandwidth (1/n each:
-    the ranks' optimizer steps run at once)."""
+def _shared_sets(machine: Machine, n: int, preset: str, partitioned: bool, sets=()) -> list[str]:
+    """What the ``n`` ranks share besides the hops, as each rank's overrides (applied after the
+    user's ``sets``): host memory (1/n each) and, under ZeRO (``partitioned``), the partition and the
+    CPU's cores and DRAM bandwidth (1/n each: the ranks' optimizer steps run at once).  The totals
+    are the machine's, or what ``sets`` makes them (``--set host.memory_GiB=...`` is the machine's
+    host memory); a collective bus bandwidth the user sets is kept."""
     if n <= 1:
         return []
     from ..policies._zero import COLLECTIVE_KEY, RANKS_KEY
     from ..simulator import resolve_config
 
-    cpu = resolve_config(preset, None, []).cpu
-    out = [f"host.memory_GiB={machine.host_memory_GiB / n:.9g}"]
+    total = resolve_config(preset, None, single_gpu_sets(machine) + list(sets))
+    out = [f"host.memory_GiB={total.host.memory_GiB / n:.9g}"]
     if partitioned:
-        out += [f"{RANKS_KEY}={n}", f"{COLLECTIVE_KEY}={_collective_busbw(machine, n):.9g}",
-                f"cpu.cores={max(1, cpu.cores // n)}",
-                f"cpu.memory_bandwidth_GBps={machine.memory_bandwidth_GBps / n:.9g}"]
+        busbw = total.scheduler.zero_collective_busbw_GBps or _collective_busbw(machine, n)
+        out += [f"{RANKS_KEY}={n}", f"{COLLECTIVE_KEY}={busbw:.9g}", f"cpu.cores={max(1, total.cpu.cores // n)}",
+                f"cpu.memory_bandwidth_GBps={total.cpu.memory_bandwidth_GBps / n:.9g}"]
     return out
 
 
@@ -524,7 +526,7 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
     gpus = list(range(n))
     from ..policies._zero import RANKS_KEY
     partitioned = n > 1 and RANKS_KEY in getattr(get_policy(policy), "reads", ())
-    shared_sets = _shared_sets(machine, n, preset, partitioned)
+    shared_sets = drop_unread(_shared_sets(machine, n, preset, partitioned, sets), policy, preset)
     alone = {g: single_gpu_rates(machine, g) for g in gpus}
     base = {g: {"ssd_read": alone[g]["ssd_read"], "ssd_write": alone[g]["ssd_write"],
                 "host": min(alone[g]["host_to_gpu"], alone[g]["gpu_to_host"])} for g in gpus}
@@ -539,7 +541,7 @@ def data_parallel(trace, policy: str, machine: Machine, n_gpus: int | None = Non
             write = 0 if r["ssd_write"] == r["ssd_read"] else r["ssd_write"]
             rank_sets = drop_unread(single_gpu_sets(machine, g) + [
                 f"ssd.bandwidth_GBps={r['ssd_read']:.9g}", f"host.bandwidth_GBps={r['host']:.9g}",
-                f"ssd.write_bandwidth_GBps={write:.9g}"] + shared_sets, policy, preset) + list(sets)
+                f"ssd.write_bandwidth_GBps={write:.9g}"], policy, preset) + list(sets) + shared_sets
             res = Simulator(resolve_config(preset, None, rank_sets)).run(trace, policy, timeline=True)
             cache[key] = res
         return cache[key]
