@@ -46,7 +46,8 @@ def test_greedy_pass_names_agree():
 
 GREEDY_PARAMS = dict(gpu_memory_bytes=100, target_bytes=90, host_memory_bytes=0, ssd_latency_us=1.0,
                      system_latency_us=1.0, ssd_bytes_per_us=1.0, host_bytes_per_us=1.0, delta=0.0,
-                     exact_keys=False, looped_budgets=False, shared_ssd=False, set_aside_short=False)
+                     exact_keys=False, looped_budgets=False, shared_ssd=False, set_aside_short=False,
+                     best_by_scan=False)
 
 
 def no_interval_pass(kern, mem, params):

@@ -25,7 +25,7 @@ CMP_LESS: int
 CMP_GREATER: int
 # greedy_pass: why it stopped (_GreedyStats["end"])
 GREEDY_FITS: int                        # every kernel's estimate is under the target
-GREEDY_TAKEN: int                       # the best key is an interval already handled
+GREEDY_TAKEN: int                       # the best key is an interval already handled (best_by_scan: none is positive)
 GREEDY_EXHAUSTED: int                   # one step per interval taken
 GREEDY_PARAMS: tuple[str, ...]          # the keys of _GreedyParams (the greedy_params struct)
 GREEDY_STATS: tuple[str, ...]           # the keys of _GreedyStats (the greedy_stats struct)
@@ -48,6 +48,8 @@ class _GreedyParams(TypedDict):
     exact_keys: bool                    # every key summed exactly (slower), not only near ties
     looped_budgets: bool                # a looped offload books the bandwidth budgets (False: the artifact's time test)
     shared_ssd: bool                    # SSD reads and writes book one budget (ssd.duplex = shared)
+    set_aside_short: bool               # an interval too short for either tier is not chosen again
+    best_by_scan: bool                  # the best key by one scan (over the target line when none is over GPU memory)
 
 class _GreedyStats(TypedDict):
     """What greedy_pass did (the greedy_stats struct of _g10sched.pyx)."""

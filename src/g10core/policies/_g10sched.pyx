@@ -65,7 +65,7 @@ cdef enum:
 # why the greedy pass stopped (greedy_stats.end)
 cdef enum:
     END_FITS = 0       # every kernel's estimate is under the target
-    END_TAKEN = 1      # the best key is an interval already handled
+    END_TAKEN = 1      # the best key is an interval already handled (best_by_scan: no key is positive)
     END_EXHAUSTED = 2  # one step per interval taken
 
 # |exact area - approximation| <= size * T[K] * (K + 4) * 2^-48 (derivation in the reference)
@@ -159,6 +159,9 @@ cdef struct greedy_params:
     cbool looped_budgets       # a looped offload books the bandwidth budgets (False: the artifact's time test)
     cbool shared_ssd           # SSD reads and writes book one budget (ssd.duplex = shared; False: the artifact's two)
     cbool set_aside_short      # an interval too short for either tier is not chosen again (False: the artifact's loop)
+    cbool best_by_scan         # a step takes the best key by one scan of the approximate keys (False: the
+                               # artifact's emulated std::sort of every key); when no key is over the GPU-memory
+                               # line, keys over the target line
 
 # What the greedy pass did (greedy_pass returns it as a dict with these keys).
 cdef struct greedy_stats:
@@ -480,11 +483,18 @@ cdef int64_t reserve_pcie_c(budgets* bud, int64_t d, int64_t shadow, int64_t siz
 
 
 cdef inline int64_t find_slot(const double* table, double t, int64_t lo, int64_t hi) noexcept nogil:
-    """First j in [lo, hi) with table[j] <= t < table[j+1], or -1."""
-    cdef int64_t j
-    for j in range(lo, hi):
-        if table[j] <= t and table[j + 1] > t:
-            return j
+    """First j in [lo, hi) with table[j] <= t < table[j+1], or -1.  ``table`` (kernel start
+    times) never falls, so that j is the first with table[j+1] > t, found by bisection, provided
+    table[j] <= t: the reference's kernel-by-kernel scan, in O(log K)."""
+    cdef int64_t a = lo, b = hi, m
+    while a < b:  # first j in [lo, hi) with table[j + 1] > t (hi: none)
+        m = a + (b - a) // 2
+        if table[m + 1] > t:
+            b = m
+        else:
+            a = m + 1
+    if a < hi and table[a] <= t:
+        return a
     return -1
 
 
@@ -978,14 +988,39 @@ cdef bint looped_booked_c(int64_t c, int64_t s, int64_t e, int64_t size, int64_t
 # the passes
 # ---------------------------------------------------------------------------
 
+cdef inline void fenwick_add(int64_t* tree, int64_t n, int64_t at, int64_t value) noexcept nogil:
+    """Add ``value`` at position ``at`` (0-based) of a Fenwick tree over ``n`` positions."""
+    at += 1
+    while at <= n:
+        tree[at] += value
+        at += at & (-at)
+
+
+cdef inline int64_t fenwick_prefix(const int64_t* tree, int64_t at) noexcept nogil:
+    """Sum of positions 0..at of a Fenwick tree."""
+    cdef int64_t total = 0
+    at += 1
+    while at > 0:
+        total += tree[at]
+        at -= at & (-at)
+    return total
+
+
 cdef int64_t prealloc_pass_c(int64_t* mem, int64_t K, const double* table, const int64_t* ptensors,
                              const int64_t* pbirth, const int64_t* pdeath, const int64_t* psize,
                              int64_t N, int64_t target, double malloc_us_per_byte, bint emit,
-                             hint_out* h) noexcept nogil:
-    cdef int64_t handled = 0, n, t, b, d, size, issue, death, finish, j
+                             hint_out* h, int64_t* change) noexcept nogil:
+    """The pre-allocation pass.  Each tensor it takes lowers the estimate before its allocation
+    and after its free: ``change`` (K + 1 entries, zeroed) is a Fenwick tree of those steps, so a
+    tensor costs O(log K), not O(K), and the first kernel over the target is found by a cursor
+    (the estimate only falls); ``mem`` is written back at the end.  Integer sums: the result is
+    the kernel-by-kernel pass's, exactly."""
+    cdef int64_t handled = 0, n, t, b, d, size, issue, death, finish, j, over = 0
     cdef double start_time, free_time
     for n in range(N):
-        if all_at_most(mem, K, target):
+        while over < K and mem[over] + fenwick_prefix(change, over) <= target:
+            over += 1
+        if over == K:
             break
         t = ptensors[n]
         b = pbirth[n]
@@ -999,8 +1034,9 @@ cdef int64_t prealloc_pass_c(int64_t* mem, int64_t K, const double* table, const
             issue = find_slot(table, start_time, 0, b)
             if issue < 0:  # allocation takes no time (artifact: undefined); allocate at birth
                 issue = b
-            for j in range(issue):
-                mem[j] -= size
+            if issue > 0:  # mem[0:issue] -= size
+                fenwick_add(change, K, 0, -size)
+                fenwick_add(change, K, issue, size)
         if emit:
             push_hint(h, issue, t, HINT_TO_GPU)
         death = d if d != -1 else b + 1
@@ -1011,8 +1047,9 @@ cdef int64_t prealloc_pass_c(int64_t* mem, int64_t K, const double* table, const
             finish = find_slot(table, free_time, death, K)
             if finish < 0:
                 finish = 0  # unreachable (artifact falls back on a global that is 0)
-            for j in range(finish, K):
-                mem[j] -= size
+            fenwick_add(change, K, finish, -size)  # mem[finish:K] -= size
+    for j in range(K):
+        mem[j] += fenwick_prefix(change, j)
     return handled
 
 
@@ -1023,15 +1060,239 @@ cdef inline void push_local(local_offloads* loc, int64_t c, int64_t pre, int64_t
     loc.n += 1
 
 
+cdef inline bint redo_walks(const interval_table* iv, int64_t i, area_keys* ks, const budgets* bud) noexcept nogil:
+    """Redo interval i's dirty budget walks; True when an end moved (its key is then stale)."""
+    cdef int64_t end
+    cdef bint moved = False
+    if ks.dirty[i] & RE_FORWARD:
+        end = walk_forward_c(bud, DIR_G2S, iv.size[i] // 2, iv.start[i])
+        if end != ks.dep[2 * i]:
+            ks.dep[2 * i] = end
+            moved = True
+    if ks.dirty[i] & RE_BACKWARD:
+        end = walk_backward_c(bud, DIR_S2G, iv.size[i] // 2, iv.end[i])
+        if end != ks.dep[2 * i + 1]:
+            ks.dep[2 * i + 1] = end
+            moved = True
+    ks.dirty[i] = 0
+    return moved
+
+
+cdef int64_t sort_step(const interval_table* iv, area_keys* ks, const budgets* bud, int64_t* perm,
+                       const cbool* offloaded, const int64_t* mem, int64_t K, const double* table,
+                       int64_t line, double bound_per_byte, bint exact_keys, greedy_stats* st) noexcept nogil:
+    """The published step: every key (exact where a near-tie needs it), the emulated
+    std::sort of them all, its first.  -1 when the first is an interval already handled."""
+    cdef int64_t I = iv.n, i
+    cdef double* A = ks.A
+    cdef double* B = ks.B
+    cdef sort_keys by_area
+    by_area.mode = MODE_AREA
+    by_area.k1 = ks.A
+    by_area.k2 = ks.tsz
+    for i in range(I):
+        if offloaded[i]:  # the artifact zeroes the area of an interval already handled
+            A[i] = 0.0
+            B[i] = 0.0
+            ks.exact[i] = True
+            continue
+        if ks.dirty[i] and redo_walks(iv, i, ks, bud):
+            ks.exact[i] = False
+            ks.fresh[i] = False
+        if not ks.exact[i] and not ks.fresh[i]:
+            ks.fresh[i] = True
+            A[i] = approx_area(iv, i, ks, mem, K, line, table[K], bound_per_byte, &B[i])
+            st.area_approximations += 1
+            if B[i] == 0.0:
+                ks.exact[i] = True
+            elif exact_keys:
+                A[i] = exact_area(iv, i, ks.dep, mem, K, table, line)
+                B[i] = 0.0
+                ks.exact[i] = True
+                st.area_sums_exact += 1
+    if not exact_keys:
+        st.area_sums_exact += resolve_near_ties(iv, ks, mem, K, table, line)
+    std_sort_c(perm, I, &by_area)
+    st.sorts += 1
+    return -1 if offloaded[perm[0]] else perm[0]
+
+
+# ---------------------------------------------------------------------------
+# the best key without a sort (best_by_scan): lazy keys in a heap
+# ---------------------------------------------------------------------------
+# Within the greedy pass a key only falls: a booking lengthens an interval's walks, which
+# narrows the kernels its sum covers, and a kernel falling to the line drops a term.  (The one
+# exception, a looped key's wrap term, which rises when kernel 0 falls to the line, is re-keyed
+# when it happens.)  So a key computed earlier bounds the key now from above, and a heap of such
+# bounds finds the best key by re-keying only the intervals popped above it: each step touches
+# a few intervals, not all of them.
+
+cdef struct lazy_keys:
+    double* key        # [cap] an entry's key (an upper bound of its interval's key now)
+    int64_t* item      # [cap] the entry's interval
+    int64_t* ver       # [cap] the entry's version
+    int64_t* live      # [I] each interval's live version: an entry with another is stale
+    int64_t n          # entries
+    int64_t cap        # entries the arrays hold
+    int64_t line       # the line the keys are over
+    cbool built        # keyed once (the heap over the target is built at its first use)
+    cbool over0        # mem[0] > line when last keyed (a looped key rises when it falls)
+    area_keys* ks      # prefix sums over ``line`` (the walks' ends ``dep`` are shared)
+
+
+cdef inline bint entry_before(const lazy_keys* q, const double* tsz, int64_t a, int64_t b) noexcept nogil:
+    """Heap order: the larger key, then the larger time x size, then the lower interval."""
+    cdef int64_t ia = q.item[a], ib = q.item[b]
+    if q.key[a] != q.key[b]:
+        return q.key[a] > q.key[b]
+    if tsz[ia] != tsz[ib]:
+        return tsz[ia] > tsz[ib]
+    if ia != ib:
+        return ia < ib
+    return q.ver[a] > q.ver[b]
+
+
+cdef inline void entry_swap(lazy_keys* q, int64_t a, int64_t b) noexcept nogil:
+    cdef double k = q.key[a]
+    cdef int64_t t = q.item[a]
+    q.key[a] = q.key[b]
+    q.key[b] = k
+    q.item[a] = q.item[b]
+    q.item[b] = t
+    t = q.ver[a]
+    q.ver[a] = q.ver[b]
+    q.ver[b] = t
+
+
+cdef void sift_down(lazy_keys* q, const double* tsz, int64_t at) noexcept nogil:
+    cdef int64_t child
+    while True:
+        child = 2 * at + 1
+        if child >= q.n:
+            return
+        if child + 1 < q.n and entry_before(q, tsz, child + 1, child):
+            child += 1
+        if not entry_before(q, tsz, child, at):
+            return
+        entry_swap(q, at, child)
+        at = child
+
+
+cdef void compact(lazy_keys* q, const double* tsz) noexcept nogil:
+    """Drop the stale entries and re-heapify (at most one live entry per interval remains)."""
+    cdef int64_t r, w = 0
+    for r in range(q.n):
+        if q.ver[r] == q.live[q.item[r]]:
+            q.key[w] = q.key[r]
+            q.item[w] = q.item[r]
+            q.ver[w] = q.ver[r]
+            w += 1
+    q.n = w
+    for r in range(w // 2 - 1, -1, -1):
+        sift_down(q, tsz, r)
+
+
+cdef void push_key(lazy_keys* q, const double* tsz, int64_t i, double key) noexcept nogil:
+    """The interval's key is now ``key``: a new live entry (earlier ones go stale)."""
+    cdef int64_t at, parent
+    q.live[i] += 1
+    if q.n == q.cap:  # only stale entries can fill it (cap > intervals)
+        compact(q, tsz)
+    at = q.n
+    q.n += 1
+    q.key[at] = key
+    q.item[at] = i
+    q.ver[at] = q.live[i]
+    while at > 0:
+        parent = (at - 1) // 2
+        if not entry_before(q, tsz, at, parent):
+            break
+        entry_swap(q, at, parent)
+        at = parent
+
+
+cdef void pop_top(lazy_keys* q, const double* tsz) noexcept nogil:
+    q.n -= 1
+    if q.n > 0:
+        q.key[0] = q.key[q.n]
+        q.item[0] = q.item[q.n]
+        q.ver[0] = q.ver[q.n]
+        sift_down(q, tsz, 0)
+
+
+cdef inline double key_now(const interval_table* iv, int64_t i, area_keys* ks, lazy_keys* q,
+                           const budgets* bud, const int64_t* mem, int64_t K, const double* table,
+                           double bound_per_byte) noexcept nogil:
+    """Interval i's key over ``q.line`` now: its walks redone, its approximate area."""
+    cdef double bound
+    if not iv.looped[i]:  # a looped key has no walks
+        ks.dirty[i] = RE_ALL
+        redo_walks(iv, i, ks, bud)
+    return approx_area(iv, i, q.ks, mem, K, q.line, table[K], bound_per_byte, &bound)
+
+
+cdef void rekey(const interval_table* iv, area_keys* ks, lazy_keys* q, const budgets* bud,
+                const cbool* offloaded, const int64_t* mem, int64_t K, const double* table,
+                double bound_per_byte, bint looped_only, greedy_stats* st) noexcept nogil:
+    """Key every open interval (or every open looped one) now; push the positive keys."""
+    cdef int64_t i
+    cdef double key
+    for i in range(iv.n):
+        if offloaded[i] or (looped_only and not iv.looped[i]):
+            continue
+        key = key_now(iv, i, ks, q, bud, mem, K, table, bound_per_byte)
+        st.area_approximations += 1
+        if key > 0.0:
+            push_key(q, ks.tsz, i, key)
+        else:
+            q.live[i] += 1
+    q.over0 = mem[0] > q.line
+
+
+cdef int64_t lazy_best(const interval_table* iv, area_keys* ks, lazy_keys* q, const budgets* bud,
+                       const cbool* offloaded, const int64_t* mem, int64_t K, const double* table,
+                       double bound_per_byte, double* taken, greedy_stats* st) noexcept nogil:
+    """The open interval with the largest positive key over ``q.line`` (ties: the larger
+    time x size, then the lower interval), its key in ``taken``; -1 when none is positive.
+    The prefix sums ``q.ks`` must be up to date."""
+    cdef int64_t i, v
+    cdef double bound_key, key
+    if not q.built:
+        q.built = True
+        rekey(iv, ks, q, bud, offloaded, mem, K, table, bound_per_byte, False, st)
+    elif (mem[0] > q.line) != q.over0:
+        rekey(iv, ks, q, bud, offloaded, mem, K, table, bound_per_byte, True, st)
+    while q.n > 0:
+        i = q.item[0]
+        v = q.ver[0]
+        bound_key = q.key[0]
+        pop_top(q, ks.tsz)
+        if v != q.live[i] or offloaded[i]:
+            continue
+        key = key_now(iv, i, ks, q, bud, mem, K, table, bound_per_byte)
+        st.area_approximations += 1
+        if key == bound_key:  # no other key can be above it
+            q.live[i] += 1
+            taken[0] = key
+            return i
+        if key > 0.0:
+            push_key(q, ks.tsz, i, key)
+        else:
+            q.live[i] += 1
+    return -1
+
+
 cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table, const double* ext,
-                                budgets* bud, const interval_table* iv, area_keys* ks, greedy_params p,
-                                int64_t* perm, cbool* offloaded, cbool* really, local_offloads* loc,
+                                budgets* bud, const interval_table* iv, area_keys* ks, area_keys* kt,
+                                lazy_keys* q_line, lazy_keys* q_target, greedy_params p, int64_t* perm,
+                                cbool* offloaded, cbool* really, local_offloads* loc,
                                 hint_out* h) noexcept nogil:
     cdef int64_t K = bud.K, I = iv.n
-    cdef int64_t step, i, c, r, j, nch, nfl, s, e, size, span, om, pm, pre, evf, last, clear, pidx
+    cdef int64_t step, i, c, r, j, nch, nfl, s, e, size, span, pre, evf, last, clear, pidx
     cdef int64_t kind, lo, hi, over
     cdef bint looped, ssd_open
-    cdef double ssd_safe, ssd_move, d_ssd, ssd_lead, cpu_safe, cpu_move, d_cpu, cpu_lead
+    cdef double ssd_safe, ssd_move, d_ssd, ssd_lead, cpu_safe, cpu_move, d_cpu, cpu_lead, taken = 0.0
+    cdef lazy_keys* q = q_line
     # the three lines by the names the helpers (and the reference) give them
     cdef int64_t line = p.gpu_memory_bytes, target = p.target_bytes, cpu_line = p.host_memory_bytes
     cdef int64_t* ch = ks.ch
@@ -1046,10 +1307,6 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
     cdef cbool* fresh = ks.fresh
     cdef int64_t* dirty = ks.dirty
     cdef int64_t* dep = ks.dep
-    cdef sort_keys by_area
-    by_area.mode = MODE_AREA
-    by_area.k1 = ks.A
-    by_area.k2 = ks.tsz
     for i in range(I):
         A[i] = 0.0
         B[i] = 0.0
@@ -1074,45 +1331,22 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
             st.end = END_FITS
             break
         st.steps += 1
-        for i in range(I):
-            if offloaded[i]:  # the artifact zeroes the area of an interval already handled
-                A[i] = 0.0
-                B[i] = 0.0
-                exact[i] = True
-                continue
-            if dirty[i]:
-                if dirty[i] & RE_FORWARD:
-                    om = walk_forward_c(bud, DIR_G2S, iv.size[i] // 2, iv.start[i])
-                    if om != dep[2 * i]:
-                        dep[2 * i] = om
-                        exact[i] = False
-                        fresh[i] = False
-                if dirty[i] & RE_BACKWARD:
-                    pm = walk_backward_c(bud, DIR_S2G, iv.size[i] // 2, iv.end[i])
-                    if pm != dep[2 * i + 1]:
-                        dep[2 * i + 1] = pm
-                        exact[i] = False
-                        fresh[i] = False
-                dirty[i] = 0
-            if not exact[i] and not fresh[i]:
-                fresh[i] = True
-                A[i] = approx_area(iv, i, ks, mem, K, line, table[K], bound_per_byte, &B[i])
-                st.area_approximations += 1
-                if B[i] == 0.0:
-                    exact[i] = True
-                elif p.exact_keys:
-                    A[i] = exact_area(iv, i, dep, mem, K, table, line)
-                    B[i] = 0.0
-                    exact[i] = True
-                    st.area_sums_exact += 1
-        if not p.exact_keys:
-            st.area_sums_exact += resolve_near_ties(iv, ks, mem, K, table, line)
-        std_sort_c(perm, I, &by_area)
-        st.sorts += 1
-        c = perm[0]
-        if offloaded[c]:
-            st.end = END_TAKEN
-            break
+        if p.best_by_scan:
+            q = q_line
+            c = lazy_best(iv, ks, q, bud, offloaded, mem, K, table, bound_per_byte, &taken, &st)
+            if c < 0 and target < line:
+                # no key over GPU memory, a kernel still over the target: keys over the target
+                q = q_target
+                rebuild_prefix(mem, K, target, kt)
+                c = lazy_best(iv, ks, q, bud, offloaded, mem, K, table, bound_per_byte, &taken, &st)
+            if c < 0:
+                st.end = END_TAKEN
+                break
+        else:
+            c = sort_step(iv, ks, bud, perm, offloaded, mem, K, table, line, bound_per_byte, p.exact_keys, &st)
+            if c < 0:
+                st.end = END_TAKEN
+                break
         nch = 0
         nfl = 0
         s = iv.start[c]
@@ -1242,8 +1476,14 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
             # (and again, until the step count runs out); set aside, the pass goes on
             if p.set_aside_short:
                 offloaded[c] = True
+            elif p.best_by_scan:  # back among the keys, to be chosen again
+                push_key(q, ks.tsz, c, taken)
             continue
 
+        if p.best_by_scan:  # the lazy keys re-key themselves; the prefix sums must be current
+            if nfl:
+                rebuild_prefix(mem, K, line, ks)
+            continue
         # invalidate what this step changed (an offloaded interval's key is 0 for good)
         for r in range(nch):
             kind = ch[3 * r]
@@ -1486,9 +1726,10 @@ def prealloc_pass(int64_t[::1] mem, const double[::1] table, const int64_t[::1] 
     cdef hint_out h = _hints(hk, ht, ha, nh)
     if N == 0:
         return 0
+    cdef int64_t[::1] change = np.zeros(K + 1, np.int64)
     with nogil:
         handled = prealloc_pass_c(&mem[0], K, &table[0], &ptensors[0], &pbirth[0], &pdeath[0],
-                                  &psize[0], N, target, malloc_us_per_byte, emit, &h)
+                                  &psize[0], N, target, malloc_us_per_byte, emit, &h, &change[0])
     _hints_done(&h, nh)
     return handled
 
@@ -1537,7 +1778,11 @@ def greedy_pass(int64_t[::1] mem, int64_t[::1] cpu, const double[::1] table, con
     cdef int64_t[::1] i_C = np.empty(K + 1, np.int64), i_C2 = np.empty(K + 1, np.int64)
     cdef int64_t[::1] i_on = np.empty(K + 1, np.int64), i_on2 = np.empty(K + 1, np.int64)
     cdef int64_t[::1] i_ch = np.empty(3 * CH_MAX, np.int64), i_flips = np.empty(K, np.int64)
-    cdef area_keys ks
+    cdef double[::1] f_At = np.zeros(I, np.float64), f_Bt = np.zeros(I, np.float64)
+    cdef double[::1] f_Mt = np.empty(K + 1, np.float64), f_M2t = np.empty(K + 1, np.float64)
+    cdef int64_t[::1] i_Ct = np.empty(K + 1, np.int64), i_C2t = np.empty(K + 1, np.int64)
+    cdef int64_t[::1] i_ont = np.empty(K + 1, np.int64), i_on2t = np.empty(K + 1, np.int64)
+    cdef area_keys ks, kt
     ks.A = &f_A[0]
     ks.B = &f_B[0]
     ks.exact = &b_exact[0]
@@ -1558,14 +1803,40 @@ def greedy_pass(int64_t[::1] mem, int64_t[::1] cpu, const double[::1] table, con
     ks.on2 = &i_on2[0]
     ks.ch = &i_ch[0]
     ks.flips = &i_flips[0]
+    # best_by_scan: the lazy keys over GPU memory and over the target (cap > I: room for the
+    # stale entries of one re-keying of the looped intervals before a compaction)
+    cdef int64_t heap_cap = 2 * I + 16
+    cdef double[::1] f_qk = np.empty(heap_cap, np.float64), f_qkt = np.empty(heap_cap, np.float64)
+    cdef int64_t[::1] i_qi = np.empty(heap_cap, np.int64), i_qit = np.empty(heap_cap, np.int64)
+    cdef int64_t[::1] i_qv = np.empty(heap_cap, np.int64), i_qvt = np.empty(heap_cap, np.int64)
+    cdef int64_t[::1] i_ql = np.zeros(I, np.int64), i_qlt = np.zeros(I, np.int64)
+    cdef lazy_keys q_line, q_target
+    # the keys over the target line (best_by_scan): their own prefix sums, the same walks
+    kt = ks
+    kt.A = &f_At[0]
+    kt.B = &f_Bt[0]
+    kt.M = &f_Mt[0]
+    kt.C = &i_Ct[0]
+    kt.M2 = &f_M2t[0]
+    kt.C2 = &i_C2t[0]
+    kt.on = &i_ont[0]
+    kt.on2 = &i_on2t[0]
+    q_line.key, q_line.item, q_line.ver, q_line.live = &f_qk[0], &i_qi[0], &i_qv[0], &i_ql[0]
+    q_target.key, q_target.item, q_target.ver, q_target.live = &f_qkt[0], &i_qit[0], &i_qvt[0], &i_qlt[0]
+    q_line.n = q_target.n = 0
+    q_line.cap = q_target.cap = heap_cap
+    q_line.line, q_target.line = p.gpu_memory_bytes, p.target_bytes
+    q_line.built = q_target.built = False
+    q_line.over0 = q_target.over0 = False
+    q_line.ks, q_target.ks = &ks, &kt
     cdef local_offloads loc
     loc.interval = &loc_iv[0]
     loc.pre = &loc_pre[0]
     loc.evf = &loc_evf[0]
     loc.n = 0
     with nogil:
-        st = greedy_pass_c(&mem[0], &cpu[0], &table[0], &ext[0], &bud, &iv, &ks, p, &perm[0], &offloaded[0],
-                           &really[0], &loc, &h)
+        st = greedy_pass_c(&mem[0], &cpu[0], &table[0], &ext[0], &bud, &iv, &ks, &kt, &q_line, &q_target,
+                           p, &perm[0], &offloaded[0], &really[0], &loc, &h)
     n_loc[0] = loc.n
     _hints_done(&h, nh)
     return st

@@ -43,6 +43,8 @@ Why the decisions are the published scheduler's, ties included
 """
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 IMPLEMENTATION = "reference"
@@ -88,6 +90,8 @@ GREEDY_PARAMS = (
     "looped_budgets",      # a looped offload books the bandwidth budgets (False: the artifact's time test)
     "shared_ssd",          # SSD reads and writes book one budget (ssd.duplex = shared; False: the artifact's two)
     "set_aside_short",     # an interval too short for either tier is not chosen again (False: the artifact's loop)
+    "best_by_scan",        # a step takes the best key by lazy keys in a heap (False: the artifact's std::sort);
+                           # when no key is over the GPU-memory line, keys over the target line
 )
 GREEDY_STATS = (
     "steps",                  # greedy steps begun (each sorts the keys once)
@@ -101,7 +105,7 @@ GREEDY_STATS = (
     "end",                    # GREEDY_*: why the pass stopped
 )
 GREEDY_FITS = 0        # every kernel's estimate is under the target
-GREEDY_TAKEN = 1       # the best key is an interval already handled
+GREEDY_TAKEN = 1       # the best key is an interval already handled (best_by_scan: no key is positive)
 GREEDY_EXHAUSTED = 2   # one step per interval taken
 
 
@@ -728,6 +732,94 @@ def _record_wrapped_drops(flips, nfl, mem, line, size, lo, hi, K):
     return _record_line_drops(flips, nfl, mem, line, size, 0, hi - K)
 
 
+class _LazyKeys:
+    """The best key without a sort (``best_by_scan``), as the compiled ``lazy_keys``: within the
+    greedy pass a key only falls (a booking lengthens the walks, a kernel falling to the line
+    drops a term; a looped key's wrap term, which rises when kernel 0 falls to the line, is
+    re-keyed then), so a key computed earlier bounds the key now from above.  A heap of such
+    bounds, ordered by the larger key, the larger time x size, then the lower interval, finds
+    the best key by re-keying only the intervals popped above it."""
+
+    def __init__(self, line, I, K):
+        self.line = line
+        self.heap = []                          # (-key, -tsz, interval, -version)
+        self.live = np.zeros(I, np.int64)       # each interval's live version
+        self.built = False
+        self.over0 = False
+        self.M = np.empty(K + 1, np.float64)    # prefix sums over ``line``
+        self.C = np.empty(K + 1, np.int64)
+        self.M2 = np.empty(K + 1, np.float64)
+        self.C2 = np.empty(K + 1, np.int64)
+        self.on = np.empty(K + 1, np.int64)
+        self.on2 = np.empty(K + 1, np.int64)
+
+    def push(self, i, key, tsz):
+        self.live[i] += 1
+        heapq.heappush(self.heap, (-key, -tsz[i], int(i), -int(self.live[i])))
+
+
+# tests set this: every choice of the heap is checked against a scan of every key, re-keyed now
+VERIFY_BEST = False
+
+
+def _verify_best(i, key, walks, offloaded, tsz):
+    """The heap's choice is the largest key now (to rounding: a bound kept from an earlier step
+    can sit an ulp under the key recomputed now); among the keys equal to it, the first in order."""
+    keys = {j: walks(j) for j in range(offloaded.shape[0]) if not offloaded[j] and j != i}
+    tol = 1e-12 * abs(key)
+    above = {j: k for j, k in keys.items() if k > key + tol}
+    assert not above, f"interval {i} (key {key!r}) taken over larger keys {above}"
+    for j, k in keys.items():
+        if k == key:
+            assert (tsz[i], -i) > (tsz[j], -j), f"interval {i} taken before its equal {j}"
+    walks(i)  # leave interval i's walks as the choice computed them
+
+
+def _lazy_best(q, walks, offloaded, iv_looped, tsz, stats):
+    """The open interval with the largest positive key over ``q.line`` and its key, or
+    (-1, 0.0) when none is positive.  ``walks(i)`` redoes interval i's walks and returns its
+    key over ``q.line`` now."""
+    I = offloaded.shape[0]
+
+    def rekey(looped_only):
+        for i in range(I):
+            if offloaded[i] or (looped_only and not iv_looped[i]):
+                continue
+            key = walks(i)
+            stats["area_approximations"] += 1
+            if key > 0.0:
+                q.push(i, key, tsz)
+            else:
+                q.live[i] += 1
+
+    if not q.built:
+        q.built = True
+        rekey(False)
+        q.over0 = q.mem0_over
+    elif q.mem0_over != q.over0:
+        rekey(True)
+        q.over0 = q.mem0_over
+    while q.heap:
+        neg_key, _, i, neg_ver = heapq.heappop(q.heap)
+        if -neg_ver != q.live[i] or offloaded[i]:
+            continue
+        key = walks(i)
+        stats["area_approximations"] += 1
+        if key == -neg_key:  # no other key can be above it
+            if VERIFY_BEST:
+                _verify_best(i, key, walks, offloaded, tsz)
+            q.live[i] += 1
+            return i, key
+        if key > 0.0:
+            q.push(i, key, tsz)
+        else:
+            q.live[i] += 1
+    if VERIFY_BEST:
+        positive = [j for j in range(I) if not offloaded[j] and walks(j) > 0.0]
+        assert not positive, f"no key taken, but intervals {positive} have positive keys"
+    return -1, 0.0
+
+
 def prealloc_pass(mem, table, ptensors, pbirth, pdeath, psize, target, malloc_us_per_byte,
                   emit, hk, ht, ha, nh):
     """Pre-allocation just before birth and pre-free at death, tensor by tensor,
@@ -843,6 +935,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
     looped_budgets = bool(params["looped_budgets"])
     shared_ssd = bool(params["shared_ssd"])
     set_aside_short = bool(params["set_aside_short"])
+    best_by_scan = bool(params["best_by_scan"])
     g2s = budget_row(G2S, shared_ssd)   # the row GPU->SSD reads and books
     stats = dict.fromkeys(GREEDY_STATS, 0)
     if iv_tensor.shape[0] == 0:
@@ -873,54 +966,80 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
     bound_per_byte = table[K] * (K + 4) * BOUND_UNIT
     ch = np.empty((8, 3), np.int64)   # (kind, lo, hi) budget ranges changed by this step
     flips = np.empty(K, np.int64)     # kernels that fell to the line in this step
+    q_line = _LazyKeys(line, I, K)
+    q_line.M, q_line.C, q_line.M2, q_line.C2, q_line.on, q_line.on2 = M, C, M2, C2, on, on2
+    q_target = _LazyKeys(target, I, K)
+
+    def key_now(q, i):
+        """Interval i's key over ``q.line`` now: its walks redone, its approximate area."""
+        if not iv_looped[i]:  # a looped key has no walks
+            dep[i, 0] = walk_forward(cap, est, full, g2s, iv_size[i] // 2, iv_start[i])
+            dep[i, 1] = walk_backward(cap, est, full, S2G, iv_size[i] // 2, iv_end[i])
+        return _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, q.line,
+                            q.M, q.C, q.M2, q.C2, table[K], bound_per_byte)[0]
+
     stats["end"] = GREEDY_EXHAUSTED
     for step in range(I):
         if _all_at_most(mem, target):
             stats["end"] = GREEDY_FITS
             break
         stats["steps"] += 1
-        for i in range(I):
-            if offloaded[i]:  # the artifact zeroes the area of an interval already handled
-                A[i] = 0.0
-                B[i] = 0.0
-                exact[i] = True
-                continue
-            if dirty[i]:
-                if dirty[i] & RE_FORWARD:
-                    om = walk_forward(cap, est, full, g2s, iv_size[i] // 2, iv_start[i])
-                    if om != dep[i, 0]:
-                        dep[i, 0] = om
-                        exact[i] = False
-                        fresh[i] = False
-                if dirty[i] & RE_BACKWARD:
-                    pm = walk_backward(cap, est, full, S2G, iv_size[i] // 2, iv_end[i])
-                    if pm != dep[i, 1]:
-                        dep[i, 1] = pm
-                        exact[i] = False
-                        fresh[i] = False
-                dirty[i] = 0
-            if not exact[i] and not fresh[i]:
-                fresh[i] = True
-                A[i], B[i] = _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, line,
-                                          M, C, M2, C2, table[K], bound_per_byte)
-                stats["area_approximations"] += 1
-                if B[i] == 0.0:
-                    exact[i] = True
-                elif exact_keys:
-                    A[i] = _exact_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, table, line)
+        if best_by_scan:
+            q = q_line
+            q.mem0_over = mem[0] > q.line
+            c, taken = _lazy_best(q, lambda i: key_now(q_line, i), offloaded, iv_looped, tsz, stats)
+            if c < 0 and target < line:
+                # no key over GPU memory, a kernel still over the target: keys over the target
+                q = q_target
+                _rebuild_prefix(mem, target, step_us, q.M, q.C, q.M2, q.C2, q.on, q.on2)
+                q.mem0_over = mem[0] > q.line
+                c, taken = _lazy_best(q, lambda i: key_now(q_target, i), offloaded, iv_looped, tsz, stats)
+            if c < 0:
+                stats["end"] = GREEDY_TAKEN
+                break
+        else:
+            for i in range(I):
+                if offloaded[i]:  # the artifact zeroes the area of an interval already handled
+                    A[i] = 0.0
                     B[i] = 0.0
                     exact[i] = True
-                    stats["area_sums_exact"] += 1
-        if not exact_keys:
-            stats["area_sums_exact"] += _resolve_near_ties(A, B, exact, iv_start, iv_end, iv_looped,
-                                                           iv_size, dep, mem, table, line, on, on2,
-                                                           lo_order)
-        std_sort(perm, CMP_AREA, A, tsz)
-        stats["sorts"] += 1
-        c = perm[0]
-        if offloaded[c]:
-            stats["end"] = GREEDY_TAKEN
-            break
+                    continue
+                if dirty[i]:
+                    if dirty[i] & RE_FORWARD:
+                        om = walk_forward(cap, est, full, g2s, iv_size[i] // 2, iv_start[i])
+                        if om != dep[i, 0]:
+                            dep[i, 0] = om
+                            exact[i] = False
+                            fresh[i] = False
+                    if dirty[i] & RE_BACKWARD:
+                        pm = walk_backward(cap, est, full, S2G, iv_size[i] // 2, iv_end[i])
+                        if pm != dep[i, 1]:
+                            dep[i, 1] = pm
+                            exact[i] = False
+                            fresh[i] = False
+                    dirty[i] = 0
+                if not exact[i] and not fresh[i]:
+                    fresh[i] = True
+                    A[i], B[i] = _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, line,
+                                              M, C, M2, C2, table[K], bound_per_byte)
+                    stats["area_approximations"] += 1
+                    if B[i] == 0.0:
+                        exact[i] = True
+                    elif exact_keys:
+                        A[i] = _exact_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, table, line)
+                        B[i] = 0.0
+                        exact[i] = True
+                        stats["area_sums_exact"] += 1
+            if not exact_keys:
+                stats["area_sums_exact"] += _resolve_near_ties(A, B, exact, iv_start, iv_end, iv_looped,
+                                                               iv_size, dep, mem, table, line, on, on2,
+                                                               lo_order)
+            std_sort(perm, CMP_AREA, A, tsz)
+            stats["sorts"] += 1
+            c = perm[0]
+            if offloaded[c]:
+                stats["end"] = GREEDY_TAKEN
+                break
         nch = 0
         nfl = 0
         s, e, size, looped = iv_start[c], iv_end[c], iv_size[c], iv_looped[c]
@@ -1066,8 +1185,14 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
             # (and again, until the step count runs out); set aside, the pass goes on
             if set_aside_short:
                 offloaded[c] = True
+            elif best_by_scan:  # back among the keys, to be chosen again
+                q.push(c, taken, tsz)
             continue
 
+        if best_by_scan:  # the lazy keys re-key themselves; the prefix sums must be current
+            if nfl:
+                _rebuild_prefix(mem, line, step_us, M, C, M2, C2, on, on2)
+            continue
         # invalidate what this step changed (an offloaded interval's key is 0 for good)
         for r in range(nch):
             kind, lo, hi = ch[r, 0], ch[r, 1], ch[r, 2]
