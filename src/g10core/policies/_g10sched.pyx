@@ -1138,6 +1138,8 @@ cdef struct lazy_keys:
     cbool built        # keyed once (the heap over the target is built at its first use)
     cbool over0        # mem[0] > line when last keyed (a looped key rises when it falls)
     area_keys* ks      # prefix sums over ``line`` (the walks' ends ``dep`` are shared)
+    area_keys* kh      # or NULL: the same prefix sums with the ends of walks over the host link's
+                       # budgets (``dep`` of its own): a key is then the larger of the two
 
 
 cdef inline bint entry_before(const lazy_keys* q, const double* tsz, int64_t a, int64_t b) noexcept nogil:
@@ -1223,12 +1225,20 @@ cdef void pop_top(lazy_keys* q, const double* tsz) noexcept nogil:
 cdef inline double key_now(const interval_table* iv, int64_t i, area_keys* ks, lazy_keys* q,
                            const budgets* bud, const int64_t* mem, int64_t K, const double* table,
                            double bound_per_byte) noexcept nogil:
-    """Interval i's key over ``q.line`` now: its walks redone, its approximate area."""
-    cdef double bound
+    """Interval i's key over ``q.line`` now: its walks redone, its approximate area (with
+    ``q.kh``, the larger of the areas between the SSD's walks and between the host link's)."""
+    cdef double bound, key, by_host
     if not iv.looped[i]:  # a looped key has no walks
         ks.dirty[i] = RE_ALL
         redo_walks(iv, i, ks, bud)
-    return approx_area(iv, i, q.ks, mem, K, q.line, table[K], bound_per_byte, &bound)
+    key = approx_area(iv, i, q.ks, mem, K, q.line, table[K], bound_per_byte, &bound)
+    if q.kh != NULL and not iv.looped[i]:
+        q.kh.dep[2 * i] = walk_forward_c(bud, DIR_G2H, iv.size[i] // 2, iv.start[i])
+        q.kh.dep[2 * i + 1] = walk_backward_c(bud, DIR_H2G, iv.size[i] // 2, iv.end[i])
+        by_host = approx_area(iv, i, q.kh, mem, K, q.line, table[K], bound_per_byte, &bound)
+        if by_host > key:
+            key = by_host
+    return key
 
 
 cdef void rekey(const interval_table* iv, area_keys* ks, lazy_keys* q, const budgets* bud,
@@ -1290,7 +1300,8 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
     cdef int64_t K = bud.K, I = iv.n
     cdef int64_t step, i, c, r, j, nch, nfl, s, e, size, span, pre, evf, last, clear, pidx
     cdef int64_t kind, lo, hi, over
-    cdef bint looped, ssd_open
+    cdef bint looped, ssd_open, host_first = False
+    cdef double dummy
     cdef double ssd_safe, ssd_move, d_ssd, ssd_lead, cpu_safe, cpu_move, d_cpu, cpu_lead, taken = 0.0
     cdef lazy_keys* q = q_line
     # the three lines by the names the helpers (and the reference) give them
@@ -1331,6 +1342,7 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
             st.end = END_FITS
             break
         st.steps += 1
+        host_first = False
         if p.best_by_scan:
             q = q_line
             c = lazy_best(iv, ks, q, bud, offloaded, mem, K, table, bound_per_byte, &taken, &st)
@@ -1339,6 +1351,11 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                 q = q_target
                 rebuild_prefix(mem, K, target, kt)
                 c = lazy_best(iv, ks, q, bud, offloaded, mem, K, table, bound_per_byte, &taken, &st)
+                # taken for what the host link's walks lower: it goes to host memory (where it has
+                # room) even while the SSD's budget has room, which would not lower those kernels
+                host_first = (c >= 0 and q.kh != NULL and not iv.looped[c]
+                              and approx_area(iv, c, q.kh, mem, K, q.line, table[K], bound_per_byte, &dummy)
+                              > approx_area(iv, c, q.ks, mem, K, q.line, table[K], bound_per_byte, &dummy))
             if c < 0:
                 st.end = END_TAKEN
                 break
@@ -1384,7 +1401,7 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                     if not full[bud.row[DIR_G2S] * K + j]:
                         ssd_open = True
                         break
-                if not ssd_open and all_at_most(cpu, K, cpu_line - size):
+                if (not ssd_open or host_first) and all_at_most(cpu, K, cpu_line - size):
                     pre = walk_backward_c(bud, DIR_H2G, size, e)
                     evf = walk_forward_c(bud, DIR_G2H, size, s)
                     if pre > evf:
@@ -1782,7 +1799,7 @@ def greedy_pass(int64_t[::1] mem, int64_t[::1] cpu, const double[::1] table, con
     cdef double[::1] f_Mt = np.empty(K + 1, np.float64), f_M2t = np.empty(K + 1, np.float64)
     cdef int64_t[::1] i_Ct = np.empty(K + 1, np.int64), i_C2t = np.empty(K + 1, np.int64)
     cdef int64_t[::1] i_ont = np.empty(K + 1, np.int64), i_on2t = np.empty(K + 1, np.int64)
-    cdef area_keys ks, kt
+    cdef area_keys ks, kt, kh
     ks.A = &f_A[0]
     ks.B = &f_B[0]
     ks.exact = &b_exact[0]
@@ -1829,6 +1846,13 @@ def greedy_pass(int64_t[::1] mem, int64_t[::1] cpu, const double[::1] table, con
     q_line.built = q_target.built = False
     q_line.over0 = q_target.over0 = False
     q_line.ks, q_target.ks = &ks, &kt
+    # over the target, an interval may lower a kernel by the host link where the SSD's walks
+    # reach past it (a slow SSD): its key is the larger of the two (with host memory to offload to)
+    cdef int64_t[::1] i_dep_host = np.full(2 * I, -1, np.int64)
+    kh = kt
+    kh.dep = &i_dep_host[0]
+    q_line.kh = NULL
+    q_target.kh = &kh if p.host_memory_bytes > 0 else NULL
     cdef local_offloads loc
     loc.interval = &loc_iv[0]
     loc.pre = &loc_pre[0]

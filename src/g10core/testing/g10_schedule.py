@@ -746,6 +746,7 @@ class _LazyKeys:
         self.live = np.zeros(I, np.int64)       # each interval's live version
         self.built = False
         self.over0 = False
+        self.by_host = False                    # a key is also measured between the host link's walks
         self.M = np.empty(K + 1, np.float64)    # prefix sums over ``line``
         self.C = np.empty(K + 1, np.int64)
         self.M2 = np.empty(K + 1, np.float64)
@@ -970,13 +971,26 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
     q_line.M, q_line.C, q_line.M2, q_line.C2, q_line.on, q_line.on2 = M, C, M2, C2, on, on2
     q_target = _LazyKeys(target, I, K)
 
+    # over the target, an interval may lower a kernel by the host link where the SSD's walks reach
+    # past it (a slow SSD): its key is the larger of the two (with host memory to offload to)
+    dep_host = np.full((I, 2), -1, np.int64)
+    q_target.by_host = cpu_line > 0
+
     def key_now(q, i):
-        """Interval i's key over ``q.line`` now: its walks redone, its approximate area."""
+        """Interval i's key over ``q.line`` now: its walks redone, its approximate area (over the
+        target with host memory, the larger of the areas between the SSD's walks and the host's)."""
         if not iv_looped[i]:  # a looped key has no walks
             dep[i, 0] = walk_forward(cap, est, full, g2s, iv_size[i] // 2, iv_start[i])
             dep[i, 1] = walk_backward(cap, est, full, S2G, iv_size[i] // 2, iv_end[i])
-        return _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, q.line,
-                            q.M, q.C, q.M2, q.C2, table[K], bound_per_byte)[0]
+        key = _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, q.line,
+                           q.M, q.C, q.M2, q.C2, table[K], bound_per_byte)[0]
+        if q.by_host and not iv_looped[i]:
+            dep_host[i, 0] = walk_forward(cap, est, full, G2H, iv_size[i] // 2, iv_start[i])
+            dep_host[i, 1] = walk_backward(cap, est, full, H2G, iv_size[i] // 2, iv_end[i])
+            by_host = _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep_host, mem, q.line,
+                                   q.M, q.C, q.M2, q.C2, table[K], bound_per_byte)[0]
+            key = max(key, by_host)
+        return key
 
     stats["end"] = GREEDY_EXHAUSTED
     for step in range(I):
@@ -984,6 +998,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
             stats["end"] = GREEDY_FITS
             break
         stats["steps"] += 1
+        host_first = False
         if best_by_scan:
             q = q_line
             q.mem0_over = mem[0] > q.line
@@ -994,6 +1009,13 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                 _rebuild_prefix(mem, target, step_us, q.M, q.C, q.M2, q.C2, q.on, q.on2)
                 q.mem0_over = mem[0] > q.line
                 c, taken = _lazy_best(q, lambda i: key_now(q_target, i), offloaded, iv_looped, tsz, stats)
+                # taken for what the host link's walks lower: it goes to host memory (where it has
+                # room) even while the SSD's budget has room, which would not lower those kernels
+                host_first = bool(c >= 0 and q.by_host and not iv_looped[c] and (
+                    _approx_area(c, iv_start, iv_end, iv_looped, iv_size, dep_host, mem, q.line,
+                                 q.M, q.C, q.M2, q.C2, table[K], bound_per_byte)[0]
+                    > _approx_area(c, iv_start, iv_end, iv_looped, iv_size, dep, mem, q.line,
+                                   q.M, q.C, q.M2, q.C2, table[K], bound_per_byte)[0]))
             if c < 0:
                 stats["end"] = GREEDY_TAKEN
                 break
@@ -1074,7 +1096,7 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     if not full[g2s, j]:
                         ssd_open = True
                         break
-                if not ssd_open and _all_at_most(cpu, cpu_line - size):
+                if (not ssd_open or host_first) and _all_at_most(cpu, cpu_line - size):
                     pre = walk_backward(cap, est, full, H2G, size, e)
                     evf = walk_forward(cap, est, full, G2H, size, s)
                     if pre > evf:
