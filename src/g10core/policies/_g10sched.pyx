@@ -910,6 +910,15 @@ cdef inline int64_t lower_span(int64_t* mem, int64_t K, int64_t line, int64_t si
     return record_line_drops(flips, nfl, K, mem, line, size, lo, hi - 1)
 
 
+cdef inline bint fell_to(const int64_t* mem, int64_t line, int64_t size, int64_t lo, int64_t hi) noexcept nogil:
+    """After ``mem[lo:hi] -= size``: did a kernel there fall to ``line``?"""
+    cdef int64_t j
+    for j in range(lo, hi):
+        if mem[j] <= line and mem[j] + size > line:
+            return True
+    return False
+
+
 cdef inline int64_t lower_wrapped(int64_t* mem, int64_t K, int64_t line, int64_t size, int64_t lo, int64_t hi,
                                  int64_t* flips, int64_t nfl) noexcept nogil:
     """Same over the two-iteration index range [lo, hi) of a looped offload."""
@@ -1300,7 +1309,7 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
     cdef int64_t K = bud.K, I = iv.n
     cdef int64_t step, i, c, r, j, nch, nfl, s, e, size, span, pre, evf, last, clear, pidx
     cdef int64_t kind, lo, hi, over
-    cdef bint looped, ssd_open, host_first = False
+    cdef bint looped, ssd_open, host_first = False, target_stale = True
     cdef double dummy
     cdef double ssd_safe, ssd_move, d_ssd, ssd_lead, cpu_safe, cpu_move, d_cpu, cpu_lead, taken = 0.0
     cdef lazy_keys* q = q_line
@@ -1349,7 +1358,9 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
             if c < 0 and target < line:
                 # no key over GPU memory, a kernel still over the target: keys over the target
                 q = q_target
-                rebuild_prefix(mem, K, target, kt)
+                if target_stale:  # the prefix sums over the target move only where a kernel fell to it
+                    rebuild_prefix(mem, K, target, kt)
+                    target_stale = False
                 c = lazy_best(iv, ks, q, bud, offloaded, mem, K, table, bound_per_byte, &taken, &st)
                 # taken for what the host link's walks lower: it goes to host memory (where it has
                 # room) even while the SSD's budget has room, which would not lower those kernels
@@ -1435,8 +1446,10 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                         st.dropped_for_bandwidth += 1
                         continue
                 nfl = lower_span(mem, K, line, size, evf + 1, pre, flips, nfl)
+                target_stale = target_stale or fell_to(mem, target, size, evf + 1, pre)
                 offloaded[c] = True
             else:
+                target_stale = True  # a looped offload lowers a wrapped range
                 # a global tensor idle across the iteration boundary: time-based only
                 clear = find_slot(ext, table[s] + ssd_move, s, e + K)
                 pidx = find_slot(ext, ext[e + K] - ssd_lead, s, e + K)
@@ -1470,10 +1483,12 @@ cdef greedy_stats greedy_pass_c(int64_t* mem, int64_t* cpu, const double* table,
                     nch = record(ch, nch, CH_G2S, s, last)
                     st.offloads_host += 1
                     nfl = lower_span(mem, K, line, size, evf + 1, pre, flips, nfl)
+                    target_stale = target_stale or fell_to(mem, target, size, evf + 1, pre)
                 else:
                     st.dropped_for_bandwidth += 1
                 offloaded[c] = True
             else:
+                target_stale = True  # a looped offload lowers a wrapped range
                 clear = find_slot(ext, table[s] + cpu_move, s, e + K)
                 pidx = find_slot(ext, ext[e + K] - cpu_lead, s, e + K)
                 if clear < 0 or pidx < 0:  # unreachable for valid traces (artifact asserts)
