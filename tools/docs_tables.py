@@ -352,7 +352,7 @@ def measure_uvm_oversub(ids=None, jobs=None) -> list[dict]:
 # docs/guide/machines.md: data-parallel LLaMA-7B on a DGX A100 (trace, machine, policies, GPU counts)
 DATA_PARALLEL = ("llama-7b-s2048-bf16-b1", "dgx-a100", ("zero-infinity", "teraio", "g10-gds", "g10", "base-uvm"),
                  (1, 2, 4, 8))
-DATA_PARALLEL_ROUNDS = 32       # (--rounds 32: G10, which replans at every rate, needs up to 26)
+DATA_PARALLEL_ROUNDS = 32       # (--rounds 32: G10, which replans at every rate, needs up to 23)
 
 
 def measure_data_parallel(ids=None, jobs=None) -> list[dict]:
