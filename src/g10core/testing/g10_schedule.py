@@ -976,12 +976,24 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
     dep_host = np.full((I, 2), -1, np.int64)
     q_target.by_host = cpu_line > 0
 
+    def redo_walks(i, which):
+        """Redo interval i's budget walks named in ``which`` (RE_* bits); True when an end moved."""
+        moved = False
+        if which & RE_FORWARD:
+            om = walk_forward(cap, est, full, g2s, iv_size[i] // 2, iv_start[i])
+            moved = om != dep[i, 0]
+            dep[i, 0] = om
+        if which & RE_BACKWARD:
+            pm = walk_backward(cap, est, full, S2G, iv_size[i] // 2, iv_end[i])
+            moved = moved or pm != dep[i, 1]
+            dep[i, 1] = pm
+        return moved
+
     def key_now(q, i):
         """Interval i's key over ``q.line`` now: its walks redone, its approximate area (over the
         target with host memory, the larger of the areas between the SSD's walks and the host's)."""
         if not iv_looped[i]:  # a looped key has no walks
-            dep[i, 0] = walk_forward(cap, est, full, g2s, iv_size[i] // 2, iv_start[i])
-            dep[i, 1] = walk_backward(cap, est, full, S2G, iv_size[i] // 2, iv_end[i])
+            redo_walks(i, RE_ALL)
         key = _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, q.line,
                            q.M, q.C, q.M2, q.C2, table[K], bound_per_byte)[0]
         if q.by_host and not iv_looped[i]:
@@ -1026,20 +1038,10 @@ def greedy_pass(mem, cpu, table, ext, cap, est, full,
                     B[i] = 0.0
                     exact[i] = True
                     continue
-                if dirty[i]:
-                    if dirty[i] & RE_FORWARD:
-                        om = walk_forward(cap, est, full, g2s, iv_size[i] // 2, iv_start[i])
-                        if om != dep[i, 0]:
-                            dep[i, 0] = om
-                            exact[i] = False
-                            fresh[i] = False
-                    if dirty[i] & RE_BACKWARD:
-                        pm = walk_backward(cap, est, full, S2G, iv_size[i] // 2, iv_end[i])
-                        if pm != dep[i, 1]:
-                            dep[i, 1] = pm
-                            exact[i] = False
-                            fresh[i] = False
-                    dirty[i] = 0
+                if dirty[i] and redo_walks(i, dirty[i]):
+                    exact[i] = False
+                    fresh[i] = False
+                dirty[i] = 0
                 if not exact[i] and not fresh[i]:
                     fresh[i] = True
                     A[i], B[i] = _approx_area(i, iv_start, iv_end, iv_looped, iv_size, dep, mem, line,
