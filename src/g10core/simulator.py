@@ -181,7 +181,9 @@ def replay_counters(raw: dict, consts: dict, rule, cfg, *, recompute, devices, t
                 "final_gpu_used_pages": consts["gpu_pages"] - final["gpu_free"],
                 "final_host_used_pages": final["host_used"], "gpu_pages": consts["gpu_pages"],
                 "host_line_pages": consts["host_pages"], "eviction": rule.label,
-                "tick_cycles": consts["tick_cycles"]}
+                "tick_cycles": consts["tick_cycles"],
+                # why busy slots were or were not repeated in bulk (docs/physics.md, "Bulk repeats")
+                "bulk": dict(raw.get("bulk", {}))}
     if raw.get("evictor"):
         counters["evictor"] = dict(raw["evictor"])
     if recompute is not None:

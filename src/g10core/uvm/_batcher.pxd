@@ -58,6 +58,7 @@ cdef enum:                     # BulkReason
     B_BUDGETS
     B_MERGED
     B_TICKWISE
+    B_MIXED_TABLE
     B_COUNT
 
 # Memory advice in the slot model (issue 37): a tensor's advice bits, and its counters.
@@ -113,6 +114,8 @@ cdef class Batcher:
     # budget key: what each moved, spent and changed (try_bulk_exact)
     cdef int64_t shape[OPS_MAX * 3 + SEQ_MAX * 4 + 16]
     cdef int n_shape
+    cdef int64_t shape_v[OPS_MAX * 2 + SEQ_MAX + 8]   # its victims' part (record_entry)
+    cdef int n_shape_v
     cdef bint shp_real                     # the table has a slot that moved something (else: only idle ones)
     cdef int shp_n_sq_v, shp_n_sq_in, shp_n_sq_pre, shp_n_in, shp_q_in
     cdef int8_t shp_sq_vdest[SEQ_MAX]
@@ -122,7 +125,7 @@ cdef class Batcher:
     cdef int8_t shp_vdest, shp_d_vict, shp_in_req
     cdef int8_t shp_vclean                 # its victims are clean read duplicates (memory advice)
     cdef bint shp_vpf, shp_vreq, shp_victims, shp_single, shp_cycle
-    cdef int shp_dfree, shp_dhost          # signs of the change of free frames, host pages
+    cdef bint shp_frees                    # its slots free frames (else they keep or spend them)
     cdef int64_t shp_qlen0_mask            # queues not empty at the start of the table's slots
     cdef int64_t shp_consumed_mask         # queues they take pages from
     cdef int64_t shp_blocked_mask          # queues they leave because their budget is spent
@@ -135,6 +138,7 @@ cdef class Batcher:
     cdef bint ent_nothing[NREC]            # a slot that moved nothing (it joins any shape)
     cdef int64_t ent_v[NREC]               # victims
     cdef int64_t ent_dfree[NREC]           # change of free frames
+    cdef int64_t ent_free0[NREC]           # free frames at its start
     cdef int64_t ent_dhost[NREC]           # change of host pages
     cdef int64_t ent_peak[NREC]            # highest host pages above the start
     cdef int64_t ent_traffic[NREC][5]      # alloc, ssd->gpu, host->gpu, gpu->ssd, gpu->host counted
@@ -295,6 +299,8 @@ cdef class Batcher:
     cdef int apply_bulk(self, int64_t scale, int64_t repeat) except -1 nogil
     cdef void tl_slots(self, int64_t start, int64_t n) noexcept nogil
     cdef int record_entry(self) except -1 nogil
+    cdef int stream_budget(self, int8_t tier, bint out) noexcept nogil
+    cdef bint victims_follow_counts(self) noexcept nogil
     cdef int try_bulk_exact(self, int64_t next_kernel) except -1 nogil
     cdef int64_t walk_budgets(self, int64_t n, int64_t* counts, int64_t* cw, vector[int64_t]* seq,
                               bint single, int64_t free_bit) noexcept nogil

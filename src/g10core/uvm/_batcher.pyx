@@ -76,10 +76,20 @@ BULK_REASONS = (
     'the next slot has other budgets (exact quotas)',
     'ticks repeated as merged streams (count of repeats)',
     'ticks repeated tick by tick (count of repeats)',
+    'repeats of slots with and without victims (count of repeats)',
 )
 
 cdef int64_t BIG = (<int64_t>1) << 62      # "no limit"
 cdef int64_t HUGE_N = (<int64_t>1) << 40   # bounds above this are "not yet bounded"
+
+
+cdef inline int8_t queue_tier(int8_t q) noexcept nogil:
+    """The tier a fetch queue's pages come from (TIER_NONE: allocations)."""
+    if q == Q_FAULT_SSD or q == Q_PREFETCH_SSD:
+        return TIER_SSD
+    if q == Q_FAULT_HOST or q == Q_PREFETCH_HOST:
+        return TIER_HOST
+    return TIER_NONE
 
 
 cdef inline int fault_queue_of(int8_t tier) noexcept nogil:
@@ -138,7 +148,7 @@ cdef class Batcher:
                 self.bc1[b] = self.cost[i]
             elif self.bc2[b] < 0 or self.bc2[b] == self.cost[i]:
                 self.bc2[b] = self.cost[i]
-        self.n_rec = self.n_shape = 0
+        self.n_rec = self.n_shape = self.n_shape_v = 0
         self.shp_real = False
         for i in range(N_QUEUES):
             self.qlen[i] = 0
@@ -1210,9 +1220,11 @@ cdef class Batcher:
         what waits) joins any shape with the same queues waiting.  A slot of another shape
         starts a new table.  The shape's fields (``shp_*``) are what the repeat reads."""
         cdef int64_t sh[OPS_MAX * 3 + SEQ_MAX * 4 + 16]
-        cdef int n = 0, i, e, q, q_in = -1, n_in = 0
-        cdef int64_t mask_c = 0, mask_q = 0, blocked = 0, d_free, d_host
+        cdef int64_t sv[OPS_MAX * 2 + SEQ_MAX + 8]
+        cdef int n = 0, nv = 0, i, e, q, q_in = -1, n_in = 0, k
+        cdef int64_t mask_c = 0, mask_q = 0, blocked = 0, d_free
         cdef int8_t d_vict = -1
+        cdef bint has_v = False
         cdef bint same, nothing = self.n_ops == 0 and not self.stalled
         for q in range(N_QUEUES):
             if self.consumed[q]:
@@ -1228,17 +1240,29 @@ cdef class Batcher:
         if self.n_rec and mask_q != self.shp_qlen0_mask:
             self.n_rec = 0
         if not nothing:
-            sh[n] = self.n_ops; n += 1
+            # the shape in two parts: what every slot of it does (sh), and its victims (sv).  A
+            # slot without victims shares the table of one with them when all else is the same
+            # (a page more in than frames free takes one victim: a shared SSD's turning budget
+            # gives 5 pages in beside 6 with one victim); only victims of no running kernel mix
+            # so (the running kernel's are re-queued and change a queue)
+            has_v = self.tick_victims > 0
+            k = 0
             for i in range(self.n_ops):
-                sh[n] = self.op_kind[i]; sh[n + 1] = self.op_q[i]; sh[n + 2] = self.op_dest[i]; n += 3
-                if self.op_kind[i] == OP_IN:
-                    n_in += 1
-                    q_in = self.op_q[i]
-                elif self.op_kind[i] == OP_VICTIMS:
+                if self.op_kind[i] == OP_VICTIMS:
                     d_vict = self.op_dest[i] if d_vict == -1 or d_vict == self.op_dest[i] else -3
-            sh[n] = self.n_sq_v; n += 1
+                    sv[nv] = self.op_q[i]; sv[nv + 1] = self.op_dest[i]; nv += 2
+                else:
+                    k += 1
+                    if self.op_kind[i] == OP_IN:
+                        n_in += 1
+                        q_in = self.op_q[i]
+            sh[n] = k; n += 1
+            for i in range(self.n_ops):
+                if self.op_kind[i] != OP_VICTIMS:
+                    sh[n] = self.op_kind[i]; sh[n + 1] = self.op_q[i]; sh[n + 2] = self.op_dest[i]; n += 3
+            sv[nv] = self.n_sq_v; nv += 1
             for i in range(self.n_sq_v):
-                sh[n] = self.sq_vdest[i]; n += 1
+                sv[nv] = self.sq_vdest[i]; nv += 1
             sh[n] = self.n_sq_in; n += 1
             for i in range(self.n_sq_in):
                 sh[n] = self.sq_inq[i]; n += 1
@@ -1246,7 +1270,6 @@ cdef class Batcher:
             for i in range(self.n_sq_pre):
                 sh[n] = self.sq_preq[i] * 16 + self.sq_predest[i]; n += 1
             d_free = self.pt.gpu_free - self.tick_free0
-            d_host = self.pt.host_used - self.tick_host0
             # queues left waiting because their path's budget is spent (more free frames would not serve them)
             for q in range(N_QUEUES):
                 if q != Q_FAULT_SSD and q != Q_PREFETCH_SSD and q != Q_FAULT_HOST and q != Q_PREFETCH_HOST:
@@ -1255,21 +1278,35 @@ cdef class Batcher:
                         PK_SSD_IN if q == Q_FAULT_SSD or q == Q_PREFETCH_SSD else PK_HOST_IN):
                     blocked |= (<int64_t>1) << q
             sh[n] = mask_c
-            sh[n + 1] = (d_free > 0) - (d_free < 0)
-            sh[n + 2] = (d_host > 0) - (d_host < 0)
-            sh[n + 3] = self.tick_victims > 0
-            sh[n + 4] = q_in >= 0 and self.tick_victims == self.consumed[q_in]
-            sh[n + 5] = self.rec_vdest * 2 + self.rec_vclean; sh[n + 6] = self.rec_vpf; sh[n + 7] = self.rec_vreq
-            sh[n + 8] = self.rec_in_req; sh[n + 9] = self.victim_src; sh[n + 10] = self.stalled
-            sh[n + 11] = self.in_n > 0 or self.out_n > 0
-            sh[n + 12] = blocked
-            n += 13
+            # frames freed or not: a slot that frees frames may serve a queue that waits for them.
+            # Slots that keep or spend frames share a table (a slot of 6 pages in and 5 out beside
+            # one of 5 and 5), and so do slots that move host memory either way: try_bulk_exact
+            # bounds a repeat by its entries' extremes
+            sh[n + 1] = d_free > 0
+            sh[n + 2] = self.rec_in_req; sh[n + 3] = self.stalled
+            sh[n + 4] = self.in_n > 0 or self.out_n > 0
+            sh[n + 5] = blocked
+            n += 6
+            sv[nv] = q_in >= 0 and self.tick_victims == self.consumed[q_in]
+            sv[nv + 1] = self.rec_vdest * 2 + self.rec_vclean; sv[nv + 2] = self.rec_vpf
+            sv[nv + 3] = self.rec_vreq; sv[nv + 4] = self.victim_src
+            nv += 5
             same = self.n_rec > 0 and (not self.shp_real or n == self.n_shape)
             if same and self.shp_real:
                 for i in range(n):
                     if sh[i] != self.shape[i]:
                         same = False
                         break
+                if same and has_v and self.shp_victims:
+                    if nv != self.n_shape_v:
+                        same = False
+                    else:
+                        for i in range(nv):
+                            if sv[i] != self.shape_v[i]:
+                                same = False
+                                break
+                elif same and has_v != self.shp_victims:
+                    same = not (self.rec_vreq if has_v else self.shp_vreq)
             if not same:
                 self.n_rec = 0
             if not self.shp_real or not same:
@@ -1277,29 +1314,35 @@ cdef class Batcher:
                 self.n_shape = n
                 for i in range(n):
                     self.shape[i] = sh[i]
-                self.shp_n_sq_v = self.n_sq_v
                 self.shp_n_sq_in = self.n_sq_in
                 self.shp_n_sq_pre = self.n_sq_pre
                 for i in range(SEQ_MAX):
-                    self.shp_sq_vdest[i] = self.sq_vdest[i]
                     self.shp_sq_inq[i] = self.sq_inq[i]
                     self.shp_sq_preq[i] = self.sq_preq[i]
                     self.shp_sq_predest[i] = self.sq_predest[i]
+                self.shp_in_req = self.rec_in_req
+                self.shp_n_in = n_in
+                self.shp_q_in = q_in
+                self.shp_frees = d_free > 0
+                self.shp_consumed_mask = mask_c
+                self.shp_blocked_mask = blocked
+                self.shp_victims = False
+            if has_v and not self.shp_victims or not same:
+                # the shape's victims: this slot's (none, or the first slot of the table with them)
+                self.n_shape_v = nv
+                for i in range(nv):
+                    self.shape_v[i] = sv[i]
+                self.shp_n_sq_v = self.n_sq_v
+                for i in range(SEQ_MAX):
+                    self.shp_sq_vdest[i] = self.sq_vdest[i]
                 self.shp_vdest = self.rec_vdest
                 self.shp_vclean = self.rec_vclean
                 self.shp_vpf = self.rec_vpf
                 self.shp_vreq = self.rec_vreq
-                self.shp_in_req = self.rec_in_req
-                self.shp_victims = self.tick_victims > 0
-                self.shp_n_in = n_in
-                self.shp_q_in = q_in
+                self.shp_victims = has_v
                 self.shp_d_vict = d_vict
                 self.shp_single = n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1
                 self.shp_cycle = q_in >= 0 and self.tick_victims == self.consumed[q_in]
-                self.shp_consumed_mask = mask_c
-                self.shp_blocked_mask = blocked
-                self.shp_dfree = (d_free > 0) - (d_free < 0)
-                self.shp_dhost = (d_host > 0) - (d_host < 0)
         if self.n_rec == 0:
             self.shp_qlen0_mask = mask_q
             if nothing:
@@ -1331,6 +1374,7 @@ cdef class Batcher:
         self.ent_nothing[e] = nothing
         self.ent_v[e] = self.tick_victims
         self.ent_dfree[e] = self.pt.gpu_free - self.tick_free0
+        self.ent_free0[e] = self.tick_free0
         self.ent_dhost[e] = self.pt.host_used - self.tick_host0
         self.ent_peak[e] = self.host_peak - self.tick_host0
         for i in range(5):
@@ -1343,18 +1387,79 @@ cdef class Batcher:
             self.ent_traffic[e][4] = self.out_cpu
         return e
 
+    cdef int stream_budget(self, int8_t tier, bint out) noexcept nogil:
+        """The budget a stream of pages to (out) or from ``tier`` draws on (-1: none)."""
+        if tier == TIER_SSD:
+            return self.bucket[PK_SSD_OUT if out else PK_SSD_IN]
+        if tier == TIER_HOST:
+            return self.bucket[PK_HOST_OUT if out else PK_HOST_IN]
+        return -1
+
+    cdef bint victims_follow_counts(self) noexcept nogil:
+        """Whether a table whose slots take victims or not (record_entry) may repeat: true when
+        they all take some or none; else when every slot kept its free frames, started with
+        as many as there are now, took as victims the pages it brought in beyond those and the
+        frames its pre-evictions freed, and moved on each stream as many pages as any other
+        slot with the same budget on that stream's path.  Then a slot's victims follow from
+        its budget key as its counts do.  (A slot that found 40 frames in a pre-eviction
+        stream whose queue, not its budget, set the count once stood for slots that needed
+        victims: tests/test_bulk_tables.py.)"""
+        cdef int e, i, f, b
+        cdef int64_t pin, ppre, need
+        cdef bint some = False, none = False
+        for e in range(self.n_rec):
+            if self.ent_nothing[e]:
+                continue
+            if self.ent_v[e] > 0:
+                some = True
+            else:
+                none = True
+        if not (some and none):
+            return True
+        for e in range(self.n_rec):
+            if self.ent_nothing[e]:
+                continue
+            if self.ent_dfree[e] != 0 or self.ent_free0[e] != self.pt.gpu_free:
+                return False
+            # each stream's pages follow from its own path's budget: two slots with the same
+            # budget on that path moved as many (else the queue, not the key, decided them)
+            for f in range(e):
+                if self.ent_nothing[f]:
+                    continue
+                for i in range(self.shp_n_sq_pre):
+                    b = self.stream_budget(self.shp_sq_predest[i], True)
+                    if ((b < 0 or self.ent_key[e][b] == self.ent_key[f][b])
+                            and self.ent_sqpre[e][i] != self.ent_sqpre[f][i]):
+                        return False
+                for i in range(self.shp_n_sq_in):
+                    b = self.stream_budget(queue_tier(self.shp_sq_inq[i]), False)
+                    if ((b < 0 or self.ent_key[e][b] == self.ent_key[f][b])
+                            and self.ent_sqin[e][i] != self.ent_sqin[f][i]):
+                        return False
+            pin = ppre = 0
+            for i in range(SEQ_MAX):
+                pin += self.ent_sqin[e][i]
+                ppre += self.ent_sqpre[e][i]
+            need = pin - self.ent_free0[e] - ppre
+            if need < 0:
+                need = 0
+            if self.ent_v[e] != need:
+                return False
+        return True
+
     cdef int try_bulk_exact(self, int64_t next_kernel) except -1 nogil:
         """``try_bulk`` under exact quotas: the slots ahead differ in their budgets, so they
         repeat the recorded slot of their budget key (``record_entry``'s table); every bound
         below takes the most a slot of the table moves, and the budgets are walked (in closed
         form where ``closed_walk`` applies, else slot by slot; a slot whose key the table
         lacks ends the repeat and runs in full)."""
-        cdef int64_t n = BIG, m, c, span, need, vmax = 0, dmax = 0, pmax = 0
+        cdef int64_t n = BIG, m, c, span, need, vmax = 0, vmin = BIG, dmax = 0, pmax = 0
         cdef int64_t cmax[N_QUEUES]
         cdef int64_t counts[NREC]
         cdef int64_t cw[N_PK]
         cdef int64_t walked
         cdef int q, q_in, cycle = -1, e, b
+        cdef int dfree = 0, dhost = 0         # signs of the table's free-frame and host-page changes
         cdef bint pf_nonempty = False, in_pf, single, real
         cdef int64_t free_bit
         cdef vector[int64_t] seq
@@ -1378,10 +1483,26 @@ cdef class Batcher:
                     cmax[q] = self.ent_consumed[e][q]
             if self.ent_v[e] > vmax:
                 vmax = self.ent_v[e]
+            if not self.ent_nothing[e] and self.ent_v[e] < vmin:
+                vmin = self.ent_v[e]
             if self.ent_dhost[e] > dmax:
                 dmax = self.ent_dhost[e]
             if self.ent_peak[e] > pmax:
                 pmax = self.ent_peak[e]
+            # the most extreme entry decides: any slot that spends frames bounds the repeat by
+            # them, any that adds host pages by the host line
+            if self.ent_dfree[e] < 0:
+                dfree = -1
+            if self.ent_dhost[e] > 0:
+                dhost = 1
+            elif self.ent_dhost[e] < 0 and dhost == 0:
+                dhost = -1
+        if self.shp_frees:
+            dfree = 1
+        if self.shp_victims and not self.victims_follow_counts():
+            self.bulk_stat[B_MIXED_VICTIMS] += 1
+            self.n_rec = 0
+            return 0
         if real and self.shp_victims and self.shp_vreq:
             if self.shp_d_vict == -3:
                 self.bulk_stat[B_REQUEUE] += 1
@@ -1440,7 +1561,7 @@ cdef class Batcher:
                 self.bulk_stat[B_KERNEL_READY] += 1
                 return 0
         # free frames (the shape fixes the sign of their change)
-        if real and self.shp_dfree < 0:
+        if real and dfree < 0:
             if self.shp_victims or self.pt.gpu_free < 1:
                 self.bulk_stat[B_FRAMES_RUN_OUT] += 1
                 return 0
@@ -1451,7 +1572,7 @@ cdef class Batcher:
             m = (self.pt.gpu_free - 1) // c
             if m < n:
                 n = m
-        elif real and self.shp_dfree > 0:
+        elif real and dfree > 0:
             if self.shp_n_in:
                 self.bulk_stat[B_FRAMES_FREED_IN] += 1
                 return 0
@@ -1461,12 +1582,12 @@ cdef class Batcher:
                     self.bulk_stat[B_FRAMES_FREED_BLOCKED] += 1
                     return 0
         # host pages
-        if real and self.shp_dhost != 0:
+        if real and dhost != 0:
             if (self.tick_host0 >= self.pt.host_line or self.host_peak >= self.pt.host_line
                     or self.pt.host_used + pmax >= self.pt.host_line):
                 self.bulk_stat[B_HOST_LINE] += 1
                 return 0
-            if self.shp_dhost > 0:
+            if dhost > 0:
                 m = (self.pt.host_line - 1 - self.pt.host_used - pmax) // dmax + 1
                 if m < n:
                     n = m
@@ -1507,6 +1628,8 @@ cdef class Batcher:
             self.log.push_back(3); self.log.push_back(self.tb); self.log.push_back(walked)
             self.log.push_back(q_in * 1000 + (cmax[q_in] if q_in >= 0 else 0))
             self.log.push_back(vmax * 10 + self.stalled)
+        if self.shp_victims and vmin == 0:
+            self.bulk_stat[B_MIXED_TABLE] += 1
         if single:
             self.apply_entries(counts, NULL, walked)
             self.bulk_stat[B_MERGED] += 1
