@@ -32,10 +32,8 @@ from ..workload.vitality import CannotFit
 from ..config import ARTIFACT_PRESET, SimConfig, preset
 from .published import FAILS, FIG11_POLICIES, FIG11_WORKLOADS, published_seconds
 from .sweep import default_jobs, default_traces_dir  # noqa: F401 (defined with the sweeps; re-exported)
-
-# Relative cost of a run by policy, for scheduling the long runs first.
-_POLICY_COST = {"deepum": 5.0, "base-uvm": 3.0, "g10": 3.0, "g10-gds": 1.0, "g10-host": 1.0,
-                "flashneuron": 0.2, "ideal": 0.05}
+# the sweeps' relative cost of a run by policy: long runs first (G10's replay is the longest of Fig. 11)
+from .sweep import _POLICY_COST
 
 
 def trace_file(traces_dir, model: str, batch: int) -> Path:
