@@ -2,14 +2,15 @@
 
 The run of issue 45: OPT-175B, prompt 512, 32 generated tokens, batch 64 (FlexGen's), one T4
 16 GB (``g10sim trace inference --model opt-175b --prompt 512 --gen 32 --batch 64 --gpu T4``).
-The page-level policies replay it with ``--gpu T4 --set run.iterations=2`` (a warm-up batch,
+The page-level policies (and G10's tensor-level variants) replay it with ``--gpu T4 --set run.iterations=2`` (a warm-up batch,
 then the measured one); the systems run each OPT-175B cell of ``g10sim reproduce inference``
 (FlexGen, FlexGen with compression, Accelerate and ZeRO-Inference on FlexGen's T4, ZeRO-Inference
 on the A6000: each cell's own batch and placement, its trace built in the run); FlexGen's policy
 search searches its placements and batch sizes for the same model and lengths on the T4.  The budget: each run within 10 s and 1 GB on two cores, the search
 within 30 s.
 
-asv: ``PageLevel.time_run`` and ``track_peak_rss_MB`` (base-uvm, deepum, belady, g10),
+asv: ``PageLevel.time_run`` and ``track_peak_rss_MB`` (base-uvm, deepum, belady, g10; G10-Host and
+G10-GDS, G10's tensor-level variants),
 ``Systems.time_run`` (the OPT-175B cells), ``FlexGenSearch.time_search``.
 
 Script::
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 
 MODEL, PROMPT, GEN, BATCH, GPU = "opt-175b", 512, 32, 64, "T4"
-PAGE_POLICIES = ["base-uvm", "deepum", "belady", "g10"]
+PAGE_POLICIES = ["base-uvm", "deepum", "belady", "g10", "g10-host", "g10-gds"]   # Simulator.run's policies
 MACHINE = "flexgen-t4"
 
 

@@ -725,9 +725,10 @@ class TensorLevelSimulator:
         self._ahead = 0
         self._max_local_pages = max_working_set_pages(trace, page, include_globals=False)
         self.leaked_pages = 0
-        # demand eviction (spec.demand_eviction): the order in which tensors got their GPU pages
-        self._arrival = [0] * T
-        self._n_arrivals = 0
+        # demand eviction (spec.demand_eviction): the tensors with GPU pages, in the order they got
+        # them (a dict keeps its insertion order; a tensor given a second extent moves to the end),
+        # so that a demand eviction reads only what is resident, not every tensor
+        self._resident: dict[int, None] = {}
         self.n_demand_evictions = 0
         self.demand_evicted_bytes = 0
 
@@ -1155,8 +1156,8 @@ class TensorLevelSimulator:
             # second extent; the first stays allocated until the end.
             self.leaked_pages += n
         self.extent[tensor] = start
-        self._n_arrivals += 1
-        self._arrival[tensor] = self._n_arrivals
+        self._resident.pop(tensor, None)
+        self._resident[tensor] = None
         used = self.alloc.used_pages
         if used > self.peak_used_pages:
             self.peak_used_pages = used
@@ -1167,6 +1168,7 @@ class TensorLevelSimulator:
         if start >= 0:
             self.alloc.free(start, self.pages[tensor])
             self.extent[tensor] = -1
+            self._resident.pop(tensor, None)
 
     def _place_or_wait(self, tensor: int, high: bool, kernel: int) -> None:
         """Allocate, letting events happen until room appears; raise _CannotFit when none will."""
@@ -1200,14 +1202,13 @@ class TensorLevelSimulator:
         need = self.pages[tensor] - self.alloc.free_pages
         keep = set(self.required[kernel])
         keep.add(tensor)
-        ext, fetching, waiting = self.extent, self.fetching, self.waiting
-        resident = sorted((t for t in range(self.trace.n_tensors)
-                           if ext[t] >= 0 and t not in keep and not fetching[t] and not waiting[t]),
-                          key=self._arrival.__getitem__)
+        fetching, waiting = self.fetching, self.waiting
         victims, got = [], 0
-        for t in resident:
+        for t in self._resident:              # in arrival order
             if got >= need:
                 break
+            if t in keep or fetching[t] or waiting[t]:
+                continue
             victims.append(t)
             got += self.pages[t]
         if got < need:
