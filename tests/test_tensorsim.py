@@ -559,3 +559,32 @@ def test_demand_eviction_is_refused_under_the_artifacts_quirks():
     tr = three_globals_trace()
     with pytest.raises(TensorSimError, match="demand_eviction"):
         tensorsim.simulate(tr, cfg, hints(), mode="gds", demand_eviction="ssd")
+
+
+def test_demand_eviction_walks_every_resident_tensor_in_arrival_order(monkeypatch):
+    # the resident tensors' dict (kept by _place and _free) against the definition: every
+    # tensor with an extent, by its latest placement; OPT-13B on the T4 under G10-GDS demand-evicts
+    from g10core.config import resolve
+    from g10core.simulator import Simulator
+    from g10core.workload.llm import inference_trace
+
+    placed, calls = [], []
+    orig_place, orig_evict = TensorLevelSimulator._place, TensorLevelSimulator._evict_on_demand
+
+    def place(self, tensor, high):
+        ok = orig_place(self, tensor, high)
+        if ok:
+            placed.append(tensor)
+        return ok
+
+    def evict(self, tensor, kernel):
+        last = {t: i for i, t in enumerate(placed)}
+        resident = [t for t in range(self.trace.n_tensors) if self.extent[t] >= 0]
+        assert list(self._resident) == sorted(resident, key=last.__getitem__)
+        calls.append(tensor)
+        return orig_evict(self, tensor, kernel)
+
+    monkeypatch.setattr(TensorLevelSimulator, "_place", place)
+    monkeypatch.setattr(TensorLevelSimulator, "_evict_on_demand", evict)
+    r = Simulator(resolve(sets=["gpu.model=T4"])).run(inference_trace("opt-13b", 512, 4, 16, gpu="T4"), "g10-gds")
+    assert not r.failed and calls and r.counters["demand_evictions"] > 0
