@@ -19,6 +19,7 @@ from g10core.simulator import Simulator
 from g10core.workload.llm import inference_trace
 
 MIXED = "repeats of slots with and without victims (count of repeats)"
+PRE_MERGED = "repeats of several pre-eviction streams merged (count of repeats)"
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +62,24 @@ def test_tables_mixing_victims_equal_slot_by_slot_on_opt175b(monkeypatch):
         m.setattr(simulator, "replay_inputs", functools.partial(simulator.replay_inputs, bulk=False))
         slot_by_slot = Simulator(cfg).run(trace, "g10")
     assert bulk.counters["bulk"].get(MIXED, 0) > 0
+    for name, col in slot_by_slot.kernels.items():
+        assert np.array_equal(np.asarray(bulk.kernels[name]), np.asarray(col)), name
+    assert [it.time_s for it in bulk.iterations] == [it.time_s for it in slot_by_slot.iterations]
+
+
+@pytest.mark.parametrize("preset", ["g10-artifact", "default"])
+def test_pre_eviction_streams_merged_equal_slot_by_slot(preset, monkeypatch):
+    # G10 pre-evicts to the SSD and to host memory in the same slots; those slots are repeated
+    # with each stream's pages at once (try_bulk: pages only leave, and where from does not
+    # depend on the order), which must equal the slots one by one
+    runs = []
+    for bulk in (True, False):
+        with monkeypatch.context() as m:
+            if not bulk:
+                m.setattr(simulator, "replay_inputs", functools.partial(simulator.replay_inputs, bulk=False))
+            runs.append(Simulator(preset).run("bert_base-b256", "g10"))
+    bulk, slot_by_slot = runs
+    assert bulk.counters["bulk"].get(PRE_MERGED, 0) > 0
     for name, col in slot_by_slot.kernels.items():
         assert np.array_equal(np.asarray(bulk.kernels[name]), np.asarray(col)), name
     assert [it.time_s for it in bulk.iterations] == [it.time_s for it in slot_by_slot.iterations]

@@ -59,6 +59,7 @@ cdef enum:                     # BulkReason
     B_MERGED
     B_TICKWISE
     B_MIXED_TABLE
+    B_PRE_MERGED
     B_COUNT
 
 # Memory advice in the slot model (issue 37): a tensor's advice bits, and its counters.

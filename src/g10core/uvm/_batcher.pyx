@@ -77,6 +77,7 @@ BULK_REASONS = (
     'ticks repeated as merged streams (count of repeats)',
     'ticks repeated tick by tick (count of repeats)',
     'repeats of slots with and without victims (count of repeats)',
+    'repeats of several pre-eviction streams merged (count of repeats)',
 )
 
 cdef int64_t BIG = (<int64_t>1) << 62      # "no limit"
@@ -1341,7 +1342,10 @@ cdef class Batcher:
                 self.shp_vreq = self.rec_vreq
                 self.shp_victims = has_v
                 self.shp_d_vict = d_vict
-                self.shp_single = n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1
+                # several pre-eviction streams and nothing else: pages only leave, and where they
+                # leave from does not depend on the order (try_bulk says why)
+                self.shp_single = ((n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1)
+                                   or (n_in == 0 and not has_v and not self.debug_log))
                 self.shp_cycle = q_in >= 0 and self.tick_victims == self.consumed[q_in]
         if self.n_rec == 0:
             self.shp_qlen0_mask = mask_q
@@ -1633,6 +1637,8 @@ cdef class Batcher:
         if single:
             self.apply_entries(counts, NULL, walked)
             self.bulk_stat[B_MERGED] += 1
+            if self.shp_n_sq_pre > 1:
+                self.bulk_stat[B_PRE_MERGED] += 1
         else:
             self.apply_entries(counts, seq.data(), walked)
             self.bulk_stat[B_TICKWISE] += 1
@@ -1994,7 +2000,14 @@ cdef class Batcher:
                 q_in = self.op_q[i]
             elif self.op_kind[i] == OP_VICTIMS:
                 d_vict = self.op_dest[i] if d_vict == -1 or d_vict == self.op_dest[i] else -3
-        single = n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1
+        # Streams of pre-evictions alone (no page in, no victim) also merge: a page leaves the
+        # same tier for the same destination whichever stream goes first, the queues are
+        # distinct, and the arrival order of the pages that stay does not change.  The evictor's
+        # cursor goes to the head when its page leaves, and stays at the head from then on,
+        # whatever the order.  With the debug log on, the slots are applied one by one, so the
+        # log keeps the order a slot gives.
+        single = ((n_in <= 1 and d_vict != -3 and self.n_sq_pre <= 1)
+                  or (n_in == 0 and V == 0 and not self.debug_log))
         if V and self.rec_vreq:
             # re-queued victims must join a queue whose treatment they cannot change:
             # the queue being drained, or one that stays non-empty and untouched
@@ -2097,6 +2110,8 @@ cdef class Batcher:
         if single:
             self.apply_bulk(n, 1)
             self.bulk_stat[B_MERGED] += 1
+            if self.n_sq_pre > 1:
+                self.bulk_stat[B_PRE_MERGED] += 1
         else:
             self.apply_bulk(1, n)
             self.bulk_stat[B_TICKWISE] += 1
