@@ -2,16 +2,17 @@
 
 The run of issue 45: OPT-175B, prompt 512, 32 generated tokens, batch 64 (FlexGen's), one T4
 16 GB (``g10sim trace inference --model opt-175b --prompt 512 --gen 32 --batch 64 --gpu T4``).
-The page-level policies (and G10's tensor-level variants) replay it with ``--gpu T4 --set run.iterations=2`` (a warm-up batch,
-then the measured one); the systems run each OPT-175B cell of ``g10sim reproduce inference``
-(FlexGen, FlexGen with compression, Accelerate and ZeRO-Inference on FlexGen's T4, ZeRO-Inference
-on the A6000: each cell's own batch and placement, its trace built in the run); FlexGen's policy
-search searches its placements and batch sizes for the same model and lengths on the T4.  The budget: each run within 10 s and 1 GB on two cores, the search
-within 30 s.
+The page-level policies replay it with ``--gpu T4 --set run.iterations=2`` (a warm-up batch,
+then the measured one), G10's tensor-level variants with ``--gpu T4``; the systems run each
+OPT-175B cell of ``g10sim reproduce inference`` (FlexGen, FlexGen with compression, Accelerate
+and ZeRO-Inference on FlexGen's T4, ZeRO-Inference on the A6000: each cell's own batch and
+placement, its trace built in the run); FlexGen's policy search searches its placements and
+batch sizes for the same model and lengths on the T4.  The budget: each run within 10 s and
+1 GB on two cores, the search within 30 s.
 
-asv: ``PageLevel.time_run`` and ``track_peak_rss_MB`` (base-uvm, deepum, belady, g10; G10-Host and
-G10-GDS, G10's tensor-level variants),
-``Systems.time_run`` (the OPT-175B cells), ``FlexGenSearch.time_search``.
+asv: ``PageLevel.time_run`` and ``track_peak_rss_MB`` (base-uvm, deepum, belady, g10, and G10's
+tensor-level variants g10-host and g10-gds), ``Systems.time_run`` (the OPT-175B cells),
+``FlexGenSearch.time_search``.
 
 Script::
 
@@ -60,7 +61,8 @@ elif kind == "page":
     from g10core.config import resolve
     from g10core.simulator import Simulator
     trace = read_trace(path)
-    sim = Simulator(resolve(sets=["gpu.model=T4", "run.iterations=2"]))
+    # the page level runs a warm-up batch; G10's tensor-level variants have no iterations to set
+    sim = Simulator(resolve(sets=["gpu.model=T4"] + ([] if name.startswith("g10-") else ["run.iterations=2"])))
     c, t = cpu(), time.perf_counter()
     r = sim.run(trace, name)
     out = {"tokens_per_s": r.inference.get("tokens_per_s"), "ticks": r.counters.get("ticks")}
@@ -114,7 +116,7 @@ class PageLevel:
         from g10core.workload.trace import read_trace
 
         self.trace = read_trace(path)
-        self.sim = Simulator(resolve(sets=["gpu.model=T4", "run.iterations=2"]))
+        self.sim = Simulator(resolve(sets=["gpu.model=T4"] + ([] if policy.startswith("g10-") else ["run.iterations=2"])))
 
     def time_run(self, path, policy):
         self.sim.run(self.trace, policy)
