@@ -61,8 +61,7 @@ elif kind == "page":
     from g10core.config import resolve
     from g10core.simulator import Simulator
     trace = read_trace(path)
-    # the page level runs a warm-up batch; G10's tensor-level variants have no iterations to set
-    sim = Simulator(resolve(sets=["gpu.model=T4"] + ([] if name.startswith("g10-") else ["run.iterations=2"])))
+    sim = Simulator(resolve(sets=json.loads(sys.argv[4])))
     c, t = cpu(), time.perf_counter()
     r = sim.run(trace, name)
     out = {"tokens_per_s": r.inference.get("tokens_per_s"), "ticks": r.counters.get("ticks")}
@@ -77,6 +76,12 @@ print(json.dumps(out))
 """
 
 
+def page_sets(policy: str) -> list[str]:
+    """The ``--set`` values of a Simulator run: the T4, and a warm-up batch at the page level
+    (G10's tensor-level variants have no iterations to set)."""
+    return ["gpu.model=T4"] + ([] if policy.startswith("g10-") else ["run.iterations=2"])
+
+
 def write_trace_file(folder) -> Path:
     """Issue 45's OPT-175B trace, written to ``folder`` (0.5 s)."""
     from g10core.workload.llm import inference_trace
@@ -89,7 +94,8 @@ def write_trace_file(folder) -> Path:
 
 def one(kind: str, path: Path | None, name: str) -> dict:
     """One run in a fresh process: its JSON line."""
-    extra = [str(PROMPT), str(GEN), MACHINE] if kind == "search" else []
+    extra = ([str(PROMPT), str(GEN), MACHINE] if kind == "search"
+             else [json.dumps(page_sets(name))] if kind == "page" else [])
     proc = subprocess.run([sys.executable, "-c", CHILD, kind, str(path or ""), name, *extra],
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -116,7 +122,7 @@ class PageLevel:
         from g10core.workload.trace import read_trace
 
         self.trace = read_trace(path)
-        self.sim = Simulator(resolve(sets=["gpu.model=T4"] + ([] if policy.startswith("g10-") else ["run.iterations=2"])))
+        self.sim = Simulator(resolve(sets=page_sets(policy)))
 
     def time_run(self, path, policy):
         self.sim.run(self.trace, policy)
